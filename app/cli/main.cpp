@@ -1,0 +1,50 @@
+// dyllm: the command line (generate, bench, eval, trace, tokenize, make-model). Each subcommand lives in cmd_*.cpp.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <exception>
+#include <map>
+
+#include "app/cli/command.h"
+#include "engine/errors.h"
+
+namespace dyllm::cli {
+std::vector<Command>& command_registry() {
+    static std::vector<Command> registry;
+    return registry;
+}
+}  // namespace dyllm::cli
+
+int main(int argc, char** argv) {
+    CLI::App app{"dyllm: masked diffusion LM engine with DyLLM acceleration (generate, bench, eval, trace, tokenize)"};
+    app.require_subcommand(1);
+    std::map<CLI::App*, std::function<int()>> runners;
+    for (auto& cmd : dyllm::cli::command_registry()) {
+        CLI::App* sub = app.add_subcommand(cmd.name);
+        runners[sub]  = cmd.setup(*sub);
+    }
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e);
+    }
+    for (auto& [sub, run] : runners) {
+        if (!sub->parsed()) continue;
+        try {
+            return run();
+        } catch (const dyllm::LoadError& e) {
+            std::fprintf(stderr, "error: %s\n", e.what());
+            return 2;
+        } catch (const dyllm::InputError& e) {
+            std::fprintf(stderr, "error: %s\n", e.what());
+            return 2;
+        } catch (const dyllm::BackendError& e) {
+            std::fprintf(stderr, "error: backend: %s\n", e.what());
+            return 3;
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "error: %s\n", e.what());
+            return 1;
+        }
+    }
+    return 1;
+}

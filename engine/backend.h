@@ -1,0 +1,122 @@
+// The Backend interface (STYLE.md 2.2): one virtual per op the forward passes need, at op granularity, so the model
+// code in engine/model*.cpp is written once and runs on the CPU or on CUDA. Index lists (token ids, positions, row
+// indices, per-sequence offsets) are passed as host spans; a device backend uploads them itself.
+//
+// Conventions for every op:
+// - Activations are F32 2-D views [rows, cols] (engine/tensor.h). Cache views (k, v, dv, c_old, gather/scatter
+//   sources and destinations) may be F32 or cache_dtype() (BF16 on CUDA); ops widen on load, accumulate in fp32.
+// - Weights are [out, in] views in F32, F16 or BF16, as prepare_weight() returned them.
+// - Multi-head activations are [n_tokens, n_head * head_dim]; query head h reads KV head h / (n_head / n_kv_head) (GQA).
+// - Attention is bidirectional (no causal mask) and never crosses sequences: query row i belongs to sequence
+//   q_seq[i] and attends to key rows [cu_k[b], cu_k[b+1]) of the packed K/V.
+// - Every op accepts zero rows (empty salient sets are legal, spec project decision 8).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "engine/tensor.h"
+
+namespace dyllm {
+
+enum class OpKind : uint8_t {
+    Embed, MatMul, RmsNorm, Rope, Add, Sub, SiluMul, Attention, AttentionApprox,
+    GatherRows, ScatterRows, Cosine, ScoreLogits, Copy, Count
+};
+const char* op_kind_name(OpKind k);
+
+enum class BackendKind : uint8_t { Cpu, Cuda, Auto };
+const char* backend_kind_name(BackendKind k);
+
+// How the sampler scores a position (spec a.9 step 4).
+enum class ScoreKind : uint8_t {
+    Confidence,     // LLaDA: softmax probability of the argmax token
+    NegEntropy,     // Dream: sum_v p_v log(p_v + 1e-10), higher is more confident
+};
+
+struct AttentionShape {
+    int n_head    = 0;  // query heads H_q
+    int n_kv_head = 0;  // key/value heads H_kv (divides n_head)
+    int head_dim  = 0;  // D; scores are scaled by 1/sqrt(D)
+};
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+
+    virtual const char* name() const = 0;          // "cpu", "cuda"
+    virtual Device      device() const = 0;
+    virtual std::string description() const = 0;   // "cpu (2 threads, OpenBLAS 0.3.21)", "cuda (NVIDIA H100, sm_90)"
+    virtual bool        supports(OpKind op, DType dtype) const = 0;
+    virtual DType       cache_dtype() const = 0;   // storage dtype of the K/V/context/FFN caches
+
+    // ---- memory -------------------------------------------------------------------------------------------------
+    // A zero-initialised contiguous [rows, cols] tensor on this backend.
+    virtual Tensor alloc(DType dtype, int64_t rows, int64_t cols) = 0;
+    // Copies between host memory and a contiguous tensor of this backend (bytes = dst/src.bytes()).
+    virtual void upload(const TensorView& dst, const void* host_src) = 0;
+    virtual void download(const TensorView& src, void* host_dst) = 0;
+    virtual void synchronize() = 0;
+    // A weight as this backend wants it: the CPU keeps the host (memory-mapped) view as stored; CUDA copies to the
+    // device (F32 converted to BF16). The returned view stays valid while the backend lives.
+    virtual TensorView prepare_weight(const TensorView& host_weight, const std::string& name) = 0;
+
+    // ---- ops ------------------------------------------------------------------------------------------------------
+    // out[i, :] = table[ids[i], :]. table: [n_vocab, n_embd] (any weight dtype); out: [n, n_embd] F32.
+    virtual void embed(const TensorView& table, std::span<const int32_t> ids, const TensorView& out) = 0;
+    // y = x W^T (+ bias). x: [n, k] F32; w: [m, k]; bias: [m] or empty view; y: [n, m] F32. y must not alias x.
+    virtual void matmul(const TensorView& x, const TensorView& w, const TensorView& bias, const TensorView& y) = 0;
+    // y = x * rsqrt(mean(x^2) + eps) * w, fp32 math. x, y: [n, d] (may alias); w: [d].
+    virtual void rms_norm(const TensorView& x, const TensorView& w, float eps, const TensorView& y) = 0;
+    // In place rotate-half RoPE on every head of x: [n, n_head * head_dim]; positions: [n]; fp32 angles
+    // inv_freq_i = theta^(-2i / head_dim).
+    virtual void rope(const TensorView& x, std::span<const int32_t> positions, int n_head, int head_dim,
+                      float theta) = 0;
+    // y = a + b and y = a - b, elementwise, same shapes (y may alias a or b; y may be the cache dtype for sub).
+    virtual void add(const TensorView& a, const TensorView& b, const TensorView& y) = 0;
+    virtual void sub(const TensorView& a, const TensorView& b, const TensorView& y) = 0;
+    // y = silu(gate) * up. gate, up, y: [n, f] (y may alias gate).
+    virtual void silu_mul(const TensorView& gate, const TensorView& up, const TensorView& y) = 0;
+    // dst = src (same shape; converts between F32 and the cache dtype).
+    virtual void copy(const TensorView& src, const TensorView& dst) = 0;
+
+    // Exact attention. q: [nq, H_q*D]; q_seq: [nq] sequence of each query row; k, v: [nk, H_kv*D] packed keys of all
+    // sequences; cu_k: [B+1] key offsets; out: [nq, H_q*D] F32.
+    virtual void attention(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
+                           const TensorView& v, std::span<const int32_t> cu_k, AttentionShape shape,
+                           const TensorView& out) = 0;
+
+    // DyLLM's column-sparse approximate attention (spec a.7 step 6, b.1):
+    //   c_new[i] = c_old[i] + sum_{j in S(b)} softmax_j'(q_i . k_j' / sqrt(D))[j] * dv[s(j)]
+    // where the softmax normaliser runs over ALL keys j' of sequence b = q_seq[i], and the sum over the salient keys of
+    // b only: sal_k[cu_sal[b] .. cu_sal[b+1]) are their packed key rows (ascending), dv the matching rows of dv.
+    // q: [nq, H_q*D]; k: [nk, H_kv*D]; dv: [ns, H_kv*D]; c_old: [nq, H_q*D]; c_new: [nq, H_q*D] F32.
+    virtual void attention_approx(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
+                                  const TensorView& dv, std::span<const int32_t> sal_k,
+                                  std::span<const int32_t> cu_sal, std::span<const int32_t> cu_k,
+                                  const TensorView& c_old, AttentionShape shape, const TensorView& c_new) = 0;
+
+    // dst[i, :] = src[idx[i], :]  (dst: [idx.size(), w]);  dst[idx[i], :] = src[i, :]  (src: [idx.size(), w]).
+    virtual void gather_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& dst) = 0;
+    virtual void scatter_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& dst) = 0;
+
+    // Per-row cosine similarity over all columns, fp32 stats, squared norms clamped at 1e-8 (spec f.7).
+    // a, b: [n, w]; cos_out: n host floats.
+    virtual void cosine_rows(const TensorView& a, const TensorView& b, std::span<float> cos_out) = 0;
+
+    // Greedy scoring of logit rows: token = argmax (lowest id on ties) over ids not in `banned`, score per ScoreKind,
+    // the softmax taken over the same allowed ids. logits: [n, n_vocab] F32; tokens_out, scores_out: n host values.
+    virtual void score_logits(const TensorView& logits, ScoreKind kind, std::span<const int32_t> banned,
+                              std::span<int32_t> tokens_out, std::span<float> scores_out) = 0;
+};
+
+// Creates a backend. Cpu always works; Cuda throws BackendError naming the reason ("CUDA backend not compiled in
+// (DYLLM_CUDA=OFF)", "no CUDA device: cudaErrorInsufficientDriver"). Auto picks CUDA when a device is present, else
+// the CPU, and puts the one-line reason in *fallback_reason.
+std::unique_ptr<Backend> make_backend(BackendKind kind, int n_threads = 0, std::string* fallback_reason = nullptr);
+
+// Number of usable CUDA devices; 0 without a driver or a device, and when CUDA is not compiled in. Never throws.
+int cuda_device_count(std::string* why_none = nullptr);
+
+}  // namespace dyllm

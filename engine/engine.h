@@ -1,0 +1,154 @@
+// Public engine API: load a model (checkpoint directory or built-in name) on a backend, then drive a Session
+// step by step (the GUI) or to the end (the CLI). Methods: original, dyllm, fast-prefix, fast-dual, dllm-cache.
+#pragma once
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/backend.h"
+#include "engine/checkpoint.h"
+#include "engine/config.h"
+#include "engine/tokenizer.h"
+#include "instrumentation/events.h"
+
+namespace dyllm {
+
+enum class Method : uint8_t { Original, DyLLM, FastPrefix, FastDual, DllmCache };
+const char* method_name(Method m);                        // "original", "dyllm", "fast-prefix", ...
+std::optional<Method> parse_method(std::string_view s);  // nullopt for an unknown name
+
+// Every knob of a generation run. Validated by validate_params() before a run starts.
+struct DiffusionParams {
+    int      gen_length   = 64;   // response length R
+    int      steps        = 64;   // total denoising steps; n_u = gen_length / steps (must divide)
+    int      block_length = 32;   // semi-autoregressive block (must divide gen_length)
+    float    conf_threshold = NAN;  // confidence-threshold parallel decoding when set (spec a.9 step 5)
+    float    temperature  = 0.f;  // 0: greedy; > 0: seeded sampling from softmax(logits / T)
+    uint64_t seed         = 0;
+    bool     ignore_eos   = false;
+
+    Method method      = Method::DyLLM;
+    float  tau         = NAN;  // NaN: family default (LLaDA 0.99, Dream 0.995)
+    int    full_steps  = 4;    // T_full
+    int    fullq_every = 4;    // full-query sparse step period (the `> P && % P != 0` rule)
+    bool   approx      = true; // false: the paper's "Salient" ablation (exact attention for every query)
+
+    int   kp  = 50;     // dLLM-Cache prompt refresh interval K_P
+    int   kr  = 7;      // dLLM-Cache response refresh interval K_R
+    float rho = 0.25f;  // dLLM-Cache adaptive transfer ratio
+
+    bool measure_cosine = false;  // histograms for methods without saliency (costs an extra cosine per layer)
+};
+
+// Throws InputError naming the parameter, its value and the allowed range.
+void validate_params(const DiffusionParams& p, const ModelConfig& cfg);
+float default_tau(Family f);
+
+// A loaded model: config, weights prepared on a backend, tokenizer (absent for weight-only directories).
+class Model {
+public:
+    // `spec` is a checkpoint directory or a built-in name ("tiny-llada", "tiny-dream"). Throws LoadError/BackendError.
+    static std::unique_ptr<Model> load(const std::string& spec, BackendKind backend = BackendKind::Cpu, int n_threads = 0,
+                                       std::string* backend_note = nullptr);
+    ~Model();
+
+    const ModelConfig&  config() const;
+    const ModelWeights& weights() const;     // views on the backend
+    const Tokenizer*    tokenizer() const;   // nullptr when the directory has no tokenizer.json
+    Backend&            backend() const;
+    const std::string&  name() const;        // built-in name or directory
+    const std::filesystem::path& dir() const;
+    double              load_seconds() const;
+
+    struct Impl;
+    Impl& impl() const { return *impl_; }
+
+private:
+    Model() = default;
+    std::unique_ptr<Impl> impl_;
+};
+
+// Resolves a built-in model name to its directory (relative to the executable and to the source tree), or returns
+// spec unchanged when it is a path. Empty spec means the default built-in (tiny-llada).
+std::filesystem::path resolve_model_path(const std::string& spec);
+
+// Per-layer work of one step (accounting, issue 3).
+struct LayerAccount {
+    int32_t query_rows = 0, kv_rows = 0, attn_exact_rows = 0, attn_approx_rows = 0, ffn_rows = 0;
+    double  flops = 0;
+};
+
+struct StepRecord {
+    int32_t  step = 0;
+    StepKind kind = StepKind::Full;
+    float    tau  = 0;
+    double   seconds = 0;
+    double   flops = 0, dense_flops = 0;
+    int32_t  tokens_committed = 0;
+    std::vector<LayerAccount> layers;
+};
+
+struct SequenceResult {
+    std::vector<int32_t> prompt_ids;
+    std::vector<int32_t> token_ids;    // response ids (gen_length; still-masked positions keep mask_id)
+    std::vector<int32_t> unmask_step;  // per response position; 0 = never unmasked
+    std::vector<float>   scores;       // per response position
+    std::string          text;         // decoded response (special tokens and masks skipped, cut at EOS)
+    int32_t              steps_run = 0;
+    bool                 finished_by_eos = false;
+};
+
+struct GenerationResult {
+    std::vector<SequenceResult> sequences;
+    std::vector<StepRecord>     steps;
+    int32_t forward_passes = 0;
+    double  denoise_seconds = 0;
+    int64_t generated_tokens = 0;     // gen_length x sequences
+    int64_t non_eos_tokens = 0;       // response tokens that are not EOS/pad/mask
+    double  tokens_per_s = 0;         // generated_tokens / denoise_seconds
+    double  cache_bytes = 0;          // DyLLM/baseline caches held
+    double  total_flops = 0, total_dense_flops = 0;
+    double  recompute_fraction = 1;   // mean share of rows x layers pushed through the FFN vs dense
+};
+
+// One generation run over a batch of prompts in lock-step. Not thread-safe except set_tau()/cancel(), which may be
+// called from another thread and apply from the next step.
+class Session {
+public:
+    explicit Session(const Model& model, EventSink* sink = nullptr);
+    ~Session();
+    Session(const Session&) = delete;
+    Session& operator=(const Session&) = delete;
+
+    // Starts a run: prompts are token ids (already chat-templated). Throws InputError for bad params or prompts.
+    void start(const std::vector<std::vector<int32_t>>& prompts, const DiffusionParams& params);
+    // Runs one denoising step for every live sequence. Returns false once the run is over (or was cancelled).
+    bool step();
+    void run();                 // step() until done
+    bool done() const;
+    int  current_step() const;  // steps run so far
+
+    void  set_tau(float tau);   // thread-safe; from the next step
+    float tau() const;
+    void  cancel();             // thread-safe
+    void  set_sink(EventSink* sink);
+
+    const DiffusionParams& params() const;
+    GenerationResult       result() const;  // what is decoded so far (complete after done())
+    const std::vector<StepRecord>& step_records() const;
+
+    struct Impl;
+
+private:
+    std::unique_ptr<Impl> impl_;
+};
+
+// Convenience: tokenizes (with the chat template unless no_chat), runs a session to the end.
+std::vector<int32_t> encode_prompt(const Model& model, const std::string& text, bool chat);
+
+}  // namespace dyllm

@@ -1,0 +1,122 @@
+// Tensor views (ggml's ne/nb convention) and backend-owned tensors.
+//
+// Layout: ne[0] is the innermost, contiguous dimension; nb[i] is the stride of dimension i in bytes. Activations are
+// 2-D row-major matrices [rows, cols] with ne[0] = cols and ne[1] = rows. Weights keep the HF [out, in] layout, so a
+// weight view has ne[0] = in and ne[1] = out. Multi-head activations are [n_tokens, n_head * head_dim] with the heads
+// concatenated (the same bytes as [n_tokens, n_head, head_dim]).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace dyllm {
+
+enum class DType : uint8_t { F32, F16, BF16, I32 };
+enum class Device : uint8_t { Cpu, Cuda };
+
+inline size_t dtype_size(DType t) {
+    switch (t) {
+        case DType::F32: return 4;
+        case DType::F16: return 2;
+        case DType::BF16: return 2;
+        case DType::I32: return 4;
+    }
+    return 0;
+}
+
+inline const char* dtype_name(DType t) {
+    switch (t) {
+        case DType::F32: return "F32";
+        case DType::F16: return "F16";
+        case DType::BF16: return "BF16";
+        case DType::I32: return "I32";
+    }
+    return "?";
+}
+
+inline const char* device_name(Device d) { return d == Device::Cpu ? "cpu" : "cuda"; }
+
+// A non-owning view of (up to) 4-D tensor memory on some device.
+struct TensorView {
+    void*   data   = nullptr;
+    DType   dtype  = DType::F32;
+    Device  device = Device::Cpu;
+    int64_t ne[4]  = {0, 1, 1, 1};
+    int64_t nb[4]  = {0, 0, 0, 0};
+
+    // A contiguous 2-D view [rows, cols].
+    static TensorView matrix(void* data, DType dtype, Device device, int64_t rows, int64_t cols) {
+        TensorView v;
+        v.data   = data;
+        v.dtype  = dtype;
+        v.device = device;
+        v.ne[0]  = cols;
+        v.ne[1]  = rows;
+        v.nb[0]  = int64_t(dtype_size(dtype));
+        v.nb[1]  = v.nb[0] * cols;
+        v.nb[2]  = v.nb[1] * rows;
+        v.nb[3]  = v.nb[2];
+        return v;
+    }
+    // A contiguous 1-D view [n] (one row of n columns).
+    static TensorView vector(void* data, DType dtype, Device device, int64_t n) {
+        return matrix(data, dtype, device, 1, n);
+    }
+
+    int64_t cols() const { return ne[0]; }
+    int64_t rows() const { return ne[1] * ne[2] * ne[3]; }
+    int64_t numel() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
+    size_t  bytes() const { return size_t(numel()) * dtype_size(dtype); }
+    bool    empty() const { return data == nullptr || numel() == 0; }
+    bool    contiguous() const {
+        const int64_t es = int64_t(dtype_size(dtype));
+        return nb[0] == es && nb[1] == es * ne[0] && (ne[2] == 1 || nb[2] == nb[1] * ne[1]) &&
+               (ne[3] == 1 || nb[3] == nb[2] * ne[2]);
+    }
+
+    // Rows [first, first + n) of a 2-D view.
+    TensorView rows_slice(int64_t first, int64_t n) const {
+        TensorView v = *this;
+        v.data       = static_cast<char*>(data) + first * nb[1];
+        v.ne[1]      = n;
+        v.ne[2]      = 1;
+        v.ne[3]      = 1;
+        return v;
+    }
+
+    template <class T>
+    T* ptr() const {
+        return static_cast<T*>(data);
+    }
+    template <class T>
+    T* row(int64_t r) const {
+        return reinterpret_cast<T*>(static_cast<char*>(data) + r * nb[1]);
+    }
+};
+
+std::string shape_string(const TensorView& v);  // "[rows, cols]"
+
+// A tensor whose memory is owned by a backend (freed when the last copy goes). Views into it stay valid while it lives.
+class Tensor {
+public:
+    Tensor() = default;
+    Tensor(TensorView view, std::shared_ptr<void> owner) : view_(view), owner_(std::move(owner)) {}
+
+    const TensorView& view() const { return view_; }
+    TensorView&       view() { return view_; }
+    operator const TensorView&() const { return view_; }
+    bool    valid() const { return view_.data != nullptr || view_.numel() == 0; }
+    int64_t rows() const { return view_.rows(); }
+    int64_t cols() const { return view_.cols(); }
+    template <class T>
+    T* ptr() const {
+        return view_.ptr<T>();
+    }
+
+private:
+    TensorView            view_;
+    std::shared_ptr<void> owner_;
+};
+
+}  // namespace dyllm

@@ -1,0 +1,229 @@
+// The engine's event stream (DESIGN.md Instrumentation, STYLE.md 2.7): plain event structs and the EventSink interface.
+// Header-only with no dependencies, so the engine can emit events without linking any sink. Spans inside an event are
+// valid only during the call: a sink that keeps them must copy.
+#pragma once
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace dyllm {
+
+// What kind of forward pass a denoising step ran (spec a.3, d, e).
+enum class StepKind : uint8_t {
+    Full,              // exact dense forward over every row (original; DyLLM's first T_full steps)
+    SparseFullQuery,   // DyLLM sparse step, every row a query (every fullq_every-th step)
+    SparseResponse,    // DyLLM sparse step, response rows only as queries
+    BlockRefresh,      // Fast-dLLM: full forward at a block start, refreshes the block cache
+    BlockCached,       // Fast-dLLM: step that reuses the block cache
+    CacheRefresh,      // dLLM-Cache: prompt and response refreshed
+    CachePartial,      // dLLM-Cache: one side (or only the adaptive update) recomputed
+    Count
+};
+
+inline const char* step_kind_name(StepKind k) {
+    switch (k) {
+        case StepKind::Full: return "full";
+        case StepKind::SparseFullQuery: return "sparse-fullq";
+        case StepKind::SparseResponse: return "sparse-response";
+        case StepKind::BlockRefresh: return "block-refresh";
+        case StepKind::BlockCached: return "block-cached";
+        case StepKind::CacheRefresh: return "cache-refresh";
+        case StepKind::CachePartial: return "cache-partial";
+        case StepKind::Count: break;
+    }
+    return "?";
+}
+
+// Op classes the timers and the Time panel group by (issue 5, DESIGN.md Time panel).
+enum class OpClass : uint8_t {
+    Embed, Norm, Qkv, Rope, AttnExact, AttnApprox, OProj, Ffn, LmHead, Sampling, GatherScatter, Cosine, Other, Count
+};
+
+inline const char* op_class_name(OpClass c) {
+    static constexpr const char* kNames[] = {"embed", "norm",  "qkv",     "rope",           "attn_exact",
+                                             "attn_approx", "o_proj", "ffn", "lm_head", "sampling",
+                                             "gather_scatter", "cosine", "other"};
+    const auto i = size_t(c);
+    return i < size_t(OpClass::Count) ? kNames[i] : "?";
+}
+
+enum class EventDevice : uint8_t { Cpu, Cuda };
+
+// ---- cosine histogram bins -------------------------------------------------------------------------------------
+// Cosines of a token's attention context between steps cluster just below 1, so bins are on x = log10(1 - cos):
+// bin 0 holds 1 - cos < 1e-7 (including cos >= 1); bins 1..14 split x in [-7, 0) into half decades; bin 15 holds
+// cos <= 0 (1 - cos >= 1).
+constexpr int kCosineBins = 16;
+
+inline int cosine_bin(float cos) {
+    const double d = 1.0 - double(cos);
+    if (!(d >= 1e-7)) return 0;  // also catches NaN
+    if (d >= 1.0) return kCosineBins - 1;
+    const int b = 1 + int(std::floor((std::log10(d) + 7.0) * 2.0));
+    return b < 1 ? 1 : (b > kCosineBins - 2 ? kCosineBins - 2 : b);
+}
+// Lower edge of bin b in cosine units (bin 0: 1 - 1e-7; last bin: -1).
+inline double cosine_bin_lower_cos(int b) {
+    if (b <= 0) return 1.0 - 1e-7;
+    if (b >= kCosineBins - 1) return -1.0;
+    return 1.0 - std::pow(10.0, -7.0 + 0.5 * b);
+}
+inline double cosine_bin_upper_cos(int b) {
+    if (b <= 0) return 1.0;
+    return cosine_bin_lower_cos(b - 1);
+}
+
+using CosineHistogram = std::array<uint32_t, kCosineBins>;
+
+// ---- events --------------------------------------------------------------------------------------------------
+// Once per run, before the first step: what ran and on what (every export starts with this).
+struct RunBegin {
+    std::string method;        // "original", "dyllm", "fast-prefix", "fast-dual", "dllm-cache"
+    std::string model;         // model directory or built-in name
+    std::string family;        // "llada" / "dream"
+    std::string backend;       // backend description
+    int32_t     n_layer    = 0;
+    int32_t     n_seq      = 0;
+    int32_t     gen_length = 0;
+    int32_t     steps      = 0;
+    std::vector<int32_t> prompt_lengths;
+    // Every parameter and environment fact as key/value strings (tau, T_full, seed, versions, device...).
+    std::vector<std::pair<std::string, std::string>> env;
+};
+
+struct StepBegin {
+    int32_t  step = 0;  // 1-based denoising step
+    StepKind kind = StepKind::Full;
+    float    tau  = 0;  // threshold in force for this step
+    int32_t  n_query_rows = 0;
+    int64_t  t_ns = 0;  // steady clock
+};
+
+// One layer's saliency decision for one sequence (DyLLM: from the engine's own cosine test; other methods: the opt-in
+// measurement of the attention-context cosine between consecutive steps).
+struct LayerSaliency {
+    int32_t         step = 0;
+    int32_t         layer = 0;
+    int32_t         seq = 0;
+    int32_t         n_rows = 0;       // query rows tested
+    int32_t         n_salient = 0;    // rows with cos < tau (== salient_positions.size() for DyLLM)
+    float           tau = 0;
+    CosineHistogram hist{};           // counts per cosine_bin(), sums to n_rows
+    std::span<const int32_t> row_positions;     // sequence positions of the tested rows
+    std::span<const float>   cosines;           // one per tested row (may be empty when the sink did not ask)
+    std::span<const int32_t> salient_positions; // ascending sequence positions of S_l
+    int32_t         ffn_rows = 0;     // rows that went through the FFN at this layer
+    int32_t         kv_rows = 0;      // rows whose K/V were recomputed
+    int32_t         attn_exact_rows = 0;
+    int32_t         attn_approx_rows = 0;
+};
+
+struct Unmask {
+    int32_t                  step = 0;
+    int32_t                  seq = 0;
+    std::span<const int32_t> positions;  // response-relative positions, in the order they were chosen
+    std::span<const int32_t> tokens;
+    std::span<const float>   scores;
+};
+
+struct OpTiming {
+    int32_t     step = 0;
+    int32_t     layer = -1;  // -1 outside the layers (embed, lm_head, sampling)
+    OpClass     op = OpClass::Other;
+    EventDevice device = EventDevice::Cpu;
+    int64_t     t_begin_ns = 0;  // steady clock
+    int64_t     dur_ns = 0;
+    double      flops = 0;
+    double      bytes = 0;
+    int32_t     rows = 0;
+};
+
+struct StepEnd {
+    int32_t step = 0;
+    int64_t wall_ns = 0;
+    int32_t tokens_committed = 0;   // unmasked in this step, all sequences
+    int32_t masked_left = 0;        // still masked, all live sequences
+    double  flops = 0;              // work done in this step's forward
+    double  dense_flops = 0;        // work a dense forward over the same sequences would do
+    int32_t ffn_rows = 0, kv_rows = 0, attn_exact_rows = 0, attn_approx_rows = 0, query_rows = 0;
+    int32_t dense_rows = 0;         // rows x layers a dense step would push through the FFN
+    int64_t t_ns = 0;
+};
+
+// The full canvas of one sequence after a step (too large for the queue: sinks double-buffer it).
+struct CanvasSnapshot {
+    int32_t                  step = 0;
+    int32_t                  seq = 0;
+    int32_t                  prompt_len = 0;
+    std::span<const int32_t> tokens;       // whole sequence: prompt + response
+    std::span<const int32_t> unmask_step;  // per response position: step that unmasked it, 0 = still masked
+    std::span<const float>   scores;       // per response position: score when unmasked
+    bool                     finished = false;
+};
+
+struct RunEnd {
+    int32_t steps = 0;
+    int64_t wall_ns = 0;
+    int32_t tokens = 0;
+    bool    cancelled = false;
+};
+
+struct ErrorEvent {
+    std::string_view where;    // "load", "step", "backend"...
+    std::string_view message;
+};
+
+// Receives events from the engine's worker thread. Default methods ignore everything, so a sink overrides only what
+// it needs. The engine holds an EventSink* (null by default: then no event is built and no histogram computed).
+class EventSink {
+public:
+    virtual ~EventSink() = default;
+    virtual void on_run_begin(const RunBegin&) {}
+    virtual void on_step_begin(const StepBegin&) {}
+    virtual void on_op_begin(int32_t /*step*/, int32_t /*layer*/, OpClass) {}  // NVTX / CUPTI correlation hooks
+    virtual void on_op(const OpTiming&) {}
+    virtual void on_layer_saliency(const LayerSaliency&) {}
+    virtual void on_unmask(const Unmask&) {}
+    virtual void on_canvas(const CanvasSnapshot&) {}
+    virtual void on_step_end(const StepEnd&) {}
+    virtual void on_run_end(const RunEnd&) {}
+    virtual void on_error(const ErrorEvent&) {}
+    // Whether to include the per-row cosines in LayerSaliency (the histogram and counts are always sent).
+    virtual bool wants_cosines() const { return true; }
+    // Whether to time every backend op (OpTiming events).
+    virtual bool wants_op_timings() const { return true; }
+};
+
+// Forwards every event to several sinks (e.g. the GUI queue and a trace recorder).
+class TeeSink : public EventSink {
+public:
+    explicit TeeSink(std::vector<EventSink*> sinks) : sinks_(std::move(sinks)) {}
+    void on_run_begin(const RunBegin& e) override { for (auto* s : sinks_) s->on_run_begin(e); }
+    void on_step_begin(const StepBegin& e) override { for (auto* s : sinks_) s->on_step_begin(e); }
+    void on_op_begin(int32_t st, int32_t l, OpClass c) override { for (auto* s : sinks_) s->on_op_begin(st, l, c); }
+    void on_op(const OpTiming& e) override { for (auto* s : sinks_) s->on_op(e); }
+    void on_layer_saliency(const LayerSaliency& e) override { for (auto* s : sinks_) s->on_layer_saliency(e); }
+    void on_unmask(const Unmask& e) override { for (auto* s : sinks_) s->on_unmask(e); }
+    void on_canvas(const CanvasSnapshot& e) override { for (auto* s : sinks_) s->on_canvas(e); }
+    void on_step_end(const StepEnd& e) override { for (auto* s : sinks_) s->on_step_end(e); }
+    void on_run_end(const RunEnd& e) override { for (auto* s : sinks_) s->on_run_end(e); }
+    void on_error(const ErrorEvent& e) override { for (auto* s : sinks_) s->on_error(e); }
+    bool wants_cosines() const override {
+        for (auto* s : sinks_) if (s->wants_cosines()) return true;
+        return false;
+    }
+    bool wants_op_timings() const override {
+        for (auto* s : sinks_) if (s->wants_op_timings()) return true;
+        return false;
+    }
+
+private:
+    std::vector<EventSink*> sinks_;
+};
+
+}  // namespace dyllm
