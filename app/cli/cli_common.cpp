@@ -43,18 +43,20 @@ void add_model_options(CLI::App& app, ModelOptions& opts) {
     app.add_option("-t,--threads", opts.threads, "CPU threads (0 = all cores)")->capture_default_str();
 }
 
-void add_diffusion_options(CLI::App& app, DiffusionOptions& o) {
+void add_diffusion_options(CLI::App& app, DiffusionOptions& o, DiffusionFlags which) {
     // Aliases: llama.cpp's -n/--n-predict and --diffusion-* flags, and --dyllm-* for the DyLLM knobs
     // (product-anchors.md section 5: accept the existing diffusion flags unchanged).
     app.add_option("-n,--gen-length,--n-predict", o.gen_length, "response length R (tokens)")->capture_default_str();
-    app.add_option("--steps,--diffusion-steps", o.steps, "total denoising steps (default: gen length, n_u = 1)");
-    app.add_option("--block-length,--diffusion-block-length", o.block_length,
-                   "semi-autoregressive block length (default: min(32, gen length))");
-    app.add_option("--method", o.method, "original | dyllm | fast-prefix | fast-dual | dllm-cache")
-        ->capture_default_str();
-    app.add_option_function<double>(
-        "--tau,--dyllm-tau", [&o](const double& v) { o.tau = v; o.tau_set = true; },
-        "DyLLM cosine threshold (default: LLaDA 0.99, Dream 0.995)");
+    if (which == DiffusionFlags::All) {
+        app.add_option("--steps,--diffusion-steps", o.steps, "total denoising steps (default: gen length, n_u = 1)");
+        app.add_option("--block-length,--diffusion-block-length", o.block_length,
+                       "semi-autoregressive block length (default: min(32, gen length))");
+        app.add_option("--method", o.method, "original | dyllm | fast-prefix | fast-dual | dllm-cache")
+            ->capture_default_str();
+        app.add_option_function<double>(
+            "--tau,--dyllm-tau", [&o](const double& v) { o.tau = v; o.tau_set = true; },
+            "DyLLM cosine threshold (default: LLaDA 0.99, Dream 0.995)");
+    }
     app.add_option("--full-steps,--dyllm-full-steps", o.full_steps, "T_full: initial dense steps")
         ->capture_default_str();
     app.add_option("--fullq-every", o.fullq_every, "period of full-query sparse steps")->capture_default_str();
@@ -312,6 +314,62 @@ void check_prompt_lengths(const std::vector<PromptInput>& prompts, const Diffusi
                              std::to_string(total) + " exceeds the model's max_position " +
                              std::to_string(cfg.max_position));
     }
+}
+
+nlohmann::ordered_json params_to_json(const DiffusionParams& p, Family family) {
+    nlohmann::ordered_json j;
+    j["gen_length"]   = p.gen_length;
+    j["steps"]        = p.steps;
+    j["n_u"]          = p.steps > 0 ? p.gen_length / p.steps : 0;
+    j["block_length"] = p.block_length;
+    j["method"]       = method_name(p.method);
+    j["tau"]          = effective_tau(p, family);
+    j["tau_is_default"] = std::isnan(p.tau);
+    j["full_steps"]   = p.full_steps;
+    j["fullq_every"]  = p.fullq_every;
+    j["approx"]       = p.approx;
+    if (std::isnan(p.conf_threshold))
+        j["conf_threshold"] = nullptr;
+    else
+        j["conf_threshold"] = p.conf_threshold;
+    j["temperature"]    = p.temperature;
+    j["seed"]           = p.seed;
+    j["ignore_eos"]     = p.ignore_eos;
+    j["kp"]             = p.kp;
+    j["kr"]             = p.kr;
+    j["rho"]            = p.rho;
+    j["measure_cosine"] = p.measure_cosine;
+    return j;
+}
+
+nlohmann::ordered_json accounting_to_json(const GenerationResult& r) {
+    nlohmann::ordered_json steps = nlohmann::ordered_json::array();
+    for (const StepRecord& s : r.steps) {
+        nlohmann::ordered_json layers = nlohmann::ordered_json::array();
+        for (const LayerAccount& l : s.layers) {
+            layers.push_back({{"query_rows", l.query_rows},
+                              {"kv_rows", l.kv_rows},
+                              {"attn_exact_rows", l.attn_exact_rows},
+                              {"attn_approx_rows", l.attn_approx_rows},
+                              {"ffn_rows", l.ffn_rows},
+                              {"flops", l.flops}});
+        }
+        steps.push_back({{"step", s.step},
+                         {"kind", step_kind_name(s.kind)},
+                         {"tau", s.tau},
+                         {"seconds", s.seconds},
+                         {"flops", s.flops},
+                         {"dense_flops", s.dense_flops},
+                         {"tokens_committed", s.tokens_committed},
+                         {"layers", std::move(layers)}});
+    }
+    nlohmann::ordered_json j;
+    j["steps"]              = std::move(steps);
+    j["total_flops"]        = r.total_flops;
+    j["total_dense_flops"]  = r.total_dense_flops;
+    j["recompute_fraction"] = r.recompute_fraction;
+    j["cache_bytes"]        = r.cache_bytes;
+    return j;
 }
 
 bool is_terminal(std::FILE* f) { return f && ::isatty(::fileno(f)) == 1; }

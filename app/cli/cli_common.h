@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/backend.h"
 #include "engine/engine.h"
 
@@ -62,8 +64,12 @@ struct PromptInput {
     bool                 from_ids = false;
 };
 
+// Which diffusion flags to add: All, or every flag except those a sweep command takes as lists
+// (--steps, --block-length, --method, --tau), as `dyllm bench` does.
+enum class DiffusionFlags : uint8_t { All, FixedOnly };
+
 void add_model_options(CLI::App& app, ModelOptions& opts);
-void add_diffusion_options(CLI::App& app, DiffusionOptions& opts);
+void add_diffusion_options(CLI::App& app, DiffusionOptions& opts, DiffusionFlags which = DiffusionFlags::All);
 void add_prompt_options(CLI::App& app, PromptOptions& opts);
 
 // "cpu" | "cuda" | "auto" -> BackendKind; InputError otherwise.
@@ -98,6 +104,11 @@ std::vector<int32_t> parse_id_list(const std::string& text);
 
 // Prompt tokens + gen length must fit the model's positions (max_position). InputError naming the prompt index.
 void check_prompt_lengths(const std::vector<PromptInput>& prompts, const DiffusionParams& p, const ModelConfig& cfg);
+
+// JSON views shared by the commands' --json outputs. params: every knob, tau resolved to the value in force,
+// conf_threshold null when off. accounting: per step and per layer work from GenerationResult.steps plus totals.
+nlohmann::ordered_json params_to_json(const DiffusionParams& p, Family family);
+nlohmann::ordered_json accounting_to_json(const GenerationResult& r);
 
 // Is this FILE* an interactive terminal (progress display on/off)?
 bool is_terminal(std::FILE* f);
