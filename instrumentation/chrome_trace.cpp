@@ -1,0 +1,314 @@
+// Chrome Trace Event JSON writer. Events are grouped per track and sorted by timestamp before writing, because
+// Perfetto's JSON importer expects monotone timestamps per track and proper nesting of X events.
+#include "instrumentation/chrome_trace.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace dyllm {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// Non-finite numbers are not valid JSON: write null instead (the spec of this exporter).
+Json jnum(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
+
+// Process and thread ids of the fixed tracks.
+constexpr int kPidEngine = 1, kPidGpu = 2;
+constexpr int kTidRun = 1, kTidSteps = 2, kTidOpsCpu = 3, kTidOpsCuda = 4;
+constexpr int kTidKernel = 1, kTidMemcpy = 2, kTidMemset = 3;
+
+struct TraceEvent {
+    int64_t ts_ns  = 0;  // relative to the trace base
+    int64_t dur_ns = 0;
+    Json    json;        // everything except ts/dur, filled in when written
+};
+
+struct Track {
+    int pid = 0, tid = 0;
+    std::vector<TraceEvent> events;
+};
+
+double to_us(int64_t ns) { return double(ns) / 1000.0; }
+
+Json run_env_json(const RunBegin& rb) {
+    Json m = Json::object();
+    m["method"]         = rb.method;
+    m["model"]          = rb.model;
+    m["family"]         = rb.family;
+    m["backend"]        = rb.backend;
+    m["n_layer"]        = rb.n_layer;
+    m["n_seq"]          = rb.n_seq;
+    m["gen_length"]     = rb.gen_length;
+    m["steps"]          = rb.steps;
+    m["prompt_lengths"] = rb.prompt_lengths;
+    for (const auto& [k, v] : rb.env) m[k] = v;  // parameters, seed, versions, device
+    return m;
+}
+
+struct StepInfo {
+    const StepBegin* begin = nullptr;
+    const StepEnd*   end   = nullptr;
+    int64_t          last_op_end_ns = std::numeric_limits<int64_t>::min();
+    int64_t          n_rows = 0, n_salient = 0;
+};
+
+}  // namespace
+
+void write_chrome_trace(std::ostream& os, const std::vector<EventRecord>& events) {
+    write_chrome_trace(os, events, {});
+}
+
+void write_chrome_trace(std::ostream& os, const std::vector<EventRecord>& events,
+                        const std::vector<KernelRecord>& kernels) {
+    // ---- gather ------------------------------------------------------------------------------------------------
+    const RunBegin*          run_begin = nullptr;
+    const RunEnd*            run_end   = nullptr;
+    std::vector<const ErrorRecord*> errors;
+    std::map<int32_t, StepInfo>     steps;  // by step number, ascending
+    std::vector<const OpTiming*>    ops;
+    for (const auto& r : events) {
+        if (auto* e = std::get_if<RunBegin>(&r)) {
+            if (!run_begin) run_begin = e;
+        } else if (auto* e = std::get_if<RunEnd>(&r)) {
+            run_end = e;
+        } else if (auto* e = std::get_if<StepBegin>(&r)) {
+            steps[e->step].begin = e;
+        } else if (auto* e = std::get_if<StepEnd>(&r)) {
+            steps[e->step].end = e;
+        } else if (auto* e = std::get_if<OpTiming>(&r)) {
+            ops.push_back(e);
+            auto& s          = steps[e->step];
+            s.last_op_end_ns = std::max(s.last_op_end_ns, e->t_begin_ns + std::max<int64_t>(e->dur_ns, 0));
+        } else if (auto* e = std::get_if<LayerSaliencyRecord>(&r)) {
+            auto& s = steps[e->step];
+            s.n_rows += e->n_rows;
+            s.n_salient += e->n_salient;
+        } else if (auto* e = std::get_if<ErrorRecord>(&r)) {
+            errors.push_back(e);
+        }
+    }
+    const std::string method = run_begin ? run_begin->method : std::string();
+
+    // Trace base: the earliest timed event, so timestamps start near 0 and keep their ns fractions in a double.
+    int64_t base = std::numeric_limits<int64_t>::max();
+    for (const auto& [n, s] : steps) {
+        if (s.begin) base = std::min(base, s.begin->t_ns);
+        if (s.end && s.end->t_ns != 0) base = std::min(base, s.end->t_ns - std::max<int64_t>(s.end->wall_ns, 0));
+    }
+    for (const auto* o : ops) base = std::min(base, o->t_begin_ns);
+    for (const auto& k : kernels) base = std::min(base, k.start_ns);
+    if (base == std::numeric_limits<int64_t>::max()) base = 0;
+
+    Track run_track{kPidEngine, kTidRun, {}}, step_track{kPidEngine, kTidSteps, {}};
+    Track ops_cpu{kPidEngine, kTidOpsCpu, {}}, ops_cuda{kPidEngine, kTidOpsCuda, {}};
+    Track gpu_kernel{kPidGpu, kTidKernel, {}}, gpu_memcpy{kPidGpu, kTidMemcpy, {}}, gpu_memset{kPidGpu, kTidMemset, {}};
+    std::map<std::string, std::vector<TraceEvent>> counters;  // counter name -> samples
+
+    // ---- steps and counters --------------------------------------------------------------------------------------
+    int64_t run_first_ns = std::numeric_limits<int64_t>::max(), run_last_ns = std::numeric_limits<int64_t>::min();
+    int64_t tokens_so_far = 0, wall_so_far = 0;
+    for (const auto& [n, s] : steps) {
+        if (!s.begin && !s.end) continue;  // ops or saliency of a step that never began: only on the op track
+        int64_t t0 = 0, t1 = 0;
+        if (s.begin) {
+            t0 = s.begin->t_ns - base;
+            if (s.end && s.end->t_ns != 0) t1 = s.end->t_ns - base;
+            else if (s.end) t1 = t0 + s.end->wall_ns;
+            else if (s.last_op_end_ns != std::numeric_limits<int64_t>::min()) t1 = s.last_op_end_ns - base;
+            else t1 = t0;
+        } else {  // an end without a begin (the recorder joined mid-step): place it by its wall time
+            t1 = (s.end->t_ns != 0 ? s.end->t_ns : base) - base;
+            t0 = std::max<int64_t>(t1 - std::max<int64_t>(s.end->wall_ns, 0), 0);
+        }
+        t1 = std::max(t1, t0);
+        run_first_ns = std::min(run_first_ns, t0);
+        run_last_ns  = std::max(run_last_ns, t1);
+
+        TraceEvent ev;
+        ev.ts_ns  = t0;
+        ev.dur_ns = t1 - t0;
+        Json args = Json::object();
+        args["step"] = n;
+        if (s.begin) {
+            args["kind"]         = step_kind_name(s.begin->kind);
+            args["tau"]          = jnum(s.begin->tau);
+            args["n_query_rows"] = s.begin->n_query_rows;
+        }
+        args["n_rows_tested"] = s.n_rows;
+        args["n_salient"]     = s.n_salient;
+        if (s.end) {
+            const StepEnd& e         = *s.end;
+            args["wall_ns"]          = e.wall_ns;
+            args["tokens_committed"] = e.tokens_committed;
+            args["masked_left"]      = e.masked_left;
+            args["flops"]            = jnum(e.flops);
+            args["dense_flops"]      = jnum(e.dense_flops);
+            args["query_rows"]       = e.query_rows;
+            args["ffn_rows"]         = e.ffn_rows;
+            args["kv_rows"]          = e.kv_rows;
+            args["attn_exact_rows"]  = e.attn_exact_rows;
+            args["attn_approx_rows"] = e.attn_approx_rows;
+            args["dense_rows"]       = e.dense_rows;
+        }
+        args["method"] = method;
+        ev.json = Json{{"name", "step " + std::to_string(n) + (s.begin ? std::string(" ") + step_kind_name(s.begin->kind)
+                                                                       : std::string())},
+                       {"cat", "step"},
+                       {"ph", "X"},
+                       {"args", std::move(args)}};
+        step_track.events.push_back(std::move(ev));
+
+        // Counters: values hold from their timestamp on, so the per-step ones are stamped at the step's start.
+        auto counter = [&](const char* name, int64_t ts, double v) {
+            TraceEvent c;
+            c.ts_ns = ts;
+            c.json  = Json{{"name", name}, {"cat", "counter"}, {"ph", "C"}, {"args", Json{{"value", jnum(v)}}}};
+            counters[name].push_back(std::move(c));
+        };
+        if (s.begin) counter("tau", t0, s.begin->tau);
+        if (s.n_rows > 0) counter("salient_fraction", t0, double(s.n_salient) / double(s.n_rows));
+        if (s.end) {
+            // Running average over the steps so far (committed tokens / summed step wall time): converges to the
+            // run's tokens/s and is not dominated by the noise of a single step.
+            tokens_so_far += s.end->tokens_committed;
+            wall_so_far += std::max<int64_t>(s.end->wall_ns, 0);
+            if (wall_so_far > 0) counter("tokens_per_s", t1, double(tokens_so_far) * 1e9 / double(wall_so_far));
+        }
+    }
+
+    // ---- ops -----------------------------------------------------------------------------------------------------
+    for (const auto* o : ops) {
+        TraceEvent ev;
+        ev.ts_ns  = o->t_begin_ns - base;
+        ev.dur_ns = std::max<int64_t>(o->dur_ns, 0);
+        Json args = Json::object();
+        args["step"]   = o->step;
+        args["layer"]  = o->layer;
+        args["op"]     = op_class_name(o->op);
+        args["method"] = method;
+        args["rows"]   = o->rows;
+        args["flops"]  = jnum(o->flops);
+        args["bytes"]  = jnum(o->bytes);
+        args["device"] = o->device == EventDevice::Cuda ? "cuda" : "cpu";
+        ev.json        = Json{{"name", op_class_name(o->op)}, {"cat", "op"}, {"ph", "X"}, {"args", std::move(args)}};
+        (o->device == EventDevice::Cuda ? ops_cuda : ops_cpu).events.push_back(std::move(ev));
+        run_first_ns = std::min(run_first_ns, o->t_begin_ns - base);
+        run_last_ns  = std::max(run_last_ns, o->t_begin_ns - base + std::max<int64_t>(o->dur_ns, 0));
+    }
+
+    // ---- GPU activity --------------------------------------------------------------------------------------------
+    for (const auto& k : kernels) {
+        TraceEvent ev;
+        ev.ts_ns  = k.start_ns - base;
+        ev.dur_ns = std::max<int64_t>(k.end_ns - k.start_ns, 0);
+        Json args = Json::object();
+        args["step"]           = k.step;
+        args["layer"]          = k.layer;
+        args["op"]             = op_class_name(OpClass(k.op));
+        args["method"]         = method;
+        args["kind"]           = kernel_kind_name(k.kind);
+        args["correlation_id"] = k.correlation_id;
+        args["external_id"]    = k.external_id;
+        if (k.bytes) args["bytes"] = k.bytes;
+        ev.json = Json{{"name", k.name}, {"cat", kernel_kind_name(k.kind)}, {"ph", "X"}, {"args", std::move(args)}};
+        Track& t = k.kind == int(KernelKind::Memcpy) ? gpu_memcpy
+                   : k.kind == int(KernelKind::Memset) ? gpu_memset
+                                                       : gpu_kernel;
+        t.events.push_back(std::move(ev));
+    }
+
+    // ---- run track -----------------------------------------------------------------------------------------------
+    if (run_first_ns == std::numeric_limits<int64_t>::max()) run_first_ns = run_last_ns = 0;
+    {
+        TraceEvent ev;
+        ev.ts_ns  = run_first_ns;
+        ev.dur_ns = std::max<int64_t>(run_last_ns - run_first_ns, 0);
+        Json args = Json::object();
+        if (run_end) {
+            args["steps"]     = run_end->steps;
+            args["wall_ns"]   = run_end->wall_ns;
+            args["tokens"]    = run_end->tokens;
+            args["cancelled"] = run_end->cancelled;
+        }
+        args["errors"] = errors.size();
+        ev.json = Json{{"name", "run " + method}, {"cat", "run"}, {"ph", "X"}, {"args", std::move(args)}};
+        run_track.events.push_back(std::move(ev));
+    }
+    for (const auto* e : errors) {
+        TraceEvent ev;
+        ev.ts_ns = run_last_ns;
+        ev.json  = Json{{"name", "error"}, {"cat", "error"}, {"ph", "i"}, {"s", "g"},
+                       {"args", Json{{"where", e->where}, {"message", e->message}}}};
+        run_track.events.push_back(std::move(ev));
+    }
+
+    // ---- write ---------------------------------------------------------------------------------------------------
+    const Json env = run_begin ? run_env_json(*run_begin) : Json::object();
+    os << "{\"traceEvents\":[\n";
+    bool first = true;
+    auto emit  = [&](const Json& j) {
+        os << (first ? "" : ",\n") << j.dump();
+        first = false;
+    };
+    // First event: the run's environment, so it survives tools that drop the top-level "metadata" object.
+    emit(Json{{"name", "run_begin"}, {"cat", "run"}, {"ph", "i"}, {"s", "g"}, {"ts", 0}, {"pid", kPidEngine},
+              {"tid", kTidRun}, {"args", env}});
+    auto meta = [&](const char* what, int pid, int tid, const std::string& name) {
+        Json j{{"name", what}, {"ph", "M"}, {"pid", pid}};
+        if (tid >= 0) j["tid"] = tid;
+        j["args"] = Json{{"name", name}};
+        emit(j);
+    };
+    auto sort_index = [&](const char* what, int pid, int tid, int index) {
+        Json j{{"name", what}, {"ph", "M"}, {"pid", pid}};
+        if (tid >= 0) j["tid"] = tid;
+        j["args"] = Json{{"sort_index", index}};
+        emit(j);
+    };
+    meta("process_name", kPidEngine, -1, "dyllm engine" + (run_begin ? " (" + run_begin->backend + ")" : std::string()));
+    sort_index("process_sort_index", kPidEngine, -1, 0);
+    meta("thread_name", kPidEngine, kTidRun, "run");
+    meta("thread_name", kPidEngine, kTidSteps, "steps");
+    meta("thread_name", kPidEngine, kTidOpsCpu, "ops (cpu)");
+    if (!ops_cuda.events.empty()) meta("thread_name", kPidEngine, kTidOpsCuda, "ops (cuda, host-timed)");
+    for (int tid : {kTidRun, kTidSteps, kTidOpsCpu, kTidOpsCuda}) sort_index("thread_sort_index", kPidEngine, tid, tid);
+    if (!kernels.empty()) {
+        meta("process_name", kPidGpu, -1, "GPU (CUPTI)");
+        sort_index("process_sort_index", kPidGpu, -1, 1);
+        meta("thread_name", kPidGpu, kTidKernel, "kernels");
+        meta("thread_name", kPidGpu, kTidMemcpy, "memcpy");
+        meta("thread_name", kPidGpu, kTidMemset, "memset");
+    }
+
+    auto by_time = [](const TraceEvent& a, const TraceEvent& b) {
+        // Equal starts: the longer (enclosing) event first, so nested X events stay properly nested.
+        return a.ts_ns != b.ts_ns ? a.ts_ns < b.ts_ns : a.dur_ns > b.dur_ns;
+    };
+    auto write_track = [&](Track& t) {
+        std::stable_sort(t.events.begin(), t.events.end(), by_time);
+        for (auto& ev : t.events) {
+            Json& j = ev.json;
+            j["ts"] = to_us(ev.ts_ns);
+            if (j["ph"] == "X") j["dur"] = to_us(ev.dur_ns);
+            j["pid"] = t.pid;
+            j["tid"] = t.tid;
+            emit(j);
+        }
+    };
+    for (Track* t : {&run_track, &step_track, &ops_cpu, &ops_cuda, &gpu_kernel, &gpu_memcpy, &gpu_memset})
+        write_track(*t);
+    for (auto& [name, samples] : counters) {
+        Track t{kPidEngine, 0, std::move(samples)};
+        write_track(t);
+    }
+    os << "\n],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":" << env.dump() << "}\n";
+}
+
+}  // namespace dyllm

@@ -1,0 +1,19 @@
+// Chrome Trace Event exporter (JSON object form): opens in Perfetto, chrome://tracing and Tracy's importer.
+// Tracks: run, steps, engine ops per device, GPU kernels/memcpy/memset (when CUPTI collected any); counters for tau,
+// salient fraction and tokens/s; the RunBegin environment in "metadata" and as the first event's args.
+#pragma once
+#include <ostream>
+#include <vector>
+
+#include "instrumentation/event_record.h"
+#include "instrumentation/kernel_record.h"
+
+namespace dyllm {
+
+// Timestamps are microseconds (fractions keep ns precision) relative to the earliest timed event; every duration is
+// >= 0, timestamps are non-decreasing per track, and non-finite numbers are written as null.
+void write_chrome_trace(std::ostream& os, const std::vector<EventRecord>& events);
+void write_chrome_trace(std::ostream& os, const std::vector<EventRecord>& events,
+                        const std::vector<KernelRecord>& kernels);
+
+}  // namespace dyllm
