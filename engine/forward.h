@@ -1,0 +1,119 @@
+// Forward-pass building blocks written once against Backend (STYLE.md 2.2): embedding, a dense layer over any set of
+// query rows (original, DyLLM FULL steps, Fast-dLLM, dLLM-Cache refreshes), DyLLM's sparse layer (spec a.7) and the
+// LM head. Every op is timed (ScopedOp) and counted (FLOPs, rows) for the accounting and the event stream.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "engine/backend.h"
+#include "engine/checkpoint.h"
+#include "engine/config.h"
+#include "engine/engine.h"
+#include "instrumentation/events.h"
+
+namespace dyllm {
+
+// The batch's packed row layout ("k-space", spec section 0): sequence b owns rows [cu[b], cu[b+1]).
+struct BatchLayout {
+    std::vector<int32_t> cu;          // [B+1]
+    std::vector<int32_t> prompt_len;  // [B]
+    std::vector<int32_t> tokens;      // [N] current token ids of every row
+
+    int32_t n_seq() const { return int32_t(prompt_len.size()); }
+    int32_t n_rows() const { return cu.empty() ? 0 : cu.back(); }
+    int32_t seq_len(int b) const { return cu[b + 1] - cu[b]; }
+};
+
+// A set of rows of the batch, ascending by packed row index (so grouped by sequence).
+struct RowSet {
+    std::vector<int32_t> rows;  // packed row indices
+    std::vector<int32_t> seq;   // batch-local sequence of each row
+    std::vector<int32_t> pos;   // position of each row in its sequence
+
+    size_t size() const { return rows.size(); }
+    bool   empty() const { return rows.empty(); }
+    void   push(int32_t row, int32_t s, int32_t p) { rows.push_back(row), seq.push_back(s), pos.push_back(p); }
+    // Offsets of each sequence's slice: [B+1].
+    std::vector<int32_t> seq_offsets(int n_seq) const;
+};
+
+RowSet all_rows(const BatchLayout& lay);
+RowSet response_rows(const BatchLayout& lay, bool with_last_prompt_row);
+
+// Per-layer caches; a method allocates only what it uses (empty Tensors otherwise). All [N, width] in cache dtype.
+struct LayerCache {
+    Tensor k;         // [N, kv_dim] keys after RoPE
+    Tensor v;         // [N, kv_dim]
+    Tensor ctx;       // [N, q_dim] attention context before o_proj (DyLLM; cosine measurement)
+    Tensor ffn;       // [N, n_embd] FFN output before the residual add (DyLLM, dLLM-Cache)
+    Tensor attn_out;  // [N, n_embd] attention output after o_proj (dLLM-Cache)
+};
+
+size_t cache_bytes(const std::vector<LayerCache>& caches);
+
+// What one layer's saliency test produced (for events and the next layer).
+struct SaliencyOutcome {
+    RowSet             tested;    // the query rows that were tested
+    std::vector<float> cosines;   // one per tested row
+    RowSet             salient;   // S_l
+};
+
+class Forward {
+public:
+    Forward(const ModelConfig& cfg, const ModelWeights& w, Backend& be, EventSink* sink);
+
+    void set_step(int32_t step) { step_ = step; }
+    void begin_step();                         // resets the accounting
+    std::vector<LayerAccount>& accounts() { return acc_; }
+    double flops() const;
+
+    // h: [q.size(), n_embd] = embedding rows of q's tokens.
+    Tensor embed(const BatchLayout& lay, const RowSet& q);
+
+    // One exact layer over the query rows q (h: [q.size(), n_embd], updated in place). Fresh K/V of the q rows are
+    // written into c.k / c.v (which hold every row of the batch), and q attends to all keys of its sequence.
+    // store_ctx / store_ffn also write the context (pre-o_proj) / FFN output rows into c.ctx / c.ffn.
+    // measure: when non-null, the cosine between the new context and c.ctx (previous step) is measured per row.
+    void layer_dense(int l, Tensor& h, const BatchLayout& lay, const RowSet& q, LayerCache& c, bool store_ctx,
+                     bool store_ffn, SaliencyOutcome* measure = nullptr, float tau = 0.f);
+
+    // DyLLM's sparse layer (spec a.7). q: query rows; s_prev: S_{l-1} (subset of q). Returns S_l in out.salient.
+    // approx = false is the "Salient" ablation: exact attention for every query row.
+    void layer_sparse(int l, Tensor& h, const BatchLayout& lay, const RowSet& q, const RowSet& s_prev, LayerCache& c,
+                      float tau, bool approx, SaliencyOutcome& out);
+
+    // dLLM-Cache layer (spec e): h holds every row of the batch. attn_rows are recomputed; with adaptive, the
+    // response rows' V is refreshed and the rho share least similar are recomputed too.
+    void layer_dllm_cache(int l, Tensor& h, const BatchLayout& lay, const RowSet& attn_rows, const RowSet& gen_rows,
+                          bool adaptive, float rho, LayerCache& c);
+
+    // Final norm + LM head on rows idx of h (indices into h's rows): [idx.size(), n_vocab].
+    Tensor logits(const Tensor& h, const std::vector<int32_t>& idx);
+
+    // FLOPs a dense forward over the whole batch would take (plus n_logit_rows through the head).
+    double dense_flops(const BatchLayout& lay, int64_t n_logit_rows) const;
+
+    Backend& backend() { return be_; }
+
+private:
+    Tensor alloc(int64_t rows, int64_t cols) { return be_.alloc(DType::F32, rows, cols); }
+    Tensor alloc_cache(int64_t rows, int64_t cols) { return be_.alloc(be_.cache_dtype(), rows, cols); }
+    void   matmul(int l, OpClass op, const TensorView& x, const TensorView& w, const TensorView& b, const TensorView& y);
+    void   qkv(int l, const TensorView& x, const RowSet& rows, Tensor* q, Tensor* k, Tensor* v);
+    void   ffn(int l, const TensorView& x, const TensorView& out);
+    void   attention(int l, const TensorView& q, const RowSet& rows, const LayerCache& c, const BatchLayout& lay,
+                     const TensorView& out);
+    void   cosine(int l, const TensorView& a, const TensorView& b, std::vector<float>& out);
+    void   gather(int l, const TensorView& src, const std::vector<int32_t>& idx, const TensorView& dst);
+    void   scatter(int l, const TensorView& src, const std::vector<int32_t>& idx, const TensorView& dst);
+
+    const ModelConfig&  cfg_;
+    const ModelWeights& w_;
+    Backend&            be_;
+    EventSink*          sink_;
+    int32_t             step_ = 0;
+    std::vector<LayerAccount> acc_;
+    double              head_flops_ = 0;
+};
+
+}  // namespace dyllm

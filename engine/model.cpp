@@ -1,0 +1,86 @@
+// Model loading: resolve the name, open and validate the checkpoint, create the backend, prepare the weights on it,
+// load the tokenizer when the directory has one, and find the family's end-of-turn tokens.
+#include <chrono>
+
+#include "engine/errors.h"
+#include "engine/model_impl.h"
+
+namespace dyllm {
+
+namespace {
+
+TensorView prepare(Backend& be, const TensorView& v, const std::string& name) {
+    return v.data ? be.prepare_weight(v, name) : v;
+}
+
+}  // namespace
+
+std::unique_ptr<Model> Model::load(const std::string& spec, BackendKind kind, int n_threads, std::string* backend_note) {
+    const auto t0  = std::chrono::steady_clock::now();
+    auto       dir = resolve_model_path(spec);
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec)) {
+        const bool builtin = spec.empty() || spec == "tiny-llada" || spec == "tiny-dream";
+        throw LoadError(dir.string() + ": model directory not found" +
+                        (builtin ? std::string(" (built-in model '") + (spec.empty() ? "tiny-llada" : spec) +
+                                       "' is not installed; set DYLLM_MODELS_DIR or pass -m DIR)"
+                                 : std::string()));
+    }
+    std::unique_ptr<Model> m(new Model());
+    m->impl_       = std::make_unique<Impl>();
+    Impl& I        = *m->impl_;
+    I.dir          = dir;
+    I.name         = spec.empty() ? "tiny-llada" : spec;
+    I.ckpt         = Checkpoint::open(dir);
+    I.cfg          = I.ckpt->config();
+    I.backend      = make_backend(kind, n_threads, backend_note);
+
+    const ModelWeights& hw = I.ckpt->weights();
+    Backend&            be = *I.backend;
+    I.weights.tok_embd     = prepare(be, hw.tok_embd, "tok_embd");
+    I.weights.out_norm     = prepare(be, hw.out_norm, "out_norm");
+    I.weights.lm_head      = (hw.lm_head.data == hw.tok_embd.data) ? I.weights.tok_embd : prepare(be, hw.lm_head, "lm_head");
+    for (size_t l = 0; l < hw.layers.size(); ++l) {
+        const LayerWeights& s = hw.layers[l];
+        const std::string   p = "blk." + std::to_string(l) + ".";
+        LayerWeights        d;
+        d.attn_norm = prepare(be, s.attn_norm, p + "attn_norm");
+        d.wq = prepare(be, s.wq, p + "wq"), d.wk = prepare(be, s.wk, p + "wk"), d.wv = prepare(be, s.wv, p + "wv");
+        d.wo = prepare(be, s.wo, p + "wo");
+        d.bq = prepare(be, s.bq, p + "bq"), d.bk = prepare(be, s.bk, p + "bk"), d.bv = prepare(be, s.bv, p + "bv");
+        d.ffn_norm = prepare(be, s.ffn_norm, p + "ffn_norm");
+        d.w_gate = prepare(be, s.w_gate, p + "w_gate"), d.w_up = prepare(be, s.w_up, p + "w_up");
+        d.w_down = prepare(be, s.w_down, p + "w_down");
+        I.weights.layers.push_back(d);
+    }
+
+    const auto tok_path = dir / "tokenizer.json";
+    if (std::filesystem::exists(tok_path, ec)) {
+        I.tokenizer = Tokenizer::load(tok_path);
+        // End-of-turn tokens end the visible text (spec c.1: <|eot_id|>; c.2: <|im_end|>).
+        for (const char* name : {"<|eot_id|>", "<|im_end|>", "<|endoftext|>"}) {
+            const int32_t id = I.tokenizer->token_id(name);
+            if (id >= 0 && id != I.cfg.eos_id) I.cfg.extra_eos_ids.push_back(id);
+        }
+    }
+    I.load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return m;
+}
+
+Model::~Model() = default;
+const ModelConfig&           Model::config() const { return impl_->cfg; }
+const ModelWeights&          Model::weights() const { return impl_->weights; }
+const Tokenizer*             Model::tokenizer() const { return impl_->tokenizer.get(); }
+Backend&                     Model::backend() const { return *impl_->backend; }
+const std::string&           Model::name() const { return impl_->name; }
+const std::filesystem::path& Model::dir() const { return impl_->dir; }
+double                       Model::load_seconds() const { return impl_->load_s; }
+
+std::vector<int32_t> encode_prompt(const Model& model, const std::string& text, bool chat) {
+    const Tokenizer* tok = model.tokenizer();
+    if (!tok)
+        throw InputError(model.dir().string() + ": no tokenizer.json in the model directory; pass token ids with --prompt-ids");
+    return tok->encode(chat ? apply_chat_template(model.config().family, text) : text);
+}
+
+}  // namespace dyllm
