@@ -1,0 +1,358 @@
+// `dyllm bench`: llama-bench-style sweep over methods x tau x steps x block length x batch. Each configuration runs one
+// warm-up and REPS timed generations on the same prompts; rows report the median tokens/s and its spread, the
+// speed-up against `original` measured in the same run with the same other knobs, forward passes, the share of rows
+// recomputed, and the accuracy when a task suite is used. Output: markdown table, CSV or JSON.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "app/cli/cli_common.h"
+#include "app/cli/command.h"
+#include "engine/engine.h"
+#include "engine/errors.h"
+
+namespace dyllm::cli {
+namespace {
+
+struct BenchOptions {
+    ModelOptions     model;
+    DiffusionOptions fixed;  // knobs that are not swept (full steps, seed, threshold, ...), and -n
+    std::string      methods = "original,dyllm";
+    std::string      taus;     // "" = family default
+    std::string      steps;    // "" = gen length
+    std::string      blocks;   // "" = min(32, gen length)
+    std::string      batches = "1";
+    int              reps    = 3;  // llama-bench uses 5; 3 keeps a CPU sweep short (the spread is reported)
+    std::string      output  = "md";
+    std::string      task;
+    int              limit = 0;
+    std::vector<std::string> prompts;  // overrides the built-in prompt
+    bool             no_chat = false;
+};
+
+// The prompt used without --task: a few-shot arithmetic context in the shape of the GSM8K prompts the paper benchmarks
+// (spec g: "Question: ...\nAnswer:" few-shot examples), so that the prompt is longer than the response as in the
+// paper's setting.
+constexpr const char* kDefaultPrompt =
+    "Question: Tom has 3 apples and buys 5 more. How many apples does he have?\nAnswer: 3 + 5 = 8. #### 8\n\n"
+    "Question: A box holds 12 pens. Sara uses 4 of them. How many pens are left?\nAnswer: 12 - 4 = 8. #### 8\n\n"
+    "Question: Each of 6 bags has 7 marbles. How many marbles are there in all?\nAnswer: 6 * 7 = 42. #### 42\n\n"
+    "Question: Ben reads 9 pages a day for 4 days. How many pages does he read?\nAnswer:";
+
+struct Config {
+    Method method;
+    float  tau;  // NaN: not a DyLLM row (tau does not apply)
+    int    gen_length, steps, block_length, batch;
+    DiffusionParams params;
+    bool   print = true;  // false: the `original` baseline run only for speed-ups
+};
+
+struct Row {
+    Config cfg{};
+    double tps_median = 0, tps_sd = 0, tps_min = 0, tps_max = 0;
+    double non_eos_tps = 0, denoise_s = 0;
+    int    nfe = 0;
+    double recompute = 1, cache_bytes = 0;
+    std::optional<double> speedup;
+    std::optional<double> accuracy;
+};
+
+double median(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double sample_sd(const std::vector<double>& v) {
+    if (v.size() < 2) return 0;
+    double mean = 0;
+    for (double x : v) mean += x;
+    mean /= double(v.size());
+    double ss = 0;
+    for (double x : v) ss += (x - mean) * (x - mean);
+    return std::sqrt(ss / double(v.size() - 1));
+}
+
+// Prompt token ids for the run: copies of the default (or -p) prompt, one per batch slot. The prompt is cut from the
+// front when prompt + response would not fit the model's positions (tiny models have a short max_position).
+std::vector<std::vector<int32_t>> bench_prompts(const Model& model, const BenchOptions& o, int batch, int gen_length) {
+    std::vector<std::vector<int32_t>> base;
+    const std::vector<std::string>    texts = o.prompts.empty() ? std::vector<std::string>{kDefaultPrompt} : o.prompts;
+    for (const auto& t : texts) {
+        std::vector<int32_t> ids;
+        if (model.tokenizer()) {
+            ids = encode_prompt(model, t, !o.no_chat);
+        } else {
+            // Weight-only checkpoint: a deterministic id pattern of the same length as the text, avoiding the
+            // special ids so the model sees ordinary tokens.
+            const ModelConfig& c = model.config();
+            for (size_t i = 0; i < t.size(); ++i) {
+                int32_t id = static_cast<int32_t>((static_cast<unsigned char>(t[i]) + 7 * i) % size_t(c.vocab_size));
+                while (id == c.mask_id || id == c.eos_id || id == c.pad_id || id == c.bos_id)
+                    id = (id + 1) % c.vocab_size;
+                ids.push_back(id);
+            }
+        }
+        const int room = model.config().max_position - gen_length;
+        if (room < 1)
+            throw InputError("-n " + std::to_string(gen_length) + " leaves no room for a prompt within max_position " +
+                             std::to_string(model.config().max_position));
+        if (int(ids.size()) > room) ids.erase(ids.begin(), ids.end() - room);
+        base.push_back(std::move(ids));
+    }
+    std::vector<std::vector<int32_t>> out;
+    for (int b = 0; b < batch; ++b) out.push_back(base[size_t(b) % base.size()]);
+    return out;
+}
+
+Row run_config(const Model& model, const BenchOptions& o, const Config& cfg) {
+    const auto prompts = bench_prompts(model, o, cfg.batch, cfg.gen_length);
+    auto       run_once = [&] {
+        Session s(model);
+        s.start(prompts, cfg.params);
+        s.run();
+        return s.result();
+    };
+    (void)run_once();  // warm-up: first-touch of weights and caches, thread pool start
+    std::vector<double> tps, non_eos, denoise;
+    Row                 row;
+    row.cfg = cfg;
+    double              recompute_sum = 0;
+    for (int r = 0; r < o.reps; ++r) {
+        const GenerationResult res = run_once();
+        const double           t   = res.denoise_seconds;
+        tps.push_back(t > 0 ? double(res.generated_tokens) / t : 0.0);
+        non_eos.push_back(t > 0 ? double(res.non_eos_tokens) / t : 0.0);
+        denoise.push_back(t);
+        recompute_sum += res.recompute_fraction;
+        row.nfe         = res.forward_passes;
+        row.cache_bytes = std::max(row.cache_bytes, res.cache_bytes);
+    }
+    row.tps_median  = median(tps);
+    row.tps_sd      = sample_sd(tps);
+    row.tps_min     = *std::min_element(tps.begin(), tps.end());
+    row.tps_max     = *std::max_element(tps.begin(), tps.end());
+    row.non_eos_tps = median(non_eos);
+    row.denoise_s   = median(denoise);
+    row.recompute   = recompute_sum / double(o.reps);
+    return row;
+}
+
+std::vector<Config> expand_configs(const Model& model, const BenchOptions& o) {
+    if (o.reps < 1) throw InputError("-r/--reps must be at least 1 (got " + std::to_string(o.reps) + ")");
+    const int gen = o.fixed.gen_length;
+    if (gen <= 0) throw InputError("-n must be positive (got " + std::to_string(gen) + ")");
+
+    std::vector<Method> methods;
+    bool                want_original = false;
+    for (const auto& name : split_list("--methods", o.methods)) {
+        const auto m = parse_method(name);
+        if (!m)
+            throw InputError("--methods: unknown method '" + name +
+                             "' (expected original, dyllm, fast-prefix, fast-dual or dllm-cache)");
+        if (*m == Method::Original) {
+            want_original = true;
+            continue;
+        }
+        if (std::find(methods.begin(), methods.end(), *m) == methods.end()) methods.push_back(*m);
+    }
+    std::vector<double> taus;
+    if (!o.taus.empty())
+        for (const auto& t : split_list("--tau", o.taus)) taus.push_back(parse_double_arg("--tau", t));
+    else
+        taus.push_back(NAN);
+    auto int_list = [](const std::string& what, const std::string& text, int dflt) {
+        std::vector<int> v;
+        if (text.empty()) return std::vector<int>{dflt};
+        for (const auto& s : split_list(what, text)) {
+            const int64_t x = parse_int_arg(what, s);
+            if (x <= 0 || x > INT32_MAX) throw InputError(what + ": values must be positive (got " + s + ")");
+            v.push_back(int(x));
+        }
+        return v;
+    };
+    const auto steps_list  = int_list("--steps", o.steps, gen);
+    const auto blocks_list = int_list("--block-length", o.blocks, std::min(32, gen));
+    const auto batch_list  = int_list("--batch", o.batches, 1);
+
+    std::vector<Config> out;
+    for (int steps : steps_list)
+        for (int block : blocks_list)
+            for (int batch : batch_list) {
+                // The baseline of this group first (project decision 6: original = every step dense).
+                auto make = [&](Method m, double tau, bool print) {
+                    DiffusionOptions d = o.fixed;
+                    d.steps            = steps;
+                    d.block_length     = block;
+                    d.method           = method_name(m);
+                    d.tau_set          = !std::isnan(tau);
+                    d.tau              = tau;
+                    Config c{m, NAN, gen, steps, block, batch, to_diffusion_params(d), print};
+                    validate_params(c.params, model.config());
+                    if (m == Method::DyLLM) c.tau = effective_tau(c.params, model.config().family);
+                    return c;
+                };
+                out.push_back(make(Method::Original, NAN, want_original));
+                for (Method m : methods) {
+                    if (m == Method::DyLLM)
+                        for (double t : taus) out.push_back(make(m, t, true));
+                    else
+                        out.push_back(make(m, NAN, true));
+                }
+            }
+    return out;
+}
+
+nlohmann::ordered_json row_json(const Row& r, const Model& model) {
+    nlohmann::ordered_json j;
+    j["method"] = method_name(r.cfg.method);
+    if (std::isnan(r.cfg.tau))
+        j["tau"] = nullptr;
+    else
+        j["tau"] = r.cfg.tau;
+    j["steps"]              = r.cfg.steps;
+    j["gen_length"]         = r.cfg.gen_length;
+    j["block_length"]       = r.cfg.block_length;
+    j["batch"]              = r.cfg.batch;
+    j["tokens_per_s"]       = r.tps_median;
+    j["speedup"]            = r.speedup ? nlohmann::ordered_json(*r.speedup) : nlohmann::ordered_json(nullptr);
+    j["nfe"]                = r.nfe;
+    j["recompute_fraction"] = r.recompute;
+    j["accuracy"]           = r.accuracy ? nlohmann::ordered_json(*r.accuracy) : nlohmann::ordered_json(nullptr);
+    j["tokens_per_s_sd"]    = r.tps_sd;
+    j["tokens_per_s_min"]   = r.tps_min;
+    j["tokens_per_s_max"]   = r.tps_max;
+    j["non_eos_tokens_per_s"] = r.non_eos_tps;
+    j["denoise_s"]          = r.denoise_s;
+    j["cache_bytes"]        = r.cache_bytes;
+    j["model"]              = model.name();
+    j["backend"]            = model.backend().name();
+    return j;
+}
+
+std::string fmt(const char* f, double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, f, v);
+    return buf;
+}
+
+void print_md(const std::vector<Row>& rows, int reps) {
+    std::printf("| method | tau | gen | steps | block | batch | tok/s (median of %d) | speed-up | nfe | recompute | "
+                "accuracy |\n",
+                reps);
+    std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (const Row& r : rows) {
+        std::printf("| %s | %s | %d | %d | %d | %d | %s ± %s | %s | %d | %s | %s |\n", method_name(r.cfg.method),
+                    std::isnan(r.cfg.tau) ? "-" : fmt("%.4g", r.cfg.tau).c_str(), r.cfg.gen_length, r.cfg.steps,
+                    r.cfg.block_length, r.cfg.batch, fmt("%.2f", r.tps_median).c_str(), fmt("%.2f", r.tps_sd).c_str(),
+                    r.speedup ? fmt("%.2fx", *r.speedup).c_str() : "-", r.nfe, fmt("%.3f", r.recompute).c_str(),
+                    r.accuracy ? fmt("%.3f", *r.accuracy).c_str() : "-");
+    }
+}
+
+void print_csv(const std::vector<Row>& rows, const Model& model) {
+    bool header = false;
+    for (const Row& r : rows) {
+        const auto j = row_json(r, model);
+        if (!header) {
+            std::string h;
+            for (auto it = j.begin(); it != j.end(); ++it) h += (h.empty() ? "" : ",") + it.key();
+            std::printf("%s\n", h.c_str());
+            header = true;
+        }
+        std::string line;
+        bool        first = true;
+        for (auto it = j.begin(); it != j.end(); ++it) {
+            if (!first) line += ",";
+            first = false;
+            if (it->is_null()) continue;
+            if (it->is_string()) {
+                // Quote strings (model paths may hold commas); double embedded quotes (RFC 4180).
+                std::string s = it->get<std::string>(), q;
+                for (char ch : s) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+                line += "\"" + q + "\"";
+            } else {
+                line += it->dump();
+            }
+        }
+        std::printf("%s\n", line.c_str());
+    }
+}
+
+int run_bench(const BenchOptions& o) {
+    if (o.output != "md" && o.output != "csv" && o.output != "json")
+        throw InputError("-o/--output must be md, csv or json (got '" + o.output + "')");
+    if (!o.task.empty())
+        throw InputError("--task " + o.task +
+                         ": task suites are not available in this build (engine/task_suite.h missing); "
+                         "run without --task to bench on the built-in prompt");
+    std::unique_ptr<Model> model   = load_model_for_cli(o.model);
+    const std::vector<Config> cfgs = expand_configs(*model, o);  // validates every configuration before any run
+
+    std::fprintf(stderr, "bench: model %s (%s), backend %s, %zu configurations, %d reps + 1 warm-up each\n",
+                 model->name().c_str(), family_name(model->config().family), model->backend().description().c_str(),
+                 cfgs.size(), o.reps);
+    const bool          tty = is_terminal(stderr);
+    std::vector<Row>    rows;
+    std::optional<double> baseline;
+    for (size_t i = 0; i < cfgs.size(); ++i) {
+        const Config& c = cfgs[i];
+        if (tty)
+            std::fprintf(stderr, "\rbench: %zu/%zu %-12s steps %d block %d batch %d   ", i + 1, cfgs.size(),
+                         method_name(c.method), c.steps, c.block_length, c.batch);
+        Row row = run_config(*model, o, c);
+        if (c.method == Method::Original) baseline = row.tps_median > 0 ? std::optional<double>(row.tps_median)
+                                                                        : std::nullopt;
+        if (baseline) row.speedup = row.tps_median / *baseline;
+        if (c.print) rows.push_back(row);
+    }
+    if (tty) std::fprintf(stderr, "\n");
+
+    if (o.output == "json") {
+        nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+        for (const Row& r : rows) arr.push_back(row_json(r, *model));
+        std::printf("%s\n", arr.dump(2).c_str());
+    } else if (o.output == "csv") {
+        print_csv(rows, *model);
+    } else {
+        print_md(rows, o.reps);
+    }
+    std::fflush(stdout);
+    return 0;
+}
+
+const CommandRegistrar kRegistrar{Command{
+    "bench", [](CLI::App& app) -> std::function<int()> {
+        app.description("llama-bench style throughput sweep: methods x tau x steps x block length x batch");
+        auto o = std::make_shared<BenchOptions>();
+        add_model_options(app, o->model);
+        add_diffusion_options(app, o->fixed, DiffusionFlags::FixedOnly);
+        app.add_option("--methods", o->methods, "comma-separated methods; original always runs first per group "
+                                                "(for speed-ups) but is printed only when listed")
+            ->capture_default_str();
+        app.add_option("--tau", o->taus, "comma-separated tau values for dyllm rows (default: family default)");
+        app.add_option("--steps", o->steps, "comma-separated step counts (default: gen length)");
+        app.add_option("--block-length", o->blocks, "comma-separated block lengths (default: min(32, gen))");
+        app.add_option("--batch", o->batches, "comma-separated batch sizes (copies of the prompt)")
+            ->capture_default_str();
+        app.add_option("-r,--reps", o->reps, "timed repetitions per configuration (plus one warm-up)")
+            ->capture_default_str();
+        app.add_option("-o,--output", o->output, "md | csv | json")->capture_default_str();
+        app.add_option("--task", o->task, "task suite whose held-out prompts are used (accuracy reported)");
+        app.add_option("--limit", o->limit, "number of task items (0 = all)");
+        app.add_option("-p,--prompt", o->prompts, "prompt text instead of the built-in one (repeatable)")
+            ->allow_extra_args(false);
+        app.add_flag("--no-chat", o->no_chat, "do not apply the chat template");
+        return [o] { return run_bench(*o); };
+    }}};
+
+}  // namespace
+}  // namespace dyllm::cli
