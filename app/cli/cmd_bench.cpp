@@ -166,7 +166,12 @@ std::vector<Config> expand_configs(const Model& model, const BenchOptions& o) {
     }
     std::vector<double> taus;
     if (!o.taus.empty())
-        for (const auto& t : split_list("--tau", o.taus)) taus.push_back(parse_double_arg("--tau", t));
+        for (const auto& t : split_list("--tau", o.taus)) {
+            const double v = parse_double_arg("--tau", t);
+            // NaN would silently mean "family default" below; an explicit value must be a real threshold.
+            if (!std::isfinite(v)) throw InputError("--tau must be a finite number (got " + t + ")");
+            taus.push_back(v);
+        }
     else
         taus.push_back(NAN);
     auto int_list = [](const std::string& what, const std::string& text, int dflt) {

@@ -1,0 +1,386 @@
+// Tests of `dyllm generate` and `dyllm bench` on tiny random checkpoints of both families: the --json schema and
+// the unmasking invariants, determinism, lock-step batches equal to single runs (library calls), bad input giving
+// one error line and a non-zero exit (the binary from DYLLM_CLI), and the bench row keys.
+#include <catch2/catch.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "engine/checkpoint.h"
+#include "engine/checkpoint_writer.h"
+#include "engine/config.h"
+#include "engine/engine.h"
+#include "engine/errors.h"
+
+namespace fs = std::filesystem;
+using dyllm::Family;
+using nlohmann::json;
+
+namespace {
+
+// A random checkpoint with the byte-level tokenizer, written once per family into a temp dir.
+// Sizes: 2 layers, n_embd 64, 4 heads (Dream: 2 KV heads, GQA 2:1), ffn 128, vocab 300 (>= 256 bytes + specials):
+// small enough that a 16-token generation takes milliseconds, big enough to exercise GQA and both families.
+fs::path tiny_model(Family f) {
+    static std::map<Family, fs::path> dirs;
+    auto it = dirs.find(f);
+    if (it != dirs.end()) return it->second;
+    const fs::path dir = fs::temp_directory_path() /
+                         ("dyllm_test_generate_" + std::to_string(::getpid()) + "_" + dyllm::family_name(f));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    dyllm::ModelConfig cfg = dyllm::small_config(f, 2, 64, 4, f == Family::Dream ? 2 : 4, 128, 300);
+    dyllm::write_random_checkpoint(dir, cfg, /*seed=*/1234, dyllm::DType::F32);
+    dyllm::write_byte_level_tokenizer_json(dir / "tokenizer.json", cfg);
+    dirs[f] = dir;
+    return dir;
+}
+
+struct CliRun {
+    int         status = -1;  // exit status; 128 + signal when killed by a signal
+    std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+    std::ifstream     f(p, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+std::string quote(const std::string& s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+}
+
+const char* cli_path() { return std::getenv("DYLLM_CLI"); }
+
+// Runs the dyllm binary with `args` (each quoted), capturing stdout and stderr.
+CliRun run_cli(const std::vector<std::string>& args) {
+    static int      counter = 0;
+    const fs::path  base = fs::temp_directory_path() /
+                          ("dyllm_test_generate_io_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    std::string cmd = quote(cli_path());
+    for (const auto& a : args) cmd += " " + quote(a);
+    cmd += " > " + quote(base.string() + ".out") + " 2> " + quote(base.string() + ".err") + " < /dev/null";
+    const int rc = std::system(cmd.c_str());
+    CliRun    r;
+    if (rc != -1 && WIFEXITED(rc)) r.status = WEXITSTATUS(rc);
+    else if (rc != -1 && WIFSIGNALED(rc)) r.status = 128 + WTERMSIG(rc);
+    r.out = slurp(base.string() + ".out");
+    r.err = slurp(base.string() + ".err");
+    fs::remove(base.string() + ".out");
+    fs::remove(base.string() + ".err");
+    return r;
+}
+
+std::vector<std::string> nonempty_lines(const std::string& s) {
+    std::vector<std::string> lines;
+    std::istringstream       is(s);
+    std::string              l;
+    while (std::getline(is, l))
+        if (!l.empty()) lines.push_back(l);
+    return lines;
+}
+
+void require_keys(const json& j, const std::vector<std::string>& keys) {
+    for (const auto& k : keys) {
+        INFO("key " << k << " in " << j.dump().substr(0, 200));
+        CHECK(j.contains(k));
+    }
+}
+
+// Binary-level tests need the dyllm executable; ctest passes its path in DYLLM_CLI.
+bool have_cli() {
+    if (cli_path() && fs::exists(cli_path())) return true;
+    WARN("DYLLM_CLI not set: skipping the end-to-end runs of the dyllm binary");
+    return false;
+}
+
+}  // namespace
+
+TEST_CASE("generate --json: schema, unmask invariants, determinism", "[generate][cli]") {
+    if (!have_cli()) return;
+    for (Family f : {Family::LLaDA, Family::Dream}) {
+        for (const char* method : {"original", "dyllm"}) {
+            INFO(dyllm::family_name(f) << " " << method);
+            // gen 16 in 8 steps: n_u = 2; block 8 -> 4 steps per block. --ignore-eos: every step runs, so the
+            // per-step counts below are exact.
+            const std::vector<std::string> args = {"generate", "-m", tiny_model(f).string(), "-p", "hello there",
+                                                   "-n", "16", "--steps", "8", "--block-length", "8", "--method",
+                                                   method, "--seed", "7", "--ignore-eos", "--json", "--backend",
+                                                   "cpu", "-t", "1"};
+            const CliRun r = run_cli(args);
+            INFO(r.err);
+            REQUIRE(r.status == 0);
+            const json j = json::parse(r.out);
+            require_keys(j, {"model", "method", "params", "load_s", "denoise_s", "tokens_per_s", "forward_passes",
+                             "sequences", "accounting"});
+            CHECK(j["method"] == method);
+            require_keys(j["params"], {"gen_length", "steps", "block_length", "method", "tau", "full_steps",
+                                       "fullq_every", "approx", "conf_threshold", "temperature", "seed", "ignore_eos",
+                                       "kp", "kr", "rho", "measure_cosine"});
+            CHECK(j["params"]["tau"].get<double>() == Approx(dyllm::default_tau(f)));
+            CHECK(j["params"]["conf_threshold"].is_null());
+            CHECK(j["load_s"].get<double>() >= 0);
+            CHECK(j["denoise_s"].get<double>() > 0);
+            CHECK(j["tokens_per_s"].get<double>() > 0);
+            CHECK(j["forward_passes"] == 8);  // one forward per denoising step for both methods (spec a.3)
+
+            REQUIRE(j["sequences"].size() == 1);
+            const json& s = j["sequences"][0];
+            require_keys(s, {"prompt", "text", "token_ids", "unmask_step", "steps_run", "finished_by_eos"});
+            CHECK(s["prompt"] == "hello there");
+            CHECK(s["steps_run"] == 8);
+            REQUIRE(s["token_ids"].size() == 16);
+            REQUIRE(s["unmask_step"].size() == 16);
+            std::map<int, int> per_step;
+            for (size_t pos = 0; pos < 16; ++pos) {
+                const int st = s["unmask_step"][pos].get<int>();
+                CHECK(st >= 1);
+                CHECK(st <= 8);
+                ++per_step[st];
+                // Semi-AR blocks (spec a.9 step 1): block b = pos / 8 is decoded in steps 4b+1 .. 4b+4.
+                const int block = int(pos) / 8;
+                CHECK(st > 4 * block);
+                CHECK(st <= 4 * (block + 1));
+            }
+            for (int st = 1; st <= 8; ++st) CHECK(per_step[st] == 2);  // n_u = 16 / 8
+
+            const json& acc = j["accounting"];
+            require_keys(acc, {"steps", "total_flops", "total_dense_flops", "recompute_fraction", "cache_bytes"});
+            REQUIRE(acc["steps"].size() == 8);
+            for (const json& st : acc["steps"]) {
+                require_keys(st, {"step", "kind", "tau", "seconds", "flops", "dense_flops", "layers"});
+                REQUIRE(st["layers"].size() == 2);  // n_layer of the tiny model
+                for (const json& l : st["layers"])
+                    require_keys(l, {"query_rows", "kv_rows", "attn_exact_rows", "attn_approx_rows", "ffn_rows",
+                                     "flops"});
+            }
+            if (std::string(method) == "original") {
+                for (const json& st : acc["steps"]) CHECK(st["kind"] == "full");
+                CHECK(acc["recompute_fraction"].get<double>() == Approx(1.0));
+            } else {
+                CHECK(acc["steps"][0]["kind"] == "full");
+                CHECK(acc["recompute_fraction"].get<double>() <= 1.0);
+            }
+
+            // Same seed -> same output.
+            const CliRun r2 = run_cli(args);
+            REQUIRE(r2.status == 0);
+            const json j2 = json::parse(r2.out);
+            CHECK(j2["sequences"][0]["token_ids"] == s["token_ids"]);
+            CHECK(j2["sequences"][0]["unmask_step"] == s["unmask_step"]);
+            CHECK(j2["sequences"][0]["text"] == s["text"]);
+        }
+    }
+}
+
+TEST_CASE("generate prints the text on stdout and the perf summary on stderr", "[generate][cli]") {
+    if (!have_cli()) return;
+    const CliRun r = run_cli({"generate", "-m", tiny_model(Family::LLaDA).string(), "-p", "hi", "-n", "8",
+                              "--backend", "cpu", "-t", "1"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.err.find("load time") != std::string::npos);
+    CHECK(r.err.find("denoise time") != std::string::npos);
+    CHECK(r.err.find("ms per step") != std::string::npos);
+    CHECK(r.err.find("tokens/s") != std::string::npos);
+    CHECK(r.err.find("recompute") != std::string::npos);  // dyllm is the default method
+    CHECK(r.err.find("diffusion step:") == std::string::npos);  // stderr is not a terminal: no progress line
+}
+
+TEST_CASE("a lock-step batch gives each prompt the result it gets alone", "[generate]") {
+    for (Family f : {Family::LLaDA, Family::Dream}) {
+        for (dyllm::Method m : {dyllm::Method::Original, dyllm::Method::DyLLM}) {
+            INFO(dyllm::family_name(f) << " " << dyllm::method_name(m));
+            auto model = dyllm::Model::load(tiny_model(f).string(), dyllm::BackendKind::Cpu, 1);
+            // Prompts of different lengths: packed varlen rows, no padding (spec a.10).
+            const auto pa = dyllm::encode_prompt(*model, "hi", true);
+            const auto pb = dyllm::encode_prompt(*model, "a rather longer prompt, to differ in length", true);
+            REQUIRE(pa.size() != pb.size());
+            dyllm::DiffusionParams p;
+            p.gen_length   = 16;
+            p.steps        = 8;
+            p.block_length = 8;
+            p.method       = m;
+            p.ignore_eos   = true;
+            auto run = [&](const std::vector<std::vector<int32_t>>& prompts) {
+                dyllm::Session s(*model);
+                s.start(prompts, p);
+                s.run();
+                return s.result();
+            };
+            const auto both  = run({pa, pb});
+            const auto alone_a = run({pa});
+            const auto alone_b = run({pb});
+            REQUIRE(both.sequences.size() == 2);
+            CHECK(both.sequences[0].token_ids == alone_a.sequences[0].token_ids);
+            CHECK(both.sequences[0].unmask_step == alone_a.sequences[0].unmask_step);
+            CHECK(both.sequences[1].token_ids == alone_b.sequences[0].token_ids);
+            CHECK(both.sequences[1].unmask_step == alone_b.sequences[0].unmask_step);
+            CHECK(both.sequences[0].text == alone_a.sequences[0].text);
+            CHECK(both.sequences[1].text == alone_b.sequences[0].text);
+            // Lock-step: one forward per step for the whole batch, not one per sequence.
+            CHECK(both.forward_passes == alone_a.forward_passes);
+            CHECK(both.generated_tokens == 2 * 16);
+            // No padding waste: the first (full) step pushes exactly the two sequences' rows, not 2 x the longer.
+            REQUIRE(!both.steps.empty());
+            REQUIRE(!both.steps[0].layers.empty());
+            CHECK(both.steps[0].layers[0].query_rows == int32_t(pa.size() + 16 + pb.size() + 16));
+        }
+    }
+}
+
+TEST_CASE("generate with two -p prompts equals two single runs (binary)", "[generate][cli]") {
+    if (!have_cli()) return;
+    const std::string dir    = tiny_model(Family::Dream).string();
+    const std::vector<std::string> common = {"-n", "16", "--steps", "16", "--block-length", "16", "--json",
+                                             "--backend", "cpu", "-t", "1"};
+    auto gen = [&](std::vector<std::string> prompts) {
+        std::vector<std::string> a = {"generate", "-m", dir};
+        for (auto& p : prompts) {
+            a.push_back("-p");
+            a.push_back(p);
+        }
+        a.insert(a.end(), common.begin(), common.end());
+        const CliRun r = run_cli(a);
+        INFO(r.err);
+        REQUIRE(r.status == 0);
+        return json::parse(r.out);
+    };
+    const json both = gen({"one", "second prompt"});
+    const json a    = gen({"one"});
+    const json b    = gen({"second prompt"});
+    REQUIRE(both["sequences"].size() == 2);
+    CHECK(both["sequences"][0]["token_ids"] == a["sequences"][0]["token_ids"]);
+    CHECK(both["sequences"][1]["token_ids"] == b["sequences"][0]["token_ids"]);
+    CHECK(both["sequences"][1]["prompt"] == "second prompt");
+}
+
+TEST_CASE("bad input: non-zero exit and one clear error line", "[generate][cli]") {
+    if (!have_cli()) return;
+    const fs::path good = tiny_model(Family::LLaDA);
+    // A corrupt copy: the safetensors file cut to 100 bytes (its header claims far more).
+    const fs::path bad = fs::temp_directory_path() / ("dyllm_test_generate_corrupt_" + std::to_string(::getpid()));
+    fs::remove_all(bad);
+    fs::create_directories(bad);
+    for (const auto& e : fs::directory_iterator(good)) fs::copy_file(e.path(), bad / e.path().filename());
+    fs::resize_file(bad / "model.safetensors", 100);
+    // A prompt longer than the model's positions.
+    const int      max_pos = dyllm::parse_config(good / "config.json").max_position;
+    const fs::path long_prompt = bad.string() + "_long.txt";
+    {
+        std::ofstream f(long_prompt);
+        f << std::string(size_t(max_pos) + 10, 'a') << "\n";
+    }
+    struct Case {
+        std::vector<std::string> args;
+        std::string              needle;
+    };
+    const std::string       g = good.string();
+    const std::vector<Case> cases = {
+        {{"generate", "-m", g, "-p", "x", "--tau", "nan"}, "--tau must be a finite number"},
+        {{"generate", "-m", g, "-p", "x", "-n", "16", "--steps", "7"}, "--steps 7 does not divide --gen-length 16"},
+        {{"generate", "-m", g, "-p", "x", "--method", "bogus"}, "unknown method 'bogus'"},
+        {{"generate", "-m", "/nonexistent/model/dir", "-p", "x"}, "/nonexistent/model/dir"},
+        {{"generate", "-m", bad.string(), "-p", "x"}, "model.safetensors"},
+        {{"generate", "-m", g, "-f", long_prompt.string(), "-n", "8"}, "too long"},
+        {{"generate", "-m", g, "--prompt-ids", "1,2,99999", "-n", "8"}, "outside the vocabulary"},
+        {{"generate", "-m", g}, "no prompt"},
+        {{"generate", "-m", g, "-p", "x", "--backend", "tpu"}, "--backend must be cpu, cuda or auto"},
+        {{"bench", "-m", g, "-n", "8", "-o", "xml"}, "-o/--output must be md, csv or json"},
+        {{"bench", "-m", g, "-n", "8", "--steps", "3"}, "--steps 3 does not divide --gen-length 8"},
+        {{"bench", "-m", g, "-n", "8", "--tau", "0.9,nan"}, "--tau must be a finite number"},
+        {{"bench", "-m", g, "-n", "8", "--methods", "original,warp"}, "unknown method 'warp'"},
+    };
+    for (const Case& c : cases) {
+        const CliRun r = run_cli(c.args);
+        INFO(c.needle << "\nstdout: " << r.out << "\nstderr: " << r.err);
+        CHECK(r.status != 0);
+        CHECK(r.status < 128);  // an error exit, not a crash (signal)
+        const auto lines = nonempty_lines(r.err);
+        REQUIRE(lines.size() == 1);
+        CHECK(lines[0].rfind("error: ", 0) == 0);
+        CHECK(lines[0].find(c.needle) != std::string::npos);
+        CHECK(r.out.empty());
+    }
+    fs::remove_all(bad);
+    fs::remove(long_prompt);
+}
+
+TEST_CASE("bench: rows carry the documented keys; original is the speed-up baseline", "[bench][cli]") {
+    if (!have_cli()) return;
+    const std::string dir = tiny_model(Family::LLaDA).string();
+    const CliRun      r   = run_cli({"bench", "-m", dir, "-n", "8", "--steps", "4,8", "--methods", "original,dyllm",
+                                     "--tau", "0.9,0.99", "-r", "2", "-o", "json", "--backend", "cpu", "-t", "1"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    const json rows = json::parse(r.out);
+    REQUIRE(rows.is_array());
+    REQUIRE(rows.size() == 6);  // 2 step counts x (original + dyllm at 2 taus)
+    const std::set<std::string> documented = {"method",   "tau",     "steps", "gen_length",         "block_length",
+                                              "batch",    "tokens_per_s", "speedup", "nfe", "recompute_fraction",
+                                              "accuracy"};
+    const std::set<std::string> extras = {"tokens_per_s_sd", "tokens_per_s_min", "tokens_per_s_max",
+                                          "non_eos_tokens_per_s", "denoise_s", "cache_bytes", "model", "backend"};
+    for (const json& row : rows) {
+        std::set<std::string> keys;
+        for (auto it = row.begin(); it != row.end(); ++it) keys.insert(it.key());
+        for (const auto& k : documented) CHECK(keys.count(k) == 1);
+        for (const auto& k : keys) CHECK((documented.count(k) + extras.count(k)) == 1);
+        CHECK(row["gen_length"] == 8);
+        CHECK(row["block_length"] == 8);
+        CHECK(row["batch"] == 1);
+        CHECK(row["accuracy"].is_null());  // no --task
+        CHECK(row["tokens_per_s"].get<double>() > 0);
+        CHECK(row["tokens_per_s_min"].get<double>() <= row["tokens_per_s"].get<double>());
+        CHECK(row["tokens_per_s_max"].get<double>() >= row["tokens_per_s"].get<double>());
+        const double speedup = row["speedup"].get<double>();
+        if (row["method"] == "original") {
+            CHECK(row["tau"].is_null());
+            CHECK(speedup == Approx(1.0));
+            CHECK(row["nfe"] == row["steps"]);
+            CHECK(row["recompute_fraction"].get<double>() == Approx(1.0));
+        } else {
+            CHECK(row["method"] == "dyllm");
+            CHECK(row["tau"].is_number());
+            CHECK(speedup > 0);
+        }
+    }
+    // Group order: original first, then the dyllm rows of the same step count.
+    CHECK(rows[0]["method"] == "original");
+    CHECK(rows[0]["steps"] == 4);
+    CHECK(rows[1]["tau"].get<double>() == Approx(0.9));
+    CHECK(rows[2]["tau"].get<double>() == Approx(0.99));
+    CHECK(rows[3]["method"] == "original");
+    CHECK(rows[3]["steps"] == 8);
+
+    const CliRun csv = run_cli({"bench", "-m", dir, "-n", "8", "--methods", "dyllm", "-r", "1", "-o", "csv",
+                                "--backend", "cpu", "-t", "1"});
+    REQUIRE(csv.status == 0);
+    const auto csv_lines = nonempty_lines(csv.out);
+    REQUIRE(csv_lines.size() == 2);  // header + the dyllm row (original runs as the baseline but is not listed)
+    CHECK(csv_lines[0].rfind("method,tau,steps,gen_length,block_length,batch,tokens_per_s,speedup,nfe,"
+                             "recompute_fraction,accuracy",
+                             0) == 0);
+    CHECK(csv_lines[1].rfind("\"dyllm\",", 0) == 0);
+
+    const CliRun md = run_cli({"bench", "-m", dir, "-n", "8", "-r", "1", "--backend", "cpu", "-t", "1"});
+    REQUIRE(md.status == 0);
+    const auto md_lines = nonempty_lines(md.out);
+    REQUIRE(md_lines.size() == 4);  // header, separator, original, dyllm
+    CHECK(md_lines[0].rfind("| method | tau |", 0) == 0);
+    CHECK(md_lines[2].find("| original |") == 0);
+}
