@@ -3,6 +3,7 @@
 #pragma once
 #include <atomic>
 #include <cmath>
+#include <functional>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -137,6 +138,12 @@ public:
     float tau() const;
     void  cancel();             // thread-safe
     void  set_sink(EventSink* sink);
+
+    // Test/debug hook, called after each step's LM head with, per computed logits row, its (sequence, response
+    // position) and the logits [rows, n_vocab] copied to the host. Costs a download per step when set.
+    using LogitsObserver = std::function<void(int step, const std::vector<std::pair<int, int>>& where,
+                                              const std::vector<float>& logits, int64_t n_vocab)>;
+    void set_logits_observer(LogitsObserver observer);
 
     const DiffusionParams& params() const;
     GenerationResult       result() const;  // what is decoded so far (complete after done())

@@ -62,6 +62,7 @@ struct Session::Impl {
     double                  denoise_s = 0;
     size_t                  peak_cache_bytes = 0;
     std::mt19937_64         rng;
+    Session::LogitsObserver logits_observer;
 
     Impl(const Model& m, EventSink* s) : model(m), cfg(m.config()), sink(s) {}
 
@@ -307,6 +308,14 @@ struct Session::Impl {
             }
         }
         Tensor               logits = fwd.logits(h, idx);
+        if (logits_observer) {
+            std::vector<std::pair<int, int>> where;
+            for (int b = 0; b < lay.n_seq(); ++b)
+                for (int32_t c : cand[size_t(b)]) where.emplace_back(live[size_t(b)], c);
+            std::vector<float> host(size_t(logits.rows() * logits.cols()));
+            if (!host.empty()) be().download(logits, host.data());
+            logits_observer(step, where, host, logits.cols());
+        }
         std::vector<int32_t> tok(idx.size());
         std::vector<float>   score(idx.size());
         score_rows(fwd, logits, tok, score);
@@ -523,6 +532,7 @@ void  Session::set_tau(float t) {
 float Session::tau() const { return impl_->tau.load(); }
 void  Session::cancel() { impl_->cancelled.store(true); }
 void  Session::set_sink(EventSink* sink) { impl_->sink = sink; }
+void  Session::set_logits_observer(LogitsObserver observer) { impl_->logits_observer = std::move(observer); }
 const DiffusionParams&         Session::params() const { return impl_->p; }
 const std::vector<StepRecord>& Session::step_records() const { return impl_->records; }
 
