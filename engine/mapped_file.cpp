@@ -1,0 +1,64 @@
+// MappedFile: POSIX open + fstat + mmap(PROT_READ, MAP_PRIVATE); errors carry the errno text.
+#include "engine/mapped_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "engine/errors.h"
+
+namespace dyllm {
+
+MappedFile MappedFile::open(const std::filesystem::path& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw LoadError(path.string() + ": cannot open: " + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+        const int err = errno;
+        ::close(fd);
+        throw LoadError(path.string() + ": cannot stat: " + std::strerror(err));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        ::close(fd);
+        throw LoadError(path.string() + ": not a regular file");
+    }
+    MappedFile m;
+    m.path_ = path;
+    m.size_ = size_t(st.st_size);
+    if (m.size_ > 0) {
+        void* p = ::mmap(nullptr, m.size_, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED) {
+            const int err = errno;
+            ::close(fd);
+            throw LoadError(path.string() + ": cannot mmap " + std::to_string(m.size_) + " bytes: " + std::strerror(err));
+        }
+        m.data_ = static_cast<const uint8_t*>(p);
+    }
+    ::close(fd);  // the mapping keeps the file referenced
+    return m;
+}
+
+MappedFile::MappedFile(MappedFile&& o) noexcept
+    : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)), path_(std::move(o.path_)) {}
+
+MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
+    if (this != &o) {
+        if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+        data_ = std::exchange(o.data_, nullptr);
+        size_ = std::exchange(o.size_, 0);
+        path_ = std::move(o.path_);
+    }
+    return *this;
+}
+
+MappedFile::~MappedFile() {
+    if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+}  // namespace dyllm

@@ -1,0 +1,33 @@
+// MappedFile: a read-only, private memory mapping of a whole file (RAII), so multi-GB checkpoints are paged in by the
+// kernel on demand instead of being copied into process memory.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+
+namespace dyllm {
+
+class MappedFile {
+public:
+    // Maps `path` read-only (PROT_READ, MAP_PRIVATE). Throws LoadError "<path>: cannot open: <strerror>" (or mmap/fstat)
+    // on failure. An empty file maps to data() == nullptr, size() == 0.
+    static MappedFile open(const std::filesystem::path& path);
+
+    MappedFile() = default;
+    MappedFile(MappedFile&& o) noexcept;
+    MappedFile& operator=(MappedFile&& o) noexcept;
+    MappedFile(const MappedFile&)            = delete;
+    MappedFile& operator=(const MappedFile&) = delete;
+    ~MappedFile();
+
+    const uint8_t*               data() const { return data_; }
+    size_t                       size() const { return size_; }
+    const std::filesystem::path& path() const { return path_; }
+
+private:
+    const uint8_t*        data_ = nullptr;
+    size_t                size_ = 0;
+    std::filesystem::path path_;
+};
+
+}  // namespace dyllm
