@@ -1,0 +1,168 @@
+# Evaluates an exported built-in model on the held-out task files the way the C++ engine decodes ("original" method):
+# greedy, n_u = 1, semi-AR blocks of 32, LLaDA confidence / Dream negative entropy with the logit shift, EOS stop.
+# Also measures the per-layer share of tokens whose attention context (pre-o_proj) has cosine >= 0.99 between steps.
+import argparse
+import json
+import os
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bpe  # noqa: E402
+import tasks  # noqa: E402
+from family import Family  # noqa: E402
+from model import TinyMDLM, load_exported  # noqa: E402
+
+COS_THRESHOLDS = [0.99, 0.995, 0.999]
+
+
+def load_model(model_dir):
+    with open(os.path.join(model_dir, "config.json")) as f:
+        c = json.load(f)
+    fam = Family("llada" if c["model_type"] == "llada" else "dream")
+    tok = bpe.load_hf_json(os.path.join(model_dir, "tokenizer.json"))
+    if fam.name == "llada":
+        mc = {"d": c["d_model"], "n_layers": c["n_layers"], "n_heads": c["n_heads"], "n_kv_heads": c["n_kv_heads"],
+              "ffn": c["mlp_hidden_size"], "vocab": c["embedding_size"], "eps": c["rms_norm_eps"], "qkv_bias": False}
+    else:
+        mc = {"d": c["hidden_size"], "n_layers": c["num_hidden_layers"], "n_heads": c["num_attention_heads"],
+              "n_kv_heads": c["num_key_value_heads"], "ffn": c["intermediate_size"], "vocab": c["vocab_size"],
+              "eps": c["rms_norm_eps"], "qkv_bias": True}
+    mc["head_dim"] = mc["d"] // mc["n_heads"]
+    mc["rope_theta"] = c["rope_theta"]
+    model = TinyMDLM(mc)
+    load_exported(model, fam.name, os.path.join(model_dir, "model.safetensors"))
+    model.eval()
+    return model, fam, tok, c
+
+
+@torch.no_grad()
+def generate(model, fam, tok, prompts, gen_length=64, block=32, steps=64, cos_stats=None):
+    """prompts: list of token-id lists (chat-templated). Returns (response id lists, steps run)."""
+    n_u = gen_length // steps
+    B = len(prompts)
+    mask_id, eos_ids = tok.id(fam.mask), {tok.id(fam.eos), tok.id(fam.end)}
+    lp = max(len(p) for p in prompts)
+    L = lp + gen_length
+    x = torch.full((B, L), tok.id(fam.eos), dtype=torch.long)
+    valid = torch.ones(B, L, dtype=torch.bool)
+    for i, p in enumerate(prompts):
+        x[i, lp - len(p):lp] = torch.tensor(p)
+        valid[i, :lp - len(p)] = False
+    x[:, lp:] = mask_id
+    alive = torch.ones(B, dtype=torch.bool)
+    prev_ctx = None
+    for s in range(steps):
+        if not alive.any():
+            break
+        ctx = [] if cos_stats is not None else None
+        h = model.hidden(x, valid, ctx)
+        rows = h[:, lp - 1:lp - 1 + gen_length] if fam.shift else h[:, lp:]
+        logits = model.head(rows).float()
+        p = logits.softmax(-1)
+        top_p, top_tok = p.max(-1)
+        score = top_p if fam.name == "llada" else (p * torch.log(p + 1e-10)).sum(-1)
+        if cos_stats is not None:
+            if prev_ctx is not None:
+                both = (alive & prev_alive)[:, None] & valid  # tokens of sequences live in both steps
+                for li, (a, b) in enumerate(zip(ctx, prev_ctx)):
+                    c = F.cosine_similarity(a, b, dim=-1)[both]
+                    st = cos_stats.setdefault(li, {"n": 0, "sum": 0.0, **{str(t): 0 for t in COS_THRESHOLDS}})
+                    st["n"] += c.numel()
+                    st["sum"] += c.sum().item()
+                    for t in COS_THRESHOLDS:
+                        st[str(t)] += (c >= t).sum().item()
+            prev_ctx, prev_alive = ctx, alive.clone()
+        resp = x[:, lp:]
+        for i in range(B):
+            if not alive[i]:
+                continue
+            done_tokens = int((resp[i] != mask_id).sum())
+            hi = min(gen_length, block * (done_tokens // block + 1))
+            cand = (resp[i, :hi] == mask_id).nonzero().flatten()
+            if cand.numel() == 0:
+                alive[i] = False
+                continue
+            sc = score[i, cand]
+            # ties: higher score first, then lower position (project decision 4)
+            order = sorted(range(cand.numel()), key=lambda j: (-sc[j].item(), cand[j].item()))[:n_u]
+            newly = []
+            for j in order:
+                pos = cand[j].item()
+                resp[i, pos] = top_tok[i, pos]
+                newly.append(pos)
+            # finish when a newly decoded token is an EOS/end token and no mask precedes the first such token
+            eos_pos = [q for q in newly if resp[i, q].item() in eos_ids]
+            if eos_pos and not (resp[i, :min(eos_pos)] == mask_id).any():
+                alive[i] = False
+            if not (resp[i] == mask_id).any():
+                alive[i] = False
+        x[:, lp:] = resp
+    return [x[i, lp:].tolist() for i in range(B)], s + 1
+
+
+def response_text(tok, fam, ids):
+    ends = {tok.id(fam.eos), tok.id(fam.end)}
+    out = []
+    for t in ids:
+        if t in ends:
+            break
+        out.append(t)
+    return tok.decode(out, skip_special=True)
+
+
+def evaluate(model_dir, tasks_dir, limit, batch, steps, gen_length=64, block=32, cos=True, shots=None):
+    model, fam, tok, _ = load_model(model_dir)
+    res, cos_stats = {}, {}
+    for task in tasks.TASKS:
+        with open(os.path.join(tasks_dir, f"{task}.jsonl")) as f:
+            items = [json.loads(l) for l in f][:limit]
+        correct = full = 0
+        t0 = time.time()
+        samples = []
+        for b0 in range(0, len(items), batch):
+            chunk = items[b0:b0 + batch]
+            prompts = [tok.encode(fam.chat(it["prompt"])) for it in chunk]
+            outs, _ = generate(model, fam, tok, prompts, gen_length, block, steps, cos_stats if cos else None)
+            for it, o in zip(chunk, outs):
+                text = response_text(tok, fam, o)
+                ok = tasks.final_answer(text) == tasks.final_answer(it["answer"])
+                correct += ok
+                full += " ".join(text.split()) == " ".join(it["answer"].split())
+                if len(samples) < 3:
+                    samples.append({"gold": it["answer"], "got": text})
+        res[task] = {"n": len(items), "accuracy": correct / len(items), "full_match": full / len(items),
+                     "seconds": round(time.time() - t0, 1), "samples": samples}
+        print(task, json.dumps(res[task]), flush=True)
+    n = sum(r["n"] for r in res.values())
+    res["all"] = {"n": n, "accuracy": sum(r["accuracy"] * r["n"] for r in res.values()) / n}
+    if cos:
+        res["cosine"] = {str(l): {"n": s["n"], "mean": s["sum"] / max(1, s["n"]),
+                                  **{f">={t}": s[str(t)] / max(1, s["n"]) for t in COS_THRESHOLDS}}
+                         for l, s in cos_stats.items()}
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--tasks", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tasks"))
+    ap.add_argument("--limit", type=int, default=50)
+    ap.add_argument("--batch", type=int, default=50)
+    ap.add_argument("--steps", type=int, default=64)
+    ap.add_argument("--no-cos", action="store_true")
+    ap.add_argument("--out", default=None, help="write the result JSON here")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    res = evaluate(args.model, args.tasks, args.limit, args.batch, args.steps, cos=not args.no_cos)
+    print(json.dumps({k: v for k, v in res.items() if k in ("all", "cosine")}, indent=1))
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(res, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+# Writes the held-out task suite assets/tasks/<task>.jsonl: {"prompt", "answer", "task", "shots"} per line.
+# Queries come only from the held-out hash bucket (tasks.is_held_out); item i carries i % 5 solved examples taken from
+# the items just before it in the same file (cyclically), the rule engine/task_suite.cpp uses for --shots K.
+import argparse
+import json
+import os
+import random
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tasks  # noqa: E402
+
+
+def build(task, n, seed):
+    rng = random.Random(seed)
+    seen, items = set(), []
+    while len(items) < n:
+        q, a = tasks.sample(rng, task, held_out=True)
+        if q in seen:
+            continue
+        seen.add(q)
+        items.append((q, a))
+    out = []
+    for i, (q, a) in enumerate(items):
+        k = i % 5
+        shots = [items[(i - k + j) % n] for j in range(k)]
+        out.append({"prompt": tasks.format_prompt(shots, q), "answer": a, "task": task, "shots": k})
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tasks"))
+    ap.add_argument("--n", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=12345)
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    for t in tasks.TASKS:
+        rows = build(t, args.n, args.seed + tasks.TASKS.index(t))
+        for r in rows:  # by construction, re-checked: the query (last "Q: " line) is in the held-out bucket
+            assert tasks.is_held_out(r["prompt"].rsplit("Q: ", 1)[1])
+        with open(os.path.join(args.out, f"{t}.jsonl"), "w") as f:
+            for r in rows:
+                f.write(json.dumps(r) + "\n")
+        print(t, len(rows))
+
+
+if __name__ == "__main__":
+    main()
