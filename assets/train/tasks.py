@@ -24,8 +24,19 @@ def fnv1a32(s: str) -> int:
     return h
 
 
+def split_key(query: str) -> str:
+    """What the split hashes: the query, except that addition is keyed by its UNORDERED operand pair and sorting by
+    its multiset, so a held-out item's operands (in either order) / digits (in any order) never occur in training."""
+    if query.startswith("add "):
+        a, b = (int(x) for x in query[4:].split("+"))
+        return f"add {min(a, b)}+{max(a, b)}"
+    if query.startswith("sort "):
+        return "sort " + " ".join(sorted(query[5:].split()))
+    return query
+
+
 def is_held_out(query: str) -> bool:
-    return fnv1a32(query) % HOLDOUT_MOD == 0
+    return fnv1a32(split_key(query)) % HOLDOUT_MOD == 0
 
 
 # ---- the four tasks: each returns (query, response) ----
