@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "instrumentation/json_number.h"
+
 namespace dyllm {
 namespace {
 
@@ -138,7 +140,7 @@ void write_chrome_trace(std::ostream& os, const std::vector<EventRecord>& events
         args["step"] = n;
         if (s.begin) {
             args["kind"]         = step_kind_name(s.begin->kind);
-            args["tau"]          = jnum(s.begin->tau);
+            args["tau"]          = jnum(float_for_json(s.begin->tau));
             args["n_query_rows"] = s.begin->n_query_rows;
         }
         args["n_rows_tested"] = s.n_rows;
@@ -172,7 +174,7 @@ void write_chrome_trace(std::ostream& os, const std::vector<EventRecord>& events
             c.json  = Json{{"name", name}, {"cat", "counter"}, {"ph", "C"}, {"args", Json{{"value", jnum(v)}}}};
             counters[name].push_back(std::move(c));
         };
-        if (s.begin) counter("tau", t0, s.begin->tau);
+        if (s.begin) counter("tau", t0, float_for_json(s.begin->tau));
         if (s.n_rows > 0) counter("salient_fraction", t0, double(s.n_salient) / double(s.n_rows));
         if (s.end) {
             // Running average over the steps so far (committed tokens / summed step wall time): converges to the

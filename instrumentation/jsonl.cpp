@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "instrumentation/json_number.h"
+
 namespace dyllm {
 namespace {
 
@@ -17,9 +19,11 @@ using Json = nlohmann::ordered_json;
 // JSON has no NaN/inf: write null, read null back as NaN.
 Json jnum(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
 
+Json jfloat(float v) { return jnum(float_for_json(v)); }
+
 Json jfloats(const std::vector<float>& v) {
     Json a = Json::array();
-    for (float x : v) a.push_back(jnum(x));
+    for (float x : v) a.push_back(jfloat(x));
     return a;
 }
 
@@ -35,7 +39,7 @@ Json layer_json(const LayerSaliencyRecord& l) {
                 {"seq", l.seq},
                 {"n_rows", l.n_rows},
                 {"n_salient", l.n_salient},
-                {"tau", jnum(l.tau)},
+                {"tau", jfloat(l.tau)},
                 {"hist", l.hist},
                 {"row_positions", l.row_positions},
                 {"cosines", jfloats(l.cosines)},
@@ -58,7 +62,7 @@ Json canvas_json(const CanvasRecord& c) {
 void add_step_begin(Json& j, const StepBegin& b) {
     j["step"]         = b.step;
     j["kind"]         = step_kind_name(b.kind);
-    j["tau"]          = jnum(b.tau);
+    j["tau"]          = jfloat(b.tau);
     j["n_query_rows"] = b.n_query_rows;
     j["t_begin_ns"]   = b.t_ns;
 }
