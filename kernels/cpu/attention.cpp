@@ -1,0 +1,57 @@
+// Optimised exact attention: per task, the block softmax (attention_tiles) then P V accumulated key by key into a
+// per-thread [rows, D] buffer, normalised on the way out.
+#include "kernels/cpu/attention.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "kernels/cpu/attention_tiles.h"
+#include "kernels/cpu/simd.h"
+
+namespace dyllm::cpu {
+
+namespace {
+
+struct Scratch {
+    std::vector<float> p, acc, l;
+};
+
+DYLLM_CPU_CLONES void weighted_sum(const float* p, int64_t ld_p, int n, CMatF v, int64_t k0, int64_t nk,
+                                   int64_t kv_off, int D, float* acc) {
+    std::fill(acc, acc + int64_t(n) * D, 0.0f);
+    for (int64_t j = 0; j < nk; ++j) {
+        const float* vj = v.row(k0 + j) + kv_off;
+        for (int r = 0; r < n; ++r) simd::axpy(acc + int64_t(r) * D, p[r * ld_p + j], vj, D);
+    }
+}
+
+}  // namespace
+
+void attention(CMatF q, const int32_t* q_seq, CMatF k, CMatF v, const int32_t* cu_k, int n_seq, AttnDims dims,
+               MatF out, ThreadPool& pool) {
+    if (q.rows == 0) return;
+    const detail::AttnPlan plan = detail::plan_attention(q_seq, q.rows, cu_k, n_seq, dims.n_head);
+    const int              D    = dims.head_dim;
+    const int              R    = detail::kAttnRowBlock;
+    std::vector<Scratch>   scratch(size_t(pool.size()));
+    pool.parallel_for(int64_t(plan.tasks.size()), [&](int64_t ti, int thread) {
+        const detail::AttnTask& t  = plan.tasks[size_t(ti)];
+        Scratch&                s  = scratch[size_t(thread)];
+        const int64_t           k0 = cu_k[t.seq], k1 = cu_k[t.seq + 1], nk = k1 - k0;
+        s.p.resize(size_t(R * std::max<int64_t>(plan.max_keys, 1)));
+        s.acc.resize(size_t(R * D));
+        s.l.resize(size_t(R));
+        const int32_t* rows = plan.order.data() + t.first;
+        detail::softmax_block(q, rows, t.n, t.head, k, k0, k1, dims, s.p.data(), nk, s.l.data());
+        const int64_t kv_off = int64_t(t.head / (dims.n_head / dims.n_kv_head)) * D;
+        weighted_sum(s.p.data(), nk, t.n, v, k0, nk, kv_off, D, s.acc.data());
+        for (int r = 0; r < t.n; ++r) {
+            float*       o   = out.row(rows[r]) + int64_t(t.head) * D;
+            const float* a   = s.acc.data() + int64_t(r) * D;
+            const float  inv = s.l[size_t(r)] > 0.0f ? 1.0f / s.l[size_t(r)] : 0.0f;
+            for (int c = 0; c < D; ++c) o[c] = a[c] * inv;
+        }
+    });
+}
+
+}  // namespace dyllm::cpu

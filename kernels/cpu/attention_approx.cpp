@@ -1,0 +1,68 @@
+// Optimised approximate attention: the block softmax over every key (attention_tiles), then the weighted sum of dV
+// over the sequence's salient keys only, divided by the full normaliser and added to the old context.
+#include "kernels/cpu/attention_approx.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "kernels/cpu/attention_tiles.h"
+#include "kernels/cpu/simd.h"
+
+namespace dyllm::cpu {
+
+namespace {
+
+struct Scratch {
+    std::vector<float> p, acc, l;
+};
+
+DYLLM_CPU_CLONES void salient_sum(const float* p, int64_t ld_p, int n, CMatF dv, const int32_t* sal_k, int64_t s0,
+                                  int64_t s1, int64_t k0, int64_t kv_off, int D, float* acc) {
+    std::fill(acc, acc + int64_t(n) * D, 0.0f);
+    for (int64_t s = s0; s < s1; ++s) {
+        const float*  dvs = dv.row(s) + kv_off;
+        const int64_t j   = sal_k[s] - k0;
+        for (int r = 0; r < n; ++r) simd::axpy(acc + int64_t(r) * D, p[r * ld_p + j], dvs, D);
+    }
+}
+
+}  // namespace
+
+void attention_approx(CMatF q, const int32_t* q_seq, CMatF k, CMatF dv, const int32_t* sal_k, const int32_t* cu_sal,
+                      const int32_t* cu_k, int n_seq, CMatF c_old, AttnDims dims, MatF c_new, ThreadPool& pool) {
+    if (q.rows == 0) return;
+    const detail::AttnPlan plan = detail::plan_attention(q_seq, q.rows, cu_k, n_seq, dims.n_head);
+    const int              D    = dims.head_dim;
+    const int              R    = detail::kAttnRowBlock;
+    std::vector<Scratch>   scratch(size_t(pool.size()));
+    pool.parallel_for(int64_t(plan.tasks.size()), [&](int64_t ti, int thread) {
+        const detail::AttnTask& t    = plan.tasks[size_t(ti)];
+        const int32_t*          rows = plan.order.data() + t.first;
+        const int64_t           s0 = cu_sal[t.seq], s1 = cu_sal[t.seq + 1];
+        if (s0 == s1) {  // no salient key in this sequence: the context is unchanged (skip the scores entirely)
+            for (int r = 0; r < t.n; ++r) {
+                const float* co = c_old.row(rows[r]) + int64_t(t.head) * D;
+                float*       cn = c_new.row(rows[r]) + int64_t(t.head) * D;
+                if (co != cn) std::copy(co, co + D, cn);
+            }
+            return;
+        }
+        Scratch&      s  = scratch[size_t(thread)];
+        const int64_t k0 = cu_k[t.seq], k1 = cu_k[t.seq + 1], nk = k1 - k0;
+        s.p.resize(size_t(R * std::max<int64_t>(plan.max_keys, 1)));
+        s.acc.resize(size_t(R * D));
+        s.l.resize(size_t(R));
+        detail::softmax_block(q, rows, t.n, t.head, k, k0, k1, dims, s.p.data(), nk, s.l.data());
+        const int64_t kv_off = int64_t(t.head / (dims.n_head / dims.n_kv_head)) * D;
+        salient_sum(s.p.data(), nk, t.n, dv, sal_k, s0, s1, k0, kv_off, D, s.acc.data());
+        for (int r = 0; r < t.n; ++r) {
+            const float* co  = c_old.row(rows[r]) + int64_t(t.head) * D;
+            float*       cn  = c_new.row(rows[r]) + int64_t(t.head) * D;
+            const float* a   = s.acc.data() + int64_t(r) * D;
+            const float  inv = 1.0f / s.l[size_t(r)];  // l >= 1: the max key contributes exp(0)
+            for (int c = 0; c < D; ++c) cn[c] = co[c] + a[c] * inv;
+        }
+    });
+}
+
+}  // namespace dyllm::cpu

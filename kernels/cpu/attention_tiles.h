@@ -1,0 +1,37 @@
+// Pieces shared by the optimised exact and approximate attention: the task plan (query rows grouped by sequence, cut
+// into blocks of rows per head) and the block score/softmax routine.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/mat.h"
+
+namespace dyllm::cpu::detail {
+
+// Query rows per task. 16 rows x 768 keys of fp32 scores (48 KiB) stay in L2 while K and V of one head stream past;
+// measured against 8 and 32 with tests/bench/bench_kernels_cpu.cpp (see the notes in that file).
+constexpr int kAttnRowBlock = 16;
+
+struct AttnTask {
+    int32_t seq;    // sequence b
+    int32_t head;   // query head h
+    int64_t first;  // rows order[first .. first + n) of the plan
+    int32_t n;
+};
+
+struct AttnPlan {
+    std::vector<int32_t>  order;     // query row indices, grouped by sequence (stable)
+    std::vector<AttnTask> tasks;     // ordered (seq, head, block) so neighbouring tasks share one head's K and V
+    int64_t               max_keys;  // longest key range of a sequence that has queries
+};
+
+AttnPlan plan_attention(const int32_t* q_seq, int64_t nq, const int32_t* cu_k, int n_seq, int n_head,
+                        int row_block = kAttnRowBlock);
+
+// Unnormalised softmax of one block: for the n query rows rows[0..n) at head h and the keys [k0, k1) of their
+// sequence, p[r * ld_p + (j - k0)] = exp(s_rj - m_r) with s_rj = q[rows[r], h] . k[j, g] / sqrt(D), and
+// l[r] = sum_j p[r, j] (fp32). g = h / (n_head / n_kv_head).
+void softmax_block(CMatF q, const int32_t* rows, int n, int h, CMatF k, int64_t k0, int64_t k1, AttnDims dims,
+                   float* p, int64_t ld_p, float* l);
+
+}  // namespace dyllm::cpu::detail

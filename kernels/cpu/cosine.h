@@ -1,0 +1,10 @@
+// Optimised per-row cosine similarity (spec a.7 step 7, f.7).
+#pragma once
+#include "kernels/cpu/mat.h"
+
+namespace dyllm::cpu {
+
+// cos_out[i] from fp32 statistics (dot, |a_i|^2, |b_i|^2) through kernels/common's cosine_from_stats (1e-8 clamps).
+void cosine_rows(CMatF a, CMatF b, float* cos_out);
+
+}  // namespace dyllm::cpu

@@ -1,0 +1,55 @@
+// Optimised logit scoring: one banned-id mask shared by all rows, rows over the thread pool; exp per element
+// in fp32, accumulated in fp64 (126k terms per row for LLaDA's vocabulary).
+#include "kernels/cpu/score_logits.h"
+
+#include <cmath>
+#include <vector>
+
+#include "kernels/common/scalar_math.h"
+
+namespace dyllm::cpu {
+
+namespace {
+
+void score_row(const float* r, int64_t n_vocab, const uint8_t* ban, ScoreRule rule, int32_t& token, float& score) {
+    int64_t best = -1;
+    float   m    = -INFINITY;
+    for (int64_t v = 0; v < n_vocab; ++v) {
+        if (ban[v]) continue;
+        if (best < 0 || r[v] > m) {  // strict: the lowest id wins ties
+            best = v;
+            m    = r[v];
+        }
+    }
+    token = int32_t(best);
+    if (best < 0) {
+        score = -INFINITY;
+        return;
+    }
+    double l = 0.0;
+    for (int64_t v = 0; v < n_vocab; ++v)
+        if (!ban[v]) l += double(expf(r[v] - m));
+    if (rule == ScoreRule::Confidence) {
+        score = float(1.0 / l);  // p(argmax) = exp(m - m) / l
+        return;
+    }
+    const float inv_l = float(1.0 / l);
+    double      h     = 0.0;
+    for (int64_t v = 0; v < n_vocab; ++v)
+        if (!ban[v]) h += double(neg_entropy_term(expf(r[v] - m) * inv_l));
+    score = float(h);
+}
+
+}  // namespace
+
+void score_logits(CMatF logits, ScoreRule rule, const int32_t* banned, int64_t n_banned, int32_t* tokens,
+                  float* scores, ThreadPool& pool) {
+    if (logits.rows == 0) return;
+    std::vector<uint8_t> ban(size_t(logits.cols), 0);
+    for (int64_t t = 0; t < n_banned; ++t) ban[size_t(banned[t])] = 1;
+    pool.parallel_for(logits.rows, [&](int64_t i, int) {
+        score_row(logits.row(i), logits.cols, ban.data(), rule, tokens[i], scores[i]);
+    });
+}
+
+}  // namespace dyllm::cpu

@@ -1,0 +1,80 @@
+// The CPU kernels' thread pool: workers sleep on a condition variable between jobs; a job is a generation number, a
+// task count and an atomic counter from which the caller and the workers take task indices.
+#include "kernels/cpu/thread_pool.h"
+
+namespace dyllm::cpu {
+
+namespace {
+thread_local bool t_in_pool_task = false;  // set while a thread runs pool tasks: nested calls run inline
+thread_local int  t_thread_index = 0;      // the pool thread index of the task this thread is running
+}
+
+ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
+    for (int t = 1; t < n_threads_; ++t) workers_.emplace_back([this, t] { worker_loop(t); });
+}
+
+ThreadPool::~ThreadPool() {
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        stop_ = true;
+    }
+    wake_.notify_all();
+    for (auto& w : workers_) w.join();
+}
+
+void ThreadPool::run_tasks(int thread) {
+    t_in_pool_task = true;
+    for (;;) {
+        const int64_t t = next_.fetch_add(1, std::memory_order_relaxed);
+        if (t >= n_tasks_) break;
+        t_thread_index = thread;
+        (*fn_)(t, thread);
+    }
+    t_in_pool_task = false;
+}
+
+void ThreadPool::worker_loop(int thread) {
+    uint64_t seen = 0;
+    for (;;) {
+        {
+            std::unique_lock<std::mutex> lk(mu_);
+            wake_.wait(lk, [&] { return stop_ || generation_ != seen; });
+            if (stop_) return;
+            seen = generation_;
+        }
+        run_tasks(thread);
+        {
+            std::lock_guard<std::mutex> lk(mu_);
+            if (--busy_ == 0) done_cv_.notify_one();
+        }
+    }
+}
+
+void ThreadPool::parallel_for(int64_t n_tasks, const std::function<void(int64_t, int)>& fn) {
+    if (n_tasks <= 0) return;
+    if (n_threads_ == 1 || n_tasks == 1 || t_in_pool_task) {
+        // Inline: a single thread, a single task, or a nested call (the pool is busy with the outer job).
+        const bool outer  = t_in_pool_task;
+        const int  thread = outer ? t_thread_index : 0;
+        t_in_pool_task    = true;
+        for (int64_t t = 0; t < n_tasks; ++t) fn(t, thread);
+        t_in_pool_task = outer;
+        return;
+    }
+    std::lock_guard<std::mutex> call_lk(call_mu_);  // one outside caller at a time
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        fn_      = &fn;
+        n_tasks_ = n_tasks;
+        next_.store(0, std::memory_order_relaxed);
+        busy_ = int(workers_.size());
+        ++generation_;
+    }
+    wake_.notify_all();
+    run_tasks(0);
+    std::unique_lock<std::mutex> lk(mu_);
+    done_cv_.wait(lk, [&] { return busy_ == 0; });
+    fn_ = nullptr;
+}
+
+}  // namespace dyllm::cpu
