@@ -1,0 +1,33 @@
+// Fixed top-level layout of dyllm-studio (DESIGN.md "The app"): panel rectangles computed from the window size.
+// Pure math without ImGui, so the screenshot test can find where each panel must be drawn.
+#pragma once
+
+namespace dyllm::app {
+
+struct Rect {
+    float x = 0, y = 0, w = 0, h = 0;
+    float right() const { return x + w; }
+    float bottom() const { return y + h; }
+    bool  contains(float px, float py) const { return px >= x && px < x + w && py >= y && py < y + h; }
+};
+
+struct StudioLayout {
+    Rect controls;    // two rows of knobs and transport buttons (plus the red message bar when there is an error)
+    Rect prompt;      // editable prompt and task-suite examples
+    Rect canvas;      // response tokens grid
+    Rect summary;     // tok/s, speed-up, rows recomputed, FLOPs, cache memory, accuracy
+    Rect cosine;      // per-layer cosine histograms (small multiples)
+    Rect salient;     // salient map (layers x positions / steps x positions)
+    Rect lsal;        // L_sal per layer (bars now, lines over steps)
+    Rect time;        // stacked per-step op-class bars, op timeline, top ops
+    Rect scrubber;    // history scrubber and the Explain/Compare/Export buttons
+};
+
+// Heights in pixels of the fixed bars; the rest is split by fractions chosen by looking at 1600x1000 screenshots.
+constexpr float kControlsHeight   = 64.f;
+constexpr float kMessageBarHeight = 26.f;
+constexpr float kScrubberHeight   = 40.f;
+
+StudioLayout compute_layout(float width, float height, bool message_bar);
+
+}  // namespace dyllm::app

@@ -1,0 +1,294 @@
+// app/model aggregation from synthetic event sequences: per-step history, token saliency history, canvas replay,
+// summaries, comparison, CSV export, task examples and the layout (no window needed).
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "app/model/colormap.h"
+#include "app/model/csv_export.h"
+#include "app/model/layout.h"
+#include "app/model/run_compare.h"
+#include "app/model/run_history.h"
+#include "app/model/task_examples.h"
+#include "app/model/vocab.h"
+
+using namespace dyllm;
+using namespace dyllm::app;
+
+namespace {
+
+// A 2-layer, 1-sequence run: prompt of 3 tokens, 4 response positions, 4 steps (1 FULL, then 3 sparse-response),
+// one token unmasked per step in the order 2, 0, 3, 1.
+std::vector<EventRecord> synthetic_run(const char* method = "dyllm", double step_ms = 10.0, int32_t last_token = 13) {
+    std::vector<EventRecord> ev;
+    RunBegin rb;
+    rb.method = method, rb.model = "synthetic", rb.family = "llada", rb.backend = "cpu";
+    rb.n_layer = 2, rb.n_seq = 1, rb.gen_length = 4, rb.steps = 4;
+    rb.prompt_lengths = {3};
+    rb.env = {{"tau", "0.99"}};
+    ev.push_back(rb);
+    const int32_t order[4] = {2, 0, 3, 1};
+    for (int k = 1; k <= 4; ++k) {
+        StepBegin sb;
+        sb.step = k, sb.kind = k == 1 ? StepKind::Full : StepKind::SparseResponse, sb.tau = 0.99f;
+        sb.n_query_rows = k == 1 ? 7 : 4;
+        ev.push_back(sb);
+        for (int l = 0; l < 2; ++l) {
+            OpTiming ffn;
+            ffn.step = k, ffn.layer = l, ffn.op = OpClass::Ffn, ffn.dur_ns = 3'000'000, ffn.rows = 2;
+            ev.push_back(ffn);
+            OpTiming at = ffn;
+            at.op = OpClass::AttnExact, at.dur_ns = 1'000'000;
+            ev.push_back(at);
+            if (k > 1) {
+                // Sparse step: the 4 response rows (sequence positions 3..6) are tested; position 3 + order[k-2]
+                // (unmasked last step) is salient at layer 0, and also position 6 at layer 1.
+                LayerSaliencyRecord r;
+                r.step = k, r.layer = l, r.seq = 0, r.n_rows = 4, r.tau = 0.99f;
+                r.row_positions = {3, 4, 5, 6};
+                r.cosines       = {0.999f, 0.95f, 0.9999f, 0.5f};
+                r.salient_positions = {3 + order[k - 2]};
+                if (l == 1 && 3 + order[k - 2] != 6) r.salient_positions.push_back(6);
+                std::sort(r.salient_positions.begin(), r.salient_positions.end());
+                r.n_salient = int32_t(r.salient_positions.size());
+                for (float c : r.cosines) r.hist[size_t(cosine_bin(c))]++;
+                r.ffn_rows = r.n_salient;
+                ev.push_back(r);
+            }
+        }
+        UnmaskRecord u;
+        u.step = k, u.seq = 0, u.positions = {order[k - 1]}, u.tokens = {k == 4 ? last_token : 10 + k},
+        u.scores = {0.5f + 0.1f * k};
+        ev.push_back(u);
+        StepEnd se;
+        se.step = k, se.wall_ns = int64_t(step_ms * 1e6), se.tokens_committed = 1, se.masked_left = 4 - k;
+        se.dense_rows = 2 * 7;  // 7 rows x 2 layers
+        se.ffn_rows   = k == 1 ? 14 : 3;
+        se.flops = k == 1 ? 1000 : 250, se.dense_flops = 1000;
+        ev.push_back(se);
+    }
+    RunEnd re;
+    re.steps = 4, re.wall_ns = int64_t(4 * step_ms * 1e6), re.tokens = 4;
+    ev.push_back(re);
+    return ev;
+}
+
+RunHistory fold(const std::vector<EventRecord>& ev) {
+    RunHistory h;
+    for (const auto& e : ev) h.apply(e);
+    return h;
+}
+
+}  // namespace
+
+TEST_CASE("run history keeps one record per step with kind, tau, ops and saliency", "[app_model]") {
+    const RunHistory h = fold(synthetic_run());
+    REQUIRE(h.has_run());
+    REQUIRE(h.finished());
+    REQUIRE(h.step_count() == 4);
+    REQUIRE(h.steps_ended() == 4);
+    CHECK(h.step(1)->kind == StepKind::Full);
+    CHECK(h.step(2)->kind == StepKind::SparseResponse);
+    CHECK(h.step(3)->tau == Approx(0.99f));
+    CHECK(h.step(1)->ops.size() == 4);
+    CHECK(h.step(2)->op_seconds[size_t(OpClass::Ffn)] == Approx(0.006));
+    CHECK(h.step(2)->op_seconds[size_t(OpClass::AttnExact)] == Approx(0.002));
+    // FULL step sent no saliency; sparse steps have both layers.
+    CHECK(h.step(1)->layer(0, 0) == nullptr);
+    CHECK(h.step(1)->salient_count(0, 1) == -1);
+    REQUIRE(h.step(2)->layer(0, 1) != nullptr);
+    CHECK(h.step(2)->salient_count(0, 0) == 1);
+    CHECK(h.step(2)->salient_count(0, 1) == 2);
+    CHECK(h.step(0) == nullptr);
+    CHECK(h.step(5) == nullptr);
+}
+
+TEST_CASE("canvas replay follows the unmask steps", "[app_model]") {
+    const RunHistory h = fold(synthetic_run());
+    auto c0 = h.canvas_at(0, 0);
+    REQUIRE(c0.size() == 4);
+    for (const auto& cell : c0) CHECK(cell.masked());
+    auto c2 = h.canvas_at(0, 2);
+    CHECK(!c2[2].masked());
+    CHECK(c2[2].token == 11);
+    CHECK(c2[2].unmask_step == 1);
+    CHECK(!c2[0].masked());
+    CHECK(c2[0].unmask_step == 2);
+    CHECK(c2[3].masked());
+    CHECK(c2[1].masked());
+    CHECK(h.masked_at(0, 2) == 2);
+    CHECK(h.masked_at(0, 4) == 0);
+    CHECK(h.tokens(0)[1].token == 13);
+    CHECK(h.tokens(0)[1].score == Approx(0.9f));
+}
+
+TEST_CASE("token saliency history is steps x layers", "[app_model]") {
+    const RunHistory h = fold(synthetic_run());
+    // Response position 2 = sequence position 5: unmasked at step 1, so salient at step 2 layer 0 (initial set).
+    const auto g = h.token_saliency(0, 2);
+    REQUIRE(g.steps == 4);
+    REQUIRE(g.layers == 2);
+    CHECK(g.at(1, 0) == TokenSal::NotTested);  // FULL step: no saliency events
+    CHECK(g.at(2, 0) == TokenSal::Salient);
+    CHECK(g.at(3, 0) == TokenSal::Stable);
+    CHECK(g.cos_at(3, 0) == Approx(0.9999f));
+    CHECK(std::isnan(g.cos_at(1, 0)));
+    // Response position 3 = sequence position 6 is salient at layer 1 in every sparse step.
+    const auto g3 = h.token_saliency(0, 3);
+    CHECK(g3.at(2, 1) == TokenSal::Salient);
+    CHECK(g3.at(3, 1) == TokenSal::Salient);
+    CHECK(g3.at(3, 0) == TokenSal::Stable);
+}
+
+TEST_CASE("summaries: tokens/s, FLOPs and rows recomputed", "[app_model]") {
+    const RunHistory h = fold(synthetic_run("dyllm", 10.0));
+    const RunSummary s = h.summary();
+    CHECK(s.steps == 4);
+    CHECK(s.forward_passes == 4);
+    CHECK(s.tokens_committed == 4);
+    CHECK(s.denoise_seconds == Approx(0.04));
+    CHECK(s.tokens_per_s == Approx(100.0));  // 4 tokens / 0.04 s
+    CHECK(s.flops == Approx(1750));
+    CHECK(s.flops_fraction == Approx(1750.0 / 4000.0));
+    CHECK(s.ffn_rows == 14 + 3 * 3);
+    CHECK(s.recompute_fraction == Approx(23.0 / 56.0));
+    REQUIRE(s.layer_recompute_fraction.size() == 2);
+    // Layer 0: 7 rows (FULL) + 1 + 1 + 1 over 4 x 7; layer 1: 7 + 2 + 2 + 1 (step 4 salient set is {6} only).
+    CHECK(s.layer_recompute_fraction[0] == Approx(10.0 / 28.0));
+    CHECK(s.layer_recompute_fraction[1] == Approx(12.0 / 28.0));
+    CHECK(s.steps_by_kind[size_t(StepKind::Full)] == 1);
+    CHECK(s.steps_by_kind[size_t(StepKind::SparseResponse)] == 3);
+    CHECK(s.op_seconds[size_t(OpClass::Ffn)] == Approx(0.024));
+    // Up to step 2 only.
+    const RunSummary s2 = h.summary(2);
+    CHECK(s2.steps == 2);
+    CHECK(s2.tokens_per_s == Approx(2 / 0.02));
+}
+
+TEST_CASE("a second RunBegin starts a fresh history; dropped unmask events are filled from canvases", "[app_model]") {
+    auto ev = synthetic_run();
+    // Drop the unmask event of step 3 and deliver a canvas snapshot after it instead.
+    ev.erase(std::remove_if(ev.begin(), ev.end(),
+                            [](const EventRecord& e) {
+                                auto* u = std::get_if<UnmaskRecord>(&e);
+                                return u && u->step == 3;
+                            }),
+             ev.end());
+    CanvasRecord c;
+    c.step = 3, c.seq = 0, c.prompt_len = 3;
+    c.tokens      = {7, 8, 9, 12, 99, 11, 13};
+    c.unmask_step = {2, 0, 1, 3};
+    c.scores      = {0.7f, 0.f, 0.6f, 0.8f};
+    ev.push_back(c);
+    const RunHistory h = fold(ev);
+    CHECK(h.tokens(0)[3].unmask_step == 3);
+    CHECK(h.tokens(0)[3].token == 13);
+    CHECK(h.prompt_tokens(0) == std::vector<int32_t>{7, 8, 9});
+
+    RunHistory h2 = fold(synthetic_run());
+    RunBegin   rb;
+    rb.method = "original", rb.n_layer = 1, rb.n_seq = 1, rb.gen_length = 8, rb.prompt_lengths = {2};
+    h2.apply(rb);
+    CHECK(h2.step_count() == 0);
+    CHECK(!h2.finished());
+    CHECK(h2.tokens(0).size() == 8);
+}
+
+TEST_CASE("compare two runs: token diff and speed-up", "[app_model]") {
+    const RunHistory a = fold(synthetic_run("original", 20.0, 13));
+    const RunHistory b = fold(synthetic_run("dyllm", 10.0, 42));
+    const RunCompare c = compare_runs(a, b);
+    CHECK(c.positions == 4);
+    CHECK(c.same == 3);
+    CHECK(c.differ == 1);
+    CHECK(c.differs[1] == 1);
+    CHECK(c.speedup == Approx(2.0));
+    CHECK(run_label(b) == "dyllm tau=0.99");
+}
+
+TEST_CASE("CSV exports carry the histogram, timing and canvas tables", "[app_model]") {
+    const RunHistory h = fold(synthetic_run());
+    std::ostringstream hist;
+    write_histograms_csv(hist, h, 2);
+    std::string line;
+    std::istringstream in(hist.str());
+    std::getline(in, line);
+    CHECK(line.rfind("step,layer,seq,n_rows,n_salient,tau,cos_", 0) == 0);
+    int rows = 0;
+    while (std::getline(in, line)) {
+        ++rows;
+        CHECK(line.rfind("2,", 0) == 0);
+    }
+    CHECK(rows == 2);  // two layers at step 2
+
+    std::ostringstream t;
+    write_step_timings_csv(t, h);
+    CHECK(t.str().find("\n2,sparse-response,0.99") != std::string::npos);
+    std::ostringstream ops;
+    write_ops_csv(ops, h, 1);
+    const std::string ops_text = ops.str();
+    CHECK(std::count(ops_text.begin(), ops_text.end(), '\n') == 5);  // header + 4 ops
+    std::ostringstream cv;
+    write_canvas_csv(cv, h);
+    CHECK(cv.str().find("\n2,11,1,0.6") != std::string::npos);
+}
+
+TEST_CASE("task examples load from JSONL and bad lines are reported with file:line", "[app_model]") {
+    const auto dir = std::filesystem::temp_directory_path() / "dyllm_test_app_model_tasks";
+    std::filesystem::create_directories(dir);
+    {
+        std::ofstream f(dir / "addition.jsonl");
+        f << R"({"prompt":"12+30=?","answer":"42","task":"addition","shots":0})" << "\n";
+        f << "not json\n";
+        f << R"({"answer":"no prompt"})" << "\n";
+        f << R"({"prompt":"1+1=?","answer":"2"})" << "\n";
+    }
+    const auto ex = load_task_examples(dir);
+    REQUIRE(ex.items.size() == 2);
+    CHECK(ex.items[0].task == "addition");
+    CHECK(ex.items[1].task == "addition");  // from the file name
+    CHECK(ex.items[0].answer == "42");
+    REQUIRE(ex.warnings.size() == 2);
+    CHECK(ex.warnings[0].find("addition.jsonl:2") != std::string::npos);
+    CHECK(ex.warnings[1].find("addition.jsonl:3") != std::string::npos);
+    std::filesystem::remove_all(dir);
+
+    CHECK(answer_matches("  42 ", "42"));
+    CHECK(answer_matches("work 1 2\nAnswer:  42", "42"));
+    CHECK(!answer_matches("420", "42"));
+    CHECK(!answer_matches("anything", ""));
+    CHECK(load_task_examples("/nonexistent/dir").items.empty());
+}
+
+TEST_CASE("layout panels tile the window without overlap", "[app_model]") {
+    const StudioLayout L = compute_layout(1600, 1000, false);
+    const Rect panels[] = {L.controls, L.prompt, L.canvas, L.summary, L.cosine, L.salient, L.lsal, L.time, L.scrubber};
+    double area = 0;
+    for (const auto& r : panels) {
+        CHECK(r.w > 0);
+        CHECK(r.h > 0);
+        area += double(r.w) * r.h;
+    }
+    CHECK(area == Approx(1600.0 * 1000.0).epsilon(1e-4));
+    CHECK(L.canvas.x == Approx(L.prompt.right()));
+    CHECK(L.summary.right() == Approx(1600));
+    CHECK(L.scrubber.bottom() == Approx(1000));
+    const StudioLayout M = compute_layout(1600, 1000, true);
+    CHECK(M.prompt.y == Approx(L.prompt.y + kMessageBarHeight));
+}
+
+TEST_CASE("colormap endpoints and token display", "[app_model]") {
+    // matplotlib viridis: t=0 -> (0.267, 0.005, 0.329), t=1 -> (0.993, 0.906, 0.144); the fit is within ~0.02.
+    const Rgb a = viridis(0.f), b = viridis(1.f);
+    CHECK(a[0] == Approx(0.267).margin(0.02));
+    CHECK(a[2] == Approx(0.329).margin(0.02));
+    CHECK(b[0] == Approx(0.993).margin(0.02));
+    CHECK(b[1] == Approx(0.906).margin(0.02));
+    CHECK(pack_rgba({1.f, 0.f, 0.f}, 1.f) == 0xFF0000FFu);
+    CHECK(visible_token_text("a\nb") == "a\\nb");
+    CHECK(visible_token_text("  ") == "\xC2\xB7\xC2\xB7");
+    Vocab v;
+    CHECK(v.display(5) == "#5");
+}
