@@ -101,7 +101,7 @@ struct Session::Impl {
     }
 
     void alloc_caches() {
-        const bool measure = p.measure_cosine || sink;
+        const bool measure = p.measure_cosine;  // opt-in for methods without their own saliency test
         caches.assign(size_t(cfg.n_layer), LayerCache{});
         const int64_t N  = lay.n_rows();
         const DType   dt = be().cache_dtype();
@@ -207,7 +207,9 @@ struct Session::Impl {
 
     // Runs the step's forward pass; returns the hidden states of q's rows and fills q.
     Tensor forward(Forward& fwd, StepKind kind, RowSet& q, float t) {
-        const bool measure = (p.measure_cosine || sink) && step > 1;
+        // Cosines of dense steps: opt-in (measure_cosine) for the baselines; DyLLM's FULL steps report them to a sink
+        // from the context cache they fill anyway. Step 1 has no previous context to compare with.
+        const bool measure = (p.measure_cosine || (sink && p.method == Method::DyLLM)) && step > 1;
         Tensor     h;
         switch (kind) {
             case StepKind::Full:
