@@ -94,7 +94,7 @@ std::vector<SafetensorsEntry> parse_safetensors(const uint8_t* bytes, size_t siz
                         e.what());
     }
     if (!header.is_object()) {
-        throw LoadError(label + ": header JSON is a " + std::string(header.type_name()) + ", expected an object");
+        throw LoadError(label + ": header JSON is not an object (got " + std::string(header.type_name()) + ")");
     }
     {
         std::set<std::string> seen;
