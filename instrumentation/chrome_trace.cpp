@@ -50,7 +50,9 @@ Json run_env_json(const RunBegin& rb) {
     m["gen_length"]     = rb.gen_length;
     m["steps"]          = rb.steps;
     m["prompt_lengths"] = rb.prompt_lengths;
-    for (const auto& [k, v] : rb.env) m[k] = v;  // parameters, seed, versions, device
+    // Parameters, seed, versions, device. The typed fields above win over an env string of the same name.
+    for (const auto& [k, v] : rb.env)
+        if (!m.contains(k)) m[k] = v;
     return m;
 }
 

@@ -1,0 +1,148 @@
+// `dyllm trace`: runs one generation with a RecordingSink (plus CUPTI kernel records and NVTX ranges on CUDA) and
+// writes a Chrome trace (Perfetto, chrome://tracing) and optionally the per-step JSONL; prints a one-line summary.
+#include <CLI/CLI.hpp>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "app/cli/cli_common.h"
+#include "app/cli/command.h"
+#include "engine/engine.h"
+#include "engine/errors.h"
+#include "instrumentation/chrome_trace.h"
+#include "instrumentation/cupti_collector.h"
+#include "instrumentation/jsonl.h"
+#include "instrumentation/nvtx_sink.h"
+#include "instrumentation/recorder.h"
+
+namespace dyllm::cli {
+namespace {
+
+struct TraceOptions {
+    ModelOptions     model;
+    DiffusionOptions diffusion;
+    PromptOptions    prompt;
+    std::string      output;
+    std::string      jsonl;
+    bool             no_cosines = false;
+    bool             no_cupti   = false;
+};
+
+// Opens an output file before the (possibly long) run, so a bad path fails at once with the path and the reason.
+std::ofstream open_output(const std::string& path, const char* flag) {
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    if (!f) throw InputError(std::string(flag) + ": cannot open '" + path + "' for writing: " + std::strerror(errno));
+    return f;
+}
+
+void finish_output(std::ofstream& f, const std::string& path, const char* flag) {
+    f.flush();
+    if (!f) throw InputError(std::string(flag) + ": writing '" + path + "' failed: " + std::strerror(errno));
+}
+
+int run_trace(const TraceOptions& o) {
+    // Model-independent checks first (bad flags and unwritable outputs before a possibly slow model load).
+    const DiffusionParams params = to_diffusion_params(o.diffusion);
+    (void)read_prompt_texts(o.prompt);
+    std::ofstream trace_out = open_output(o.output, "-o");
+    std::ofstream jsonl_out;
+    if (!o.jsonl.empty()) jsonl_out = open_output(o.jsonl, "--jsonl");
+
+    std::unique_ptr<Model>   model   = load_model_for_cli(o.model);
+    std::vector<PromptInput> prompts = read_prompts(o.prompt, *model);
+    validate_params(params, model->config());
+    check_prompt_lengths(prompts, params, model->config());
+    std::vector<std::vector<int32_t>> ids;
+    for (const auto& p : prompts) ids.push_back(p.ids);
+
+    RecordingSink recorder;
+    recorder.set_wants_cosines(!o.no_cosines);
+    std::vector<EventSink*> sinks{&recorder};
+
+    // GPU side: CUPTI activity records correlated to engine ops, NVTX ranges for Nsight Systems.
+    CuptiCollector       cupti;
+    CuptiCorrelationSink correlation(cupti);
+    std::unique_ptr<NvtxSink> nvtx;
+    std::string cupti_status = "off (cpu backend)";
+    if (model->backend().device() == Device::Cuda) {
+        nvtx = std::make_unique<NvtxSink>();
+        sinks.push_back(nvtx.get());
+        if (o.no_cupti) {
+            cupti_status = "off (--no-cupti)";
+        } else if (std::string why; cupti.start(&why)) {
+            sinks.push_back(&correlation);
+            cupti_status = "on";
+        } else {
+            std::fprintf(stderr, "trace: %s; writing engine ops only\n", why.c_str());
+            cupti_status = why;
+        }
+    }
+    TeeSink tee(sinks);
+
+    Session session(*model, &tee);
+    session.start(ids, params);
+    session.run();
+    cupti.stop();
+    const std::vector<KernelRecord> kernels = cupti.take();
+    const GenerationResult          result  = session.result();
+
+    // The session's RunBegin carries the engine's parameters; add what only the trace command knows.
+    std::vector<EventRecord> events = recorder.snapshot();
+    for (auto& e : events)
+        if (auto* rb = std::get_if<RunBegin>(&e)) {
+            rb->env.emplace_back("cupti", cupti_status);
+            rb->env.emplace_back("cupti_records", std::to_string(kernels.size()));
+            rb->env.emplace_back("cupti_dropped_records", std::to_string(cupti.dropped_records()));
+            rb->env.emplace_back("cupti_callback_errors", std::to_string(cupti.callback_errors()));
+            rb->env.emplace_back("nvtx", nvtx && NvtxSink::compiled_in() ? "on" : "off");
+            rb->env.emplace_back("threads", std::to_string(o.model.threads));
+            rb->env.emplace_back("chat", o.prompt.no_chat ? "false" : "true");
+            rb->env.emplace_back("compiler", __VERSION__);
+            for (size_t i = 0; i < prompts.size(); ++i)
+                rb->env.emplace_back("prompt_" + std::to_string(i), prompts[i].text);
+            break;
+        }
+
+    write_chrome_trace(trace_out, events, kernels);
+    finish_output(trace_out, o.output, "-o");
+    if (!o.jsonl.empty()) {
+        write_jsonl(jsonl_out, events);
+        finish_output(jsonl_out, o.jsonl, "--jsonl");
+    }
+
+    size_t n_ops = 0, n_layers = 0;
+    for (const auto& e : events) {
+        n_ops += record_kind(e) == RecordKind::OpTiming;
+        n_layers += record_kind(e) == RecordKind::LayerSaliency;
+    }
+    std::fprintf(stdout,
+                 "trace: %s %s, %zu steps, %zu events (%zu ops, %zu layer saliency), %zu GPU records, "
+                 "%.2f tokens/s -> %s%s%s\n",
+                 model->name().c_str(), method_name(params.method), result.steps.size(), events.size(), n_ops,
+                 n_layers, kernels.size(), result.tokens_per_s, o.output.c_str(), o.jsonl.empty() ? "" : ", ",
+                 o.jsonl.c_str());
+    return 0;
+}
+
+const CommandRegistrar kRegistrar{Command{
+    "trace", [](CLI::App& app) -> std::function<int()> {
+        app.description("run one generation and export its events: Chrome trace JSON (Perfetto, chrome://tracing) "
+                        "and per-step JSONL");
+        auto o = std::make_shared<TraceOptions>();
+        add_model_options(app, o->model);
+        add_prompt_options(app, o->prompt);
+        add_diffusion_options(app, o->diffusion);
+        app.add_option("-o,--output", o->output, "Chrome trace JSON file to write")->required();
+        app.add_option("--jsonl", o->jsonl, "also write one JSON record per denoising step to this file");
+        app.add_flag("--no-cosines", o->no_cosines, "leave the per-row cosines out (histograms are always kept)");
+        app.add_flag("--no-cupti", o->no_cupti, "on CUDA, do not collect CUPTI kernel records");
+        return [o] { return run_trace(*o); };
+    }}};
+
+}  // namespace
+}  // namespace dyllm::cli
