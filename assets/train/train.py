@@ -19,7 +19,7 @@ from model import TinyMDLM, export_names, write_safetensors  # noqa: E402
 
 GEN_LENGTH = 64  # response canvas: the engine's default gen_length (every answer + end token must fit)
 # Shot-count mix: cheaper short prompts more often; every k in 0..4 is trained (the eval files use all of them).
-SHOT_WEIGHTS = [0.4, 0.25, 0.15, 0.1, 0.1]
+SHOT_WEIGHTS = [0.55, 0.2, 0.1, 0.1, 0.05]
 N_MERGES = 200  # BPE merges: 256 bytes + 200 merges + specials ~ 460 tokens (brief asks for a 300-600 vocabulary)
 
 
@@ -84,7 +84,7 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--wall-minutes", type=float, default=80.0, help="wall budget; cosine LR runs on wall fraction")
     ap.add_argument("--max-steps", type=int, default=1000000)
-    ap.add_argument("--batch", type=int, default=48)
+    ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--d", type=int, default=128)
     ap.add_argument("--layers", type=int, default=4)

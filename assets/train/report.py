@@ -1,0 +1,65 @@
+# Writes the measured part of assets/train/TRAINING.md (between the RESULTS markers) from the training metadata
+# (assets/models/tiny-*/train_meta.json) and the evaluation JSON (assets/train_work/eval_*.json), and copies the file
+# into each model directory.
+import json
+import os
+import shutil
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+DOC = os.path.join(ROOT, "assets", "train", "TRAINING.md")
+BEGIN, END = "<!-- RESULTS BEGIN (report.py) -->", "<!-- RESULTS END -->"
+
+
+def model_section(fam):
+    name = f"tiny-{fam}"
+    out = [f"### {name}", ""]
+    meta_p = os.path.join(ROOT, "assets", "models", name, "train_meta.json")
+    if not os.path.exists(meta_p):
+        return out + ["(not trained)", ""]
+    meta = json.load(open(meta_p))
+    a = meta["args"]
+    out.append(f"- steps: {meta['step']}, wall: {meta['seconds'] / 60:.1f} min, final loss (EMA): "
+               f"{meta['loss_ema']:.4f}, batch {a['batch']}, lr {a['lr']}, seed {a['seed']}")
+    log = meta["log"]
+    if log:
+        idx = sorted({int(i * (len(log) - 1) / 11) for i in range(12)})
+        out += ["", "| step | minutes | loss (EMA) | lr |", "|--:|--:|--:|--:|"]
+        for i in idx:
+            r = log[i]
+            out.append(f"| {r['step']} | {r['s'] / 60:.1f} | {r['loss_ema']:.4f} | {r['lr']:.2e} |")
+    ev_p = os.path.join(ROOT, "assets", "train_work", f"eval_{fam}.json")
+    if os.path.exists(ev_p):
+        ev = json.load(open(ev_p))
+        out += ["", "Held-out accuracy (torch, original decoding: greedy, n_u = 1, gen 64, block 32; "
+                "final-answer exact match / whole-response exact match):", "",
+                "| task | n | accuracy | full match |", "|---|--:|--:|--:|"]
+        for t in ["add", "sort", "word", "rev"]:
+            if t in ev:
+                out.append(f"| {t} | {ev[t]['n']} | {ev[t]['accuracy']:.2f} | {ev[t]['full_match']:.2f} |")
+        out.append(f"| **all** | {ev['all']['n']} | **{ev['all']['accuracy']:.3f}** | |")
+        if "cosine" in ev:
+            out += ["", "Attention-context cosine between consecutive steps (all non-pad tokens of live sequences, "
+                    "pooled over steps; share of tokens at or above each threshold):", "",
+                    "| layer | tokens | mean cos | >= 0.99 | >= 0.995 | >= 0.999 |", "|--:|--:|--:|--:|--:|--:|"]
+            for l, s in sorted(ev["cosine"].items(), key=lambda kv: int(kv[0])):
+                out.append(f"| {l} | {s['n']} | {s['mean']:.4f} | {s['>=0.99']:.3f} | {s['>=0.995']:.3f} | "
+                           f"{s['>=0.999']:.3f} |")
+    out.append("")
+    return out
+
+
+def main():
+    body = [BEGIN, ""] + model_section("llada") + model_section("dream") + [END]
+    doc = open(DOC).read()
+    a, b = doc.index(BEGIN), doc.index(END) + len(END)
+    doc = doc[:a] + "\n".join(body) + doc[b:]
+    open(DOC, "w").write(doc)
+    for fam in ["llada", "dream"]:
+        d = os.path.join(ROOT, "assets", "models", f"tiny-{fam}")
+        if os.path.isdir(d):
+            shutil.copy(DOC, os.path.join(d, "TRAINING.md"))
+    print("wrote", DOC)
+
+
+if __name__ == "__main__":
+    main()
