@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -21,6 +22,7 @@
 #include "engine/config.h"
 #include "engine/engine.h"
 #include "engine/errors.h"
+#include "engine/safetensors.h"
 
 namespace fs = std::filesystem;
 using dyllm::Family;
@@ -28,9 +30,38 @@ using nlohmann::json;
 
 namespace {
 
+std::string slurp(const fs::path& p) {
+    std::ifstream     f(p, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+// Multiplies one F32 tensor of a safetensors file in place.
+void scale_tensor(const fs::path& file, const std::string& name, float factor) {
+    std::string bytes = slurp(file);
+    const auto  entries =
+        dyllm::parse_safetensors(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), file.string());
+    for (const auto& e : entries) {
+        if (e.name != name) continue;
+        REQUIRE(e.dtype == dyllm::DType::F32);
+        float* v = reinterpret_cast<float*>(bytes.data() + (e.data - reinterpret_cast<const uint8_t*>(bytes.data())));
+        for (int64_t i = 0; i < e.numel(); ++i) v[i] *= factor;
+        std::ofstream out(file, std::ios::binary | std::ios::trunc);
+        out.write(bytes.data(), std::streamsize(bytes.size()));
+        return;
+    }
+    FAIL("tensor " << name << " not found in " << file);
+}
+
 // A random checkpoint with the byte-level tokenizer, written once per family into a temp dir.
 // Sizes: 2 layers, n_embd 64, 4 heads (Dream: 2 KV heads, GQA 2:1), ffn 128, vocab 300 (>= 256 bytes + specials):
 // small enough that a 16-token generation takes milliseconds, big enough to exercise GQA and both families.
+// The LM head is scaled by 10: with N(0, 0.02) weights the logits have std ~0.16 and every position's distribution is
+// nearly uniform, so Dream's negative-entropy scores of different positions agree to ~1e-6, i.e. to within a few
+// float ulps, and last-bit differences (the packed row a sequence lands on in a batch) reorder the unmasking.
+// Scaled, the logits have std ~1.6 and the score gaps are orders of magnitude above rounding noise, so the batch
+// tests below check the engine's logic rather than the conditioning of a random model.
 fs::path tiny_model(Family f) {
     static std::map<Family, fs::path> dirs;
     auto it = dirs.find(f);
@@ -42,6 +73,9 @@ fs::path tiny_model(Family f) {
     dyllm::ModelConfig cfg = dyllm::small_config(f, 2, 64, 4, f == Family::Dream ? 2 : 4, 128, 300);
     dyllm::write_random_checkpoint(dir, cfg, /*seed=*/1234, dyllm::DType::F32);
     dyllm::write_byte_level_tokenizer_json(dir / "tokenizer.json", cfg);
+    // Head tensor names: LLaDA model.transformer.ff_out.weight (spec c.1), Dream lm_head.weight (spec c.2).
+    scale_tensor(dir / "model.safetensors",
+                 f == Family::LLaDA ? "model.transformer.ff_out.weight" : "lm_head.weight", 10.0f);
     dirs[f] = dir;
     return dir;
 }
@@ -50,13 +84,6 @@ struct CliRun {
     int         status = -1;  // exit status; 128 + signal when killed by a signal
     std::string out, err;
 };
-
-std::string slurp(const fs::path& p) {
-    std::ifstream     f(p, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-}
 
 std::string quote(const std::string& s) {
     std::string q = "'";
@@ -199,48 +226,72 @@ TEST_CASE("generate prints the text on stdout and the perf summary on stderr", "
     CHECK(r.err.find("tokens/s") != std::string::npos);
     CHECK(r.err.find("recompute") != std::string::npos);  // dyllm is the default method
     CHECK(r.err.find("diffusion step:") == std::string::npos);  // stderr is not a terminal: no progress line
+    CHECK(r.err.find("backend:") == std::string::npos);  // --backend cpu: nothing to fall back from
+    CHECK(!r.out.empty());
+
+    // --backend auto without a CUDA device: the CPU, and exactly one line saying why (DESIGN.md "Command line").
+    if (dyllm::cuda_device_count() == 0) {
+        const CliRun a = run_cli({"generate", "-m", tiny_model(Family::LLaDA).string(), "-p", "hi", "-n", "8", "-t",
+                                  "1"});
+        REQUIRE(a.status == 0);
+        size_t n_backend_lines = 0;
+        for (const auto& l : nonempty_lines(a.err)) n_backend_lines += l.rfind("backend: ", 0) == 0;
+        CHECK(n_backend_lines == 1);
+        CHECK(a.out == r.out);  // same text as the explicit CPU run
+    }
 }
 
 TEST_CASE("a lock-step batch gives each prompt the result it gets alone", "[generate]") {
-    for (Family f : {Family::LLaDA, Family::Dream}) {
-        for (dyllm::Method m : {dyllm::Method::Original, dyllm::Method::DyLLM}) {
-            INFO(dyllm::family_name(f) << " " << dyllm::method_name(m));
-            auto model = dyllm::Model::load(tiny_model(f).string(), dyllm::BackendKind::Cpu, 1);
-            // Prompts of different lengths: packed varlen rows, no padding (spec a.10).
-            const auto pa = dyllm::encode_prompt(*model, "hi", true);
-            const auto pb = dyllm::encode_prompt(*model, "a rather longer prompt, to differ in length", true);
-            REQUIRE(pa.size() != pb.size());
-            dyllm::DiffusionParams p;
-            p.gen_length   = 16;
-            p.steps        = 8;
-            p.block_length = 8;
-            p.method       = m;
-            p.ignore_eos   = true;
-            auto run = [&](const std::vector<std::vector<int32_t>>& prompts) {
-                dyllm::Session s(*model);
-                s.start(prompts, p);
-                s.run();
-                return s.result();
-            };
-            const auto both  = run({pa, pb});
-            const auto alone_a = run({pa});
-            const auto alone_b = run({pb});
-            REQUIRE(both.sequences.size() == 2);
-            CHECK(both.sequences[0].token_ids == alone_a.sequences[0].token_ids);
-            CHECK(both.sequences[0].unmask_step == alone_a.sequences[0].unmask_step);
-            CHECK(both.sequences[1].token_ids == alone_b.sequences[0].token_ids);
-            CHECK(both.sequences[1].unmask_step == alone_b.sequences[0].unmask_step);
-            CHECK(both.sequences[0].text == alone_a.sequences[0].text);
-            CHECK(both.sequences[1].text == alone_b.sequences[0].text);
-            // Lock-step: one forward per step for the whole batch, not one per sequence.
-            CHECK(both.forward_passes == alone_a.forward_passes);
-            CHECK(both.generated_tokens == 2 * 16);
-            // No padding waste: the first (full) step pushes exactly the two sequences' rows, not 2 x the longer.
-            REQUIRE(!both.steps.empty());
-            REQUIRE(!both.steps[0].layers.empty());
-            CHECK(both.steps[0].layers[0].query_rows == int32_t(pa.size() + 16 + pb.size() + 16));
-        }
-    }
+    struct Shape {
+        int gen, steps, block;
+    };
+    // n_u = 2 with two blocks, and n_u = 1 with one block (the paper's setting: steps = gen length).
+    for (const Shape sh : {Shape{16, 8, 8}, Shape{16, 16, 16}})
+        for (Family f : {Family::LLaDA, Family::Dream})
+            for (dyllm::Method m : {dyllm::Method::Original, dyllm::Method::DyLLM}) {
+                INFO(dyllm::family_name(f) << " " << dyllm::method_name(m) << " gen " << sh.gen << " steps "
+                                           << sh.steps << " block " << sh.block);
+                auto model = dyllm::Model::load(tiny_model(f).string(), dyllm::BackendKind::Cpu, 1);
+                // Prompts of different lengths: packed varlen rows, no padding (spec a.10).
+                const auto pa = dyllm::encode_prompt(*model, "hi", true);
+                const auto pb = dyllm::encode_prompt(*model, "a rather longer prompt, to differ in length", true);
+                REQUIRE(pa.size() != pb.size());
+                dyllm::DiffusionParams p;
+                p.gen_length   = sh.gen;
+                p.steps        = sh.steps;
+                p.block_length = sh.block;
+                p.method       = m;
+                p.ignore_eos   = true;
+                auto run = [&](const std::vector<std::vector<int32_t>>& prompts) {
+                    dyllm::Session s(*model);
+                    s.start(prompts, p);
+                    s.run();
+                    return s.result();
+                };
+                const auto both    = run({pa, pb});
+                const auto alone_a = run({pa});
+                const auto alone_b = run({pb});
+                REQUIRE(both.sequences.size() == 2);
+                CHECK(both.sequences[0].token_ids == alone_a.sequences[0].token_ids);
+                CHECK(both.sequences[0].unmask_step == alone_a.sequences[0].unmask_step);
+                CHECK(both.sequences[1].token_ids == alone_b.sequences[0].token_ids);
+                CHECK(both.sequences[1].unmask_step == alone_b.sequences[0].unmask_step);
+                CHECK(both.sequences[0].text == alone_a.sequences[0].text);
+                CHECK(both.sequences[1].text == alone_b.sequences[0].text);
+                // Lock-step: one forward per step for the whole batch, not one per sequence.
+                CHECK(both.forward_passes == alone_a.forward_passes);
+                CHECK(both.generated_tokens == 2 * sh.gen);
+                // No padding waste: the first (full) step pushes exactly the two sequences' rows, not 2 x the longer.
+                REQUIRE(!both.steps.empty());
+                REQUIRE(!both.steps[0].layers.empty());
+                CHECK(both.steps[0].layers[0].query_rows == int32_t(pa.size() + sh.gen + pb.size() + sh.gen));
+
+                // The same prompt twice in one batch: both sequences must come out identical (and equal to alone).
+                const auto twice = run({pa, pa});
+                REQUIRE(twice.sequences.size() == 2);
+                CHECK(twice.sequences[0].token_ids == twice.sequences[1].token_ids);
+                CHECK(twice.sequences[1].token_ids == alone_a.sequences[0].token_ids);
+            }
 }
 
 TEST_CASE("generate with two -p prompts equals two single runs (binary)", "[generate][cli]") {
@@ -306,7 +357,13 @@ TEST_CASE("bad input: non-zero exit and one clear error line", "[generate][cli]"
         {{"bench", "-m", g, "-n", "8", "--methods", "original,warp"}, "unknown method 'warp'"},
     };
     for (const Case& c : cases) {
-        const CliRun r = run_cli(c.args);
+        std::vector<std::string> args = c.args;
+        if (std::find(args.begin(), args.end(), "--backend") == args.end()) {
+            // auto would add a (correct) "backend: ..." fallback line on a machine without CUDA.
+            args.push_back("--backend");
+            args.push_back("cpu");
+        }
+        const CliRun r = run_cli(args);
         INFO(c.needle << "\nstdout: " << r.out << "\nstderr: " << r.err);
         CHECK(r.status != 0);
         CHECK(r.status < 128);  // an error exit, not a crash (signal)
