@@ -1,29 +1,19 @@
-// Optimised exact attention: per task, the block softmax (attention_tiles) then P V accumulated key by key into a
-// per-thread [rows, D] buffer, normalised on the way out.
+// Optimised exact attention: per task, the block softmax then the blocked P x V (attention_tiles) into a per-thread
+// [rows, D] buffer, normalised on the way out.
 #include "kernels/cpu/attention.h"
 
 #include <algorithm>
 #include <vector>
 
 #include "kernels/cpu/attention_tiles.h"
-#include "kernels/cpu/simd.h"
 
 namespace dyllm::cpu {
 
 namespace {
 
 struct Scratch {
-    std::vector<float> p, acc, l;
+    std::vector<float> p, acc, l, kt;
 };
-
-DYLLM_CPU_CLONES void weighted_sum(const float* p, int64_t ld_p, int n, CMatF v, int64_t k0, int64_t nk,
-                                   int64_t kv_off, int D, float* acc) {
-    std::fill(acc, acc + int64_t(n) * D, 0.0f);
-    for (int64_t j = 0; j < nk; ++j) {
-        const float* vj = v.row(k0 + j) + kv_off;
-        for (int r = 0; r < n; ++r) simd::axpy(acc + int64_t(r) * D, p[r * ld_p + j], vj, D);
-    }
-}
 
 }  // namespace
 
@@ -41,10 +31,11 @@ void attention(CMatF q, const int32_t* q_seq, CMatF k, CMatF v, const int32_t* c
         s.p.resize(size_t(R * std::max<int64_t>(plan.max_keys, 1)));
         s.acc.resize(size_t(R * D));
         s.l.resize(size_t(R));
+        s.kt.resize(size_t(detail::kKeyTile * D));
         const int32_t* rows = plan.order.data() + t.first;
-        detail::softmax_block(q, rows, t.n, t.head, k, k0, k1, dims, s.p.data(), nk, s.l.data());
+        detail::softmax_block(q, rows, t.n, t.head, k, k0, k1, dims, s.p.data(), nk, s.l.data(), s.kt.data());
         const int64_t kv_off = int64_t(t.head / (dims.n_head / dims.n_kv_head)) * D;
-        weighted_sum(s.p.data(), nk, t.n, v, k0, nk, kv_off, D, s.acc.data());
+        detail::pv_block(s.p.data(), nk, t.n, nk, nullptr, 0, v, k0, kv_off, D, s.acc.data());
         for (int r = 0; r < t.n; ++r) {
             float*       o   = out.row(rows[r]) + int64_t(t.head) * D;
             const float* a   = s.acc.data() + int64_t(r) * D;

@@ -6,25 +6,14 @@
 #include <vector>
 
 #include "kernels/cpu/attention_tiles.h"
-#include "kernels/cpu/simd.h"
 
 namespace dyllm::cpu {
 
 namespace {
 
 struct Scratch {
-    std::vector<float> p, acc, l;
+    std::vector<float> p, acc, l, kt;
 };
-
-DYLLM_CPU_CLONES void salient_sum(const float* p, int64_t ld_p, int n, CMatF dv, const int32_t* sal_k, int64_t s0,
-                                  int64_t s1, int64_t k0, int64_t kv_off, int D, float* acc) {
-    std::fill(acc, acc + int64_t(n) * D, 0.0f);
-    for (int64_t s = s0; s < s1; ++s) {
-        const float*  dvs = dv.row(s) + kv_off;
-        const int64_t j   = sal_k[s] - k0;
-        for (int r = 0; r < n; ++r) simd::axpy(acc + int64_t(r) * D, p[r * ld_p + j], dvs, D);
-    }
-}
 
 }  // namespace
 
@@ -52,9 +41,10 @@ void attention_approx(CMatF q, const int32_t* q_seq, CMatF k, CMatF dv, const in
         s.p.resize(size_t(R * std::max<int64_t>(plan.max_keys, 1)));
         s.acc.resize(size_t(R * D));
         s.l.resize(size_t(R));
-        detail::softmax_block(q, rows, t.n, t.head, k, k0, k1, dims, s.p.data(), nk, s.l.data());
+        s.kt.resize(size_t(detail::kKeyTile * D));
+        detail::softmax_block(q, rows, t.n, t.head, k, k0, k1, dims, s.p.data(), nk, s.l.data(), s.kt.data());
         const int64_t kv_off = int64_t(t.head / (dims.n_head / dims.n_kv_head)) * D;
-        salient_sum(s.p.data(), nk, t.n, dv, sal_k, s0, s1, k0, kv_off, D, s.acc.data());
+        detail::pv_block(s.p.data(), nk, t.n, s1 - s0, sal_k + s0, k0, dv, s0, kv_off, D, s.acc.data());
         for (int r = 0; r < t.n; ++r) {
             const float* co  = c_old.row(rows[r]) + int64_t(t.head) * D;
             float*       cn  = c_new.row(rows[r]) + int64_t(t.head) * D;

@@ -31,7 +31,17 @@ AttnPlan plan_attention(const int32_t* q_seq, int64_t nq, const int32_t* cu_k, i
 // Unnormalised softmax of one block: for the n query rows rows[0..n) at head h and the keys [k0, k1) of their
 // sequence, p[r * ld_p + (j - k0)] = exp(s_rj - m_r) with s_rj = q[rows[r], h] . k[j, g] / sqrt(D), and
 // l[r] = sum_j p[r, j] (fp32). g = h / (n_head / n_kv_head).
+// kt: scratch of kKeyTile * head_dim floats (a transposed tile of keys).
 void softmax_block(CMatF q, const int32_t* rows, int n, int h, CMatF k, int64_t k0, int64_t k1, AttnDims dims,
-                   float* p, int64_t ld_p, float* l);
+                   float* p, int64_t ld_p, float* l, float* kt);
+
+// Keys per score tile: the tile is transposed to [head_dim, 16] so each query element broadcasts against 16 keys
+// (one AVX-512 register), with no horizontal reductions.
+constexpr int kKeyTile = 16;
+
+// acc[r * D + c] = sum_{t < n_terms} p[r * ld_p + col(t)] * src.row(row0 + t)[kv_off + c] for r < n, c < D, where
+// col(t) = cols ? cols[t] - col_base : t. Exact attention: src = V, all keys; approximate: src = dV, cols = sal_k.
+void pv_block(const float* p, int64_t ld_p, int n, int64_t n_terms, const int32_t* cols, int64_t col_base, CMatF src,
+              int64_t row0, int64_t kv_off, int D, float* acc);
 
 }  // namespace dyllm::cpu::detail

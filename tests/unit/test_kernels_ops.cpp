@@ -27,8 +27,11 @@
 #include "kernels/cpu/rows.h"
 #include "kernels/cpu/score_logits.h"
 #include "kernels/cpu/silu_mul.h"
+#include "kernels/cpu/simd.h"
 #include "kernels/cpu/thread_pool.h"
 #include "unit/test_kernels_util.h"
+
+#pragma GCC diagnostic ignored "-Wpsabi"  // 16-lane values in the exp test (see kernels/cpu/simd.h)
 
 using namespace dyllm;
 using namespace dyllm::cpu;
@@ -343,4 +346,32 @@ TEST_CASE("convert_row round trips through every type pair", "[kernels][convert]
     convert_row(x.data(), ElemType::F32, h.data(), ElemType::F16, int64_t(x.size()));
     convert_row(h.data(), ElemType::F16, bf.data(), ElemType::BF16, int64_t(x.size()));
     for (size_t i = 0; i < x.size(); ++i) REQUIRE(bf[i] == f32_to_bf16(f16_to_f32(h[i])));
+}
+
+TEST_CASE("vectorised exp for softmax arguments is within a few ulp of exp", "[kernels][simd]") {
+    // simd::exp_nonpos feeds the attention softmax: x = s - max <= 0. Checked over [-87, 0] against fp64 exp; below
+    // the clamp (-87.3) it must stay a tiny positive number (it only adds to a sum that is >= 1).
+    float  xs[16];
+    double worst = 0.0;
+    for (int i = 0; i <= 200000; ++i) {
+        const float x = -87.0f * float(i) / 200000.0f;
+        xs[i % 16]    = x;
+        if (i % 16 != 15) continue;
+        const simd::V16 e = simd::exp_nonpos(simd::load16(xs));
+        for (int l = 0; l < 16; ++l) {
+            const double ref = std::exp(double(xs[l]));
+            worst            = std::max(worst, std::fabs(double(e[l]) - ref) / ref);
+        }
+    }
+    CHECK(worst < 4.0 * 2.0 * kU32);  // 4 ulp (ulp = 2 u at the top of a binade)
+    float low[16];
+    for (int l = 0; l < 16; ++l) low[l] = -88.0f - 10.0f * float(l);
+    const simd::V16 e = simd::exp_nonpos(simd::load16(low));
+    for (int l = 0; l < 16; ++l) {
+        CHECK(e[l] >= 0.0f);
+        CHECK(e[l] < 2e-38f);
+    }
+    const float     zeros[16] = {};
+    const simd::V16 one       = simd::exp_nonpos(simd::load16(zeros));
+    for (int l = 0; l < 16; ++l) CHECK(one[l] == 1.0f);
 }
