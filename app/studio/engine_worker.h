@@ -1,0 +1,116 @@
+// The engine worker thread of dyllm-studio: owns the Model and the Session and executes a command queue (load, start,
+// play, pause, single step, set tau, speed). The UI thread never blocks on it: it posts commands, reads events from
+// the QueueSink and copies a small status struct under a mutex (STYLE.md 2.7).
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "app/model/vocab.h"
+#include "engine/engine.h"
+#include "instrumentation/queue_sink.h"
+
+namespace dyllm::app {
+
+enum class WorkerState : uint8_t { NoModel, Loading, Ready, Paused, Playing, Done, Failed };
+const char* worker_state_name(WorkerState s);
+
+// What the UI may know about the worker (copied under a mutex once per frame).
+struct WorkerStatus {
+    WorkerState state = WorkerState::NoModel;
+    std::string model_name;       // loaded model (built-in name or directory)
+    std::string backend;          // backend description
+    std::string backend_note;     // e.g. why auto fell back to the CPU
+    std::string family;           // "llada" / "dream"
+    int         n_layer = 0, n_vocab = 0;
+    double      load_seconds = 0;
+    std::string error;            // last error (load, params, step), shown in the red message bar
+    uint64_t    error_serial = 0; // increments with every new error
+    uint64_t    run_serial = 0;   // increments with every started run
+    int         steps_done = 0;   // steps of the current run
+    int         total_steps = 0;
+    bool        run_done = false;
+    std::string run_tag;          // label the UI attached to the run (e.g. "compare:a")
+    // Copied from Session::result() when a run ends (the UI never reads engine memory).
+    GenerationResult last_result;
+    bool             has_result = false;
+};
+
+struct StartRequest {
+    std::string     prompt;      // user message (the chat template is applied when chat is true)
+    bool            chat = true;
+    DiffusionParams params;
+    bool            autoplay = true;
+    std::string     tag;
+};
+
+class EngineWorker {
+public:
+    explicit EngineWorker(size_t queue_capacity = 1 << 16);
+    ~EngineWorker();
+    EngineWorker(const EngineWorker&) = delete;
+    EngineWorker& operator=(const EngineWorker&) = delete;
+
+    // ---- commands (any thread; applied in order by the worker) ----
+    void load_model(const std::string& spec, BackendKind backend, int n_threads = 0);
+    void start(StartRequest req);  // cancels a running step, then starts a new run
+    void play();
+    void pause();
+    void step_once();
+    void set_tau(float tau);  // Session::set_tau from the next step
+    void set_speed(float steps_per_s);  // <= 0: as fast as possible
+    void cancel_run();
+
+    // ---- UI side ----
+    QueueSink&                   sink() { return sink_; }
+    WorkerStatus                 status() const;
+    std::shared_ptr<const Vocab> vocab() const;
+    bool                         busy() const;  // a command is queued or executing (for headless waits)
+
+private:
+    struct Command {
+        enum Kind { Load, Start, Play, Pause, Step, Tau, Speed, Cancel, Quit } kind;
+        std::string  spec;
+        BackendKind  backend = BackendKind::Cpu;
+        int          n_threads = 0;
+        StartRequest start;
+        float        value = 0;
+    };
+    void post(Command c);
+    void thread_main();
+    void execute(Command& c);
+    void do_load(const Command& c);
+    void do_start(const StartRequest& r);
+    void do_step();
+    void set_error(const std::string& msg);
+    void publish_after_step();
+
+    QueueSink sink_;
+
+    mutable std::mutex      queue_mutex_;
+    std::condition_variable queue_cv_;
+    std::deque<Command>     queue_;
+    bool                    executing_ = false;
+
+    mutable std::mutex status_mutex_;
+    WorkerStatus       status_;
+    std::shared_ptr<const Vocab> vocab_;
+
+    // Worker-thread state.
+    std::unique_ptr<Model>   model_;
+    std::unique_ptr<Session> session_;
+    std::mutex               session_mutex_;  // guards the session_ pointer against cancel_run() from the UI
+    bool                     playing_ = false;
+    float                    speed_ = 0;
+    int64_t                  last_step_ns_ = 0;
+
+    std::thread thread_;
+};
+
+}  // namespace dyllm::app

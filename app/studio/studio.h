@@ -1,0 +1,146 @@
+// dyllm-studio's UI state (one Studio object, touched only by the main thread) and the panel entry points, one
+// view_<panel>.cpp each (Tracy's shape). Panels draw from RunHistory at the shown step, never from engine memory.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "app/model/layout.h"
+#include "app/model/run_history.h"
+#include "app/model/task_examples.h"
+#include "app/model/vocab.h"
+#include "app/studio/engine_worker.h"
+
+namespace dyllm::app {
+
+// Command-line options (main.cpp).
+struct StudioOptions {
+    std::string model;                 // -m; empty = built-in tiny-llada
+    std::string backend = "cpu";       // --backend cpu|cuda|auto
+    std::string prompt;                // -p
+    std::string method = "dyllm";      // --method
+    float       tau = NAN;             // --tau (NaN: family default)
+    std::string screenshot;            // --screenshot FILE
+    int         frames = 5;            // --frames N
+    int         step = 0;              // --step K
+    int         bench_frames = 0;      // --bench-frames N
+    int         width = 1600, height = 1000;
+    int         threads = 0;
+};
+
+// A finished or running generation as the UI keeps it.
+struct RunEntry {
+    RunHistory  history;
+    std::string tag;      // "", "compare-a", "compare-b"
+    std::string prompt;   // the user message it ran
+    std::string answer;   // expected answer when the prompt came from the task suite
+    GenerationResult result;  // copied from the worker status when the run ended
+    bool        has_result = false;
+    uint64_t    serial = 0;
+};
+
+// Knobs of the Controls bar (applied on restart, except tau which is live).
+struct UiParams {
+    int   model_idx = 0;              // 0 tiny-llada, 1 tiny-dream, 2 path
+    char  model_path[512] = {};
+    int   backend_idx = 0;            // cpu, cuda, auto
+    int   method_idx = 1;             // index into kMethods
+    float tau = 0.99f;
+    bool  tau_set = false;            // user chose tau (otherwise the family default)
+    int   full_steps = 4;
+    int   gen_length = 64;
+    int   steps = 64;
+    int   block_length = 32;
+    bool  use_threshold = false;
+    float conf_threshold = 0.9f;
+    float speed = 0;                  // steps per second limit; 0 = unlimited
+    bool  measure_cosine = true;      // histograms for methods without saliency
+    bool  chat = true;
+};
+
+struct Studio {
+    explicit Studio(const StudioOptions& o);
+
+    StudioOptions opts;
+    EngineWorker  worker;
+    UiParams      ui;
+    char          prompt[4096] = {};
+    TaskExamples  examples;
+    int           example_idx = -1;   // prompt came from this task example (for accuracy), -1: typed
+    bool          params_dirty = false;
+
+    // Runs: runs.back() is the newest (live) one.
+    std::vector<std::unique_ptr<RunEntry>> runs;
+    std::string pending_tag;          // from the worker's "studio:run" marker, for the next RunBegin
+    std::string pending_prompt, pending_answer;
+    RunEntry*   live() { return runs.empty() ? nullptr : runs.back().get(); }
+    RunEntry*   shown_run();          // the run the panels show (live unless one was picked in Compare)
+    int         shown_run_idx = -1;   // -1: live
+
+    // View state.
+    int  view_step = 0;               // step the panels show
+    bool follow_live = true;
+    int  seq = 0;                     // shown sequence
+    int  selected_token = -1;         // response position whose history is open
+    TokenSaliencyGrid token_grid;
+    int  token_grid_steps = -1;
+    int  salient_mode = 0;            // 0: layers x positions (this step), 1: steps x positions (one layer)
+    int  salient_layer = 0;
+    bool hist_log_y = false;
+    bool lsal_log_y = false;
+    bool time_log_y = false;
+    bool show_explain = false, show_compare = false, show_export = false;
+    int  cmp_a = -1, cmp_b = -1;
+    bool compare_queued = false;      // second compare run waits for the first to finish
+    StartRequest compare_second;
+    float tau_drag = NAN;             // tau while a histogram line is being dragged
+
+    // Per-frame copies from the worker.
+    WorkerStatus                 status;
+    std::shared_ptr<const Vocab> vocab;
+    uint64_t    seen_error_serial = 0;
+    std::string message;              // red message bar text ("" = hidden)
+    std::string notice;               // green notice (exports)
+    double      notice_until = 0;
+
+    // Export requests handled by main.cpp after rendering (glReadPixels).
+    std::string png_request;
+    char        export_dir[512] = ".";
+
+    // Frame timing (main.cpp).
+    float frame_ms = 0, frame_ms_avg = 0;
+
+    // ---- actions ----
+    void load_selected_model();
+    void restart(bool autoplay = true);
+    StartRequest make_request(bool autoplay) const;
+    void pump_events(double budget_ms);  // pops QueueSink events into the live RunHistory
+    void begin_frame();                  // status copy, message bar, compare sequencing, follow-live
+    std::string model_spec() const;
+    const char* method_name_ui() const;
+};
+
+extern const char* const kMethods[5];  // method names in the combo's order
+
+// ---- panels (app/studio/view_*.cpp) ----
+void draw_controls(Studio& s, const Rect& r);
+void draw_prompt(Studio& s, const Rect& r);
+void draw_canvas(Studio& s, const Rect& r);
+void draw_token_history(Studio& s);
+void draw_summary(Studio& s, const Rect& r);
+void draw_cosine(Studio& s, const Rect& r);
+void draw_salient(Studio& s, const Rect& r);
+void draw_lsal(Studio& s, const Rect& r);
+void draw_time(Studio& s, const Rect& r);
+void draw_scrubber(Studio& s, const Rect& r);
+void draw_explain(Studio& s);
+void draw_compare(Studio& s);
+void draw_export(Studio& s);
+void draw_studio(Studio& s, float width, float height);  // the whole frame (view.cpp)
+
+// Short teaching text of a panel (view_explain.cpp), also shown as the "(?)" tooltip in each panel's title row.
+const char* explain_text(const char* panel);
+void        help_marker(const char* panel);
+
+}  // namespace dyllm::app

@@ -1,0 +1,192 @@
+// Canvas panel: the response as a wrapped grid of token cells at the shown step. Masked = grey; colour = step that
+// unmasked the token (viridis, legend on top); fill strength = sampler score; white outline = unmasked at this step.
+// Hover: token, step, score. Click: that token's saliency history (steps x layers) in a floating window.
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "app/studio/plot.h"
+#include "app/studio/studio.h"
+
+namespace dyllm::app {
+
+namespace {
+
+// Score in [0, 1] for the tint: LLaDA confidence is a probability already; Dream's score is a negative entropy
+// (<= 0), mapped with exp so 0 (certain) -> 1.
+float score_unit(float s) {
+    if (!std::isfinite(s)) return 0.5f;
+    return s >= 0 ? std::min(s, 1.f) : std::exp(s);
+}
+
+}  // namespace
+
+void draw_canvas(Studio& s, const Rect& r) {
+    RunEntry* run = s.shown_run();
+    help_marker("Canvas");
+    ImGui::SameLine();
+    if (!run || !run->history.has_run()) {
+        ImGui::TextDisabled(s.status.state == WorkerState::Loading ? "loading the model..." : "no run yet: press play");
+        return;
+    }
+    const RunHistory& h     = run->history;
+    const int         total = std::max(h.info().steps, h.step_count());
+    const int         k     = s.view_step;
+    const auto        cells = h.canvas_at(s.seq, k);
+    int masked = 0;
+    for (const auto& c : cells) masked += c.masked() ? 1 : 0;
+    ImGui::Text("step %d / %d   %d of %zu tokens masked", k, total, masked, cells.size());
+    if (h.n_seq() > 1) {
+        ImGui::SameLine();
+        ImGui::SetNextItemWidth(80);
+        ImGui::SliderInt("seq", &s.seq, 0, h.n_seq() - 1);
+    }
+    // Legend: colour = unmask step.
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    {
+        const float  bar_w = 160.f;
+        const ImVec2 p(ImGui::GetWindowPos().x + r.w - bar_w - 70, ImGui::GetCursorScreenPos().y - 19);
+        char         hi[16];
+        std::snprintf(hi, sizeof hi, "%d", std::max(total, 1));
+        colorbar(dl, p, ImVec2(bar_w, 10), viridis_on_dark, "unmasked at step 1", hi);
+    }
+    ImGui::Separator();
+
+    const Vocab* vocab = s.vocab.get();
+    const float  pad = 4.f, gap = 3.f, cell_h = ImGui::GetTextLineHeight() + 6.f;
+    ImGui::BeginChild("##cells", ImVec2(0, 0), false);
+    const ImVec2 origin = ImGui::GetCursorScreenPos();
+    const float  avail  = ImGui::GetContentRegionAvail().x;
+    float        x = 0, y = 0;
+    int          hovered = -1;
+    const ImVec2 mouse   = ImGui::GetIO().MousePos;
+    dl = ImGui::GetWindowDrawList();
+    for (size_t i = 0; i < cells.size(); ++i) {
+        const CanvasCell& c = cells[i];
+        std::string text;
+        if (c.masked()) text = "";
+        else text = vocab ? vocab->display(c.token) : "#" + std::to_string(c.token);
+        if (text.size() > 24) text = text.substr(0, 22) + "..";
+        const float tw = c.masked() ? 14.f : ImGui::CalcTextSize(text.c_str()).x;
+        const float w  = tw + 2 * pad;
+        if (x > 0 && x + w > avail) {
+            x = 0;
+            y += cell_h + gap;
+        }
+        const ImVec2 p0(origin.x + x, origin.y + y), p1(p0.x + w, p0.y + cell_h);
+        ImU32        bg;
+        if (c.masked()) {
+            bg = kColMasked;
+        } else {
+            const float t = total > 1 ? float(c.unmask_step - 1) / float(total - 1) : 0.f;
+            // Fill strength follows the score, so low-confidence tokens look washed out (0.45 floor keeps the hue).
+            bg = to_col(viridis_on_dark(t), 0.45f + 0.55f * score_unit(c.score));
+        }
+        dl->AddRectFilled(p0, p1, bg, 3.f);
+        if (!c.masked()) {
+            dl->AddText(ImVec2(p0.x + pad, p0.y + 3), text_on(bg | IM_COL32(0, 0, 0, 255)), text.c_str());
+            if (c.unmask_step == k) dl->AddRect(p0, p1, IM_COL32(255, 255, 255, 230), 3.f, 0, 2.f);
+        }
+        if (int(i) == s.selected_token) dl->AddRect(p0, p1, IM_COL32(255, 140, 0, 255), 3.f, 0, 2.5f);
+        if (mouse.x >= p0.x && mouse.x < p1.x && mouse.y >= p0.y && mouse.y < p1.y && ImGui::IsWindowHovered())
+            hovered = int(i);
+        x += w + gap;
+    }
+    ImGui::Dummy(ImVec2(avail, y + cell_h + 4));
+    if (hovered >= 0) {
+        const CanvasCell& c   = cells[size_t(hovered)];
+        const auto&       tok = h.tokens(s.seq)[size_t(hovered)];
+        ImGui::BeginTooltip();
+        ImGui::Text("position %d (sequence position %d)", hovered, h.prompt_len(s.seq) + hovered);
+        if (c.masked()) {
+            ImGui::TextUnformatted("[MASK] at this step");
+            if (tok.unmask_step > 0) ImGui::TextDisabled("unmasked later, at step %d", tok.unmask_step);
+        } else {
+            ImGui::Text("token %d  '%s'", c.token, vocab ? vocab->display(c.token).c_str() : "?");
+            ImGui::Text("unmasked at step %d, score %.4f", c.unmask_step, double(c.score));
+        }
+        ImGui::TextDisabled("click: saliency history (steps x layers)");
+        ImGui::EndTooltip();
+        if (ImGui::IsMouseClicked(ImGuiMouseButton_Left)) {
+            s.selected_token   = hovered;
+            s.token_grid_steps = -1;
+        }
+    }
+    ImGui::EndChild();
+}
+
+void draw_token_history(Studio& s) {
+    RunEntry* run = s.shown_run();
+    if (s.selected_token < 0 || !run) return;
+    const RunHistory& h = run->history;
+    if (s.selected_token >= int(h.tokens(s.seq).size())) {
+        s.selected_token = -1;
+        return;
+    }
+    if (s.token_grid_steps != h.step_count()) {  // recompute only when new steps arrived
+        s.token_grid       = h.token_saliency(s.seq, s.selected_token);
+        s.token_grid_steps = h.step_count();
+    }
+    const auto& g    = s.token_grid;
+    bool        open = true;
+    ImGui::SetNextWindowSize(ImVec2(560, 300), ImGuiCond_FirstUseEver);
+    ImGui::SetNextWindowPos(ImVec2(380, 120), ImGuiCond_FirstUseEver);
+    char title[96];
+    std::snprintf(title, sizeof title, "Token %d: saliency history###tokhist", s.selected_token);
+    if (ImGui::Begin(title, &open, ImGuiWindowFlags_NoSavedSettings)) {
+        const auto& tok = h.tokens(s.seq)[size_t(s.selected_token)];
+        ImGui::Text("token '%s'   unmasked at step %d", s.vocab ? s.vocab->display(tok.token).c_str() : "?",
+                    tok.unmask_step);
+        ImGui::SameLine();
+        ImGui::TextDisabled("  rows = layers, columns = steps;  yellow salient, blue tested & stable, dark not tested");
+        if (g.steps == 0 || g.layers == 0) {
+            ImGui::TextDisabled("no steps yet");
+        } else {
+            const ImVec2 avail = ImGui::GetContentRegionAvail();
+            const float  left  = 34.f;
+            PlotArea     a     = plot_area("##tokgrid", avail.x, avail.y - 18);
+            ImDrawList*  dl    = ImGui::GetWindowDrawList();
+            const float  cw = (a.w() - left) / g.steps, ch = a.h() / g.layers;
+            for (int st = 1; st <= g.steps; ++st) {
+                for (int l = 0; l < g.layers; ++l) {
+                    const TokenSal v   = g.at(st, l);
+                    const ImU32    col = v == TokenSal::Salient ? kColSalient : v == TokenSal::Stable ? kColStable
+                                                                                                      : kColUntested;
+                    const ImVec2 p0(a.p0.x + left + (st - 1) * cw, a.p0.y + l * ch);
+                    dl->AddRectFilled(p0, ImVec2(p0.x + cw - (cw > 3 ? 1 : 0), p0.y + ch - (ch > 3 ? 1 : 0)), col);
+                }
+            }
+            for (int l = 0; l < g.layers; l += std::max(1, g.layers / 8)) {
+                char lbl[12];
+                std::snprintf(lbl, sizeof lbl, "L%d", l);
+                dl->AddText(ImVec2(a.p0.x, a.p0.y + l * ch + (ch - 13) * 0.5f), IM_COL32(200, 200, 200, 255), lbl);
+            }
+            if (tok.unmask_step > 0) {  // mark the step that unmasked it
+                const float xs = a.p0.x + left + (tok.unmask_step - 0.5f) * cw;
+                dl->AddLine(ImVec2(xs, a.p0.y), ImVec2(xs, a.p1.y), IM_COL32(255, 255, 255, 200), 1.5f);
+            }
+            if (a.hovered && a.mouse.x > a.p0.x + left) {
+                const int st = 1 + int((a.mouse.x - a.p0.x - left) / cw);
+                const int l  = int((a.mouse.y - a.p0.y) / ch);
+                if (st >= 1 && st <= g.steps && l >= 0 && l < g.layers) {
+                    const TokenSal v = g.at(st, l);
+                    ImGui::SetTooltip("step %d, layer %d: %s\ncos %.6f", st, l,
+                                      v == TokenSal::Salient ? "salient (recomputed)"
+                                      : v == TokenSal::Stable ? "stable (cached)" : "not tested",
+                                      double(g.cos_at(st, l)));
+                    if (a.clicked) {
+                        s.follow_live = false;
+                        s.view_step   = st;
+                    }
+                }
+            }
+            ImGui::TextDisabled("white line: the step that unmasked it.  Click a cell to show that step everywhere.");
+        }
+    }
+    ImGui::End();
+    if (!open) s.selected_token = -1;
+}
+
+}  // namespace dyllm::app

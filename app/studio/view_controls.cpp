@@ -1,0 +1,164 @@
+// Controls bar: model/backend, method and every diffusion knob (tau is live, the rest apply on restart), transport
+// buttons (play, pause, step, restart), speed, backend label and tokens/s; the red message bar below when an error
+// is pending.
+#include <imgui.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "app/studio/plot.h"
+#include "app/studio/studio.h"
+
+namespace dyllm::app {
+
+namespace {
+
+bool knob_int(const char* label, int* v, int lo, int hi, float width) {
+    ImGui::SetNextItemWidth(width);
+    const bool changed = ImGui::DragInt(label, v, 0.25f, lo, hi);
+    if (changed) *v = *v < lo ? lo : *v > hi ? hi : *v;
+    return changed;
+}
+
+}  // namespace
+
+void draw_controls(Studio& s, const Rect& r) {
+    const bool busy_loading = s.status.state == WorkerState::Loading;
+    // ---- row 1: model, method, knobs ----
+    ImGui::AlignTextToFramePadding();
+    ImGui::TextUnformatted("model");
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(110);
+    const char* models[] = {"tiny-llada", "tiny-dream", "path..."};
+    if (ImGui::Combo("##model", &s.ui.model_idx, models, 3) && s.ui.model_idx != 2) {
+        s.load_selected_model();
+        s.restart(true);
+    }
+    if (s.ui.model_idx == 2) {
+        ImGui::SameLine();
+        ImGui::SetNextItemWidth(200);
+        const bool enter = ImGui::InputTextWithHint("##path", "checkpoint directory", s.ui.model_path,
+                                                    sizeof s.ui.model_path, ImGuiInputTextFlags_EnterReturnsTrue);
+        ImGui::SameLine();
+        if (ImGui::Button("Load") || enter) {
+            s.load_selected_model();
+            s.restart(true);
+        }
+    }
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(64);
+    const char* backends[] = {"cpu", "cuda", "auto"};
+    if (ImGui::Combo("##backend", &s.ui.backend_idx, backends, 3)) {
+        s.load_selected_model();
+        s.restart(true);
+    }
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("backend (reloads the model)");
+
+    ImGui::SameLine(0, 16);
+    ImGui::TextUnformatted("method");
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(100);
+    if (ImGui::Combo("##method", &s.ui.method_idx, kMethods, 5)) s.params_dirty = true;
+
+    ImGui::SameLine(0, 16);
+    ImGui::TextUnformatted("tau");
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(170);
+    float tau = s.ui.tau;
+    // Range: 0.9 is already far below the paper's settings (0.98-0.9975); 0.99999 makes nearly every token salient.
+    if (ImGui::SliderFloat("##tau", &tau, 0.9f, 0.99999f, "%.5f")) {
+        s.ui.tau     = tau;
+        s.ui.tau_set = true;
+        s.worker.set_tau(tau);  // live: applies from the next step
+    }
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("cosine threshold: a token whose attention context moved (cos < tau) is salient and\n"
+                          "recomputed. Live: applies from the next step. Drag the red line in a histogram too.");
+
+    ImGui::SameLine(0, 16);
+    if (knob_int("T_full", &s.ui.full_steps, 1, 1024, 44)) s.params_dirty = true;
+    ImGui::SameLine();
+    if (knob_int("gen", &s.ui.gen_length, 1, 4096, 48)) s.params_dirty = true;
+    ImGui::SameLine();
+    if (knob_int("steps", &s.ui.steps, 1, 4096, 48)) s.params_dirty = true;
+    ImGui::SameLine();
+    ImGui::TextDisabled("n_u %s", s.ui.steps > 0 && s.ui.gen_length % s.ui.steps == 0
+                                      ? std::to_string(s.ui.gen_length / s.ui.steps).c_str() : "?");
+    ImGui::SameLine();
+    if (knob_int("block", &s.ui.block_length, 1, 4096, 44)) s.params_dirty = true;
+    ImGui::SameLine(0, 12);
+    if (ImGui::Checkbox("conf", &s.ui.use_threshold)) s.params_dirty = true;
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("confidence-threshold parallel decoding (Fast-dLLM semantics)");
+    if (s.ui.use_threshold) {
+        ImGui::SameLine();
+        ImGui::SetNextItemWidth(70);
+        if (ImGui::SliderFloat("##conf", &s.ui.conf_threshold, 0.5f, 1.0f, "%.2f")) s.params_dirty = true;
+    }
+
+    // ---- row 2: transport, speed, status ----
+    const bool playing = s.status.state == WorkerState::Playing;
+    ImGui::BeginDisabled(busy_loading);
+    if (playing) {
+        if (ImGui::Button("|| pause", ImVec2(72, 0))) s.worker.pause();
+    } else {
+        if (ImGui::Button("> play", ImVec2(72, 0))) {
+            if (s.status.state == WorkerState::Done || s.status.state == WorkerState::Ready || s.params_dirty)
+                s.restart(true);
+            else s.worker.play();
+        }
+    }
+    ImGui::SameLine();
+    if (ImGui::Button(">| step")) {
+        if (s.status.state == WorkerState::Done || s.status.state == WorkerState::Ready || s.params_dirty)
+            s.restart(false);
+        s.worker.step_once();
+        s.follow_live = true;
+    }
+    ImGui::SameLine();
+    if (s.params_dirty) ImGui::PushStyleColor(ImGuiCol_Button, ImVec4(0.55f, 0.35f, 0.08f, 1.f));
+    if (ImGui::Button("restart")) s.restart(true);
+    if (s.params_dirty) {
+        ImGui::PopStyleColor();
+        if (ImGui::IsItemHovered()) ImGui::SetTooltip("knobs changed: restart to apply them");
+    }
+    ImGui::EndDisabled();
+    ImGui::SameLine(0, 16);
+    ImGui::TextUnformatted("speed");
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(130);
+    if (ImGui::SliderFloat("##speed", &s.ui.speed, 0.f, 60.f, s.ui.speed <= 0 ? "max" : "%.1f steps/s"))
+        s.worker.set_speed(s.ui.speed);
+    ImGui::SameLine(0, 16);
+    ImGui::Checkbox("chat template", &s.ui.chat);
+    ImGui::SameLine();
+    ImGui::Checkbox("measure cosines", &s.ui.measure_cosine);
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("for methods without saliency (original, Fast-dLLM, dLLM-Cache): also measure the\n"
+                          "attention-context cosines so the histograms show what DyLLM would decide");
+
+    // Right side: state, backend, tok/s.
+    char right[256];
+    const RunEntry* lv = s.live();
+    double tps = lv ? lv->history.summary().tokens_per_s : 0.0;
+    std::snprintf(right, sizeof right, "%s   backend: %s   tok/s %.0f", worker_state_name(s.status.state),
+                  s.status.backend.empty() ? "-" : s.status.backend.c_str(), tps);
+    const float tw = ImGui::CalcTextSize(right).x;
+    ImGui::SameLine(std::max(ImGui::GetCursorPosX() + 10, r.w - tw - 14));
+    ImGui::TextUnformatted(right);
+    if (ImGui::IsItemHovered() && !s.status.backend_note.empty()) ImGui::SetTooltip("%s", s.status.backend_note.c_str());
+
+    // ---- message bar ----
+    if (!s.message.empty()) {
+        ImDrawList* dl = ImGui::GetWindowDrawList();
+        const ImVec2 p0(r.x, r.y + kControlsHeight);
+        const ImVec2 p1(r.x + r.w, p0.y + kMessageBarHeight);
+        dl->AddRectFilled(p0, p1, IM_COL32(150, 30, 30, 255));
+        ImGui::SetCursorScreenPos(ImVec2(p0.x + 8, p0.y + 4));
+        ImGui::TextUnformatted(s.message.c_str());
+        ImGui::SameLine();
+        ImGui::SetCursorScreenPos(ImVec2(p1.x - 60, p0.y + 2));
+        if (ImGui::SmallButton("dismiss")) s.message.clear();
+    }
+}
+
+}  // namespace dyllm::app

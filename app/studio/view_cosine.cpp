@@ -1,0 +1,138 @@
+// Cosine histograms panel: per-layer small multiples of the attention-context cosine between consecutive steps, on
+// the log10(1 - cos) bins of events.h, with tau as a red line you can drag (sets tau live), the salient side shaded,
+// the share of salient rows per layer in each title, and a log-y toggle.
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "app/studio/plot.h"
+#include "app/studio/studio.h"
+
+namespace dyllm::app {
+
+namespace {
+
+// Plot x axis in units of log10(1 - cos): bin b covers [-7.5 + 0.5 b, -7 + 0.5 b); bin 0 (1 - cos < 1e-7) is drawn
+// as [-7.5, -7) and the last bin (cos <= 0) as [0, 0.5), so every bin is half a decade wide.
+constexpr float kXMin = -7.5f, kXMax = 0.5f;
+
+float tau_to_x(float tau) {
+    const double d = 1.0 - double(tau);
+    if (!(d > 0)) return kXMin;
+    return std::clamp(float(std::log10(d)), kXMin, kXMax);
+}
+
+// Latest step <= k that has saliency records for sequence seq (FULL steps have none).
+int step_with_saliency(const RunHistory& h, int seq, int k) {
+    for (int j = std::min(k, h.step_count()); j >= 1; --j) {
+        const StepData* st = h.step(j);
+        for (int l = 0; l < h.n_layer(); ++l)
+            if (st->layer(seq, l)) return j;
+    }
+    return 0;
+}
+
+}  // namespace
+
+void draw_cosine(Studio& s, const Rect& r) {
+    help_marker("Cosine histograms");
+    ImGui::SameLine();
+    ImGui::Checkbox("log y", &s.hist_log_y);
+    RunEntry* run = s.shown_run();
+    if (!run || !run->history.has_run() || run->history.n_layer() <= 0) {
+        ImGui::SameLine();
+        ImGui::TextDisabled("no run yet");
+        return;
+    }
+    const RunHistory& h  = run->history;
+    const int         k  = step_with_saliency(h, s.seq, s.view_step);
+    const float       tau = std::isfinite(s.tau_drag) ? s.tau_drag : s.ui.tau;
+    ImGui::SameLine();
+    if (k == 0) {
+        ImGui::TextDisabled("step %d: no cosine test yet (FULL steps recompute every row; sparse steps test them)",
+                            s.view_step);
+        return;
+    }
+    if (k != s.view_step)
+        ImGui::TextDisabled("showing step %d (step %d is a %s step without a cosine test)", k, s.view_step,
+                            h.step(s.view_step) ? step_kind_name(h.step(s.view_step)->kind) : "?");
+    else ImGui::TextDisabled("step %d (%s)  tau %.5f", k, step_kind_name(h.step(k)->kind), double(tau));
+    ImGui::SameLine();
+    ImGui::TextDisabled("   x: 1-cos, 1e-7 (left) .. 1 (right); red = tau, drag it to set tau");
+
+    const StepData* st    = h.step(k);
+    const int       nl    = h.n_layer();
+    const ImVec2    avail = ImGui::GetContentRegionAvail();
+    // Grid: aim for cells about 1.7x wider than tall.
+    int cols = std::clamp(int(std::lround(std::sqrt(nl * avail.x / std::max(avail.y, 1.f) / 1.7f))), 1, nl);
+    const int rows   = (nl + cols - 1) / cols;
+    const float cw   = avail.x / cols, chh = avail.y / rows;
+    const ImVec2 origin = ImGui::GetCursorScreenPos();
+    ImDrawList*  dl     = ImGui::GetWindowDrawList();
+    const float  x_tau  = tau_to_x(tau);
+
+    for (int l = 0; l < nl; ++l) {
+        const int    cx = l % cols, cy = l / cols;
+        const ImVec2 c0(origin.x + cx * cw, origin.y + cy * chh);
+        const auto*  rec = st->layer(s.seq, l);
+        char title[96];
+        if (rec && rec->n_rows > 0)
+            std::snprintf(title, sizeof title, "L%d  %.0f%% salient (%d/%d)", l, 100.0 * rec->n_salient / rec->n_rows,
+                          rec->n_salient, rec->n_rows);
+        else std::snprintf(title, sizeof title, "L%d  (not tested)", l);
+        dl->AddText(ImVec2(c0.x + 4, c0.y), IM_COL32(220, 220, 220, 255), title);
+        const float title_h = ImGui::GetTextLineHeight() + 2;
+        ImGui::SetCursorScreenPos(ImVec2(c0.x + 4, c0.y + title_h));
+        char id[16];
+        std::snprintf(id, sizeof id, "##h%d", l);
+        PlotArea a = plot_area(id, cw - 10, chh - title_h - 6);
+        dl->AddRectFilled(a.p0, a.p1, IM_COL32(20, 22, 28, 255));
+        auto x_of = [&](float xv) { return a.p0.x + (xv - kXMin) / (kXMax - kXMin) * a.w(); };
+        // Salient side of tau (1 - cos > 1 - tau): shaded.
+        dl->AddRectFilled(ImVec2(x_of(x_tau), a.p0.y), a.p1, IM_COL32(255, 90, 70, 28));
+        for (float dec = -7.f; dec <= 0.f; dec += 1.f) dl->AddLine(ImVec2(x_of(dec), a.p0.y), ImVec2(x_of(dec), a.p1.y), kColGrid);
+        if (rec) {
+            uint32_t maxc = 1;
+            for (auto c : rec->hist) maxc = std::max(maxc, c);
+            auto y_of = [&](uint32_t c) {
+                const float f = s.hist_log_y ? std::log1p(float(c)) / std::log1p(float(maxc)) : float(c) / float(maxc);
+                return a.p1.y - f * (a.h() - 2);
+            };
+            for (int b = 0; b < kCosineBins; ++b) {
+                if (rec->hist[b] == 0) continue;
+                const float x0 = x_of(kXMin + 0.5f * b), x1 = x_of(kXMin + 0.5f * (b + 1));
+                const bool  sal = kXMin + 0.5f * (b + 0.5f) > x_tau;
+                dl->AddRectFilled(ImVec2(x0 + 1, y_of(rec->hist[b])), ImVec2(x1 - 1, a.p1.y),
+                                  sal ? IM_COL32(245, 150, 60, 255) : IM_COL32(90, 150, 230, 255));
+            }
+        } else {
+            empty_note(a, "not tested");
+        }
+        dl->AddLine(ImVec2(x_of(x_tau), a.p0.y), ImVec2(x_of(x_tau), a.p1.y), kColTau, 2.f);
+        dl->AddRect(a.p0, a.p1, kColAxis);
+
+        // Drag anywhere in a histogram to move tau; it is sent to the engine on release (applies next step).
+        if (a.active) {
+            const float xv = std::clamp(kXMin + (a.mouse.x - a.p0.x) / a.w() * (kXMax - kXMin), -7.f, -1.f);
+            s.tau_drag     = float(1.0 - std::pow(10.0, double(xv)));
+        } else if (a.hovered && rec) {
+            const int b = std::clamp(int((a.mouse.x - a.p0.x) / a.w() * kCosineBins), 0, kCosineBins - 1);
+            ImGui::SetTooltip("layer %d, bin %d: cos in [%.7f, %.7f)\n%u of %d rows (%.1f%%)\nsalient at this step: "
+                              "%d rows (%.1f%%)\ndrag to set tau",
+                              l, b, cosine_bin_lower_cos(b), cosine_bin_upper_cos(b), rec->hist[b], rec->n_rows,
+                              rec->n_rows ? 100.0 * rec->hist[b] / rec->n_rows : 0.0, rec->n_salient,
+                              rec->n_rows ? 100.0 * rec->n_salient / rec->n_rows : 0.0);
+        }
+        if (ImGui::IsItemDeactivated() && std::isfinite(s.tau_drag)) {
+            s.ui.tau     = s.tau_drag;
+            s.ui.tau_set = true;
+            s.worker.set_tau(s.ui.tau);
+            s.tau_drag = NAN;
+        }
+    }
+    (void)r;
+}
+
+}  // namespace dyllm::app

@@ -1,0 +1,92 @@
+// Explain: short teaching text for every panel (what a salient token is, why cosines sit near 1, what tau does), as a
+// window and as the "(?)" tooltip at the top of each panel.
+#include <imgui.h>
+
+#include <cstring>
+
+#include "app/studio/studio.h"
+
+namespace dyllm::app {
+
+namespace {
+
+struct Entry {
+    const char* panel;
+    const char* text;
+};
+
+constexpr Entry kEntries[] = {
+    {"Prompt",
+     "The user message. The model's chat template is applied around it (toggle in the Controls bar). Task-suite "
+     "examples come with their expected answer, so the Summary can score the response."},
+    {"Canvas",
+     "A masked diffusion LM starts from a response made only of [MASK] tokens (grey) and, at every denoising step, "
+     "commits the n_u most confident predictions inside the current semi-autoregressive block. Colour = the step "
+     "that unmasked a token (early = dark, late = bright); washed-out cells had a low score. White outline: committed "
+     "at the shown step. Click a token for its saliency history."},
+    {"Cosine histograms",
+     "DyLLM compares each token's attention context (the attention output before o_proj) with the one it had at the "
+     "previous step. Most contexts barely move between steps, so their cosine similarity sits very close to 1: that "
+     "is why the x axis is log10(1 - cos) - the left edge is 1 - cos = 1e-7, the right edge cos <= 0. Tokens right of "
+     "the red tau line (cos < tau) are salient: their FFN and exact attention are recomputed; the rest reuse cached "
+     "results. Drag the line to change tau; it applies from the next step."},
+    {"Salient map",
+     "Which rows each layer recomputed. Layer 0 starts from the tokens unmasked in the previous step; a token that is "
+     "salient at layer l also gets fresh K/V at layer l+1, so changes propagate upward only where they matter. "
+     "Yellow = salient, blue = tested and stable (cached), dark = not a query this step (response-only steps skip "
+     "the prompt)."},
+    {"L_sal per layer",
+     "|S_l|, the number of salient rows per layer: bars at the shown step, lines over the whole run. Lower tau -> "
+     "fewer salient rows -> less work, at some risk to quality."},
+    {"Time",
+     "Where the time goes: per-step stacked bars by op class (QKV, attention exact/approximate, o_proj, FFN, norms, "
+     "lm_head, sampling...), the op timeline of the shown step (one lane per layer) and the top op classes. FULL "
+     "steps are tall; sparse steps shrink with the salient share."},
+    {"Summary",
+     "tokens/s = response tokens over denoising time. Speed-up compares with an 'original' (every step dense) run of "
+     "the same prompt: use Compare to make one. Rows recomputed and FLOPs are measured against a dense forward over "
+     "the same sequences."},
+    {"Compare",
+     "Runs the same prompt twice on the worker, one after the other (e.g. original vs dyllm, or two taus), and shows "
+     "both canvases with the differing tokens outlined, plus forward passes, tokens/s and rows recomputed."},
+    {"tau",
+     "tau is the cosine threshold. A token is salient when cos(C_new, C_old) < tau. tau -> 1 recomputes almost "
+     "everything (exact but slow); smaller tau skips more work. The paper uses 0.99-0.995 for LLaDA and 0.995-0.9975 "
+     "for Dream."},
+};
+
+}  // namespace
+
+const char* explain_text(const char* panel) {
+    for (const auto& e : kEntries)
+        if (std::strcmp(e.panel, panel) == 0) return e.text;
+    return "";
+}
+
+void help_marker(const char* panel) {
+    ImGui::TextDisabled("(?)");
+    if (ImGui::IsItemHovered()) {
+        ImGui::BeginTooltip();
+        ImGui::PushTextWrapPos(ImGui::GetFontSize() * 34.0f);
+        ImGui::TextUnformatted(explain_text(panel));
+        ImGui::PopTextWrapPos();
+        ImGui::EndTooltip();
+    }
+}
+
+void draw_explain(Studio& s) {
+    ImGui::SetNextWindowSize(ImVec2(620, 560), ImGuiCond_FirstUseEver);
+    ImGui::SetNextWindowPos(ImVec2(480, 160), ImGuiCond_FirstUseEver);
+    if (ImGui::Begin("Explain", &s.show_explain, ImGuiWindowFlags_NoSavedSettings)) {
+        ImGui::TextWrapped("DyLLM accelerates masked diffusion LMs by recomputing only the 'salient' tokens - those whose "
+                           "attention context changed since the previous denoising step - and reusing cached results "
+                           "for the rest.");
+        ImGui::Separator();
+        for (const auto& e : kEntries) {
+            if (ImGui::CollapsingHeader(e.panel, ImGuiTreeNodeFlags_DefaultOpen)) ImGui::TextWrapped("%s", e.text);
+        }
+    }
+    ImGui::End();
+}
+
+}  // namespace dyllm::app

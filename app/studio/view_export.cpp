@@ -1,0 +1,90 @@
+// Export window: PNG of the window (read back after rendering), CSV of the plots (histograms, per-step timings, ops
+// of the shown step, salient counts, canvas), Chrome trace JSON and JSONL of the whole run (instrumentation/).
+#include <imgui.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+
+#include "app/model/csv_export.h"
+#include "app/studio/studio.h"
+#include "instrumentation/chrome_trace.h"
+#include "instrumentation/jsonl.h"
+
+namespace dyllm::app {
+
+namespace {
+
+std::string stamp() {
+    const std::time_t t = std::time(nullptr);
+    char              buf[32];
+    std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::localtime(&t));
+    return buf;
+}
+
+template <class F>
+void write_file(Studio& s, const std::string& name, F&& body) {
+    const std::filesystem::path p = std::filesystem::path(s.export_dir) / name;
+    std::ofstream               f(p, std::ios::binary);
+    if (!f) {
+        s.message = "export: cannot open " + p.string() + " for writing";
+        return;
+    }
+    body(f);
+    f.close();
+    if (!f) {
+        s.message = "export: write to " + p.string() + " failed";
+        return;
+    }
+    s.notice       = "wrote " + p.string();
+    s.notice_until = ImGui::GetTime() + 4.0;
+}
+
+}  // namespace
+
+void draw_export(Studio& s) {
+    ImGui::SetNextWindowSize(ImVec2(440, 330), ImGuiCond_FirstUseEver);
+    ImGui::SetNextWindowPos(ImVec2(1100, 560), ImGuiCond_FirstUseEver);
+    if (!ImGui::Begin("Export", &s.show_export, ImGuiWindowFlags_NoSavedSettings)) {
+        ImGui::End();
+        return;
+    }
+    ImGui::SetNextItemWidth(-60);
+    ImGui::InputText("folder", s.export_dir, sizeof s.export_dir);
+    RunEntry*         run = s.shown_run();
+    const std::string tag = stamp();
+    if (ImGui::Button("PNG of the window", ImVec2(-1, 0)))
+        s.png_request = (std::filesystem::path(s.export_dir) / ("dyllm-studio-" + tag + ".png")).string();
+    ImGui::BeginDisabled(!run || !run->history.has_run());
+    ImGui::Separator();
+    ImGui::TextDisabled("CSV of a plot (the shown run, step %d)", s.view_step);
+    if (run) {
+        const RunHistory& h = run->history;
+        if (ImGui::Button("cosine histograms (this step)", ImVec2(-1, 0)))
+            write_file(s, "histograms-step" + std::to_string(s.view_step) + "-" + tag + ".csv",
+                       [&](std::ostream& o) { write_histograms_csv(o, h, s.view_step); });
+        if (ImGui::Button("cosine histograms (all steps)", ImVec2(-1, 0)))
+            write_file(s, "histograms-" + tag + ".csv", [&](std::ostream& o) { write_histograms_csv(o, h, -1); });
+        if (ImGui::Button("time per step by op class", ImVec2(-1, 0)))
+            write_file(s, "step-timings-" + tag + ".csv", [&](std::ostream& o) { write_step_timings_csv(o, h); });
+        if (ImGui::Button("op timeline (this step)", ImVec2(-1, 0)))
+            write_file(s, "ops-step" + std::to_string(s.view_step) + "-" + tag + ".csv",
+                       [&](std::ostream& o) { write_ops_csv(o, h, s.view_step); });
+        if (ImGui::Button("L_sal per layer and step", ImVec2(-1, 0)))
+            write_file(s, "salient-counts-" + tag + ".csv", [&](std::ostream& o) { write_salient_counts_csv(o, h); });
+        if (ImGui::Button("canvas tokens", ImVec2(-1, 0)))
+            write_file(s, "canvas-" + tag + ".csv", [&](std::ostream& o) { write_canvas_csv(o, h, s.seq); });
+        ImGui::Separator();
+        ImGui::TextDisabled("traces of the whole run (with environment metadata)");
+        if (ImGui::Button("Chrome trace JSON (Perfetto, chrome://tracing)", ImVec2(-1, 0)))
+            write_file(s, "trace-" + tag + ".json", [&](std::ostream& o) { write_chrome_trace(o, h.events()); });
+        if (ImGui::Button("JSONL, one record per step", ImVec2(-1, 0)))
+            write_file(s, "steps-" + tag + ".jsonl", [&](std::ostream& o) { write_jsonl(o, h.events()); });
+    }
+    ImGui::EndDisabled();
+    ImGui::End();
+}
+
+}  // namespace dyllm::app

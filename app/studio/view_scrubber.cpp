@@ -1,0 +1,87 @@
+// History scrubber: step k of N over the recorded run (replays every panel), a "live" toggle that follows the engine,
+// keyboard stepping, the run picker, and the Explain / Compare / Export buttons with frame-time readout.
+#include <imgui.h>
+
+#include <cstdio>
+
+#include "app/model/run_compare.h"
+#include "app/studio/studio.h"
+
+namespace dyllm::app {
+
+void draw_scrubber(Studio& s, const Rect& r) {
+    RunEntry* run = s.shown_run();
+    const int n   = run ? run->history.step_count() : 0;
+    ImGui::AlignTextToFramePadding();
+    ImGui::TextUnformatted("history");
+    ImGui::SameLine();
+    if (ImGui::Checkbox("live", &s.follow_live) && s.follow_live) s.shown_run_idx = -1;
+    ImGui::SameLine();
+    if (ImGui::ArrowButton("##prev", ImGuiDir_Left) && s.view_step > 0) {
+        s.follow_live = false;
+        --s.view_step;
+    }
+    ImGui::SameLine();
+    const float right_w = 520.f;
+    ImGui::SetNextItemWidth(std::max(100.f, r.w - ImGui::GetCursorPosX() - right_w));
+    int k = s.view_step;
+    char fmt[48];
+    std::snprintf(fmt, sizeof fmt, "step %%d / %d", n);
+    if (ImGui::SliderInt("##step", &k, 0, std::max(n, 1), fmt)) {
+        s.follow_live = false;
+        s.view_step   = std::min(k, n);
+    }
+    ImGui::SameLine();
+    if (ImGui::ArrowButton("##next", ImGuiDir_Right) && s.view_step < n) {
+        s.follow_live = false;
+        ++s.view_step;
+    }
+    // Keyboard: left/right scrub, space play/pause (when no text field has focus).
+    if (!ImGui::GetIO().WantTextInput) {
+        if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow)) && s.view_step > 0) {
+            s.follow_live = false;
+            --s.view_step;
+        }
+        if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow)) && s.view_step < n) {
+            s.follow_live = false;
+            ++s.view_step;
+        }
+        if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Space), false)) {
+            if (s.status.state == WorkerState::Playing) s.worker.pause();
+            else s.worker.play();
+        }
+    }
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(150);
+    const std::string preview = run ? run_label(run->history) + (s.shown_run_idx < 0 ? " (live)" : "") : "no run";
+    if (ImGui::BeginCombo("##run", preview.c_str())) {
+        if (ImGui::Selectable("live run", s.shown_run_idx < 0)) {
+            s.shown_run_idx = -1;
+            s.follow_live   = true;
+        }
+        for (size_t i = 0; i < s.runs.size(); ++i) {
+            char label[128];
+            std::snprintf(label, sizeof label, "#%llu %s%s%s", (unsigned long long)s.runs[i]->serial,
+                          run_label(s.runs[i]->history).c_str(), s.runs[i]->tag.empty() ? "" : " ",
+                          s.runs[i]->tag.c_str());
+            if (ImGui::Selectable(label, int(i) == s.shown_run_idx)) {
+                s.shown_run_idx  = int(i);
+                s.follow_live    = false;
+                s.view_step      = s.runs[i]->history.step_count();
+                s.selected_token = -1;
+            }
+        }
+        ImGui::EndCombo();
+    }
+    ImGui::SameLine();
+    if (ImGui::Button("Explain")) s.show_explain = !s.show_explain;
+    ImGui::SameLine();
+    if (ImGui::Button("Compare")) s.show_compare = !s.show_compare;
+    ImGui::SameLine();
+    if (ImGui::Button("Export")) s.show_export = !s.show_export;
+    ImGui::SameLine();
+    if (!s.notice.empty()) ImGui::TextColored(ImVec4(0.5f, 0.9f, 0.5f, 1), "%s", s.notice.c_str());
+    else ImGui::TextDisabled("%.1f ms/frame", double(s.frame_ms_avg));
+}
+
+}  // namespace dyllm::app

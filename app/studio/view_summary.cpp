@@ -1,0 +1,112 @@
+// Summary panel: tokens/s, speed-up against an original run of the same prompt, rows recomputed (overall and per
+// layer), FLOPs done vs dense, forward passes by step kind, cache memory, decoded text and accuracy for task-suite
+// prompts.
+#include <imgui.h>
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+
+#include "app/model/run_compare.h"
+#include "app/studio/plot.h"
+#include "app/studio/studio.h"
+
+namespace dyllm::app {
+
+namespace {
+
+// Newest finished "original" run of the same prompt and length (the baseline every speed-up is measured against).
+const RunEntry* find_baseline(const Studio& s, const RunEntry& run) {
+    for (auto it = s.runs.rbegin(); it != s.runs.rend(); ++it) {
+        const RunEntry& e = **it;
+        if (&e == &run || !e.history.finished() || e.history.info().method != "original") continue;
+        if (e.prompt == run.prompt && e.history.gen_length() == run.history.gen_length()) return &e;
+    }
+    return nullptr;
+}
+
+void row(const char* label, const char* fmt, ...) IM_FMTARGS(2);
+void row(const char* label, const char* fmt, ...) {
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    ImGui::TextDisabled("%s", label);
+    ImGui::TableNextColumn();
+    va_list args;
+    va_start(args, fmt);
+    ImGui::TextV(fmt, args);
+    va_end(args);
+}
+
+}  // namespace
+
+void draw_summary(Studio& s, const Rect& r) {
+    help_marker("Summary");
+    RunEntry* run = s.shown_run();
+    if (!run || !run->history.has_run()) {
+        ImGui::SameLine();
+        ImGui::TextDisabled("no run yet");
+        return;
+    }
+    const RunHistory& h   = run->history;
+    const RunSummary  sum = h.summary(s.view_step);
+    ImGui::SameLine();
+    ImGui::TextDisabled("%s, %s%s", run_label(h).c_str(), h.finished() ? "finished" : "running",
+                        s.view_step < h.step_count() ? " (up to the shown step)" : "");
+    if (ImGui::BeginTable("##sum", 2, ImGuiTableFlags_SizingStretchProp)) {
+        ImGui::TableSetupColumn("k", 0, 0.9f);
+        ImGui::TableSetupColumn("v", 0, 1.6f);
+        row("tokens/s", "%.1f  (%d tokens, %s)", sum.tokens_per_s, int(sum.tokens_committed),
+            fmt_ms(sum.denoise_seconds).c_str());
+        if (const RunEntry* base = find_baseline(s, *run); base && h.info().method != "original") {
+            const RunSummary b = base->history.summary();
+            row("speed-up", "%.2fx vs original (%.1f tok/s)", b.tokens_per_s > 0 ? sum.tokens_per_s / b.tokens_per_s : 0.0,
+                b.tokens_per_s);
+        } else {
+            row("speed-up", "%s", h.info().method == "original" ? "baseline run" : "run Compare for a baseline");
+        }
+        row("forward passes", "%d  (%d full, %d sparse/cached)", sum.forward_passes,
+            sum.steps_by_kind[size_t(StepKind::Full)] + sum.steps_by_kind[size_t(StepKind::BlockRefresh)] +
+                sum.steps_by_kind[size_t(StepKind::CacheRefresh)],
+            sum.forward_passes - sum.steps_by_kind[size_t(StepKind::Full)] -
+                sum.steps_by_kind[size_t(StepKind::BlockRefresh)] - sum.steps_by_kind[size_t(StepKind::CacheRefresh)]);
+        row("rows recomputed", "%.1f%% of dense  (%lld / %lld FFN rows)", 100.0 * sum.recompute_fraction,
+            (long long)sum.ffn_rows, (long long)sum.dense_rows);
+        row("FLOPs", "%s done vs %s dense (%.1f%%)", fmt_si(sum.flops).c_str(), fmt_si(sum.dense_flops).c_str(),
+            100.0 * sum.flops_fraction);
+        if (run->has_result) row("cache memory", "%s", fmt_si(run->result.cache_bytes, "B").c_str());
+        else row("cache memory", "%s", "at the end of the run");
+        row("events dropped", "%llu", (unsigned long long)s.worker.sink().dropped());
+        ImGui::EndTable();
+    }
+    // Per-layer recompute share as a row of tiny bars.
+    const int nl = int(sum.layer_recompute_fraction.size());
+    if (nl > 0) {
+        ImGui::TextDisabled("rows recomputed per layer");
+        PlotArea    a  = plot_area("##layerfrac", ImGui::GetContentRegionAvail().x, 28);
+        ImDrawList* dl = ImGui::GetWindowDrawList();
+        dl->AddRectFilled(a.p0, a.p1, IM_COL32(20, 22, 28, 255));
+        const float bw = a.w() / nl;
+        for (int l = 0; l < nl; ++l) {
+            const float f = float(std::clamp(sum.layer_recompute_fraction[l], 0.0, 1.0));
+            dl->AddRectFilled(ImVec2(a.p0.x + l * bw + 1, a.p1.y - f * a.h()), ImVec2(a.p0.x + (l + 1) * bw - 1, a.p1.y),
+                              IM_COL32(245, 150, 60, 255));
+        }
+        if (a.hovered) {
+            const int l = std::clamp(int((a.mouse.x - a.p0.x) / bw), 0, nl - 1);
+            ImGui::SetTooltip("layer %d: %.1f%% of a dense run's FFN rows", l, 100.0 * sum.layer_recompute_fraction[l]);
+        }
+    }
+    if (run->has_result && !run->result.sequences.empty()) {
+        const std::string& text = run->result.sequences[0].text;
+        if (!run->answer.empty()) {
+            const bool ok = answer_matches(text, run->answer);
+            ImGui::TextColored(ok ? ImVec4(0.4f, 0.9f, 0.4f, 1) : ImVec4(1, 0.45f, 0.4f, 1), "accuracy: %s (expected %s)",
+                               ok ? "correct" : "wrong", run->answer.c_str());
+        }
+        ImGui::TextDisabled("decoded response:");
+        ImGui::TextWrapped("%s", text.c_str());
+    }
+    (void)r;
+}
+
+}  // namespace dyllm::app
