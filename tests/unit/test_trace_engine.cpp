@@ -1,0 +1,255 @@
+// The engine's event stream on a tiny random checkpoint, as the sinks and exporters receive it: kinds and order,
+// one saliency record per layer and sequence, salient counts equal to the engine's own accounting
+// (Session::step_records), histogram totals = tested rows, balanced op begin/end, and the exports of a real run.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/engine.h"
+#include "instrumentation/chrome_trace.h"
+#include "instrumentation/jsonl.h"
+#include "instrumentation/nvtx_sink.h"
+#include "instrumentation/queue_sink.h"
+#include "instrumentation/recorder.h"
+#include "support/tiny_models.h"
+
+using namespace dyllm;
+
+namespace {
+
+std::vector<int32_t> prompt_ids(const ModelConfig& cfg, int n, uint32_t seed) {
+    std::vector<int32_t> p;
+    uint32_t             x = seed * 2654435761u + 7;
+    while (int(p.size()) < n) {
+        x = x * 1664525u + 1013904223u;  // LCG (Numerical Recipes constants)
+        const int32_t t = int32_t((x >> 8) % uint32_t(cfg.vocab_size));
+        if (t != cfg.mask_id && t != cfg.eos_id && t != cfg.pad_id) p.push_back(t);
+    }
+    return p;
+}
+
+DiffusionParams dyllm_params() {
+    DiffusionParams p;
+    p.method       = Method::DyLLM;
+    p.gen_length   = 16;
+    p.steps        = 16;
+    p.block_length = 8;
+    p.full_steps   = 2;
+    p.fullq_every  = 4;
+    p.tau          = 0.999f;  // random weights move contexts a lot: a high tau keeps some rows non-salient too
+    p.ignore_eos   = true;    // random weights may sample EOS early; the test wants every step
+    return p;
+}
+
+// Checks balanced on_op_begin / on_op pairs as the engine emits them.
+struct OpPairProbe : EventSink {
+    int open = 0, max_open = 0, unmatched_end = 0, begins = 0, ends = 0;
+    void on_op_begin(int32_t, int32_t, OpClass) override {
+        ++begins;
+        max_open = std::max(max_open, ++open);
+    }
+    void on_op(const OpTiming&) override {
+        ++ends;
+        if (--open < 0) ++unmatched_end, open = 0;
+    }
+};
+
+}  // namespace
+
+TEST_CASE("engine events: order, layers, salient counts equal the accounting, histograms", "[trace][engine]") {
+    const auto  fam = GENERATE(Family::LLaDA, Family::Dream);
+    const auto  dir = test::make_tiny_checkpoint(fam);
+    const auto  model = Model::load(dir.string(), BackendKind::Cpu, 1);
+    const auto& cfg   = model->config();
+    const std::vector<std::vector<int32_t>> prompts{prompt_ids(cfg, 6, 1), prompt_ids(cfg, 9, 2)};
+    const DiffusionParams params = dyllm_params();
+
+    RecordingSink rec;
+    OpPairProbe   pairs;
+    NvtxSink      nvtx;  // range bookkeeping runs in every build: must end balanced on a real run
+    TeeSink       tee({&rec, &pairs, &nvtx});
+    Session       session(*model, &tee);
+    session.start(prompts, params);
+    session.run();
+    const auto& steps = session.step_records();
+    const auto& ev    = rec.events();
+    INFO("family " << family_name(fam) << ", " << ev.size() << " events, " << steps.size() << " steps");
+    REQUIRE(steps.size() == size_t(params.steps));
+
+    // ---- kinds and order -------------------------------------------------------------------------------------
+    REQUIRE(ev.size() > 2);
+    CHECK(record_kind(ev.front()) == RecordKind::RunBegin);
+    CHECK(record_kind(ev.back()) == RecordKind::RunEnd);
+    const auto& rb = std::get<RunBegin>(ev.front());
+    CHECK(rb.n_layer == cfg.n_layer);
+    CHECK(rb.n_seq == 2);
+    CHECK(rb.method == "dyllm");
+    CHECK(rb.prompt_lengths == std::vector<int32_t>{6, 9});
+    CHECK(std::get<RunEnd>(ev.back()).steps == params.steps);
+
+    int32_t open_step = 0, steps_seen = 0;
+    bool    order_ok = true;
+    std::map<int32_t, std::vector<const LayerSaliencyRecord*>> sal;  // per step
+    std::map<int32_t, int> unmasks, canvases, ops;
+    for (size_t i = 1; i + 1 < ev.size(); ++i) {
+        const EventRecord& e = ev[i];
+        switch (record_kind(e)) {
+            case RecordKind::StepBegin: {
+                const auto& b = std::get<StepBegin>(e);
+                order_ok &= open_step == 0 && b.step == steps_seen + 1;
+                CHECK(b.kind == steps[size_t(b.step - 1)].kind);
+                open_step = b.step;
+                break;
+            }
+            case RecordKind::StepEnd: {
+                const auto& s = std::get<StepEnd>(e);
+                order_ok &= s.step == open_step;
+                CHECK(s.tokens_committed == steps[size_t(s.step - 1)].tokens_committed);
+                CHECK(s.wall_ns >= 0);
+                open_step = 0;
+                ++steps_seen;
+                break;
+            }
+            case RecordKind::LayerSaliency: {
+                const auto& l = std::get<LayerSaliencyRecord>(e);
+                order_ok &= l.step == open_step;
+                sal[l.step].push_back(&l);
+                break;
+            }
+            case RecordKind::Unmask:
+                order_ok &= std::get<UnmaskRecord>(e).step == open_step;
+                ++unmasks[open_step];
+                break;
+            case RecordKind::Canvas:
+                order_ok &= std::get<CanvasRecord>(e).step == open_step;
+                ++canvases[open_step];
+                break;
+            case RecordKind::OpTiming: {
+                const auto& o = std::get<OpTiming>(e);
+                order_ok &= o.step == open_step && o.layer >= -1 && o.layer < cfg.n_layer && o.dur_ns >= 0;
+                ++ops[open_step];
+                break;
+            }
+            default: order_ok = false;  // RunBegin/RunEnd/Error in the middle
+        }
+    }
+    CHECK(order_ok);
+    CHECK(steps_seen == params.steps);
+    CHECK(pairs.unmatched_end == 0);
+    CHECK(pairs.open == 0);
+    CHECK(pairs.begins == pairs.ends);
+    CHECK(nvtx.depth() == 0);
+
+    int sparse_checked = 0;
+    for (int32_t st = 1; st <= params.steps; ++st) {
+        INFO("step " << st << " kind " << step_kind_name(steps[size_t(st - 1)].kind));
+        CHECK(unmasks[st] == 2);
+        CHECK(canvases[st] == 2);
+        CHECK(ops[st] > 0);
+        // Step 1 has no previous context; every later DyLLM step reports every layer of every sequence.
+        if (st == 1) {
+            CHECK(sal[st].empty());
+            continue;
+        }
+        REQUIRE(sal[st].size() == size_t(cfg.n_layer * 2));
+        std::map<int32_t, int64_t> salient_per_layer, rows_per_layer;
+        for (const auto* l : sal[st]) {
+            uint64_t hist_total = 0;
+            for (uint32_t h : l->hist) hist_total += h;
+            CHECK(hist_total == uint64_t(l->n_rows));
+            CHECK(l->salient_positions.size() == size_t(l->n_salient));
+            CHECK(l->row_positions.size() == size_t(l->n_rows));
+            CHECK(l->cosines.size() == size_t(l->n_rows));
+            CHECK(std::is_sorted(l->salient_positions.begin(), l->salient_positions.end()));
+            int below = 0;
+            for (float c : l->cosines) below += c < l->tau;
+            CHECK(below == l->n_salient);  // S_l = {cos < tau}
+            salient_per_layer[l->layer] += l->n_salient;
+            rows_per_layer[l->layer] += l->n_rows;
+        }
+        CHECK(salient_per_layer.size() == size_t(cfg.n_layer));
+        const StepRecord& sr = steps[size_t(st - 1)];
+        REQUIRE(sr.layers.size() == size_t(cfg.n_layer));
+        if (sr.kind == StepKind::SparseFullQuery || sr.kind == StepKind::SparseResponse) {
+            ++sparse_checked;
+            for (int l = 0; l < cfg.n_layer; ++l) {
+                INFO("layer " << l);
+                // Sparse steps push exactly the salient rows S_l through the FFN and test every query row.
+                CHECK(salient_per_layer[l] == sr.layers[size_t(l)].ffn_rows);
+                CHECK(rows_per_layer[l] == sr.layers[size_t(l)].query_rows);
+                // S_l feeds layer l+1's K/V recomputation.
+                if (l + 1 < cfg.n_layer) CHECK(salient_per_layer[l] == sr.layers[size_t(l + 1)].kv_rows);
+            }
+        }
+    }
+    CHECK(sparse_checked == params.steps - params.full_steps);  // the accounting check really ran
+}
+
+TEST_CASE("engine events through a QueueSink drained by another thread match the recorder", "[trace][engine][queue]") {
+    const auto dir   = test::make_tiny_checkpoint(Family::LLaDA);
+    const auto model = Model::load(dir.string(), BackendKind::Cpu, 1);
+    const std::vector<std::vector<int32_t>> prompts{prompt_ids(model->config(), 5, 3)};
+    QueueSink     queue(1 << 14);
+    RecordingSink rec;
+    TeeSink       tee({&queue, &rec});
+    std::atomic<bool> done{false};
+    std::vector<EventRecord> drained;
+    std::thread consumer([&] {
+        EventRecord r;
+        for (;;) {
+            if (queue.pop(r)) drained.push_back(std::move(r));
+            else if (done.load(std::memory_order_acquire)) {
+                while (queue.pop(r)) drained.push_back(std::move(r));
+                break;
+            } else std::this_thread::yield();
+        }
+    });
+    Session session(*model, &tee);
+    session.start(prompts, dyllm_params());
+    session.run();
+    done.store(true, std::memory_order_release);
+    consumer.join();
+    CHECK(queue.dropped() == 0);
+    REQUIRE(drained.size() == rec.size());
+    for (size_t i = 0; i < drained.size(); ++i) CHECK(record_kind(drained[i]) == record_kind(rec.events()[i]));
+    const auto canv = queue.latest_canvases();
+    REQUIRE(canv.size() == 1);
+    CHECK(canv[0].step == session.current_step());
+    CHECK(canv[0].unmask_step == session.result().sequences[0].unmask_step);
+}
+
+TEST_CASE("exports of a real run: Chrome trace parses, JSONL round-trips", "[trace][engine]") {
+    const auto dir   = test::make_tiny_checkpoint(Family::Dream);
+    const auto model = Model::load(dir.string(), BackendKind::Cpu, 1);
+    const std::vector<std::vector<int32_t>> prompts{prompt_ids(model->config(), 7, 4)};
+    RecordingSink rec;
+    Session       session(*model, &rec);
+    session.start(prompts, dyllm_params());
+    session.run();
+
+    std::ostringstream chrome;
+    write_chrome_trace(chrome, rec.events());
+    const auto j = nlohmann::json::parse(chrome.str());
+    CHECK(j["metadata"]["method"] == "dyllm");
+    CHECK(j["metadata"]["n_layer"] == model->config().n_layer);
+    size_t x_ops = 0;
+    for (const auto& e : j["traceEvents"])
+        if (e.value("cat", "") == "op") {
+            ++x_ops;
+            CHECK(e["dur"].get<double>() >= 0.0);
+        }
+    size_t n_ops = 0;
+    for (const auto& e : rec.events()) n_ops += record_kind(e) == RecordKind::OpTiming;
+    CHECK(x_ops == n_ops);
+
+    std::ostringstream a, b;
+    write_jsonl(a, rec.events());
+    std::istringstream in(a.str());
+    write_jsonl(b, read_jsonl(in));
+    CHECK(a.str() == b.str());
+}
