@@ -16,9 +16,9 @@ def build(task, n, seed):
     seen, items = set(), []
     while len(items) < n:
         q, a = tasks.sample(rng, task, held_out=True)
-        if q in seen:
+        if tasks.split_key(q) in seen:  # one item per held-out problem (sort multisets, unordered add pairs)
             continue
-        seen.add(q)
+        seen.add(tasks.split_key(q))
         items.append((q, a))
     out = []
     for i, (q, a) in enumerate(items):

@@ -1,0 +1,201 @@
+// Task-suite loading (JSONL with file:line errors), the few-shot prompt rule, the held-out hash split and the
+// answer-extraction rule; all mirror assets/train/tasks.py so that C++ and Python score identically.
+#include "engine/task_suite.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <system_error>
+
+#include "engine/errors.h"
+
+namespace dyllm {
+
+namespace {
+
+std::string where(const std::filesystem::path& f, size_t line) { return f.string() + ":" + std::to_string(line); }
+
+const nlohmann::json& require_key(const nlohmann::json& j, const char* key, const std::string& at) {
+    auto it = j.find(key);
+    if (it == j.end()) throw LoadError(at + ": missing key \"" + key + "\"");
+    return *it;
+}
+
+std::string require_string(const nlohmann::json& j, const char* key, const std::string& at) {
+    const auto& v = require_key(j, key, at);
+    if (!v.is_string()) throw LoadError(at + ": key \"" + key + "\" must be a string (got " + v.type_name() + ")");
+    return v.get<std::string>();
+}
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+
+}  // namespace
+
+TaskSuite load_task_file(const std::filesystem::path& jsonl) {
+    std::ifstream in(jsonl, std::ios::binary);
+    if (!in) throw LoadError(jsonl.string() + ": cannot open task file");
+    TaskSuite suite;
+    suite.name = jsonl.stem().string();
+    suite.file = jsonl;
+    std::string line;
+    size_t      n = 0;
+    while (std::getline(in, line)) {
+        ++n;
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (std::all_of(line.begin(), line.end(), is_space)) continue;
+        const std::string at = where(jsonl, n);
+        nlohmann::json    j;
+        try {
+            j = nlohmann::json::parse(line);
+        } catch (const nlohmann::json::parse_error& e) {
+            throw LoadError(at + ": not valid JSON (" + e.what() + ")");
+        }
+        if (!j.is_object()) throw LoadError(at + ": expected a JSON object, got " + std::string(j.type_name()));
+        TaskItem item;
+        item.prompt = require_string(j, "prompt", at);
+        item.answer = require_string(j, "answer", at);
+        item.task   = require_string(j, "task", at);
+        const auto& s = require_key(j, "shots", at);
+        if (!s.is_number_integer())
+            throw LoadError(at + ": key \"shots\" must be an integer (got " + std::string(s.type_name()) + ")");
+        const int64_t shots = s.get<int64_t>();
+        if (shots < 0 || shots > 1000)
+            throw LoadError(at + ": \"shots\" must be in [0, 1000] (got " + std::to_string(shots) + ")");
+        item.shots  = static_cast<int>(shots);
+        item.source = jsonl.filename().string() + ":" + std::to_string(n);
+        suite.items.push_back(std::move(item));
+    }
+    if (suite.items.empty()) throw LoadError(jsonl.string() + ": task file has no items");
+    return suite;
+}
+
+std::vector<std::string> list_tasks(const std::filesystem::path& dir) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec)) throw LoadError(dir.string() + ": task directory not found");
+    std::vector<std::string> names;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+        if (e.is_regular_file() && e.path().extension() == ".jsonl") names.push_back(e.path().stem().string());
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+std::vector<TaskSuite> load_tasks(const std::filesystem::path& dir, const std::string& name) {
+    const std::vector<std::string> names = list_tasks(dir);
+    if (names.empty()) throw LoadError(dir.string() + ": no *.jsonl task files");
+    std::vector<TaskSuite> out;
+    if (name == "all") {
+        for (const auto& n : names) out.push_back(load_task_file(dir / (n + ".jsonl")));
+        return out;
+    }
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+        std::string known;
+        for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+        throw InputError("--task " + name + ": unknown task (known: " + known + ", or all)");
+    }
+    out.push_back(load_task_file(dir / (name + ".jsonl")));
+    return out;
+}
+
+std::filesystem::path find_tasks_dir(const std::filesystem::path& model_dir) {
+    std::vector<std::filesystem::path> cands;
+    if (!model_dir.empty()) {
+        cands.push_back(model_dir / "tasks");
+        cands.push_back(model_dir / ".." / ".." / "tasks");
+    }
+    if (const char* env = std::getenv("DYLLM_SOURCE_DIR")) cands.push_back(std::filesystem::path(env) / "assets" / "tasks");
+#ifdef DYLLM_SOURCE_DIR
+    cands.push_back(std::filesystem::path(DYLLM_SOURCE_DIR) / "assets" / "tasks");
+#endif
+    std::error_code ec;
+    for (const auto& c : cands)
+        if (std::filesystem::is_directory(c, ec)) return std::filesystem::weakly_canonical(c, ec);
+    return {};
+}
+
+std::string task_query(const TaskItem& item) {
+    const size_t p = item.prompt.rfind("Q: ");
+    return p == std::string::npos ? item.prompt : item.prompt.substr(p + 3);
+}
+
+std::string build_prompt(const TaskSuite& suite, size_t i, int k) {
+    const size_t n = suite.items.size();
+    if (i >= n) throw InputError("task " + suite.name + ": item " + std::to_string(i) + " out of range");
+    if (k < 0 || size_t(k) >= n)
+        throw InputError("--shots " + std::to_string(k) + ": must be in [0, " + std::to_string(n - 1) + "] for task " +
+                         suite.name + " (" + std::to_string(n) + " items; an item cannot be its own example)");
+    std::string out;
+    for (int j = 0; j < k; ++j) {
+        const TaskItem& s = suite.items[(i + n - size_t(k) + size_t(j)) % n];
+        out += "Q: " + task_query(s) + "\nA: " + s.answer + "\n";
+    }
+    return out + "Q: " + task_query(suite.items[i]);
+}
+
+uint32_t fnv1a32(std::string_view s) {
+    uint32_t h = 0x811C9DC5u;  // FNV-1a 32-bit offset basis and prime (same constants as tasks.py)
+    for (unsigned char c : s) {
+        h ^= c;
+        h *= 0x01000193u;
+    }
+    return h;
+}
+
+std::string split_key(std::string_view q) {
+    if (q.substr(0, 4) == "add ") {
+        const std::string body(q.substr(4));
+        const size_t      plus = body.find('+');
+        if (plus != std::string::npos) {
+            char*      end = nullptr;
+            const long a   = std::strtol(body.c_str(), &end, 10);
+            const long b   = std::strtol(body.c_str() + plus + 1, &end, 10);
+            return "add " + std::to_string(std::min(a, b)) + "+" + std::to_string(std::max(a, b));
+        }
+        return std::string(q);
+    }
+    if (q.substr(0, 5) == "sort ") {
+        std::istringstream       ss{std::string(q.substr(5))};
+        std::vector<std::string> xs;
+        for (std::string t; ss >> t;) xs.push_back(t);
+        std::sort(xs.begin(), xs.end());  // Python sorted() on strings: same order for single digits
+        std::string out = "sort";
+        for (const auto& x : xs) out += " " + x;
+        return out;
+    }
+    return std::string(q);
+}
+
+bool is_held_out(std::string_view query) { return fnv1a32(split_key(query)) % kHoldoutMod == 0; }
+
+std::string normalise_whitespace(std::string_view s) {
+    std::string out;
+    bool        pending = false;
+    for (char c : s) {
+        if (is_space(c)) {
+            pending = !out.empty();
+            continue;
+        }
+        if (pending) out += ' ';
+        pending = false;
+        out += c;
+    }
+    return out;
+}
+
+std::string extract_answer(std::string_view text) {
+    std::string  t = normalise_whitespace(text);
+    const size_t p = t.rfind("answer");
+    if (p == std::string::npos) return t;
+    return normalise_whitespace(std::string_view(t).substr(p + 6));
+}
+
+bool answer_matches(std::string_view generated, std::string_view expected) {
+    return extract_answer(generated) == extract_answer(expected);
+}
+
+bool full_match(std::string_view generated, std::string_view expected) {
+    return normalise_whitespace(generated) == normalise_whitespace(expected);
+}
+
+}  // namespace dyllm
