@@ -47,7 +47,7 @@ int cuda_device_count(std::string* why_none) {
         // cudaErrorNoDevice / cudaErrorInsufficientDriver (this machine) mean "no GPU", not a failure; any other
         // error is reported the same way, since the caller can only fall back to the CPU.
         if (why_none) *why_none = cudaGetErrorName(err);
-        (void)cudaGetLastError();  // clear the sticky-free error so later runtime calls start clean
+        (void)cudaGetLastError();  // reset the runtime's last-error state so later calls start clean
         return 0;
     }
     if (n == 0 && why_none) *why_none = "cudaErrorNoDevice";
@@ -174,7 +174,17 @@ public:
                        std::to_string(prop.minor) + ")";
         cudaStream_t s = nullptr;
         CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-        stream_.reset(s);
+        stream_.reset(s, StreamDeleter{});
+        int pools = 0;
+        CUDA_CHECK(cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device));
+        mem_pool_ = pools != 0;
+        if (mem_pool_) {
+            // Keep freed memory in the pool across synchronisations instead of returning it to the driver.
+            cudaMemPool_t pool = nullptr;
+            CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+            uint64_t keep = UINT64_MAX;
+            CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+        }
         cublasHandle_t h = nullptr;
         CUBLAS_CHECK(cublasCreate(&h));
         cublas_.reset(h);
@@ -216,16 +226,25 @@ public:
         DYLLM_ASSERT(rows >= 0 && cols >= 0, "alloc: negative shape [" + std::to_string(rows) + ", " +
                                                   std::to_string(cols) + "]");
         const size_t bytes = size_t(rows) * size_t(cols) * dtype_size(dtype);
+        const size_t size  = std::max<size_t>(bytes, 256);  // never a null pointer
         void*        p     = nullptr;
-        const cudaError_t err = cudaMalloc(&p, std::max<size_t>(bytes, 256));  // never a null pointer
+        // The forward pass allocates and frees temporaries per op. With stream-ordered allocation (cudaMallocAsync
+        // from a pool that keeps its memory) a freed block is reused by later work on the same stream without the
+        // device-wide synchronisation of cudaFree. The deleter holds the stream so it outlives every tensor.
+        const cudaError_t err = mem_pool_ ? cudaMallocAsync(&p, size, stream()) : cudaMalloc(&p, size);
         if (err != cudaSuccess) {
             (void)cudaGetLastError();
             throw BackendError("cuda backend: cannot allocate " + std::to_string(bytes) + " bytes for a [" +
                                std::to_string(rows) + ", " + std::to_string(cols) + "] " + dtype_name(dtype) +
                                " tensor: " + cudaGetErrorName(err));
         }
-        std::shared_ptr<void> owner(p, CudaFree{});
-        if (bytes) CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_.get()));
+        std::shared_ptr<void> owner;
+        if (mem_pool_) {
+            owner = std::shared_ptr<void>(p, [s = stream_](void* q) noexcept { (void)cudaFreeAsync(q, s.get()); });
+        } else {
+            owner = std::shared_ptr<void>(p, CudaFree{});
+        }
+        if (bytes) CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream()));
         return Tensor(TensorView::matrix(p, dtype, Device::Cuda, rows, cols), std::move(owner));
     }
 
@@ -529,7 +548,8 @@ private:
 
     int                                                                   device_;
     std::string                                                           description_;
-    std::unique_ptr<std::remove_pointer_t<cudaStream_t>, StreamDeleter>   stream_;
+    std::shared_ptr<std::remove_pointer_t<cudaStream_t>>                  stream_;  // shared with tensor deleters
+    bool                                                                  mem_pool_ = false;
     std::unique_ptr<std::remove_pointer_t<cublasHandle_t>, CublasDeleter> cublas_;
     std::vector<Tensor>                                                   weights_;
     // Reusable device buffers, one per role so the uploads of one op never overwrite each other.
