@@ -27,14 +27,17 @@ BpeModel::BpeModel(Vocab vocab, const std::vector<std::pair<std::string, std::st
         if (unk_id_ < 0) throw LoadError(where + ".unk_token: '" + opt_.unk_token + "' is not in the vocabulary");
     }
     merges_.reserve(merges.size());
+    std::string concat;
     for (size_t r = 0; r < merges.size(); ++r) {
         const auto& [a, b] = merges[r];
-        const std::string w = where + ".merges[" + std::to_string(r) + "] (\"" + a + " " + b + "\")";
+        // The message prefix is built only on failure: this loop runs ~150k-280k times per load.
+        auto w = [&] { return where + ".merges[" + std::to_string(r) + "] (\"" + a + " " + b + "\")"; };
         const int32_t ia = vocab_.find(a), ib = vocab_.find(b);
-        if (ia < 0) throw LoadError(w + ": token '" + a + "' is not in the vocabulary");
-        if (ib < 0) throw LoadError(w + ": token '" + b + "' is not in the vocabulary");
-        const int32_t inew = vocab_.find(a + b);
-        if (inew < 0) throw LoadError(w + ": merged token '" + a + b + "' is not in the vocabulary");
+        if (ia < 0) throw LoadError(w() + ": token '" + a + "' is not in the vocabulary");
+        if (ib < 0) throw LoadError(w() + ": token '" + b + "' is not in the vocabulary");
+        concat.assign(a).append(b);
+        const int32_t inew = vocab_.find(concat);
+        if (inew < 0) throw LoadError(w() + ": merged token '" + concat + "' is not in the vocabulary");
         merges_[pair_key(ia, ib)] = Merge{int32_t(r), inew};  // a repeated pair keeps its last rank, as in HF
     }
 }
@@ -156,18 +159,18 @@ std::unique_ptr<BpeModel> make_bpe_model(const json& model, const std::string& w
     merges.reserve(jm.size());
     for (size_t r = 0; r < jm.size(); ++r) {
         const json& m = jm[r];
-        const std::string w = where + ".merges[" + std::to_string(r) + "]";
+        auto w = [&] { return where + ".merges[" + std::to_string(r) + "]"; };
         if (m.is_string()) {
             // "a b": exactly one space (HF splits on ' ' and requires two parts).
             const std::string& s  = m.get_ref<const std::string&>();
             const size_t       sp = s.find(' ');
             if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos)
-                throw LoadError(w + ": expected \"left right\" with exactly one space, got \"" + s + "\"");
+                throw LoadError(w() + ": expected \"left right\" with exactly one space, got \"" + s + "\"");
             merges.emplace_back(s.substr(0, sp), s.substr(sp + 1));
         } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
             merges.emplace_back(m[0].get<std::string>(), m[1].get<std::string>());
         } else {
-            throw LoadError(w + ": expected a \"left right\" string or a [\"left\", \"right\"] pair, got " + m.dump());
+            throw LoadError(w() + ": expected a \"left right\" string or a [\"left\", \"right\"] pair, got " + m.dump());
         }
     }
     return std::make_unique<BpeModel>(std::move(vocab), merges, std::move(opt), where);

@@ -81,8 +81,12 @@ Family chat_family(const TokenizeOptions& o, const std::filesystem::path& dir) {
 int run_tokenize(const TokenizeOptions& o) {
     if (o.chat && o.no_chat) throw InputError("--chat and --no-chat contradict each other");
     const std::filesystem::path dir = resolve_model_path(o.model);
-    const std::filesystem::path tj  = std::filesystem::is_directory(dir) ? dir / "tokenizer.json" : dir;
-    if (!std::filesystem::exists(tj)) throw LoadError(tj.string() + ": tokenizer file not found");
+    if (!std::filesystem::exists(dir))
+        throw LoadError(dir.string() + ": no such model directory or tokenizer.json file" +
+                        (o.model.empty() ? std::string(" (the default built-in model)") : std::string()));
+    const std::filesystem::path tj = std::filesystem::is_directory(dir) ? dir / "tokenizer.json" : dir;
+    if (!std::filesystem::exists(tj))
+        throw LoadError(tj.string() + ": not found (the model directory has no tokenizer.json)");
     const auto tok = Tokenizer::load(tj);
 
     if (o.decode) {
