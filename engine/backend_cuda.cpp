@@ -274,6 +274,10 @@ public:
         if (host_weight.device == Device::Cuda) return host_weight;
         DYLLM_ASSERT(host_weight.contiguous(), "prepare_weight: " + name + " " + shp(host_weight) + " is not contiguous");
         const int64_t rows = host_weight.rows(), cols = host_weight.cols();
+        // The same host tensor prepared twice (a tied LM head is the embedding table) is uploaded once.
+        for (const PreparedWeight& pw : prepared_)
+            if (pw.host == host_weight.data && pw.host_dtype == host_weight.dtype && pw.rows == rows && pw.cols == cols)
+                return pw.device;
         if (host_weight.dtype == DType::F32) {
             // F32 checkpoints are stored as BF16 on the device, like the reference's bf16 weights (spec f.10).
             std::vector<uint16_t> bf(size_t(rows * cols));
@@ -281,13 +285,11 @@ public:
             for (size_t i = 0; i < bf.size(); ++i) bf[i] = f32_to_bf16(src[i]);
             Tensor t = alloc(DType::BF16, rows, cols);
             upload(t.view(), bf.data());
-            weights_.push_back(t);
-            return t.view();
+            return keep_weight(host_weight, std::move(t));
         }
         Tensor t = alloc(host_weight.dtype, rows, cols);
         upload(t.view(), host_weight.data);
-        weights_.push_back(t);
-        return t.view();
+        return keep_weight(host_weight, std::move(t));
     }
 
     // ---- ops ----------------------------------------------------------------------------------------------------
@@ -500,7 +502,20 @@ public:
     }
 
 private:
+    struct PreparedWeight {
+        const void* host = nullptr;
+        DType       host_dtype = DType::F32;
+        int64_t     rows = 0, cols = 0;
+        TensorView  device;
+    };
+
     cudaStream_t stream() const { return stream_.get(); }
+
+    TensorView keep_weight(const TensorView& host, Tensor t) {
+        prepared_.push_back(PreparedWeight{host.data, host.dtype, host.rows(), host.cols(), t.view()});
+        weights_.push_back(std::move(t));
+        return weights_.back().view();
+    }
 
     // Like dmat, but for upload/download, which also accept I32 tensors.
     static cuda::Mat dmat_any_layout(const TensorView& v, const char* op, const char* what) {
@@ -552,6 +567,7 @@ private:
     bool                                                                  mem_pool_ = false;
     std::unique_ptr<std::remove_pointer_t<cublasHandle_t>, CublasDeleter> cublas_;
     std::vector<Tensor>                                                   weights_;
+    std::vector<PreparedWeight>                                           prepared_;
     // Reusable device buffers, one per role so the uploads of one op never overwrite each other.
     DeviceBuffer idx_a_, cu_a_, cu_b_, tiles_, mask_, scratch_, out_, rope_freq_;
     int          rope_dim_   = 0;
