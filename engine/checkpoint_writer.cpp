@@ -286,7 +286,7 @@ void write_byte_level_tokenizer_json(const fs::path& path, const ModelConfig& c)
     write_text(path, j.dump(2) + "\n");
 }
 
-std::vector<float> random_tensor_values(const TensorSpec& spec, uint64_t seed) {
+std::vector<float> random_tensor_values(const TensorSpec& spec, uint64_t seed, float weight_std) {
     size_t n = 1;
     for (int64_t d : spec.shape) n *= size_t(d);
     std::vector<float> v(n);
@@ -297,7 +297,7 @@ std::vector<float> random_tensor_values(const TensorSpec& spec, uint64_t seed) {
     // N(0, 0.02): the initializer_range of HF LLaMA/Qwen2 configs. Box-Muller on 53-bit uniforms, written out here so
     // the values are the same with every standard library (std::normal_distribution's algorithm is unspecified).
     std::mt19937_64 rng(splitmix64(seed ^ fnv1a(spec.name)));
-    constexpr double kStd = 0.02;
+    const double kStd = weight_std;
     constexpr double kTwoPi = 6.283185307179586476925286766559;
     for (size_t i = 0; i < n; i += 2) {
         const double u1 = (double(rng() >> 11) + 1.0) * 0x1.0p-53;  // (0, 1]: log never sees 0
@@ -309,7 +309,8 @@ std::vector<float> random_tensor_values(const TensorSpec& spec, uint64_t seed) {
     return v;
 }
 
-void write_random_checkpoint(const fs::path& dir, const ModelConfig& cfg_in, uint64_t seed, DType dtype, int n_shards) {
+void write_random_checkpoint(const fs::path& dir, const ModelConfig& cfg_in, uint64_t seed, DType dtype, int n_shards,
+                             float weight_std) {
     if (dtype != DType::F32 && dtype != DType::F16 && dtype != DType::BF16) {
         throw InputError(std::string("checkpoint dtype ") + dtype_name(dtype) + " is not supported (F32, F16 or BF16)");
     }
@@ -372,7 +373,7 @@ void write_random_checkpoint(const fs::path& dir, const ModelConfig& cfg_in, uin
         write_safetensors(
             dir / file, st,
             [&](size_t i, uint8_t* out, size_t n_bytes) {
-                const std::vector<float> v = random_tensor_values(*src[i], seed);
+                const std::vector<float> v = random_tensor_values(*src[i], seed, weight_std);
                 DYLLM_ASSERT(v.size() * dtype_size(dtype) == n_bytes, "tensor byte count");
                 store(v.data(), v.size(), dtype, out);
             },

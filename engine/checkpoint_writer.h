@@ -31,6 +31,6 @@ void write_byte_level_tokenizer_json(const std::filesystem::path& path, const Mo
 // The float values write_random_checkpoint draws for one tensor (before conversion to the stored dtype): norm
 // weights 1, everything else N(0, 0.02) from a Box-Muller stream over std::mt19937_64 seeded by (seed, tensor name),
 // so values do not depend on sharding or on the order tensors are written in.
-std::vector<float> random_tensor_values(const TensorSpec& spec, uint64_t seed);
+std::vector<float> random_tensor_values(const TensorSpec& spec, uint64_t seed, float weight_std = 0.02f);
 
 }  // namespace dyllm
