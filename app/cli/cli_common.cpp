@@ -316,6 +316,18 @@ void check_prompt_lengths(const std::vector<PromptInput>& prompts, const Diffusi
     }
 }
 
+double json_float(float v) {
+    if (!std::isfinite(v)) return double(v);
+    char buf[32];
+    // 9 significant digits always round-trip a float (FLT_DECIMAL_DIG); fewer usually suffice.
+    for (int prec = 6; prec <= 9; ++prec) {
+        std::snprintf(buf, sizeof buf, "%.*g", prec, double(v));
+        const double d = std::strtod(buf, nullptr);
+        if (static_cast<float>(d) == v) return d;
+    }
+    return double(v);
+}
+
 nlohmann::ordered_json params_to_json(const DiffusionParams& p, Family family) {
     nlohmann::ordered_json j;
     j["gen_length"]   = p.gen_length;
@@ -323,7 +335,7 @@ nlohmann::ordered_json params_to_json(const DiffusionParams& p, Family family) {
     j["n_u"]          = p.steps > 0 ? p.gen_length / p.steps : 0;
     j["block_length"] = p.block_length;
     j["method"]       = method_name(p.method);
-    j["tau"]          = effective_tau(p, family);
+    j["tau"]          = json_float(effective_tau(p, family));
     j["tau_is_default"] = std::isnan(p.tau);
     j["full_steps"]   = p.full_steps;
     j["fullq_every"]  = p.fullq_every;
@@ -331,13 +343,13 @@ nlohmann::ordered_json params_to_json(const DiffusionParams& p, Family family) {
     if (std::isnan(p.conf_threshold))
         j["conf_threshold"] = nullptr;
     else
-        j["conf_threshold"] = p.conf_threshold;
-    j["temperature"]    = p.temperature;
+        j["conf_threshold"] = json_float(p.conf_threshold);
+    j["temperature"]    = json_float(p.temperature);
     j["seed"]           = p.seed;
     j["ignore_eos"]     = p.ignore_eos;
     j["kp"]             = p.kp;
     j["kr"]             = p.kr;
-    j["rho"]            = p.rho;
+    j["rho"]            = json_float(p.rho);
     j["measure_cosine"] = p.measure_cosine;
     return j;
 }
@@ -356,7 +368,7 @@ nlohmann::ordered_json accounting_to_json(const GenerationResult& r) {
         }
         steps.push_back({{"step", s.step},
                          {"kind", step_kind_name(s.kind)},
-                         {"tau", s.tau},
+                         {"tau", json_float(s.tau)},
                          {"seconds", s.seconds},
                          {"flops", s.flops},
                          {"dense_flops", s.dense_flops},

@@ -107,6 +107,8 @@ void check_prompt_lengths(const std::vector<PromptInput>& prompts, const Diffusi
 
 // JSON views shared by the commands' --json outputs. params: every knob, tau resolved to the value in force,
 // conf_threshold null when off. accounting: per step and per layer work from GenerationResult.steps plus totals.
+// A float as the shortest decimal that reads back to the same float (0.99f -> 0.99, not 0.9900000095367432).
+double json_float(float v);
 nlohmann::ordered_json params_to_json(const DiffusionParams& p, Family family);
 nlohmann::ordered_json accounting_to_json(const GenerationResult& r);
 

@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,7 @@
 #include "app/cli/command.h"
 #include "engine/engine.h"
 #include "engine/errors.h"
+#include "engine/task_suite.h"
 
 namespace dyllm::cli {
 namespace {
@@ -113,28 +116,99 @@ std::vector<std::vector<int32_t>> bench_prompts(const Model& model, const BenchO
     return out;
 }
 
-Row run_config(const Model& model, const BenchOptions& o, const Config& cfg) {
-    const auto prompts = bench_prompts(model, o, cfg.batch, cfg.gen_length);
-    auto       run_once = [&] {
-        Session s(model);
-        s.start(prompts, cfg.params);
-        s.run();
-        return s.result();
+// The prompts of a --task run: the suites' held-out items (the shipped files hold only held-out queries, see
+// engine/task_suite.h), each with its own few-shot prompt, the first --limit of each suite.
+struct TaskWork {
+    std::vector<std::vector<int32_t>> prompts;
+    std::vector<std::string>          answers;
+};
+
+TaskWork load_task_work(const Model& model, const BenchOptions& o, int max_gen_length) {
+    if (!model.tokenizer())
+        throw LoadError(model.dir().string() + ": no tokenizer.json (--task needs text prompts and answers)");
+    const std::filesystem::path dir = find_tasks_dir(model.dir());
+    if (dir.empty())
+        throw LoadError("--task " + o.task + ": no task directory next to " + model.dir().string() +
+                        " or under DYLLM_SOURCE_DIR/assets/tasks");
+    TaskWork w;
+    for (const TaskSuite& suite : load_tasks(dir, o.task)) {
+        const size_t n = o.limit > 0 ? std::min(suite.items.size(), size_t(o.limit)) : suite.items.size();
+        for (size_t i = 0; i < n; ++i) {
+            const TaskItem& item = suite.items[i];
+            auto            ids  = encode_prompt(model, item.prompt, !o.no_chat);
+            if (int64_t(ids.size()) + max_gen_length > model.config().max_position)
+                throw InputError(item.source + ": prompt of " + std::to_string(ids.size()) + " tokens + gen length " +
+                                 std::to_string(max_gen_length) + " exceeds max_position " +
+                                 std::to_string(model.config().max_position));
+            w.prompts.push_back(std::move(ids));
+            w.answers.push_back(item.answer);
+        }
+    }
+    if (w.prompts.empty()) throw InputError("--task " + o.task + ": no items");
+    return w;
+}
+
+// Response text for scoring, the same rule as `dyllm eval`: ids up to the first end token (eos, pad and the family's
+// extra end tokens such as <|eot_id|> / <|im_end|>), masks dropped, decoded without special tokens.
+std::string response_text(const Model& model, const SequenceResult& s) {
+    const ModelConfig& c = model.config();
+    std::set<int32_t>  stop(c.extra_eos_ids.begin(), c.extra_eos_ids.end());
+    if (c.eos_id >= 0) stop.insert(c.eos_id);
+    if (c.pad_id >= 0) stop.insert(c.pad_id);
+    std::vector<int32_t> ids;
+    for (int32_t t : s.token_ids) {
+        if (stop.count(t)) break;
+        if (t == c.mask_id) continue;
+        ids.push_back(t);
+    }
+    return model.tokenizer() ? model.tokenizer()->decode(ids, /*skip_special=*/true) : s.text;
+}
+
+// Totals of one repetition: every chunk of `batch` prompts run as one lock-step session.
+struct RepTotals {
+    int64_t generated = 0, non_eos = 0;
+    double  denoise_s = 0, recompute_weighted = 0, cache_bytes = 0;
+    int     nfe = 0, correct = 0, n = 0;
+};
+
+Row run_config(const Model& model, const BenchOptions& o, const Config& cfg, const TaskWork* task) {
+    const std::vector<std::vector<int32_t>> prompts =
+        task ? task->prompts : bench_prompts(model, o, cfg.batch, cfg.gen_length);
+    auto run_rep = [&] {
+        RepTotals t;
+        for (size_t b0 = 0; b0 < prompts.size(); b0 += size_t(cfg.batch)) {
+            const size_t b1 = std::min(prompts.size(), b0 + size_t(cfg.batch));
+            Session      s(model);
+            s.start({prompts.begin() + long(b0), prompts.begin() + long(b1)}, cfg.params);
+            s.run();
+            const GenerationResult r = s.result();
+            t.generated += r.generated_tokens;
+            t.non_eos += r.non_eos_tokens;
+            t.denoise_s += r.denoise_seconds;
+            t.recompute_weighted += r.recompute_fraction * double(r.sequences.size());
+            t.cache_bytes = std::max(t.cache_bytes, r.cache_bytes);
+            t.nfe += r.forward_passes;
+            for (size_t i = 0; i < r.sequences.size(); ++i) {
+                if (task) t.correct += answer_matches(response_text(model, r.sequences[i]), task->answers[b0 + i]);
+                ++t.n;
+            }
+        }
+        return t;
     };
-    (void)run_once();  // warm-up: first-touch of weights and caches, thread pool start
+    (void)run_rep();  // warm-up: first-touch of weights and caches, thread pool start
     std::vector<double> tps, non_eos, denoise;
     Row                 row;
     row.cfg = cfg;
-    double              recompute_sum = 0;
+    double recompute_sum = 0, accuracy_sum = 0;
     for (int r = 0; r < o.reps; ++r) {
-        const GenerationResult res = run_once();
-        const double           t   = res.denoise_seconds;
-        tps.push_back(t > 0 ? double(res.generated_tokens) / t : 0.0);
-        non_eos.push_back(t > 0 ? double(res.non_eos_tokens) / t : 0.0);
-        denoise.push_back(t);
-        recompute_sum += res.recompute_fraction;
-        row.nfe         = res.forward_passes;
-        row.cache_bytes = std::max(row.cache_bytes, res.cache_bytes);
+        const RepTotals t = run_rep();
+        tps.push_back(t.denoise_s > 0 ? double(t.generated) / t.denoise_s : 0.0);
+        non_eos.push_back(t.denoise_s > 0 ? double(t.non_eos) / t.denoise_s : 0.0);
+        denoise.push_back(t.denoise_s);
+        recompute_sum += t.n ? t.recompute_weighted / double(t.n) : 1.0;
+        accuracy_sum += t.n ? double(t.correct) / double(t.n) : 0.0;
+        row.nfe         = t.nfe;
+        row.cache_bytes = std::max(row.cache_bytes, t.cache_bytes);
     }
     row.tps_median  = median(tps);
     row.tps_sd      = sample_sd(tps);
@@ -143,6 +217,8 @@ Row run_config(const Model& model, const BenchOptions& o, const Config& cfg) {
     row.non_eos_tps = median(non_eos);
     row.denoise_s   = median(denoise);
     row.recompute   = recompute_sum / double(o.reps);
+    // Greedy decoding repeats itself, so every repetition scores the same; with --temp > 0 this is the mean.
+    if (task) row.accuracy = accuracy_sum / double(o.reps);
     return row;
 }
 
@@ -222,7 +298,7 @@ nlohmann::ordered_json row_json(const Row& r, const Model& model) {
     if (std::isnan(r.cfg.tau))
         j["tau"] = nullptr;
     else
-        j["tau"] = r.cfg.tau;
+        j["tau"] = json_float(r.cfg.tau);
     j["steps"]              = r.cfg.steps;
     j["gen_length"]         = r.cfg.gen_length;
     j["block_length"]       = r.cfg.block_length;
@@ -295,12 +371,13 @@ void print_csv(const std::vector<Row>& rows, const Model& model) {
 int run_bench(const BenchOptions& o) {
     if (o.output != "md" && o.output != "csv" && o.output != "json")
         throw InputError("-o/--output must be md, csv or json (got '" + o.output + "')");
-    if (!o.task.empty())
-        throw InputError("--task " + o.task +
-                         ": task suites are not available in this build (engine/task_suite.h missing); "
-                         "run without --task to bench on the built-in prompt");
+    if (o.limit < 0) throw InputError("--limit must be >= 0 (got " + std::to_string(o.limit) + ")");
+    if (o.limit > 0 && o.task.empty()) throw InputError("--limit needs --task");
+    if (!o.task.empty() && !o.prompts.empty()) throw InputError("-p and --task exclude each other");
     std::unique_ptr<Model> model   = load_model_for_cli(o.model);
     const std::vector<Config> cfgs = expand_configs(*model, o);  // validates every configuration before any run
+    std::optional<TaskWork>   task;
+    if (!o.task.empty()) task = load_task_work(*model, o, o.fixed.gen_length);
 
     std::fprintf(stderr, "bench: model %s (%s), backend %s, %zu configurations, %d reps + 1 warm-up each\n",
                  model->name().c_str(), family_name(model->config().family), model->backend().description().c_str(),
@@ -313,7 +390,7 @@ int run_bench(const BenchOptions& o) {
         if (tty)
             std::fprintf(stderr, "\rbench: %zu/%zu %-12s steps %d block %d batch %d   ", i + 1, cfgs.size(),
                          method_name(c.method), c.steps, c.block_length, c.batch);
-        Row row = run_config(*model, o, c);
+        Row row = run_config(*model, o, c, task ? &*task : nullptr);
         if (c.method == Method::Original) baseline = row.tps_median > 0 ? std::optional<double>(row.tps_median)
                                                                         : std::nullopt;
         if (baseline) row.speedup = row.tps_median / *baseline;
@@ -346,13 +423,14 @@ const CommandRegistrar kRegistrar{Command{
         app.add_option("--tau", o->taus, "comma-separated tau values for dyllm rows (default: family default)");
         app.add_option("--steps", o->steps, "comma-separated step counts (default: gen length)");
         app.add_option("--block-length", o->blocks, "comma-separated block lengths (default: min(32, gen))");
-        app.add_option("--batch", o->batches, "comma-separated batch sizes (copies of the prompt)")
+        app.add_option("--batch", o->batches,
+                       "comma-separated batch sizes (copies of the prompt; with --task, items per lock-step session)")
             ->capture_default_str();
         app.add_option("-r,--reps", o->reps, "timed repetitions per configuration (plus one warm-up)")
             ->capture_default_str();
         app.add_option("-o,--output", o->output, "md | csv | json")->capture_default_str();
         app.add_option("--task", o->task, "task suite whose held-out prompts are used (accuracy reported)");
-        app.add_option("--limit", o->limit, "number of task items (0 = all)");
+        app.add_option("--limit", o->limit, "items per task suite (0 = all)");
         app.add_option("-p,--prompt", o->prompts, "prompt text instead of the built-in one (repeatable)")
             ->allow_extra_args(false);
         app.add_flag("--no-chat", o->no_chat, "do not apply the chat template");

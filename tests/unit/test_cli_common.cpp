@@ -211,3 +211,11 @@ TEST_CASE("progress line format", "[cli]") {
     CHECK(format_progress(9, 4, 8) == "diffusion step: 4/4 [========] 100%");  // clamped
     CHECK(format_progress(3, 64).size() == std::string("diffusion step: 3/64 [] 4%").size() + 30);
 }
+
+TEST_CASE("json_float prints the shortest decimal that reads back to the float", "[cli]") {
+    CHECK(json_float(0.99f) == 0.99);
+    CHECK(json_float(0.995f) == 0.995);
+    CHECK(json_float(0.25f) == 0.25);
+    for (float v : {0.1f, 1.0f / 3.0f, 123456.789f, 1e-20f, -7.5e7f}) CHECK(static_cast<float>(json_float(v)) == v);
+    CHECK(std::isnan(json_float(NAN)));
+}

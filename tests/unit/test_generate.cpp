@@ -18,11 +18,11 @@
 #include <vector>
 
 #include "engine/checkpoint.h"
-#include "engine/checkpoint_writer.h"
 #include "engine/config.h"
 #include "engine/engine.h"
 #include "engine/errors.h"
 #include "engine/safetensors.h"
+#include "tests/support/tiny_models.h"
 
 namespace fs = std::filesystem;
 using dyllm::Family;
@@ -54,9 +54,8 @@ void scale_tensor(const fs::path& file, const std::string& name, float factor) {
     FAIL("tensor " << name << " not found in " << file);
 }
 
-// A random checkpoint with the byte-level tokenizer, written once per family into a temp dir.
-// Sizes: 2 layers, n_embd 64, 4 heads (Dream: 2 KV heads, GQA 2:1), ffn 128, vocab 300 (>= 256 bytes + specials):
-// small enough that a 16-token generation takes milliseconds, big enough to exercise GQA and both families.
+// The tiny random checkpoint of each family (tests/support/tiny_models.h: LLaDA MHA 2 layers, Dream GQA 4:2 with
+// biases 3 layers, n_embd 64, vocab 300, byte-level tokenizer), written once per family.
 // The LM head is scaled by 10: with N(0, 0.02) weights the logits have std ~0.16 and every position's distribution is
 // nearly uniform, so Dream's negative-entropy scores of different positions agree to ~1e-6, i.e. to within a few
 // float ulps, and last-bit differences (the packed row a sequence lands on in a batch) reorder the unmasking.
@@ -66,19 +65,15 @@ fs::path tiny_model(Family f) {
     static std::map<Family, fs::path> dirs;
     auto it = dirs.find(f);
     if (it != dirs.end()) return it->second;
-    const fs::path dir = fs::temp_directory_path() /
-                         ("dyllm_test_generate_" + std::to_string(::getpid()) + "_" + dyllm::family_name(f));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    dyllm::ModelConfig cfg = dyllm::small_config(f, 2, 64, 4, f == Family::Dream ? 2 : 4, 128, 300);
-    dyllm::write_random_checkpoint(dir, cfg, /*seed=*/1234, dyllm::DType::F32);
-    dyllm::write_byte_level_tokenizer_json(dir / "tokenizer.json", cfg);
+    const fs::path dir = dyllm::test::make_tiny_checkpoint(f, dyllm::DType::F32, 1, /*seed=*/1234);
     // Head tensor names: LLaDA model.transformer.ff_out.weight (spec c.1), Dream lm_head.weight (spec c.2).
     scale_tensor(dir / "model.safetensors",
                  f == Family::LLaDA ? "model.transformer.ff_out.weight" : "lm_head.weight", 10.0f);
     dirs[f] = dir;
     return dir;
 }
+
+int n_layer_of(Family f) { return dyllm::parse_config(tiny_model(f) / "config.json").n_layer; }
 
 struct CliRun {
     int         status = -1;  // exit status; 128 + signal when killed by a signal
@@ -190,7 +185,7 @@ TEST_CASE("generate --json: schema, unmask invariants, determinism", "[generate]
             REQUIRE(acc["steps"].size() == 8);
             for (const json& st : acc["steps"]) {
                 require_keys(st, {"step", "kind", "tau", "seconds", "flops", "dense_flops", "layers"});
-                REQUIRE(st["layers"].size() == 2);  // n_layer of the tiny model
+                REQUIRE(st["layers"].size() == size_t(n_layer_of(f)));
                 for (const json& l : st["layers"])
                     require_keys(l, {"query_rows", "kv_rows", "attn_exact_rows", "attn_approx_rows", "ffn_rows",
                                      "flops"});
@@ -324,14 +319,12 @@ TEST_CASE("bad input: non-zero exit and one clear error line", "[generate][cli]"
     if (!have_cli()) return;
     const fs::path good = tiny_model(Family::LLaDA);
     // A corrupt copy: the safetensors file cut to 100 bytes (its header claims far more).
-    const fs::path bad = fs::temp_directory_path() / ("dyllm_test_generate_corrupt_" + std::to_string(::getpid()));
-    fs::remove_all(bad);
-    fs::create_directories(bad);
+    const fs::path bad = dyllm::test::make_temp_dir("generate-corrupt");
     for (const auto& e : fs::directory_iterator(good)) fs::copy_file(e.path(), bad / e.path().filename());
     fs::resize_file(bad / "model.safetensors", 100);
     // A prompt longer than the model's positions.
     const int      max_pos = dyllm::parse_config(good / "config.json").max_position;
-    const fs::path long_prompt = bad.string() + "_long.txt";
+    const fs::path long_prompt = dyllm::test::make_temp_dir("generate-long") / "long.txt";
     {
         std::ofstream f(long_prompt);
         f << std::string(size_t(max_pos) + 10, 'a') << "\n";
@@ -373,8 +366,6 @@ TEST_CASE("bad input: non-zero exit and one clear error line", "[generate][cli]"
         CHECK(lines[0].find(c.needle) != std::string::npos);
         CHECK(r.out.empty());
     }
-    fs::remove_all(bad);
-    fs::remove(long_prompt);
 }
 
 TEST_CASE("bench: rows carry the documented keys; original is the speed-up baseline", "[bench][cli]") {
