@@ -18,11 +18,12 @@ struct Scratch {
 }  // namespace
 
 void attention_approx(CMatF q, const int32_t* q_seq, CMatF k, CMatF dv, const int32_t* sal_k, const int32_t* cu_sal,
-                      const int32_t* cu_k, int n_seq, CMatF c_old, AttnDims dims, MatF c_new, ThreadPool& pool) {
+                      const int32_t* cu_k, int n_seq, CMatF c_old, AttnDims dims, MatF c_new, ThreadPool& pool,
+                      int row_block) {
     if (q.rows == 0) return;
-    const detail::AttnPlan plan = detail::plan_attention(q_seq, q.rows, cu_k, n_seq, dims.n_head);
+    const int              R    = row_block > 0 ? row_block : detail::kAttnRowBlock;
+    const detail::AttnPlan plan = detail::plan_attention(q_seq, q.rows, cu_k, n_seq, dims.n_head, R);
     const int              D    = dims.head_dim;
-    const int              R    = detail::kAttnRowBlock;
     std::vector<Scratch>   scratch(size_t(pool.size()));
     pool.parallel_for(int64_t(plan.tasks.size()), [&](int64_t ti, int thread) {
         const detail::AttnTask& t    = plan.tasks[size_t(ti)];

@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
     struct MM {
         int64_t n, k, m;
     };
-    std::vector<MM> mms = {{768, 4096, 4096}, {768, 4096, 12288}, {768, 12288, 4096}, {32, 4096, 4096}};
+    std::vector<MM> mms = {{768, 4096, 4096}, {768, 4096, 12288}, {768, 12288, 4096}, {3072, 4096, 4096}, {32, 4096, 4096}};
     if (quick) mms = {{256, 1024, 1024}, {16, 1024, 1024}};
     for (const MM& s : mms) {
         const auto         x  = randv(size_t(s.n * s.k), 1);
@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
         std::printf("matmul n=%-4lld k=%-5lld m=%-5lld cpu::matmul f32            %8.2f ms %7.1f GFLOP/s (%.0f%% of raw)%s\n",
                     (long long)s.n, (long long)s.k, (long long)s.m, t_f32 * 1e3, flop / t_f32 * 1e-9,
                     100.0 * t_raw / t_f32, per_core(flop).c_str());
-        for (int64_t panel : {64, 128, 256, 512, 1024}) {
+        for (int64_t panel : {128, 256, 512, 1024, 2048}) {
             const double t = best_time(reps, [&] {
                 matmul(xm, ConstMat{wb.data(), ElemType::BF16, s.m, s.k, s.k}, ConstMat{}, ym, pool, panel);
             });
@@ -135,12 +135,14 @@ int main(int argc, char** argv) {
         for (int64_t i = 0; i < nq; ++i) q_seq[size_t(i)] = int32_t(i / a.L);
         const AttnDims d{a.H, a.Hkv, a.D};
         const double   flop = 4.0 * double(nq) * a.L * a.H * a.D;  // QK^T and PV, 2 flops per multiply-add
-        const double   t    = best_time(reps, [&] {
-            attention(CMatF{q.data(), nq, qd, qd}, q_seq.data(), CMatF{k.data(), nq, kvd, kvd},
-                      CMatF{v.data(), nq, kvd, kvd}, cu_k.data(), a.n_seq, d, MatF{out.data(), nq, qd, qd}, pool);
-        });
-        std::printf("attention seqs=%d L=%d H=%d Hkv=%d D=%d                %8.2f ms %7.1f GFLOP/s%s\n", a.n_seq, a.L,
-                    a.H, a.Hkv, a.D, t * 1e3, flop / t * 1e-9, per_core(flop).c_str());
+        for (int rb : {8, 16, 32, 64}) {
+            const double t = best_time(reps, [&] {
+                attention(CMatF{q.data(), nq, qd, qd}, q_seq.data(), CMatF{k.data(), nq, kvd, kvd},
+                          CMatF{v.data(), nq, kvd, kvd}, cu_k.data(), a.n_seq, d, MatF{out.data(), nq, qd, qd}, pool, rb);
+            });
+            std::printf("attention seqs=%d L=%d H=%d Hkv=%d D=%d row_block=%-2d    %8.2f ms %7.1f GFLOP/s%s\n", a.n_seq,
+                        a.L, a.H, a.Hkv, a.D, rb, t * 1e3, flop / t * 1e-9, per_core(flop).c_str());
+        }
         // Approximate attention with 10% of the keys salient (DyLLM's typical salient fraction is a few percent).
         std::vector<int32_t> sal_k, cu_sal = {0};
         for (int b = 0; b < a.n_seq; ++b) {

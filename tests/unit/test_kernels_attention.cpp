@@ -116,8 +116,9 @@ TEST_CASE("reference attention_approx: hand-computed column-sparse update", "[ke
 TEST_CASE("optimised attention equals the reference", "[kernels][attention]") {
     const size_t si      = GENERATE(range(size_t(0), shapes().size()));
     const int    threads = GENERATE(1, 2, 3);
+    const int    rblock  = GENERATE(0, 5);  // the default row block, and an odd one (tails of the 4-row tiles)
     const Shape& s       = shapes()[si];
-    CAPTURE(si, s.n_head, s.n_kv_head, s.head_dim, threads);
+    CAPTURE(si, s.n_head, s.n_kv_head, s.head_dim, threads, rblock);
     const Batch   bt  = make_batch(s.q_len, s.k_len, 0);
     const int64_t qd  = int64_t(s.n_head) * s.head_dim, kvd = int64_t(s.n_kv_head) * s.head_dim;
     const auto    q   = random_floats(size_t(bt.nq * qd), 1, -3.0f, 3.0f);
@@ -127,7 +128,7 @@ TEST_CASE("optimised attention equals the reference", "[kernels][attention]") {
     ThreadPool         pool(threads);
     const AttnDims     d{s.n_head, s.n_kv_head, s.head_dim};
     attention(cm(q, bt.nq, qd), bt.q_seq.data(), cm(k, bt.nk, kvd), cm(v, bt.nk, kvd), bt.cu_k.data(), bt.n_seq, d,
-              mm(out, bt.nq, qd), pool);
+              mm(out, bt.nq, qd), pool, rblock);
     ref::attention(cm(q, bt.nq, qd), bt.q_seq.data(), cm(k, bt.nk, kvd), cm(v, bt.nk, kvd), bt.cu_k.data(), d,
                    mm(outr, bt.nq, qd));
     const int max_k = *std::max_element(s.k_len.begin(), s.k_len.end());
@@ -143,8 +144,9 @@ TEST_CASE("optimised attention_approx equals the reference", "[kernels][attentio
     const int    sal_every = GENERATE(0, 1, 3);  // empty salient sets, all keys salient, a third of them
     const int    threads   = GENERATE(1, 2);
     const bool   in_place  = GENERATE(false, true);
+    const int    rblock    = GENERATE(0, 3);
     const Shape& s         = shapes()[si];
-    CAPTURE(si, s.n_head, s.n_kv_head, s.head_dim, sal_every, threads, in_place);
+    CAPTURE(si, s.n_head, s.n_kv_head, s.head_dim, sal_every, threads, in_place, rblock);
     const Batch   bt = make_batch(s.q_len, s.k_len, sal_every);
     const int64_t qd = int64_t(s.n_head) * s.head_dim, kvd = int64_t(s.n_kv_head) * s.head_dim;
     const auto    q     = random_floats(size_t(bt.nq * qd), 4, -3.0f, 3.0f);
@@ -157,7 +159,7 @@ TEST_CASE("optimised attention_approx equals the reference", "[kernels][attentio
     const AttnDims d{s.n_head, s.n_kv_head, s.head_dim};
     attention_approx(cm(q, bt.nq, qd), bt.q_seq.data(), cm(k, bt.nk, kvd), cm(dv, bt.ns, kvd), bt.sal_k.data(),
                      bt.cu_sal.data(), bt.cu_k.data(), bt.n_seq, in_place ? cm(c_new, bt.nq, qd) : cm(c_old, bt.nq, qd),
-                     d, mm(c_new, bt.nq, qd), pool);
+                     d, mm(c_new, bt.nq, qd), pool, rblock);
     ref::attention_approx(cm(q, bt.nq, qd), bt.q_seq.data(), cm(k, bt.nk, kvd), cm(dv, bt.ns, kvd), bt.sal_k.data(),
                           bt.cu_sal.data(), bt.cu_k.data(), cm(c_old, bt.nq, qd), d, mm(c_ref, bt.nq, qd));
     const int max_k = *std::max_element(s.k_len.begin(), s.k_len.end());
