@@ -509,7 +509,12 @@ private:
         TensorView  device;
     };
 
-    cudaStream_t stream() const { return stream_.get(); }
+    // The stream of every op. The current device is per host thread and the engine may run on a worker thread, so
+    // each op selects this backend's device first (a cheap call when it is already current).
+    cudaStream_t stream() const {
+        if (device_ != 0) CUDA_CHECK(cudaSetDevice(device_));
+        return stream_.get();
+    }
 
     TensorView keep_weight(const TensorView& host, Tensor t) {
         prepared_.push_back(PreparedWeight{host.data, host.dtype, host.rows(), host.cols(), t.view()});
