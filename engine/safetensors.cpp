@@ -238,6 +238,13 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Safe
     for (int i = 0; i < 8; ++i) len[i] = uint8_t(uint64_t(text.size()) >> (8 * i));
     f.write(reinterpret_cast<const char*>(len), 8);
     f.write(text.data(), std::streamsize(text.size()));
+    if (!fill) {
+        f.close();
+        std::error_code ec;
+        std::filesystem::resize_file(path, 8 + text.size() + offset, ec);  // extends with zeros, sparse where possible
+        if (ec) throw LoadError(path.string() + ": cannot extend to " + std::to_string(offset) + " data bytes: " + ec.message());
+        return;
+    }
     std::vector<uint8_t> buf;
     uint64_t             pos = 0;
     for (size_t i = 0; i < tensors.size(); ++i) {

@@ -62,6 +62,8 @@ private:
 
 // Writer: the header (padded with spaces to a multiple of 8 bytes, as the safetensors library does, so every tensor is
 // aligned), then each tensor's bytes in the given order, produced by fill(i, out) into a buffer of exactly its size.
+// An empty fill leaves the data section as a hole of zeros (a sparse file): full-size layouts for tests of the
+// loader's memory use without writing gigabytes.
 struct SafetensorsTensorSpec {
     std::string          name;
     DType                dtype = DType::F32;
