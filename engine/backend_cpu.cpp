@@ -103,7 +103,6 @@ struct F32Out {
     std::vector<float> buf;
     MatF               m;
     TensorView         dst;
-    int64_t            ld = 0;
     void               finish() {
         if (buf.empty()) return;
         for (int64_t i = 0; i < m.rows; ++i)

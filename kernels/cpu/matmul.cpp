@@ -27,7 +27,9 @@ void add_bias(ConstMat bias, MatF y) {
 void matmul(CMatF x, ConstMat w, ConstMat bias, MatF y, ThreadPool& pool, int64_t panel_rows) {
     if (y.rows == 0 || y.cols == 0) return;
     const int64_t k = x.cols;
-    if (w.type == ElemType::F32) {
+    if (k == 0) {  // an empty sum (BLAS rejects leading dimensions of 0)
+        for (int64_t i = 0; i < y.rows; ++i) std::fill(y.row(i), y.row(i) + y.cols, 0.0f);
+    } else if (w.type == ElemType::F32) {
         sgemm_nt(x, CMatF{static_cast<const float*>(w.data), w.rows, w.cols, w.ld}, y);
     } else {
         panel_rows = std::max<int64_t>(1, std::min(panel_rows, y.cols));

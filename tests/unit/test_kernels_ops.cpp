@@ -78,6 +78,7 @@ TEST_CASE("optimised matmul equals the reference", "[kernels][matmul]") {
     // (n, k, m): 1, odd sizes, sizes off any block or panel multiple (panel 256), an empty row set, one larger case.
     const auto [n, k, m] = GENERATE(table<int64_t, int64_t, int64_t>({{1, 1, 1},
                                                                      {0, 16, 8},
+                                                                     {3, 0, 4},
                                                                      {1, 64, 300},
                                                                      {3, 5, 7},
                                                                      {17, 33, 257},
