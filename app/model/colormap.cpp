@@ -26,7 +26,7 @@ Rgb viridis(float t) {
     return out;
 }
 
-Rgb viridis_on_dark(float t) { return viridis(0.12f + 0.88f * std::clamp(t, 0.f, 1.f)); }
+Rgb viridis_on_dark(float t) { return viridis(0.22f + 0.78f * std::clamp(t, 0.f, 1.f)); }
 
 Rgb diverging(float t) {
     t = std::clamp(t, -1.f, 1.f);

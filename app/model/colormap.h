@@ -10,7 +10,7 @@ using Rgb = std::array<float, 3>;
 // Viridis, t in [0, 1] (clamped). Degree-6 polynomial fit of matplotlib's viridis table (Matt Zucconi's public fit);
 // within ~1% of the table, enough for a display colormap.
 Rgb viridis(float t);
-// Viridis restricted to [0.12, 1]: the darkest purple disappears on the studio's dark background.
+// Viridis restricted to [0.22, 1]: the darkest purple disappears on the studio's dark background.
 Rgb viridis_on_dark(float t);
 // Blue (t = -1) - light grey (0) - red (+1), t clamped to [-1, 1].
 Rgb diverging(float t);

@@ -9,6 +9,7 @@
 #include <stb_image_write.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -107,6 +108,10 @@ int main(int argc, char** argv) {
     cli.add_option("--method", opt.method, "original|dyllm|fast-prefix|fast-dual|dllm-cache")
         ->check(CLI::IsMember({"original", "dyllm", "fast-prefix", "fast-dual", "dllm-cache"}));
     cli.add_option("--tau", opt.tau, "DyLLM cosine threshold (default: family default)");
+    cli.add_option("-n,--gen-length", opt.gen_length, "response length")->check(CLI::PositiveNumber);
+    cli.add_option("--steps", opt.steps, "denoising steps")->check(CLI::PositiveNumber);
+    cli.add_option("--block-length", opt.block_length, "semi-autoregressive block length")->check(CLI::PositiveNumber);
+    cli.add_option("--full-steps", opt.full_steps, "T_full: initial dense steps of dyllm")->check(CLI::PositiveNumber);
     cli.add_option("--screenshot", opt.screenshot, "write a PNG of the window after --frames frames and exit");
     cli.add_option("--frames", opt.frames, "frames to render before the screenshot")->check(CLI::PositiveNumber);
     cli.add_option("--step", opt.step, "engine steps to run (and wait for) before the screenshot")
@@ -172,6 +177,7 @@ int main(int argc, char** argv) {
         int          frames_after_ready = 0;
         bool         ready = !shot;
         FrameStats   stats;
+        std::vector<double> ui_ms, render_ms;  // bench: building the UI vs GL rendering + swap
         double       t_prev = now_s();
         int          bench_done = 0;
 
@@ -203,12 +209,16 @@ int main(int argc, char** argv) {
 
             ImGui_ImplOpenGL3_NewFrame();
             ImGui_ImplGlfw_NewFrame();
+            // Headless runs: the X server's pointer sits mid-screen; keep it off the window so no tooltip covers a panel.
+            if (headless) ImGui::GetIO().MousePos = ImVec2(-FLT_MAX, -FLT_MAX);
             ImGui::NewFrame();
             int fb_w = 0, fb_h = 0;
             glfwGetFramebufferSize(win, &fb_w, &fb_h);
             const ImVec2 disp = ImGui::GetIO().DisplaySize;
+            const double t_ui0 = now_s();
             draw_studio(s, disp.x, disp.y);
             ImGui::Render();
+            const double t_ui1 = now_s();
             glViewport(0, 0, fb_w, fb_h);
             glClearColor(0.05f, 0.05f, 0.06f, 1.f);
             glClear(GL_COLOR_BUFFER_BIT);
@@ -239,6 +249,10 @@ int main(int argc, char** argv) {
                 glfwSetWindowShouldClose(win, 1);
             }
             glfwSwapBuffers(win);
+            if (opt.bench_frames > 0 && bench_done > 10) {
+                ui_ms.push_back((t_ui1 - t_ui0) * 1e3);
+                render_ms.push_back((now_s() - t_ui1) * 1e3);
+            }
 
             const double t_now = now_s();
             s.frame_ms         = float((t_now - t_prev) * 1e3);
@@ -250,6 +264,13 @@ int main(int argc, char** argv) {
                 if (bench_done++ > 10) stats.ms.push_back(s.frame_ms);  // skip warm-up frames (font atlas, shaders)
                 if (int(stats.ms.size()) >= opt.bench_frames) {
                     stats.print();
+                    auto mean = [](const std::vector<double>& v) {
+                        double t = 0;
+                        for (double x : v) t += x;
+                        return v.empty() ? 0.0 : t / double(v.size());
+                    };
+                    std::printf("per frame: UI build %.2f ms, GL render + swap %.2f ms (means)\n", mean(ui_ms),
+                                mean(render_ms));
                     const RunEntry* lv = s.live();
                     std::printf("engine: %d steps seen in the newest run, %zu runs, events dropped %llu\n",
                                 lv ? lv->history.steps_ended() : 0, s.runs.size(),

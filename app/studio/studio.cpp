@@ -52,6 +52,10 @@ Studio::Studio(const StudioOptions& o) : opts(o) {
         ui.tau     = o.tau;
         ui.tau_set = true;
     }
+    ui.full_steps   = o.full_steps;
+    ui.gen_length   = o.gen_length;
+    ui.steps        = o.steps;
+    ui.block_length = o.block_length;
     const auto tasks = find_tasks_dir();
     if (!tasks.empty()) examples = load_task_examples(tasks);
     if (!o.prompt.empty()) {

@@ -27,6 +27,7 @@ struct StudioOptions {
     int         bench_frames = 0;      // --bench-frames N
     int         width = 1600, height = 1000;
     int         threads = 0;
+    int         full_steps = 4, gen_length = 64, steps = 64, block_length = 32;  // DiffusionParams defaults
 };
 
 // A finished or running generation as the UI keeps it.

@@ -81,8 +81,9 @@ void draw_canvas(Studio& s, const Rect& r) {
             bg = kColMasked;
         } else {
             const float t = total > 1 ? float(c.unmask_step - 1) / float(total - 1) : 0.f;
-            // Fill strength follows the score, so low-confidence tokens look washed out (0.45 floor keeps the hue).
-            bg = to_col(viridis_on_dark(t), 0.45f + 0.55f * score_unit(c.score));
+            // Fill strength follows the score, so low-confidence tokens look washed out (0.6 floor keeps the hue
+            // readable on the dark background; chosen from screenshots).
+            bg = to_col(viridis_on_dark(t), 0.6f + 0.4f * score_unit(c.score));
         }
         dl->AddRectFilled(p0, p1, bg, 3.f);
         if (!c.masked()) {

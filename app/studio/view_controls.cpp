@@ -13,9 +13,15 @@ namespace dyllm::app {
 
 namespace {
 
+// Label first, then the field (ImGui puts labels after widgets, which reads badly in a row of knobs).
 bool knob_int(const char* label, int* v, int lo, int hi, float width) {
+    ImGui::TextUnformatted(label);
+    ImGui::SameLine(0, 4);
     ImGui::SetNextItemWidth(width);
-    const bool changed = ImGui::DragInt(label, v, 0.25f, lo, hi);
+    char id[32];
+    std::snprintf(id, sizeof id, "##%s", label);
+    const bool changed = ImGui::DragInt(id, v, 0.25f, lo, hi);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("drag or double-click to edit; applies on restart");
     if (changed) *v = *v < lo ? lo : *v > hi ? hi : *v;
     return changed;
 }
@@ -81,9 +87,9 @@ void draw_controls(Studio& s, const Rect& r) {
     if (knob_int("gen", &s.ui.gen_length, 1, 4096, 48)) s.params_dirty = true;
     ImGui::SameLine();
     if (knob_int("steps", &s.ui.steps, 1, 4096, 48)) s.params_dirty = true;
-    ImGui::SameLine();
-    ImGui::TextDisabled("n_u %s", s.ui.steps > 0 && s.ui.gen_length % s.ui.steps == 0
-                                      ? std::to_string(s.ui.gen_length / s.ui.steps).c_str() : "?");
+    ImGui::SameLine(0, 4);
+    ImGui::TextDisabled("(n_u %s)", s.ui.steps > 0 && s.ui.gen_length % s.ui.steps == 0
+                                        ? std::to_string(s.ui.gen_length / s.ui.steps).c_str() : "?");
     ImGui::SameLine();
     if (knob_int("block", &s.ui.block_length, 1, 4096, 44)) s.params_dirty = true;
     ImGui::SameLine(0, 12);

@@ -123,6 +123,15 @@ void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
         dl->AddRectFilled(ImVec2(x0, y0 + 1), ImVec2(x1, y0 + lane_h - 1), op_class_color(int(o.op)));
         if (a.hovered && a.mouse.x >= x0 && a.mouse.x < x1 && a.mouse.y >= y0 && a.mouse.y < y0 + lane_h) hovered = &o;
     }
+    // Lane labels (every lane when they fit).
+    const int label_every = std::max(1, int(13.f / std::max(lane_h, 0.1f)) + 1);
+    for (int lane = 0; lane < n_lanes; lane += label_every) {
+        char ln[12];
+        if (lane == 0) std::snprintf(ln, sizeof ln, "-");
+        else std::snprintf(ln, sizeof ln, "L%d", lane - 1);
+        dl->AddText(ImVec2(a.p0.x + 2, a.p0.y + lane * lane_h + std::max(0.f, (lane_h - 13) * 0.5f)),
+                    IM_COL32(230, 230, 230, 200), ln);
+    }
     dl->PopClipRect();
     dl->AddRect(a.p0, a.p1, kColAxis);
     char lbl[96];

@@ -1,0 +1,118 @@
+// dyllm-studio end to end under Xvfb: --screenshot with 3 engine steps on a tiny random checkpoint, then the PNG is
+// read back and checked: right size, not blank, no error bar, and each panel region shows what the layout puts there
+// (masked token cells in the canvas, histogram bars, salient-map cells, op-class bars in the Time panel).
+#include <catch2/catch.hpp>
+#include <stb_image.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+
+#include "app/model/layout.h"
+#include "support/tiny_models.h"
+
+using namespace dyllm;
+
+namespace {
+
+struct Image {
+    int            w = 0, h = 0;
+    unsigned char* px = nullptr;
+    ~Image() {
+        if (px) stbi_image_free(px);
+    }
+    const unsigned char* at(int x, int y) const { return px + (size_t(y) * w + x) * 3; }
+};
+
+// Pixels of rect r with exactly colour (R, G, B): the panels draw solid, non-antialiased rectangles with these colours.
+int count_colour(const Image& im, const app::Rect& r, int R, int G, int B) {
+    int n = 0;
+    for (int y = int(r.y); y < int(r.bottom()) && y < im.h; ++y)
+        for (int x = int(r.x); x < int(r.right()) && x < im.w; ++x) {
+            const unsigned char* p = im.at(x, y);
+            n += (p[0] == R && p[1] == G && p[2] == B) ? 1 : 0;
+        }
+    return n;
+}
+
+// Mean and variance of the luma over rect r.
+std::pair<double, double> luma_stats(const Image& im, const app::Rect& r) {
+    double s = 0, s2 = 0;
+    long   n = 0;
+    for (int y = int(r.y); y < int(r.bottom()) && y < im.h; ++y)
+        for (int x = int(r.x); x < int(r.right()) && x < im.w; ++x) {
+            const unsigned char* p = im.at(x, y);
+            const double         l = 0.2126 * p[0] + 0.7152 * p[1] + 0.0722 * p[2];
+            s += l;
+            s2 += l * l;
+            ++n;
+        }
+    const double m = n ? s / n : 0;
+    return {m, n ? s2 / n - m * m : 0};
+}
+
+std::string slurp(const std::string& path) {
+    std::ifstream     f(path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+}  // namespace
+
+TEST_CASE("dyllm-studio --screenshot renders every panel after 3 engine steps", "[studio][gui]") {
+    const char* studio = std::getenv("DYLLM_STUDIO");
+    if (!studio || !*studio)
+        FAIL("DYLLM_STUDIO is not set: build the dyllm-studio target (needs libimgui-dev, libglfw3-dev) and run via ctest");
+    if (!std::filesystem::exists(studio)) FAIL(std::string("DYLLM_STUDIO=") + studio + " does not exist");
+    if (std::system("command -v xvfb-run > /dev/null 2>&1") != 0)
+        FAIL("xvfb-run not found: apt-get install xvfb xauth (the studio needs an X display)");
+
+    const auto model = test::make_tiny_checkpoint(Family::LLaDA);
+    const std::string png = "studio_screenshot.png", log = "studio_screenshot.log";
+    std::filesystem::remove(png);
+    // T_full = 1 so steps 2 and 3 are sparse DyLLM steps with cosine tests (spec a.3: step 1 is always FULL).
+    const std::string cmd = std::string("xvfb-run -a -s '-screen 0 1600x1000x24' '") + studio +
+                            "' --screenshot " + png + " --frames 5 --step 3 --size 1600x1000 --full-steps 1 -m '" +
+                            model.string() + "' -p 'Q: add 12+30' > " + log + " 2>&1";
+    const int rc = std::system(cmd.c_str());
+    INFO("command: " << cmd << "\nlog:\n" << slurp(log));
+    REQUIRE(WIFEXITED(rc));
+    REQUIRE(WEXITSTATUS(rc) == 0);
+    REQUIRE(std::filesystem::exists(png));
+
+    Image im;
+    int   n = 0;
+    im.px   = stbi_load(png.c_str(), &im.w, &im.h, &n, 3);
+    REQUIRE(im.px != nullptr);
+    REQUIRE(im.w == 1600);
+    REQUIRE(im.h == 1000);
+
+    const app::StudioLayout L = app::compute_layout(1600, 1000, false);
+    // Not blank: the whole window has structure.
+    const auto whole = luma_stats(im, {0, 0, 1600, 1000});
+    CHECK(whole.second > 100.0);
+    // No red message bar (kMessageBarHeight strip under the controls would be (150, 30, 30)).
+    CHECK(count_colour(im, {0, app::kControlsHeight, 1600, app::kMessageBarHeight}, 150, 30, 30) < 100);
+    // Canvas: 61 of 64 response tokens still masked -> many pixels of the masked-cell grey (70, 72, 78).
+    const int masked_px = count_colour(im, L.canvas, 70, 72, 78);
+    CHECK(masked_px > 61 * 100);
+    // ... and none of that grey outside the canvas band's panels where no tokens are drawn (the Time panel).
+    CHECK(count_colour(im, L.time, 70, 72, 78) < masked_px / 10);
+    // Cosine histograms: bars in the stable blue (90, 150, 230) or salient orange (245, 150, 60).
+    const int bars = count_colour(im, L.cosine, 90, 150, 230) + count_colour(im, L.cosine, 245, 150, 60);
+    CHECK(bars > 200);
+    // Salient map: tested cells in stable blue (52, 84, 130) or salient yellow (255, 196, 40).
+    const int cells = count_colour(im, L.salient, 52, 84, 130) + count_colour(im, L.salient, 255, 196, 40);
+    CHECK(cells > 500);
+    // Time panel: FFN bars (240, 210, 70) appear in the stacked bars / timeline.
+    CHECK(count_colour(im, L.time, 240, 210, 70) > 50);
+    // Panels differ from one another (distinct pixel statistics), the controls bar has text on it.
+    const auto canvas = luma_stats(im, L.canvas), time = luma_stats(im, L.time), ctrl = luma_stats(im, L.controls);
+    CHECK(std::abs(canvas.first - time.first) + std::abs(canvas.second - time.second) > 1.0);
+    CHECK(ctrl.second > 50.0);
+}
