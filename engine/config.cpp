@@ -101,7 +101,7 @@ bool array_contains(const json& j, const char* key, const char* value) {
 
 // LLaDA-8B-Instruct's config.json (OLMo key names, spec c.1). Defaults are those of LLaDA's configuration_llada.py
 // unless noted.
-void parse_llada(const ConfigReader& r, const json& j, ModelConfig& c) {
+void parse_llada(const ConfigReader& r, ModelConfig& c) {
     // Features this engine does not implement would silently change the maths: refuse them by name.
     if (r.get_bool("include_bias", false)) r.fail("key 'include_bias' = true (biases on every linear) is not supported");
     if (r.get_bool("alibi", false)) r.fail("key 'alibi' = true is not supported (this engine implements RoPE)");
@@ -139,7 +139,6 @@ void parse_llada(const ConfigReader& r, const json& j, ModelConfig& c) {
     c.eos_id  = r.get_token_id("eos_token_id", -1, &c.extra_eos_ids);
     c.pad_id  = r.get_token_id("pad_token_id", -1);
     c.bos_id  = r.get_token_id("bos_token_id", -1);
-    (void)j;
 }
 
 // Dream-v0-Instruct-7B's config.json (Qwen2 key names, spec c.2). Defaults are Qwen2Config's unless noted.
@@ -219,7 +218,7 @@ ModelConfig parse_config(const std::filesystem::path& config_json) {
     }
     const char*  fam = family_name(c.family);
     ConfigReader r(j, file, fam);
-    if (c.family == Family::LLaDA) parse_llada(r, j, c);
+    if (c.family == Family::LLaDA) parse_llada(r, c);
     else parse_dream(r, j, c);
 
     // The family's key names, so every message names the key the user can find in the file.
