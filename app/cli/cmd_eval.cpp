@@ -1,0 +1,191 @@
+// `dyllm eval`: exact-match accuracy of a model on the held-out task suites (assets/tasks/*.jsonl), batched lock-step
+// sessions, with a per-task accuracy + tokens/s table (or one JSON object per task with --json).
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "app/cli/cli_common.h"
+#include "app/cli/command.h"
+#include "engine/engine.h"
+#include "engine/errors.h"
+#include "engine/task_suite.h"
+
+namespace dyllm::cli {
+namespace {
+
+struct EvalOptions {
+    ModelOptions     model;
+    DiffusionOptions diffusion;
+    std::string      task;
+    std::string      tasks_dir;   // "" = found next to the model or in the source tree
+    int              limit = 0;   // 0 = every item
+    int              shots = -1;  // -1 = each item's own shot count
+    int              batch = 16;  // sequences per lock-step session
+    bool             json  = false;
+    bool             verbose = false;
+};
+
+struct TaskScore {
+    std::string name;
+    int         n = 0, correct = 0, full = 0;
+    int64_t     generated_tokens = 0;
+    double      denoise_s = 0, wall_s = 0;
+    int64_t     forward_passes = 0;
+};
+
+// Response text for scoring: ids up to the first EOS / end token (eos, pad and the family's end token such as
+// <|eot_id|> / <|im_end|>), decoded without special tokens. Doing the cut here keeps the rule independent of how
+// SequenceResult::text treats the end token.
+std::string response_text(const Model& model, const SequenceResult& s) {
+    const ModelConfig& c = model.config();
+    std::set<int32_t>  stop(c.extra_eos_ids.begin(), c.extra_eos_ids.end());
+    if (c.eos_id >= 0) stop.insert(c.eos_id);
+    if (c.pad_id >= 0) stop.insert(c.pad_id);
+    std::vector<int32_t> ids;
+    for (int32_t t : s.token_ids) {
+        if (stop.count(t)) break;
+        if (t == c.mask_id) continue;
+        ids.push_back(t);
+    }
+    const Tokenizer* tok = model.tokenizer();
+    return tok ? tok->decode(ids, /*skip_special=*/true) : s.text;
+}
+
+TaskScore eval_task(const Model& model, const TaskSuite& suite, const DiffusionParams& params, const EvalOptions& o) {
+    const size_t n = o.limit > 0 ? std::min(suite.items.size(), size_t(o.limit)) : suite.items.size();
+    TaskScore    sc;
+    sc.name = suite.name;
+    std::vector<std::vector<int32_t>> prompts(n);
+    for (size_t i = 0; i < n; ++i) {
+        const int         k    = o.shots < 0 ? suite.items[i].shots : o.shots;
+        const std::string text = build_prompt(suite, i, k);
+        prompts[i]             = encode_prompt(model, text, /*chat=*/true);
+        if (int64_t(prompts[i].size()) + params.gen_length > model.config().max_position)
+            throw InputError(suite.items[i].source + ": prompt of " + std::to_string(prompts[i].size()) +
+                             " tokens + gen length " + std::to_string(params.gen_length) + " exceeds max position " +
+                             std::to_string(model.config().max_position));
+    }
+    for (size_t b0 = 0; b0 < n; b0 += size_t(o.batch)) {
+        const size_t b1 = std::min(n, b0 + size_t(o.batch));
+        std::vector<std::vector<int32_t>> chunk(prompts.begin() + long(b0), prompts.begin() + long(b1));
+        Session session(model);
+        session.start(chunk, params);
+        session.run();
+        const GenerationResult r = session.result();
+        sc.generated_tokens += r.generated_tokens;
+        sc.denoise_s += r.denoise_seconds;
+        sc.forward_passes += r.forward_passes;
+        for (size_t i = 0; i < r.sequences.size(); ++i) {
+            const TaskItem&   item = suite.items[b0 + i];
+            const std::string text = response_text(model, r.sequences[i]);
+            const bool        ok   = answer_matches(text, item.answer);
+            sc.correct += ok;
+            sc.full += full_match(text, item.answer);
+            if (o.verbose)
+                std::fprintf(stderr, "%s %s | got: %s | want: %s\n", ok ? "OK  " : "FAIL", item.source.c_str(),
+                             text.c_str(), item.answer.c_str());
+        }
+        sc.n += int(r.sequences.size());
+    }
+    sc.wall_s = sc.denoise_s;
+    return sc;
+}
+
+int run_eval(const EvalOptions& o) {
+    const DiffusionParams params = to_diffusion_params(o.diffusion);
+    if (o.batch <= 0) throw InputError("--batch must be positive (got " + std::to_string(o.batch) + ")");
+    if (o.limit < 0) throw InputError("--limit must be >= 0 (got " + std::to_string(o.limit) + ")");
+    if (o.task.empty()) throw InputError("--task is required (a task name or all)");
+
+    std::unique_ptr<Model> model = load_model_for_cli(o.model, o.json);
+    validate_params(params, model->config());
+    if (!model->tokenizer())
+        throw LoadError(model->dir().string() + ": no tokenizer.json (eval needs text prompts and answers)");
+    const std::filesystem::path dir = o.tasks_dir.empty() ? find_tasks_dir(model->dir()) : std::filesystem::path(o.tasks_dir);
+    if (dir.empty())
+        throw LoadError("no task directory found next to " + model->dir().string() +
+                        " or under DYLLM_SOURCE_DIR/assets/tasks; pass --tasks-dir DIR");
+    const std::vector<TaskSuite> suites = load_tasks(dir, o.task);
+
+    const Family family = model->config().family;
+    const float  tau    = effective_tau(params, family);
+    std::vector<TaskScore> scores;
+    for (const auto& s : suites) {
+        if (!o.json) std::fprintf(stderr, "eval: %s (%zu items)...\n", s.name.c_str(), s.items.size());
+        scores.push_back(eval_task(*model, s, params, o));
+        if (o.json) {
+            const TaskScore&       t = scores.back();
+            nlohmann::ordered_json j;
+            j["task"]         = t.name;
+            j["n"]            = t.n;
+            j["accuracy"]     = t.n ? double(t.correct) / t.n : 0.0;
+            j["full_match"]   = t.n ? double(t.full) / t.n : 0.0;
+            j["tokens_per_s"] = t.denoise_s > 0 ? double(t.generated_tokens) / t.denoise_s : 0.0;
+            j["method"]       = method_name(params.method);
+            j["tau"]          = params.method == Method::DyLLM ? nlohmann::ordered_json(tau) : nlohmann::ordered_json();
+            j["steps"]        = params.steps;
+            j["gen_length"]   = params.gen_length;
+            j["block_length"] = params.block_length;
+            j["shots"]        = o.shots < 0 ? nlohmann::ordered_json("file") : nlohmann::ordered_json(o.shots);
+            j["batch"]        = o.batch;
+            j["model"]        = model->name();
+            j["family"]       = family_name(family);
+            j["backend"]      = model->backend().name();
+            j["denoise_s"]    = t.denoise_s;
+            j["forward_passes"] = t.forward_passes;
+            std::fprintf(stdout, "%s\n", j.dump().c_str());
+            std::fflush(stdout);
+        }
+    }
+    if (o.json) return 0;
+
+    std::printf("model %s (%s), method %s", model->name().c_str(), family_name(family), method_name(params.method));
+    if (params.method == Method::DyLLM) std::printf(", tau %.4g", tau);
+    std::printf(", gen %d, steps %d, block %d, shots %s, batch %d\n\n", params.gen_length, params.steps,
+                params.block_length, o.shots < 0 ? "file" : std::to_string(o.shots).c_str(), o.batch);
+    std::printf("| task | n | accuracy | full match | tokens/s | denoise s |\n");
+    std::printf("|------|--:|---------:|-----------:|---------:|----------:|\n");
+    TaskScore all;
+    all.name = "all";
+    for (const auto& t : scores) {
+        all.n += t.n;
+        all.correct += t.correct;
+        all.full += t.full;
+        all.generated_tokens += t.generated_tokens;
+        all.denoise_s += t.denoise_s;
+    }
+    if (scores.size() > 1) scores.push_back(all);
+    for (const auto& t : scores)
+        std::printf("| %s | %d | %.3f | %.3f | %.1f | %.2f |\n", t.name.c_str(), t.n,
+                    t.n ? double(t.correct) / t.n : 0.0, t.n ? double(t.full) / t.n : 0.0,
+                    t.denoise_s > 0 ? double(t.generated_tokens) / t.denoise_s : 0.0, t.denoise_s);
+    return 0;
+}
+
+const CommandRegistrar kRegistrar{Command{
+    "eval", [](CLI::App& app) -> std::function<int()> {
+        app.description("exact-match accuracy on the held-out task suites (assets/tasks)");
+        auto o = std::make_shared<EvalOptions>();
+        add_model_options(app, o->model);
+        add_diffusion_options(app, o->diffusion);
+        app.add_option("--task", o->task, "task name (file stem under the tasks dir) or all")->required();
+        app.add_option("--tasks-dir", o->tasks_dir, "directory of <task>.jsonl files (default: found automatically)");
+        app.add_option("--limit", o->limit, "items per task (0 = all)")->capture_default_str();
+        app.add_option("--shots", o->shots,
+                       "solved examples per prompt, taken from the preceding items (-1 = each item's own prompt)")
+            ->capture_default_str();
+        app.add_option("--batch", o->batch, "sequences per lock-step session")->capture_default_str();
+        app.add_flag("--json", o->json, "print one JSON object per task on stdout");
+        app.add_flag("-v,--verbose", o->verbose, "print every item's response and verdict on stderr");
+        return [o] { return run_eval(*o); };
+    }}};
+
+}  // namespace
+}  // namespace dyllm::cli
