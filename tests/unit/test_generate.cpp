@@ -432,3 +432,55 @@ TEST_CASE("bench: rows carry the documented keys; original is the speed-up basel
     CHECK(md_lines[0].rfind("| method | tau |", 0) == 0);
     CHECK(md_lines[2].find("| original |") == 0);
 }
+
+TEST_CASE("bench --task: accuracy is reported on the suite's held-out items", "[bench][cli]") {
+    if (!have_cli()) return;
+    // The tiny random model cannot solve anything; the check is that the task path runs and reports a number.
+    const CliRun r = run_cli({"bench", "-m", tiny_model(Family::LLaDA).string(), "--task", "add", "--limit", "3",
+                              "-n", "16", "--methods", "original,dyllm", "--batch", "2", "-r", "1", "-o", "json",
+                              "--backend", "cpu", "-t", "1"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    const json rows = json::parse(r.out);
+    REQUIRE(rows.size() == 2);
+    for (const json& row : rows) {
+        REQUIRE(row["accuracy"].is_number());
+        CHECK(row["accuracy"].get<double>() >= 0.0);
+        CHECK(row["accuracy"].get<double>() <= 1.0);
+        CHECK(row["batch"] == 2);
+    }
+    // 3 items in chunks of 2 -> two lock-step sessions of 16 steps each.
+    CHECK(rows[0]["nfe"] == 32);
+
+    const CliRun bad = run_cli({"bench", "-m", tiny_model(Family::LLaDA).string(), "--task", "nosuchtask", "-n", "16",
+                                "-r", "1", "--backend", "cpu"});
+    CHECK(bad.status != 0);
+    CHECK(bad.status < 128);
+    REQUIRE(nonempty_lines(bad.err).size() == 1);
+    CHECK(bad.err.find("nosuchtask") != std::string::npos);
+
+    // With the built-in trained model (when assets/models holds it), bench scores exactly as `dyllm eval` does on the
+    // same items and knobs: same prompts, same response cut and answer rule.
+    const fs::path builtin = dyllm::resolve_model_path("tiny-llada");
+    if (!fs::exists(builtin / "config.json")) {
+        WARN("built-in tiny-llada not found: skipping the bench-vs-eval accuracy check");
+        return;
+    }
+    const std::vector<std::string> knobs = {"-n", "32", "--steps", "32", "--block-length", "32", "--batch", "4",
+                                            "--limit", "8", "--backend", "cpu", "-t", "1"};
+    std::vector<std::string> bench_args = {"bench", "-m", "tiny-llada", "--task", "add", "--methods", "original",
+                                           "-r", "1", "-o", "json"};
+    bench_args.insert(bench_args.end(), knobs.begin(), knobs.end());
+    std::vector<std::string> eval_args = {"eval", "-m", "tiny-llada", "--task", "add", "--method", "original", "--json"};
+    eval_args.insert(eval_args.end(), knobs.begin(), knobs.end());
+    const CliRun tb = run_cli(bench_args);
+    const CliRun te = run_cli(eval_args);
+    INFO(tb.err << te.err);
+    REQUIRE(tb.status == 0);
+    REQUIRE(te.status == 0);
+    const json bj = json::parse(tb.out);
+    const json ej = json::parse(nonempty_lines(te.out).at(0));
+    REQUIRE(bj.size() == 1);
+    CHECK(ej["n"] == 8);
+    CHECK(bj[0]["accuracy"].get<double>() == Approx(ej["accuracy"].get<double>()));
+}
