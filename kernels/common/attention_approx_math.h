@@ -79,6 +79,24 @@ inline KeyTileMasks build_key_tile_masks(const int32_t* sal_k, const int32_t* cu
     return m;
 }
 
+// (query row, query head) pairs one CTA of the tiled attention kernels holds in registers: 4 warps x 4 units. A CTA
+// takes up to this many query heads of one KV group (the heads that share its K/V tiles) and as many rows of its query
+// tile as fit: rows * heads <= kAttnUnitsPerCta always (the kernel's per-warp register arrays depend on it).
+constexpr int kAttnUnitsPerCta = 16;
+
+DYLLM_HD int attention_heads_per_cta(int n_head, int n_kv_head) {
+    const int g = n_head / n_kv_head;
+    return g < kAttnUnitsPerCta ? g : kAttnUnitsPerCta;
+}
+DYLLM_HD int attention_rows_per_tile(int n_head, int n_kv_head) {
+    return kAttnUnitsPerCta / attention_heads_per_cta(n_head, n_kv_head);
+}
+// CTAs per KV head: the group's heads in chunks of attention_heads_per_cta.
+DYLLM_HD int attention_head_chunks(int n_head, int n_kv_head) {
+    const int g = n_head / n_kv_head, h = attention_heads_per_cta(n_head, n_kv_head);
+    return (g + h - 1) / h;
+}
+
 // A run of consecutive query rows [row0, row0 + n_rows) that all belong to sequence seq; one CTA of the tiled
 // attention kernels per (run, KV head, head chunk).
 struct QueryTile {

@@ -16,6 +16,7 @@ namespace dyllm::cuda {
 constexpr int kAttnWarps    = 4;
 constexpr int kUnitsPerWarp = 4;
 constexpr int kAttnUnits    = kAttnWarps * kUnitsPerWarp;  // (row, head) pairs per CTA
+static_assert(kAttnUnits == kAttnUnitsPerCta, "the host plan (kernels/common) and the kernel agree on CTA units");
 constexpr int kMaxDimChunks = 8;                           // head_dim <= 256
 constexpr int kMaxHeadDim   = 32 * kMaxDimChunks;
 
@@ -42,11 +43,8 @@ inline size_t attention_smem_bytes(int head_dim) {
 }
 
 // Query heads per CTA and query rows per tile for these dims (the host plans the tiles with the row count).
-inline int attention_heads_per_cta(const AttnDims& d) {
-    const int g = d.n_head / d.n_kv_head;
-    return g < kAttnUnits ? g : kAttnUnits;
-}
-inline int attention_rows_per_tile(const AttnDims& d) { return kAttnUnits / attention_heads_per_cta(d); }
+inline int attention_heads_per_cta(const AttnDims& d) { return ::dyllm::attention_heads_per_cta(d.n_head, d.n_kv_head); }
+inline int attention_rows_per_tile(const AttnDims& d) { return ::dyllm::attention_rows_per_tile(d.n_head, d.n_kv_head); }
 
 // Loads rows [row0, row0 + n) of m, columns [col0, col0 + D), widened to fp32, into kv[r * (D + 1) + c].
 __device__ __forceinline__ void load_kv_rows(float* kv, const Mat& m, int64_t row0, int n, int64_t col0, int D) {
@@ -218,9 +216,8 @@ inline cudaError_t attention_launch_config(const AttnDims& d, int n_tiles, dim3&
     if (d.head_dim < 1 || d.head_dim > kMaxHeadDim || d.n_kv_head < 1 || d.n_head < d.n_kv_head ||
         d.n_head % d.n_kv_head != 0)
         return cudaErrorInvalidValue;
-    const int g   = d.n_head / d.n_kv_head;
     heads_per_cta = attention_heads_per_cta(d);
-    n_head_chunks = (g + heads_per_cta - 1) / heads_per_cta;
+    n_head_chunks = attention_head_chunks(d.n_head, d.n_kv_head);
     grid          = dim3(unsigned(n_tiles), unsigned(d.n_kv_head * n_head_chunks));
     smem          = attention_smem_bytes(d.head_dim);
     return cudaSuccess;

@@ -258,6 +258,24 @@ TEST_CASE("query tiles are runs of one sequence of bounded length", "[shared_mat
     CHECK_THROWS_WITH(plan_query_tiles(bad.data(), 2, 3, 16), Catch::Contains("query row 1 has sequence 3"));
 }
 
+TEST_CASE("attention CTA plan: rows x heads fit the kernel's units, chunks cover each KV group", "[shared_math][tiles]") {
+    for (int n_kv = 1; n_kv <= 8; ++n_kv)
+        for (int g = 1; g <= 64; ++g) {
+            const int n_head = g * n_kv;
+            const int h = attention_heads_per_cta(n_head, n_kv), r = attention_rows_per_tile(n_head, n_kv);
+            const int chunks = attention_head_chunks(n_head, n_kv);
+            INFO("n_head " << n_head << ", n_kv_head " << n_kv);
+            CHECK(h >= 1);
+            CHECK(r >= 1);
+            CHECK(h * r <= kAttnUnitsPerCta);
+            CHECK(chunks * h >= g);        // every head of the group is some CTA's
+            CHECK((chunks - 1) * h < g);   // and no chunk is empty
+        }
+    CHECK(attention_rows_per_tile(32, 32) == 16);  // LLaDA (MHA): 16 rows of one head
+    CHECK(attention_heads_per_cta(28, 4) == 7);    // Dream (GQA 7:1): 7 heads x 2 rows
+    CHECK(attention_rows_per_tile(28, 4) == 2);
+}
+
 namespace {
 
 // The approximate attention of one (query row, head) computed the way the CUDA kernel walks it: 64-key tiles, the
