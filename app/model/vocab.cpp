@@ -12,16 +12,35 @@ std::string visible_token_text(const std::string& s) {
         for (size_t i = 0; i < s.size(); ++i) out += "\xC2\xB7";  // U+00B7 middle dot per space
         return out;
     }
-    for (unsigned char ch : s) {
-        if (ch == '\n') out += "\\n";
-        else if (ch == '\t') out += "\\t";
-        else if (ch == '\r') out += "\\r";
-        else if (ch < 0x20 || ch == 0x7f) {
-            static const char* kHex = "0123456789abcdef";
-            out += "\\x";
-            out += kHex[ch >> 4];
-            out += kHex[ch & 15];
-        } else out += char(ch);
+    static const char* kHex = "0123456789abcdef";
+    auto hex_byte = [&](unsigned char ch) {
+        out += "\\x";
+        out += kHex[ch >> 4];
+        out += kHex[ch & 15];
+    };
+    for (size_t i = 0; i < s.size();) {
+        const unsigned char ch = static_cast<unsigned char>(s[i]);
+        if (ch < 0x80) {
+            if (ch == '\n') out += "\\n";
+            else if (ch == '\t') out += "\\t";
+            else if (ch == '\r') out += "\\r";
+            else if (ch < 0x20 || ch == 0x7f) hex_byte(ch);
+            else out += char(ch);
+            ++i;
+            continue;
+        }
+        // A byte-level BPE token may hold part of a multi-byte character: show invalid or truncated UTF-8 as \xNN
+        // instead of letting the font draw '?'.
+        const size_t len = ch >= 0xF0 && ch < 0xF5 ? 4 : ch >= 0xE0 && ch < 0xF0 ? 3 : ch >= 0xC2 && ch < 0xE0 ? 2 : 0;
+        bool ok = len > 0 && i + len <= s.size();
+        for (size_t j = 1; ok && j < len; ++j) ok = (static_cast<unsigned char>(s[i + j]) & 0xC0) == 0x80;
+        if (ok) {
+            out.append(s, i, len);
+            i += len;
+        } else {
+            hex_byte(ch);
+            ++i;
+        }
     }
     return out;
 }

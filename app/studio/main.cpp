@@ -112,6 +112,8 @@ int main(int argc, char** argv) {
     cli.add_option("--steps", opt.steps, "denoising steps")->check(CLI::PositiveNumber);
     cli.add_option("--block-length", opt.block_length, "semi-autoregressive block length")->check(CLI::PositiveNumber);
     cli.add_option("--full-steps", opt.full_steps, "T_full: initial dense steps of dyllm")->check(CLI::PositiveNumber);
+    cli.add_flag("--compare", opt.compare, "run original vs the chosen method on the prompt and open Compare");
+    cli.add_option("--export-dir", opt.export_dir, "headless: write CSV, Chrome trace and JSONL of the run here");
     cli.add_option("--screenshot", opt.screenshot, "write a PNG of the window after --frames frames and exit");
     cli.add_option("--frames", opt.frames, "frames to render before the screenshot")->check(CLI::PositiveNumber);
     cli.add_option("--step", opt.step, "engine steps to run (and wait for) before the screenshot")
@@ -169,9 +171,13 @@ int main(int argc, char** argv) {
         s.load_selected_model();
         // Headless screenshot: run K steps one by one (paused), then render. Interactive and bench: play at once.
         const bool shot = !opt.screenshot.empty();
-        s.restart(!shot);
-        if (shot)
-            for (int k = 0; k < opt.step; ++k) s.worker.step_once();
+        if (opt.compare) {
+            s.start_compare(true, NAN);  // both runs play to the end; the screenshot waits for run B
+        } else {
+            s.restart(!shot);
+            if (shot)
+                for (int k = 0; k < opt.step; ++k) s.worker.step_once();
+        }
 
         const double t_start = now_s();
         int          frames_after_ready = 0;
@@ -198,7 +204,14 @@ int main(int argc, char** argv) {
                 const bool idle      = !s.worker.busy() && s.worker.sink().queued() == 0;
                 const bool stopped   = s.status.state == WorkerState::NoModel || s.status.state == WorkerState::Failed ||
                                      s.status.run_done;
-                if (idle && (seen >= opt.step || stopped)) ready = true;
+                if (opt.compare) {
+                    // Ready when run B of the comparison has finished and its events are in.
+                    const bool b_done = lv && lv->tag == "compare-b" && lv->history.finished();
+                    if ((idle && b_done) || (stopped && !s.compare_queued && s.status.state != WorkerState::Done))
+                        ready = true;
+                } else if (idle && (seen >= opt.step || stopped)) {
+                    ready = true;
+                }
                 if (now_s() - t_start > 300.0) {  // a 5-minute ceiling so CI never hangs on a broken engine
                     std::fprintf(stderr, "dyllm-studio: timed out waiting for %d engine steps (got %d)\n", opt.step,
                                  seen);
@@ -243,6 +256,8 @@ int main(int argc, char** argv) {
                     std::printf("dyllm-studio: wrote %s (%dx%d) at step %d\n", opt.screenshot.c_str(), fb_w, fb_h,
                                 s.view_step);
                 }
+                if (!opt.export_dir.empty())
+                    for (const auto& f : s.export_all(opt.export_dir)) std::printf("dyllm-studio: wrote %s\n", f.c_str());
                 if (!s.message.empty()) std::fprintf(stderr, "dyllm-studio: message bar: %s\n", s.message.c_str());
                 if (rc == 0 && (s.status.state == WorkerState::NoModel || s.status.state == WorkerState::Failed))
                     rc = 2;  // the PNG shows the error, but the requested run did not happen

@@ -116,6 +116,24 @@ void Studio::restart(bool autoplay) {
     selected_token = -1;
 }
 
+void Studio::start_compare(bool original_a, float tau_b) {
+    StartRequest a = make_request(true);
+    a.tag          = "compare-a";
+    compare_second     = make_request(true);
+    compare_second.tag = "compare-b";
+    if (original_a) a.params.method = Method::Original;
+    else compare_second.params.tau = tau_b;
+    message.clear();
+    pending_prompt = a.prompt;
+    pending_answer.clear();
+    worker.start(a);
+    compare_queued = true;
+    cmp_a = cmp_b = -1;
+    follow_live   = true;
+    shown_run_idx = -1;
+    show_compare  = true;
+}
+
 RunEntry* Studio::shown_run() {
     if (shown_run_idx >= 0 && size_t(shown_run_idx) < runs.size()) return runs[size_t(shown_run_idx)].get();
     return live();

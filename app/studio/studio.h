@@ -27,6 +27,8 @@ struct StudioOptions {
     int         bench_frames = 0;      // --bench-frames N
     int         width = 1600, height = 1000;
     int         threads = 0;
+    bool        compare = false;           // --compare: original vs current settings, Compare window open
+    std::string export_dir;                // --export-dir: headless runs write every export there before exiting
     int         full_steps = 4, gen_length = 64, steps = 64, block_length = 32;  // DiffusionParams defaults
 };
 
@@ -90,7 +92,7 @@ struct Studio {
     int  salient_layer = 0;
     bool hist_log_y = false;
     bool lsal_log_y = false;
-    bool time_log_y = false;
+    bool time_log_y = true;  // the first (FULL) steps dwarf sparse ones on a linear axis
     bool show_explain = false, show_compare = false, show_export = false;
     int  cmp_a = -1, cmp_b = -1;
     bool compare_queued = false;      // second compare run waits for the first to finish
@@ -119,6 +121,12 @@ struct Studio {
     void pump_events(double budget_ms);  // pops QueueSink events into the live RunHistory
     void begin_frame();                  // status copy, message bar, compare sequencing, follow-live
     std::string model_spec() const;
+    // Two runs of the current prompt, B started after A finishes: original vs current settings (original_a), or the
+    // current settings vs the same with tau = tau_b.
+    void start_compare(bool original_a, float tau_b);
+    // Writes every CSV table, the Chrome trace and the JSONL of the shown run into dir; returns the files written
+    // (an error goes to the message bar).
+    std::vector<std::string> export_all(const std::string& dir);
     const char* method_name_ui() const;
 };
 

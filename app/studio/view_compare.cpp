@@ -55,35 +55,9 @@ void draw_compare(Studio& s) {
     static float tau_b = 0.98f;
     const bool   idle  = !s.compare_queued && s.status.state != WorkerState::Loading;
     ImGui::BeginDisabled(!idle);
-    if (ImGui::Button("Run original vs current settings")) {
-        StartRequest a = s.make_request(true);
-        a.params.method = Method::Original;
-        a.tag           = "compare-a";
-        s.compare_second     = s.make_request(true);
-        s.compare_second.tag = "compare-b";
-        s.pending_prompt = a.prompt;
-        s.pending_answer.clear();
-        s.worker.start(a);
-        s.compare_queued = true;
-        s.cmp_a = s.cmp_b = -1;
-        s.follow_live     = true;
-        s.shown_run_idx   = -1;
-    }
+    if (ImGui::Button("Run original vs current settings")) s.start_compare(true, NAN);
     ImGui::SameLine();
-    if (ImGui::Button("Run current tau vs tau B")) {
-        StartRequest a = s.make_request(true);
-        a.tag          = "compare-a";
-        s.compare_second            = s.make_request(true);
-        s.compare_second.params.tau = tau_b;
-        s.compare_second.tag        = "compare-b";
-        s.pending_prompt = a.prompt;
-        s.pending_answer.clear();
-        s.worker.start(a);
-        s.compare_queued = true;
-        s.cmp_a = s.cmp_b = -1;
-        s.follow_live     = true;
-        s.shown_run_idx   = -1;
-    }
+    if (ImGui::Button("Run current tau vs tau B")) s.start_compare(false, tau_b);
     ImGui::SameLine();
     ImGui::SetNextItemWidth(140);
     ImGui::SliderFloat("tau B", &tau_b, 0.9f, 0.99999f, "%.5f");

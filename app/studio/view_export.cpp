@@ -44,6 +44,37 @@ void write_file(Studio& s, const std::string& name, F&& body) {
 
 }  // namespace
 
+std::vector<std::string> Studio::export_all(const std::string& dir) {
+    std::vector<std::string> written;
+    RunEntry*                run = shown_run();
+    if (!run || !run->history.has_run()) {
+        message = "export: no run to export";
+        return written;
+    }
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    const RunHistory& h   = run->history;
+    const std::string tag = stamp();
+    auto put = [&](const std::string& name, auto&& body) {
+        const std::string path = (std::filesystem::path(dir) / name).string();
+        std::ofstream     f(path, std::ios::binary);
+        if (f) body(f);
+        if (!f) {
+            message = "export: cannot write " + path;
+            return;
+        }
+        written.push_back(path);
+    };
+    put("histograms-" + tag + ".csv", [&](std::ostream& o) { write_histograms_csv(o, h, -1); });
+    put("step-timings-" + tag + ".csv", [&](std::ostream& o) { write_step_timings_csv(o, h); });
+    put("ops-" + tag + ".csv", [&](std::ostream& o) { write_ops_csv(o, h, -1); });
+    put("salient-counts-" + tag + ".csv", [&](std::ostream& o) { write_salient_counts_csv(o, h); });
+    put("canvas-" + tag + ".csv", [&](std::ostream& o) { write_canvas_csv(o, h, seq); });
+    put("trace-" + tag + ".json", [&](std::ostream& o) { write_chrome_trace(o, h.events()); });
+    put("steps-" + tag + ".jsonl", [&](std::ostream& o) { write_jsonl(o, h.events()); });
+    return written;
+}
+
 void draw_export(Studio& s) {
     ImGui::SetNextWindowSize(ImVec2(440, 330), ImGuiCond_FirstUseEver);
     ImGui::SetNextWindowPos(ImVec2(1100, 560), ImGuiCond_FirstUseEver);
@@ -58,6 +89,13 @@ void draw_export(Studio& s) {
     if (ImGui::Button("PNG of the window", ImVec2(-1, 0)))
         s.png_request = (std::filesystem::path(s.export_dir) / ("dyllm-studio-" + tag + ".png")).string();
     ImGui::BeginDisabled(!run || !run->history.has_run());
+    if (ImGui::Button("everything below (CSV + trace + JSONL)", ImVec2(-1, 0))) {
+        const auto files = s.export_all(s.export_dir);
+        if (!files.empty()) {
+            s.notice       = "wrote " + std::to_string(files.size()) + " files to " + std::string(s.export_dir);
+            s.notice_until = ImGui::GetTime() + 4.0;
+        }
+    }
     ImGui::Separator();
     ImGui::TextDisabled("CSV of a plot (the shown run, step %d)", s.view_step);
     if (run) {

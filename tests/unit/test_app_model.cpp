@@ -289,6 +289,9 @@ TEST_CASE("colormap endpoints and token display", "[app_model]") {
     CHECK(pack_rgba({1.f, 0.f, 0.f}, 1.f) == 0xFF0000FFu);
     CHECK(visible_token_text("a\nb") == "a\\nb");
     CHECK(visible_token_text("  ") == "\xC2\xB7\xC2\xB7");
+    CHECK(visible_token_text("\xE2\x82") == "\\xe2\\x82");          // truncated 3-byte character
+    CHECK(visible_token_text("caf\xC3\xA9") == "caf\xC3\xA9");      // valid UTF-8 kept
+    CHECK(visible_token_text("\x01") == "\\x01");
     Vocab v;
     CHECK(v.display(5) == "#5");
 }
