@@ -18,8 +18,8 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// Non-finite numbers are not valid JSON: write null instead (the spec of this exporter).
-Json jnum(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
+// Non-finite numbers are not valid JSON: written as null.
+Json jnum(double v) { return json_number(v); }
 
 // Process and thread ids of the fixed tracks.
 constexpr int kPidEngine = 1, kPidGpu = 2;
@@ -142,7 +142,7 @@ void write_chrome_trace(std::ostream& os, const std::vector<EventRecord>& events
         args["step"] = n;
         if (s.begin) {
             args["kind"]         = step_kind_name(s.begin->kind);
-            args["tau"]          = jnum(float_for_json(s.begin->tau));
+            args["tau"]          = json_float(s.begin->tau);
             args["n_query_rows"] = s.begin->n_query_rows;
         }
         args["n_rows_tested"] = s.n_rows;
@@ -282,7 +282,8 @@ void write_chrome_trace(std::ostream& os, const std::vector<EventRecord>& events
     meta("thread_name", kPidEngine, kTidSteps, "steps");
     meta("thread_name", kPidEngine, kTidOpsCpu, "ops (cpu)");
     if (!ops_cuda.events.empty()) meta("thread_name", kPidEngine, kTidOpsCuda, "ops (cuda, host-timed)");
-    for (int tid : {kTidRun, kTidSteps, kTidOpsCpu, kTidOpsCuda}) sort_index("thread_sort_index", kPidEngine, tid, tid);
+    for (int tid : {kTidRun, kTidSteps, kTidOpsCpu}) sort_index("thread_sort_index", kPidEngine, tid, tid);
+    if (!ops_cuda.events.empty()) sort_index("thread_sort_index", kPidEngine, kTidOpsCuda, kTidOpsCuda);
     if (!kernels.empty()) {
         meta("process_name", kPidGpu, -1, "GPU (CUPTI)");
         sort_index("process_sort_index", kPidGpu, -1, 1);

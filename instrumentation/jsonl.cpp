@@ -16,10 +16,9 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// JSON has no NaN/inf: write null, read null back as NaN.
-Json jnum(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
-
-Json jfloat(float v) { return jnum(float_for_json(v)); }
+// JSON has no NaN/inf: written as null, read back as NaN.
+Json jnum(double v) { return json_number(v); }
+Json jfloat(float v) { return json_float(v); }
 
 Json jfloats(const std::vector<float>& v) {
     Json a = Json::array();
