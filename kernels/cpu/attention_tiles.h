@@ -8,9 +8,10 @@
 
 namespace dyllm::cpu::detail {
 
-// Query rows per task. 16 rows x 768 keys of fp32 scores (48 KiB) stay in L2 while K and V of one head stream past;
-// measured against 8 and 32 with tests/bench/bench_kernels_cpu.cpp (see the notes in that file).
-constexpr int kAttnRowBlock = 16;
+// Query rows per task: each transposed key tile and each V row is reused across this many query rows. Measured with
+// tests/bench/bench_kernels_cpu.cpp (L = 768, 32 heads x 128, 2 threads, GFLOP/s per core by CPU time):
+// row block 8: 41, 16: 51, 32: 60, 64: 65 (GQA 28/4 heads: 51, 67, 83, 90). The score buffer is 64 x n_keys fp32.
+constexpr int kAttnRowBlock = 64;
 
 struct AttnTask {
     int32_t seq;    // sequence b

@@ -32,6 +32,7 @@ void matmul(CMatF x, ConstMat w, ConstMat bias, MatF y, ThreadPool& pool, int64_
     } else if (w.type == ElemType::F32) {
         sgemm_nt(x, CMatF{static_cast<const float*>(w.data), w.rows, w.cols, w.ld}, y);
     } else {
+        if (panel_rows <= 0) panel_rows = y.rows >= kMatmulSmallN ? kMatmulPanelRows : kMatmulPanelRowsSmall;
         panel_rows = std::max<int64_t>(1, std::min(panel_rows, y.cols));
         // One panel buffer per thread that calls matmul, kept between calls (no page faults per call).
         thread_local std::vector<float> panel;

@@ -1,7 +1,7 @@
 // CPU kernel benchmark (not a test): matmul GFLOP/s for F32 and BF16 weights (per panel size) next to raw
 // cblas_sgemm on the same shapes, and exact/approximate attention GFLOP/s. One line per configuration.
 //   bench_kernels_cpu [--threads N] [--reps R] [--quick]
-// Measured choices recorded in the code: kMatmulPanelRows (kernels/cpu/matmul.h), kAttnRowBlock
+// Measured choices recorded in the code (with the figures): kMatmulPanelRows (kernels/cpu/matmul.h), kAttnRowBlock
 // (kernels/cpu/attention_tiles.h).
 #include <algorithm>
 #include <chrono>
