@@ -92,6 +92,8 @@ def main():
     ap.add_argument("--kv-heads", type=int, default=None)
     ap.add_argument("--ffn", type=int, default=344)
     ap.add_argument("--export-every-min", type=float, default=10.0)
+    ap.add_argument("--resume", default=None, help="continue from a ckpt.pt (model weights; fresh optimizer)")
+    ap.add_argument("--warmup", type=int, default=100, help="linear warmup steps (experiment run B: 100)")
     args = ap.parse_args()
 
     torch.set_num_threads(1)
@@ -104,6 +106,12 @@ def main():
           "head_dim": args.d // args.heads, "ffn": args.ffn, "vocab": len(tok),
           "eps": 1e-5 if fam.name == "llada" else 1e-6, "rope_theta": 10000.0, "qkv_bias": fam.name == "dream"}
     model = TinyMDLM(mc)
+    step0 = 0
+    if args.resume:
+        ck = torch.load(args.resume)
+        model.load_state_dict(ck["model"])
+        step0 = ck["step"]
+        print(f"resumed from {args.resume} at step {step0}", flush=True)
     print(f"family={fam.name} vocab={len(tok)} params={model.n_params()} cfg={mc}", flush=True)
 
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
@@ -122,7 +130,7 @@ def main():
         frac = max(step / args.max_steps, elapsed / wall)
         if frac >= 1.0:
             break
-        warm = 100  # linear warmup steps (experiment run B)
+        warm = args.warmup
         lr = args.lr * min(1.0, (step + 1) / warm) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
         for g in opt.param_groups:
             g["lr"] = lr
@@ -148,13 +156,13 @@ def main():
             print(json.dumps(rec), flush=True)
         if time.time() - last_export > args.export_every_min * 60:
             last_export = time.time()
-            export(model, fam, tok, mc, args.out, {"step": step, "seconds": time.time() - t0, "final": False,
+            export(model, fam, tok, mc, args.out, {"step": step, "step0": step0, "seconds": time.time() - t0, "final": False,
                                                   "loss_ema": ema, "args": vars(args), "log": log})
-            torch.save({"model": model.state_dict(), "step": step}, os.path.join(args.work, "ckpt.pt"))
+            torch.save({"model": model.state_dict(), "step": step0 + step}, os.path.join(args.work, "ckpt.pt"))
             print(f"exported at step {step}", flush=True)
-    export(model, fam, tok, mc, args.out, {"step": step, "seconds": time.time() - t0, "final": True,
+    export(model, fam, tok, mc, args.out, {"step": step, "step0": step0, "seconds": time.time() - t0, "final": True,
                                           "loss_ema": ema, "args": vars(args), "log": log})
-    torch.save({"model": model.state_dict(), "step": step}, os.path.join(args.work, "ckpt.pt"))
+    torch.save({"model": model.state_dict(), "step": step0 + step}, os.path.join(args.work, "ckpt.pt"))
     print(f"done: {step} steps in {time.time() - t0:.0f}s, final loss_ema {ema:.4f}", flush=True)
 
 
