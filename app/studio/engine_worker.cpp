@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "engine/errors.h"
 
@@ -111,6 +114,10 @@ void EngineWorker::set_error(const std::string& msg) {
 }
 
 void EngineWorker::thread_main() {
+    // The UI thread must keep its frame rate while the engine computes on the same cores: the worker (and the CPU
+    // backend's pool threads it creates, which inherit the nice value) runs at nice +5, so the scheduler prefers
+    // the UI and the software rasteriser. Failure (e.g. a sandbox) only costs responsiveness.
+    (void)setpriority(PRIO_PROCESS, pid_t(syscall(SYS_gettid)), 5);
     for (;;) {
         Command c{Command::Play};
         bool    have = false;

@@ -53,9 +53,10 @@ bool write_window_png(GLFWwindow* win, const std::string& path, std::string* err
 void load_fonts() {
     ImGuiIO& io = ImGui::GetIO();
     // DejaVu Sans from the Debian fonts-dejavu-core package when present; ImGui's built-in font otherwise. Latin-1
-    // plus a few symbol ranges (arrows, math, block elements) for token text.
+    // plus a few symbol ranges (arrows, math, block elements) for token text, and U+FFFD, which the tokenizer
+    // uses for byte tokens that are not complete UTF-8.
     static const ImWchar kRanges[] = {0x0020, 0x00FF, 0x2000, 0x206F, 0x2190, 0x21FF, 0x2200, 0x22FF,
-                                      0x2500, 0x259F, 0x25A0, 0x25FF, 0};
+                                      0x2500, 0x259F, 0x25A0, 0x25FF, 0xFFFD, 0xFFFD, 0};
     const char* candidates[] = {"/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
                                 "/usr/share/fonts/TTF/DejaVuSans.ttf"};
     for (const char* path : candidates) {
@@ -186,6 +187,7 @@ int main(int argc, char** argv) {
         std::vector<double> ui_ms, render_ms;  // bench: building the UI vs GL rendering + swap
         double       t_prev = now_s();
         int          bench_done = 0;
+        uint64_t     bench_restarted = 0;
 
         while (!glfwWindowShouldClose(win)) {
             glfwPollEvents();
@@ -275,7 +277,10 @@ int main(int argc, char** argv) {
             t_prev             = t_now;
             if (opt.bench_frames > 0) {
                 // Keep the model generating for the whole benchmark: restart a finished run.
-                if (s.status.run_done) s.restart(true);
+                if (s.status.run_done && s.status.run_serial != bench_restarted) {
+                    bench_restarted = s.status.run_serial;  // once per finished run, not every frame until it starts
+                    s.restart(true);
+                }
                 if (bench_done++ > 10) stats.ms.push_back(s.frame_ms);  // skip warm-up frames (font atlas, shaders)
                 if (int(stats.ms.size()) >= opt.bench_frames) {
                     stats.print();
@@ -287,8 +292,8 @@ int main(int argc, char** argv) {
                     std::printf("per frame: UI build %.2f ms, GL render + swap %.2f ms (means)\n", mean(ui_ms),
                                 mean(render_ms));
                     const RunEntry* lv = s.live();
-                    std::printf("engine: %d steps seen in the newest run, %zu runs, events dropped %llu\n",
-                                lv ? lv->history.steps_ended() : 0, s.runs.size(),
+                    std::printf("engine: %d steps seen in the newest run, %llu runs started, events dropped %llu\n",
+                                lv ? lv->history.steps_ended() : 0, (unsigned long long)s.status.run_serial,
                                 (unsigned long long)s.worker.sink().dropped());
                     glfwSetWindowShouldClose(win, 1);
                 }

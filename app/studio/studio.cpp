@@ -181,7 +181,9 @@ void Studio::begin_frame() {
         message           = status.error;
     }
     // Family default tau once a model is known, unless the user chose one.
-    if (!ui.tau_set && !status.family.empty()) ui.tau = status.family == "dream" ? 0.995f : 0.99f;
+    // (spec project decision 5: LLaDA 0.99, Dream 0.995.)
+    if (!ui.tau_set && !status.family.empty())
+        ui.tau = (status.family == "dream" || status.family == "Dream") ? 0.995f : 0.99f;
 
     RunEntry* lv = live();
     if (lv && !lv->has_result && status.has_result && lv->history.finished() && status.run_tag == lv->tag) {

@@ -65,8 +65,18 @@ void draw_cosine(Studio& s, const Rect& r) {
     const StepData* st    = h.step(k);
     const int       nl    = h.n_layer();
     const ImVec2    avail = ImGui::GetContentRegionAvail();
-    // Grid: aim for cells about 1.7x wider than tall.
-    int cols = std::clamp(int(std::lround(std::sqrt(nl * avail.x / std::max(avail.y, 1.f) / 1.7f))), 1, nl);
+    // Grid: cells about 1.7x wider than tall (readable bars), with few empty cells (chosen from screenshots).
+    int   cols = 1;
+    float best = 1e9f;
+    for (int c = 1; c <= nl; ++c) {
+        const int   rr    = (nl + c - 1) / c;
+        const float ratio = (avail.x / c) / std::max(avail.y / rr, 1.f);
+        const float score = std::fabs(std::log(ratio / 1.7f)) + 1.5f * float(rr * c - nl) / float(nl);
+        if (score < best) {
+            best = score;
+            cols = c;
+        }
+    }
     const int rows   = (nl + cols - 1) / cols;
     const float cw   = avail.x / cols, chh = avail.y / rows;
     const ImVec2 origin = ImGui::GetCursorScreenPos();

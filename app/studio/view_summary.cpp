@@ -53,8 +53,8 @@ void draw_summary(Studio& s, const Rect& r) {
     ImGui::TextDisabled("%s, %s%s", run_label(h).c_str(), h.finished() ? "finished" : "running",
                         s.view_step < h.step_count() ? " (up to the shown step)" : "");
     if (ImGui::BeginTable("##sum", 2, ImGuiTableFlags_SizingStretchProp)) {
-        ImGui::TableSetupColumn("k", 0, 0.9f);
-        ImGui::TableSetupColumn("v", 0, 1.6f);
+        ImGui::TableSetupColumn("k", 0, 0.75f);
+        ImGui::TableSetupColumn("v", 0, 2.0f);
         row("tokens/s", "%.1f  (%d tokens, %s)", sum.tokens_per_s, int(sum.tokens_committed),
             fmt_ms(sum.denoise_seconds).c_str());
         if (const RunEntry* base = find_baseline(s, *run); base && h.info().method != "original") {
@@ -69,8 +69,9 @@ void draw_summary(Studio& s, const Rect& r) {
                 sum.steps_by_kind[size_t(StepKind::CacheRefresh)],
             sum.forward_passes - sum.steps_by_kind[size_t(StepKind::Full)] -
                 sum.steps_by_kind[size_t(StepKind::BlockRefresh)] - sum.steps_by_kind[size_t(StepKind::CacheRefresh)]);
-        row("rows recomputed", "%.1f%% of dense  (%lld / %lld FFN rows)", 100.0 * sum.recompute_fraction,
+        row("rows recomputed", "%.1f%% of dense (%lld / %lld)", 100.0 * sum.recompute_fraction,
             (long long)sum.ffn_rows, (long long)sum.dense_rows);
+        if (ImGui::IsItemHovered()) ImGui::SetTooltip("FFN rows x layers, over what a dense forward would process");
         row("FLOPs", "%s done vs %s dense (%.1f%%)", fmt_si(sum.flops).c_str(), fmt_si(sum.dense_flops).c_str(),
             100.0 * sum.flops_fraction);
         if (run->has_result) row("cache memory", "%s", fmt_si(run->result.cache_bytes, "B").c_str());
