@@ -217,7 +217,9 @@ void EngineWorker::do_load(const Command& c) {
     }
     try {
         std::string note;
+        load_failed_ = true;  // until the load below succeeds
         model_ = Model::load(c.spec, c.backend, c.n_threads, &note);
+        load_failed_ = false;
         auto v = std::make_shared<Vocab>();
         const ModelConfig& cfg = model_->config();
         v->mask_id = cfg.mask_id;
@@ -272,7 +274,8 @@ void EngineWorker::do_load(const Command& c) {
 void EngineWorker::do_start(const StartRequest& r) {
     playing_ = false;
     if (!model_) {
-        set_error("no model loaded: choose a model in the Controls bar (or pass -m DIR)");
+        // After a failed load, that error (naming the file and the problem) stays in the message bar.
+        if (!load_failed_) set_error("no model loaded: choose a model in the Controls bar (or pass -m DIR)");
         return;
     }
     {

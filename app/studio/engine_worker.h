@@ -107,6 +107,7 @@ private:
     std::unique_ptr<Session> session_;
     std::mutex               session_mutex_;  // guards the session_ pointer against cancel_run() from the UI
     bool                     playing_ = false;
+    bool                     load_failed_ = false;
     float                    speed_ = 0;
     int64_t                  last_step_ns_ = 0;
 
