@@ -7,7 +7,7 @@ namespace dyllm {
 
 QueueSink::QueueSink(size_t capacity) : ring_(capacity) {}
 
-void QueueSink::push(EventRecord&& r) {
+void QueueSink::store(EventRecord&& r) {
     if (!ring_.push(std::move(r))) dropped_.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -18,16 +18,8 @@ void QueueSink::on_run_begin(const RunBegin& e) {
         front_.clear();
         back_.clear();
     }
-    push(EventRecord(e));
+    RecordSink::on_run_begin(e);
 }
-
-void QueueSink::on_step_begin(const StepBegin& e) { push(EventRecord(e)); }
-void QueueSink::on_op(const OpTiming& e) { push(EventRecord(e)); }
-void QueueSink::on_layer_saliency(const LayerSaliency& e) { push(EventRecord(to_record(e))); }
-void QueueSink::on_unmask(const Unmask& e) { push(EventRecord(to_record(e))); }
-void QueueSink::on_step_end(const StepEnd& e) { push(EventRecord(e)); }
-void QueueSink::on_run_end(const RunEnd& e) { push(EventRecord(e)); }
-void QueueSink::on_error(const ErrorEvent& e) { push(EventRecord(to_record(e))); }
 
 void QueueSink::on_canvas(const CanvasSnapshot& e) {
     CanvasRecord rec = to_record(e);
@@ -46,7 +38,7 @@ void QueueSink::on_canvas(const CanvasSnapshot& e) {
         // steady state).
         back_[s] = front_[s];
     }
-    push(EventRecord(std::move(rec)));
+    store(EventRecord(std::move(rec)));
 }
 
 std::vector<CanvasRecord> QueueSink::latest_canvases() const {
