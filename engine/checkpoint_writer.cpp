@@ -294,7 +294,7 @@ std::vector<float> random_tensor_values(const TensorSpec& spec, uint64_t seed, f
         std::fill(v.begin(), v.end(), 1.0f);
         return v;
     }
-    // N(0, 0.02): the initializer_range of HF LLaMA/Qwen2 configs. Box-Muller on 53-bit uniforms, written out here so
+    // N(0, weight_std), 0.02 by default: the initializer_range of HF LLaMA/Qwen2 configs. Box-Muller on 53-bit uniforms, written out here so
     // the values are the same with every standard library (std::normal_distribution's algorithm is unspecified).
     std::mt19937_64 rng(splitmix64(seed ^ fnv1a(spec.name)));
     const double kStd = weight_std;

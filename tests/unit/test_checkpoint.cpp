@@ -291,3 +291,13 @@ TEST_CASE("an LLaDA-8B-sized checkpoint opens by mapping, not copying", "[.big][
     const TensorView& head = ck->weights().lm_head;
     CHECK(load_f32(head, size_t(head.numel() - 1)) == 0.0f);  // the last byte of the last shard maps and reads
 }
+
+TEST_CASE("weight_std scales the same random stream", "[checkpoint]") {
+    const auto spec = expected_tensor_specs(test::tiny_config(Family::LLaDA))[1 + 1];  // layer 0 q_proj
+    REQUIRE(spec.role == TensorRole::Wq);
+    const auto a = random_tensor_values(spec, 9);
+    const auto b = random_tensor_values(spec, 9, 0.5f);
+    REQUIRE(a.size() == b.size());
+    // Both are float(std * z) for the same double z, so b = 25 a up to one float rounding each (2^-24 relative).
+    for (size_t i = 0; i < a.size(); ++i) CHECK(std::fabs(b[i] - 25.0f * a[i]) <= 4e-7f * std::fabs(b[i]) + 1e-30f);
+}
