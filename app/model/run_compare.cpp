@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 namespace dyllm::app {
 
@@ -34,10 +35,15 @@ std::string run_label(const RunHistory& h) {
     if (!h.has_run()) return "(no run)";
     std::string label = h.info().method;
     const std::string tau = h.env("tau");
-    if (!tau.empty()) label += " tau=" + tau;
-    else if (const auto* s = h.step(1); s && std::isfinite(s->tau)) {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, " tau=%.4g", double(s->tau));
+    char              buf[32];
+    if (!tau.empty()) {
+        char* end = nullptr;
+        const double v = std::strtod(tau.c_str(), &end);
+        if (end != tau.c_str()) std::snprintf(buf, sizeof buf, " tau=%.6g", v);
+        else std::snprintf(buf, sizeof buf, " tau=%.20s", tau.c_str());
+        label += buf;
+    } else if (const auto* s = h.step(1); s && std::isfinite(s->tau)) {
+        std::snprintf(buf, sizeof buf, " tau=%.6g", double(s->tau));
         label += buf;
     }
     return label;

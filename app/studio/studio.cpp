@@ -52,6 +52,7 @@ Studio::Studio(const StudioOptions& o) : opts(o) {
         ui.tau     = o.tau;
         ui.tau_set = true;
     }
+    ui.speed        = o.speed;
     ui.full_steps   = o.full_steps;
     ui.gen_length   = o.gen_length;
     ui.steps        = o.steps;
@@ -95,7 +96,7 @@ StartRequest Studio::make_request(bool autoplay) const {
     p.block_length = ui.block_length;
     p.conf_threshold = ui.use_threshold ? ui.conf_threshold : NAN;
     p.method       = parse_method(kMethods[ui.method_idx]).value_or(Method::DyLLM);
-    p.tau          = ui.tau;
+    p.tau          = ui.tau_set ? ui.tau : NAN;  // NaN: the engine picks the family default (0.99 / 0.995)
     p.full_steps   = ui.full_steps;
     // Methods without a saliency test still get the cosine histograms (one extra cosine per layer), so the panels
     // can show what DyLLM would decide; DyLLM computes them anyway.

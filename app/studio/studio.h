@@ -27,6 +27,7 @@ struct StudioOptions {
     int         bench_frames = 0;      // --bench-frames N
     int         width = 1600, height = 1000;
     int         threads = 0;
+    float       speed = 0;                 // --speed: steps/s limit (0 = unlimited)
     bool        compare = false;           // --compare: original vs current settings, Compare window open
     std::string export_dir;                // --export-dir: headless runs write every export there before exiting
     int         full_steps = 4, gen_length = 64, steps = 64, block_length = 32;  // DiffusionParams defaults

@@ -85,12 +85,12 @@ void draw_canvas(Studio& s, const Rect& r) {
             // readable on the dark background; chosen from screenshots).
             bg = to_col(viridis_on_dark(t), 0.6f + 0.4f * score_unit(c.score));
         }
-        dl->AddRectFilled(p0, p1, bg, 3.f);
+        dl->AddRectFilled(p0, p1, bg);
         if (!c.masked()) {
             dl->AddText(ImVec2(p0.x + pad, p0.y + 3), text_on(bg | IM_COL32(0, 0, 0, 255)), text.c_str());
-            if (c.unmask_step == k) dl->AddRect(p0, p1, IM_COL32(255, 255, 255, 230), 3.f, 0, 2.f);
+            if (c.unmask_step == k) dl->AddRect(p0, p1, IM_COL32(255, 255, 255, 230), 0.f, 0, 2.f);
         }
-        if (int(i) == s.selected_token) dl->AddRect(p0, p1, IM_COL32(255, 140, 0, 255), 3.f, 0, 2.5f);
+        if (int(i) == s.selected_token) dl->AddRect(p0, p1, IM_COL32(255, 140, 0, 255), 0.f, 0, 2.5f);
         if (mouse.x >= p0.x && mouse.x < p1.x && mouse.y >= p0.y && mouse.y < p1.y && ImGui::IsWindowHovered())
             hovered = int(i);
         x += w + gap;

@@ -58,6 +58,9 @@ void draw_cosine(Studio& s, const Rect& r) {
     if (k != s.view_step)
         ImGui::TextDisabled("showing step %d (step %d is a %s step without a cosine test)", k, s.view_step,
                             h.step(s.view_step) ? step_kind_name(h.step(s.view_step)->kind) : "?");
+    else if (std::fabs(h.step(k)->tau - tau) > 1e-7f)
+        ImGui::TextDisabled("step %d (%s) ran with tau %.5f; red line = new tau %.5f (from the next step)", k,
+                            step_kind_name(h.step(k)->kind), double(h.step(k)->tau), double(tau));
     else ImGui::TextDisabled("step %d (%s)  tau %.5f", k, step_kind_name(h.step(k)->kind), double(tau));
     ImGui::SameLine();
     ImGui::TextDisabled("   x: 1-cos, 1e-7 (left) .. 1 (right); red = tau, drag it to set tau");

@@ -53,7 +53,7 @@ void draw_summary(Studio& s, const Rect& r) {
     ImGui::TextDisabled("%s, %s%s", run_label(h).c_str(), h.finished() ? "finished" : "running",
                         s.view_step < h.step_count() ? " (up to the shown step)" : "");
     if (ImGui::BeginTable("##sum", 2, ImGuiTableFlags_SizingStretchProp)) {
-        ImGui::TableSetupColumn("k", 0, 0.75f);
+        ImGui::TableSetupColumn("k", 0, 0.85f);
         ImGui::TableSetupColumn("v", 0, 2.0f);
         row("tokens/s", "%.1f  (%d tokens, %s)", sum.tokens_per_s, int(sum.tokens_committed),
             fmt_ms(sum.denoise_seconds).c_str());
