@@ -6,6 +6,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "engine/task_suite.h"
+
 namespace dyllm::app {
 
 TaskExamples load_task_examples(const std::filesystem::path& dir, size_t per_file) {
@@ -63,15 +65,10 @@ std::string normalise_whitespace(const std::string& s) {
 }
 
 bool answer_matches(const std::string& response, const std::string& expected) {
-    const std::string want = normalise_whitespace(expected);
-    if (want.empty()) return false;
-    const std::string got = normalise_whitespace(response);
-    if (got == want) return true;
-    std::string lower = got;
-    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-    const size_t at = lower.rfind("answer:");
-    if (at == std::string::npos) return false;
-    return normalise_whitespace(got.substr(at + 7)) == want;
+    // The suite's own rule (engine/task_suite.h, same as `dyllm eval` and the training script), so the studio's
+    // "correct" agrees with the accuracy tables.
+    if (normalise_whitespace(expected).empty()) return false;
+    return dyllm::answer_matches(response, expected);
 }
 
 }  // namespace dyllm::app

@@ -22,8 +22,8 @@ struct TaskExamples {
 // warning; a bad line is skipped with a warning naming file:line and what is wrong.
 TaskExamples load_task_examples(const std::filesystem::path& dir, size_t per_file = 40);
 
-// Whitespace-normalised comparison (runs of whitespace collapsed, ends trimmed): exact match of the whole response, or
-// of the text after the last "answer:" marker (case-insensitive) when the response has one.
+// The task suite's scoring rule (engine/task_suite.h answer_matches: the text after the last "answer" marker, or the
+// whole whitespace-normalised response when there is none); an empty expected answer never matches.
 bool answer_matches(const std::string& response, const std::string& expected);
 std::string normalise_whitespace(const std::string& s);
 

@@ -256,7 +256,9 @@ TEST_CASE("task examples load from JSONL and bad lines are reported with file:li
     std::filesystem::remove_all(dir);
 
     CHECK(answer_matches("  42 ", "42"));
-    CHECK(answer_matches("work 1 2\nAnswer:  42", "42"));
+    CHECK(answer_matches("7+8=15, 7+9+1=17, 4+2+1=7, answer 775", "7+8=15, 7+9+1=17, 4+2+1=7, answer 775"));
+    CHECK(answer_matches("7+8=15, wrong steps, answer  775", "7+8=15, 7+9+1=17, 4+2+1=7, answer 775"));
+    CHECK(!answer_matches("7+8=15, answer 776", "7+8=15, answer 775"));
     CHECK(!answer_matches("420", "42"));
     CHECK(!answer_matches("anything", ""));
     CHECK(load_task_examples("/nonexistent/dir").items.empty());
