@@ -126,7 +126,8 @@ void Studio::start_compare(bool original_a, float tau_b) {
     else compare_second.params.tau = tau_b;
     message.clear();
     pending_prompt = a.prompt;
-    pending_answer.clear();
+    pending_answer = example_idx >= 0 && size_t(example_idx) < examples.items.size()
+                         ? examples.items[size_t(example_idx)].answer : std::string();
     worker.start(a);
     compare_queued = true;
     cmp_a = cmp_b = -1;
@@ -193,7 +194,7 @@ void Studio::begin_frame() {
     }
     if (compare_queued && status.run_done && status.run_tag == "compare-a") {
         compare_queued = false;
-        pending_prompt = compare_second.prompt;
+        pending_prompt = compare_second.prompt;  // pending_answer carries over from run A
         worker.start(compare_second);
     }
     if (RunEntry* r = shown_run()) {

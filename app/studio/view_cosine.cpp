@@ -101,7 +101,6 @@ void draw_cosine(Studio& s, const Rect& r) {
         char id[16];
         std::snprintf(id, sizeof id, "##h%d", l);
         PlotArea a = plot_area(id, cw - 10, chh - title_h - 6);
-        dl->AddRectFilled(a.p0, a.p1, IM_COL32(20, 22, 28, 255));
         auto x_of = [&](float xv) { return a.p0.x + (xv - kXMin) / (kXMax - kXMin) * a.w(); };
         // Salient side of tau (1 - cos > 1 - tau): shaded.
         dl->AddRectFilled(ImVec2(x_of(x_tau), a.p0.y), a.p1, IM_COL32(255, 90, 70, 28));

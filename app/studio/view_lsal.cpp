@@ -31,7 +31,6 @@ void draw_lsal(Studio& s, const Rect& r) {
 
     // ---- bars at step k ----
     PlotArea a = plot_area("##lsalbars", bars_w - 8, avail.y - 16);
-    dl->AddRectFilled(a.p0, a.p1, IM_COL32(20, 22, 28, 255));
     const StepData* sd = h.step(k);
     const float     bw = a.w() / nl;
     for (int l = 0; l < nl; ++l) {
@@ -56,7 +55,6 @@ void draw_lsal(Studio& s, const Rect& r) {
     // ---- lines over steps ----
     ImGui::SameLine();
     PlotArea b = plot_area("##lsallines", avail.x - bars_w - 4, avail.y - 16);
-    dl->AddRectFilled(b.p0, b.p1, IM_COL32(20, 22, 28, 255));
     const int   n_x = std::max(ns, 2);
     auto        x_of = [&](int step) { return b.p0.x + (step - 1) * b.w() / (n_x - 1); };
     auto        y_of = [&](int c) { return b.p1.y - yf(c) * (b.h() - 4) - 2; };

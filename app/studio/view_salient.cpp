@@ -96,17 +96,19 @@ void draw_salient(Studio& s, const Rect& r) {
         }
         fill_states(rec, n_pos, st, cs);
         const float y0 = gy0 + row * ch;
-        // Row background: untested; runs of equal state drawn as one rectangle (keeps big grids cheap).
-        dl->AddRectFilled(ImVec2(gx0, y0), ImVec2(gx0 + gw, y0 + std::max(ch - (ch > 4 ? 1.f : 0.f), 1.f)), kColUntested);
+        // Runs of equal state drawn as one rectangle each, without a row background underneath: keeps big grids cheap
+        // in vertices and in overdraw (software GL is fill-bound).
         int p = first;
         while (p < n_pos) {
             const uint8_t v = st[p];
             int           q = p + 1;
             while (q < n_pos && st[q] == v) ++q;
-            if (v != 0) {
+            {
                 const float x0 = gx0 + (p - first) * cw, x1 = gx0 + (q - first) * cw;
-                dl->AddRectFilled(ImVec2(x0, y0), ImVec2(std::max(x1 - (cw > 4 ? 1.f : 0.f), x0 + 1), y0 + std::max(ch - (ch > 4 ? 1.f : 0.f), 1.f)),
-                                  v == 2 ? kColSalient : kColStable);
+                dl->AddRectFilled(ImVec2(x0, y0),
+                                  ImVec2(std::max(x1 - (cw > 4 ? 1.f : 0.f), x0 + 1),
+                                         y0 + std::max(ch - (ch > 4 ? 1.f : 0.f), 1.f)),
+                                  v == 2 ? kColSalient : v == 1 ? kColStable : kColUntested);
             }
             p = q;
         }

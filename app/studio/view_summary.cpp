@@ -85,7 +85,6 @@ void draw_summary(Studio& s, const Rect& r) {
         ImGui::TextDisabled("rows recomputed per layer");
         PlotArea    a  = plot_area("##layerfrac", ImGui::GetContentRegionAvail().x, 28);
         ImDrawList* dl = ImGui::GetWindowDrawList();
-        dl->AddRectFilled(a.p0, a.p1, IM_COL32(20, 22, 28, 255));
         const float bw = a.w() / nl;
         for (int l = 0; l < nl; ++l) {
             const float f = float(std::clamp(sum.layer_recompute_fraction[l], 0.0, 1.0));

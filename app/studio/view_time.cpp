@@ -22,7 +22,6 @@ struct TimelineView {
 void stacked_bars(Studio& s, const RunHistory& h, float w, float hgt) {
     PlotArea    a  = plot_area("##stacked", w, hgt);
     ImDrawList* dl = ImGui::GetWindowDrawList();
-    dl->AddRectFilled(a.p0, a.p1, IM_COL32(20, 22, 28, 255));
     const int ns = h.step_count();
     if (ns == 0) {
         empty_note(a, "no steps yet");
@@ -84,7 +83,6 @@ void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
     static TimelineView v;
     PlotArea            a  = plot_area("##timeline", w, hgt);
     ImDrawList*         dl = ImGui::GetWindowDrawList();
-    dl->AddRectFilled(a.p0, a.p1, IM_COL32(20, 22, 28, 255));
     const StepData* sd = h.step(s.view_step);
     if (!sd || sd->ops.empty()) {
         empty_note(a, sd ? "no op timings for this step" : "no step selected");
