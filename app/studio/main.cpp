@@ -211,12 +211,18 @@ int main(int argc, char** argv) {
                 const RunEntry* lv   = s.live();
                 const int       seen = lv ? lv->history.steps_ended() : 0;
                 const bool idle      = !s.worker.busy() && s.worker.sink().queued() == 0;
+                // Re-read the status after seeing the worker idle: the copy from begin_frame() may predate its last
+                // command (e.g. still "ready" from the load while the start was executing).
+                s.status = s.worker.status();
+                // Ready with no session once the queue is drained means the start was refused (bad parameters).
                 const bool stopped   = s.status.state == WorkerState::NoModel || s.status.state == WorkerState::Failed ||
-                                     s.status.run_done;
+                                     s.status.state == WorkerState::Ready || s.status.run_done;
                 if (opt.compare) {
                     // Ready when run B of the comparison has finished and its events are in.
                     const bool b_done = lv && lv->tag == "compare-b" && lv->history.finished();
-                    if ((idle && b_done) || (stopped && !s.compare_queued && s.status.state != WorkerState::Done))
+                    const bool refused = s.status.state == WorkerState::NoModel ||
+                                         s.status.state == WorkerState::Failed || s.status.state == WorkerState::Ready;
+                    if (idle && (b_done || refused))
                         ready = true;
                 } else if (idle && (seen >= opt.step || stopped)) {
                     ready = true;
@@ -268,7 +274,8 @@ int main(int argc, char** argv) {
                 if (!opt.export_dir.empty())
                     for (const auto& f : s.export_all(opt.export_dir)) std::printf("dyllm-studio: wrote %s\n", f.c_str());
                 if (!s.message.empty()) std::fprintf(stderr, "dyllm-studio: message bar: %s\n", s.message.c_str());
-                if (rc == 0 && (s.status.state == WorkerState::NoModel || s.status.state == WorkerState::Failed))
+                if (rc == 0 && (s.status.state == WorkerState::NoModel || s.status.state == WorkerState::Failed ||
+                                s.status.state == WorkerState::Ready))
                     rc = 2;  // the PNG shows the error, but the requested run did not happen
                 glfwSetWindowShouldClose(win, 1);
             }

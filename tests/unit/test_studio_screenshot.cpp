@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -76,8 +77,16 @@ std::string studio_or_fail() {
     return studio;
 }
 
+// xvfb-run -a starts its search at display :99, so two test processes starting together (parallel ctest, several
+// build trees) can race for the same display; start each search at a display number derived from the pid.
+std::string xvfb_prefix() {
+    static int calls = 0;
+    const int  start = 100 + int(getpid() % 700) + 3 * calls++;
+    return "xvfb-run -a -n " + std::to_string(start) + " -s '-screen 0 1600x1000x24' ";
+}
+
 int run_studio(const std::string& studio, const std::string& args, const std::string& log) {
-    const std::string cmd = "xvfb-run -a -s '-screen 0 1600x1000x24' '" + studio + "' " + args + " > " + log + " 2>&1";
+    const std::string cmd = xvfb_prefix() + "'" + studio + "' " + args + " > " + log + " 2>&1";
     const int         rc  = std::system(cmd.c_str());
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
@@ -148,7 +157,7 @@ TEST_CASE("dyllm-studio --screenshot renders every panel after 3 engine steps", 
     const std::string png = "studio_screenshot.png", log = "studio_screenshot.log";
     std::filesystem::remove(png);
     // T_full = 1 so steps 2 and 3 are sparse DyLLM steps with cosine tests (spec a.3: step 1 is always FULL).
-    const std::string cmd = "xvfb-run -a -s '-screen 0 1600x1000x24' '" + studio +
+    const std::string cmd = xvfb_prefix() + "'" + studio +
                             "' --screenshot " + png + " --frames 5 --step 3 --size 1600x1000 --full-steps 1 -m '" +
                             model.string() + "' -p 'Q: add 12+30' > " + log + " 2>&1";
     const int rc = std::system(cmd.c_str());
