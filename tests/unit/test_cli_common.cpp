@@ -219,3 +219,11 @@ TEST_CASE("json_float prints the shortest decimal that reads back to the float",
     for (float v : {0.1f, 1.0f / 3.0f, 123456.789f, 1e-20f, -7.5e7f}) CHECK(static_cast<float>(json_float(v)) == v);
     CHECK(std::isnan(json_float(NAN)));
 }
+
+TEST_CASE("a scalar flag given twice keeps the last value; -p accumulates", "[cli]") {
+    const Parsed p = parse({"-n", "8", "-n", "16", "--tau", "0.5", "--tau", "0.9", "-p", "a", "-p", "b"});
+    const DiffusionParams d = to_diffusion_params(p.diff);
+    CHECK(d.gen_length == 16);
+    CHECK(d.tau == Approx(0.9f));
+    CHECK(p.prompt.prompts.size() == 2);
+}
