@@ -85,10 +85,20 @@ std::string xvfb_prefix() {
     return "xvfb-run -a -n " + std::to_string(start) + " -s '-screen 0 1600x1000x24' ";
 }
 
+// Runs dyllm-studio under Xvfb and returns the studio's own exit code. It is written to a file from inside the
+// X session, because xvfb-run sometimes exits 5 ("problem while cleaning up temporary directory") after a clean run.
 int run_studio(const std::string& studio, const std::string& args, const std::string& log) {
-    const std::string cmd = xvfb_prefix() + "'" + studio + "' " + args + " > " + log + " 2>&1";
-    const int         rc  = std::system(cmd.c_str());
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    const std::string rc_file = log + ".rc";
+    std::filesystem::remove(rc_file);
+    const std::string cmd = xvfb_prefix() + "sh -c \"'" + studio + "' " + args + "; echo \\$? > " + rc_file +
+                            "\" > " + log + " 2>&1";
+    if (std::system(cmd.c_str()) != 0) {
+        // xvfb-run's own status; the studio's is in rc_file (see above).
+    }
+    std::ifstream in(rc_file);
+    int           rc = -1;
+    if (!(in >> rc)) return -1;  // the studio never ran (xvfb-run failed before it): the log says why
+    return rc;
 }
 
 }  // namespace
@@ -157,13 +167,11 @@ TEST_CASE("dyllm-studio --screenshot renders every panel after 3 engine steps", 
     const std::string png = "studio_screenshot.png", log = "studio_screenshot.log";
     std::filesystem::remove(png);
     // T_full = 1 so steps 2 and 3 are sparse DyLLM steps with cosine tests (spec a.3: step 1 is always FULL).
-    const std::string cmd = xvfb_prefix() + "'" + studio +
-                            "' --screenshot " + png + " --frames 5 --step 3 --size 1600x1000 --full-steps 1 -m '" +
-                            model.string() + "' -p 'Q: add 12+30' > " + log + " 2>&1";
-    const int rc = std::system(cmd.c_str());
-    INFO("command: " << cmd << "\nlog:\n" << slurp(log));
-    REQUIRE(WIFEXITED(rc));
-    REQUIRE(WEXITSTATUS(rc) == 0);
+    const std::string args = "--screenshot " + png + " --frames 5 --step 3 --size 1600x1000 --full-steps 1 -m '" +
+                             model.string() + "' -p 'Q: add 12+30'";
+    const int rc = run_studio(studio, args, log);
+    INFO("studio " << args << "\nlog:\n" << slurp(log));
+    REQUIRE(rc == 0);
     REQUIRE(std::filesystem::exists(png));
 
     Image im;
