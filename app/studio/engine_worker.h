@@ -76,6 +76,7 @@ public:
 private:
     struct Command {
         enum Kind { Load, Start, Play, Pause, Step, Tau, Speed, Cancel, Quit } kind;
+        Command(Kind k) : kind(k) {}  // NOLINT: implicit on purpose, Command{Command::Play}
         std::string  spec;
         BackendKind  backend = BackendKind::Cpu;
         int          n_threads = 0;

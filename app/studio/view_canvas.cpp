@@ -134,7 +134,7 @@ void draw_token_history(Studio& s) {
     bool        open = true;
     ImGui::SetNextWindowSize(ImVec2(560, 300), ImGuiCond_FirstUseEver);
     ImGui::SetNextWindowPos(ImVec2(380, 120), ImGuiCond_FirstUseEver);
-    char title[96];
+    char title[128];
     std::snprintf(title, sizeof title, "Token %d: saliency history###tokhist", s.selected_token);
     if (ImGui::Begin(title, &open, ImGuiWindowFlags_NoSavedSettings)) {
         const auto& tok = h.tokens(s.seq)[size_t(s.selected_token)];
@@ -160,7 +160,7 @@ void draw_token_history(Studio& s) {
                 }
             }
             for (int l = 0; l < g.layers; l += std::max(1, g.layers / 8)) {
-                char lbl[12];
+                char lbl[16];
                 std::snprintf(lbl, sizeof lbl, "L%d", l);
                 dl->AddText(ImVec2(a.p0.x, a.p0.y + l * ch + (ch - 13) * 0.5f), IM_COL32(200, 200, 200, 255), lbl);
             }

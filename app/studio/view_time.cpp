@@ -124,7 +124,7 @@ void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
     // Lane labels (every lane when they fit).
     const int label_every = std::max(1, int(13.f / std::max(lane_h, 0.1f)) + 1);
     for (int lane = 0; lane < n_lanes; lane += label_every) {
-        char ln[12];
+        char ln[16];
         if (lane == 0) std::snprintf(ln, sizeof ln, "-");
         else std::snprintf(ln, sizeof ln, "L%d", lane - 1);
         dl->AddText(ImVec2(a.p0.x + 2, a.p0.y + lane * lane_h + std::max(0.f, (lane_h - 13) * 0.5f)),
