@@ -155,7 +155,12 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
-// Convenience: tokenizes (with the chat template unless no_chat), runs a session to the end.
+// Tokenizes a prompt, with the family's chat template when chat is true.
 std::vector<int32_t> encode_prompt(const Model& model, const std::string& text, bool chat);
+
+// The visible response text: ids up to the first end token (eos, pad and the family's end-of-turn tokens such as
+// <|eot_id|> / <|im_end|>), [MASK] dropped, decoded without special tokens; "" without a tokenizer. SequenceResult::
+// text, `dyllm eval`, `dyllm bench` and the app all score this text.
+std::string decode_response(const Model& model, const std::vector<int32_t>& response_ids);
 
 }  // namespace dyllm

@@ -1,5 +1,6 @@
 // Model loading: resolve the name, open and validate the checkpoint, create the backend, prepare the weights on it,
 // load the tokenizer when the directory has one, and find the family's end-of-turn tokens.
+#include <algorithm>
 #include <chrono>
 
 #include "engine/errors.h"
@@ -75,6 +76,18 @@ Backend&                     Model::backend() const { return *impl_->backend; }
 const std::string&           Model::name() const { return impl_->name; }
 const std::filesystem::path& Model::dir() const { return impl_->dir; }
 double                       Model::load_seconds() const { return impl_->load_s; }
+
+std::string decode_response(const Model& model, const std::vector<int32_t>& response_ids) {
+    const ModelConfig&   c = model.config();
+    std::vector<int32_t> ids;
+    for (int32_t t : response_ids) {
+        const bool end = t == c.eos_id || t == c.pad_id ||
+                         std::find(c.extra_eos_ids.begin(), c.extra_eos_ids.end(), t) != c.extra_eos_ids.end();
+        if (end) break;
+        if (t != c.mask_id) ids.push_back(t);
+    }
+    return model.tokenizer() ? model.tokenizer()->decode(ids, /*skip_special=*/true) : std::string();
+}
 
 std::vector<int32_t> encode_prompt(const Model& model, const std::string& text, bool chat) {
     const Tokenizer* tok = model.tokenizer();

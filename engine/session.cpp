@@ -560,15 +560,9 @@ GenerationResult Session::result() const {
         sr.token_ids.assign(s.tokens.begin() + s.P, s.tokens.end());
         sr.unmask_step = s.unmask_step, sr.scores = s.scores, sr.steps_run = s.steps_run;
         sr.finished_by_eos = s.by_eos;
-        std::vector<int32_t> visible;
-        for (int32_t t : sr.token_ids) {
-            if (t == cfg.eos_id || std::find(cfg.extra_eos_ids.begin(), cfg.extra_eos_ids.end(), t) != cfg.extra_eos_ids.end()) break;
-            if (t == cfg.mask_id) continue;
-            visible.push_back(t);
-        }
         for (int32_t t : sr.token_ids)
             r.non_eos_tokens += (t != cfg.eos_id && t != cfg.pad_id && t != cfg.mask_id);
-        if (I.model.tokenizer()) sr.text = I.model.tokenizer()->decode(visible, true);
+        sr.text = decode_response(I.model, sr.token_ids);
         r.generated_tokens += s.R;
         r.sequences.push_back(std::move(sr));
     }

@@ -148,22 +148,6 @@ TaskWork load_task_work(const Model& model, const BenchOptions& o, int max_gen_l
     return w;
 }
 
-// Response text for scoring, the same rule as `dyllm eval`: ids up to the first end token (eos, pad and the family's
-// extra end tokens such as <|eot_id|> / <|im_end|>), masks dropped, decoded without special tokens.
-std::string response_text(const Model& model, const SequenceResult& s) {
-    const ModelConfig& c = model.config();
-    std::set<int32_t>  stop(c.extra_eos_ids.begin(), c.extra_eos_ids.end());
-    if (c.eos_id >= 0) stop.insert(c.eos_id);
-    if (c.pad_id >= 0) stop.insert(c.pad_id);
-    std::vector<int32_t> ids;
-    for (int32_t t : s.token_ids) {
-        if (stop.count(t)) break;
-        if (t == c.mask_id) continue;
-        ids.push_back(t);
-    }
-    return model.tokenizer() ? model.tokenizer()->decode(ids, /*skip_special=*/true) : s.text;
-}
-
 // Totals of one repetition: every chunk of `batch` prompts run as one lock-step session.
 struct RepTotals {
     int64_t generated = 0, non_eos = 0;
@@ -189,7 +173,7 @@ Row run_config(const Model& model, const BenchOptions& o, const Config& cfg, con
             t.cache_bytes = std::max(t.cache_bytes, r.cache_bytes);
             t.nfe += r.forward_passes;
             for (size_t i = 0; i < r.sequences.size(); ++i) {
-                if (task) t.correct += answer_matches(response_text(model, r.sequences[i]), task->answers[b0 + i]);
+                if (task) t.correct += answer_matches(r.sequences[i].text, task->answers[b0 + i]);
                 ++t.n;
             }
         }

@@ -40,24 +40,6 @@ struct TaskScore {
     int64_t     forward_passes = 0;
 };
 
-// Response text for scoring: ids up to the first EOS / end token (eos, pad and the family's end token such as
-// <|eot_id|> / <|im_end|>), decoded without special tokens. Doing the cut here keeps the rule independent of how
-// SequenceResult::text treats the end token.
-std::string response_text(const Model& model, const SequenceResult& s) {
-    const ModelConfig& c = model.config();
-    std::set<int32_t>  stop(c.extra_eos_ids.begin(), c.extra_eos_ids.end());
-    if (c.eos_id >= 0) stop.insert(c.eos_id);
-    if (c.pad_id >= 0) stop.insert(c.pad_id);
-    std::vector<int32_t> ids;
-    for (int32_t t : s.token_ids) {
-        if (stop.count(t)) break;
-        if (t == c.mask_id) continue;
-        ids.push_back(t);
-    }
-    const Tokenizer* tok = model.tokenizer();
-    return tok ? tok->decode(ids, /*skip_special=*/true) : s.text;
-}
-
 TaskScore eval_task(const Model& model, const TaskSuite& suite, const DiffusionParams& params, const EvalOptions& o) {
     const size_t n = o.limit > 0 ? std::min(suite.items.size(), size_t(o.limit)) : suite.items.size();
     TaskScore    sc;
@@ -84,7 +66,7 @@ TaskScore eval_task(const Model& model, const TaskSuite& suite, const DiffusionP
         sc.forward_passes += r.forward_passes;
         for (size_t i = 0; i < r.sequences.size(); ++i) {
             const TaskItem&   item = suite.items[b0 + i];
-            const std::string text = response_text(model, r.sequences[i]);
+            const std::string text = r.sequences[i].text;
             const bool        ok   = answer_matches(text, item.answer);
             sc.correct += ok;
             sc.full += full_match(text, item.answer);
