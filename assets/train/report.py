@@ -18,9 +18,20 @@ def model_section(fam):
         return out + ["(not trained)", ""]
     meta = json.load(open(meta_p))
     a = meta["args"]
-    out.append(f"- steps: {meta['step']}, wall: {meta['seconds'] / 60:.1f} min, final loss (EMA): "
-               f"{meta['loss_ema']:.4f}, batch {a['batch']}, lr {a['lr']}, seed {a['seed']}")
     log = meta["log"]
+    m1_p = os.path.join(ROOT, "assets", "train_work", f"meta1_{fam}.json")
+    if meta.get("step0", 0) > 0 and os.path.exists(m1_p):  # two phases: main run + continuation (--resume)
+        m1 = json.load(open(m1_p))
+        out.append(f"- phase 1: {m1['step']} steps, {m1['seconds'] / 60:.1f} min, batch {m1['args']['batch']}, "
+                   f"lr {m1['args']['lr']} (warmup {m1['args'].get('warmup', 100)}, cosine to 0.1x), seed "
+                   f"{m1['args']['seed']}, loss (EMA) {m1['loss_ema']:.4f}")
+        out.append(f"- phase 2 (continuation, fresh AdamW): {meta['step']} steps, {meta['seconds'] / 60:.1f} min, "
+                   f"lr {a['lr']} (warmup {a['warmup']}, cosine to 0.1x), data seed {a['seed']}, final loss (EMA) "
+                   f"{meta['loss_ema']:.4f}")
+        log = m1["log"] + [dict(r, step=r["step"] + meta["step0"], s=r["s"] + m1["seconds"]) for r in log]
+    else:
+        out.append(f"- steps: {meta['step']}, wall: {meta['seconds'] / 60:.1f} min, final loss (EMA): "
+                   f"{meta['loss_ema']:.4f}, batch {a['batch']}, lr {a['lr']}, seed {a['seed']}")
     if log:
         idx = sorted({int(i * (len(log) - 1) / 11) for i in range(12)})
         out += ["", "| step | minutes | loss (EMA) | lr |", "|--:|--:|--:|--:|"]

@@ -15,6 +15,7 @@ for f in llada dream; do
       --wall-minutes "$WALL" > $W/train_$f.log 2>&1 &
 done
 wait
+sh assets/train/phase2.sh 13   # continuation phase (the shipped models had one; see TRAINING.md)
 for f in llada dream; do
   $ENV nice -n 5 $PY assets/train/evaluate.py --model assets/models/tiny-$f --limit 50 --out $W/eval_$f.json \
       > $W/eval_$f.log 2>&1 &
