@@ -113,6 +113,7 @@ TEST_CASE("built-in models reproduce the torch tokenizer and original decoding",
         // fp32 torch vs the C++ engine differ in summation order (~1e-6 relative); a near-tie in the top-1
         // confidence could in principle flip one greedy choice, so one case of the set may differ.
         CHECK(same + 1 >= cases.size());
+        WARN(name << ": " << same << "/" << cases.size() << " responses identical to torch");
     }
 }
 
