@@ -15,6 +15,7 @@
 #include "support/tiny_models.h"
 
 using namespace dyllm;
+using dyllm::test::random_prompt;
 
 namespace {
 
@@ -38,17 +39,6 @@ Run run(const Model& m, const std::vector<std::vector<int32_t>>& prompts, const 
     s.run();
     r.result = s.result();
     return r;
-}
-
-std::vector<int32_t> random_prompt(const ModelConfig& cfg, int n, uint32_t seed) {
-    std::vector<int32_t> p;
-    uint32_t             x = seed * 2654435761u + 1;
-    while (int(p.size()) < n) {
-        x               = x * 1664525u + 1013904223u;
-        const int32_t t = int32_t((x >> 8) % uint32_t(cfg.vocab_size));
-        if (t != cfg.mask_id && t != cfg.eos_id) p.push_back(t);
-    }
-    return p;
 }
 
 // (sequence, position, token) committed at each step.

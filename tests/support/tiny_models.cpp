@@ -71,4 +71,15 @@ fs::path make_tiny_checkpoint(Family f, DType dtype, int n_shards, uint64_t seed
     return make_checkpoint(tiny_config(f), dtype, n_shards, seed);
 }
 
+std::vector<int32_t> random_prompt(const ModelConfig& cfg, int n, uint32_t seed) {
+    std::vector<int32_t> p;
+    uint32_t             x = seed * 2654435761u + 1;  // Knuth multiplicative hash, then an LCG (Numerical Recipes)
+    while (int(p.size()) < n) {
+        x               = x * 1664525u + 1013904223u;
+        const int32_t t = int32_t((x >> 8) % uint32_t(cfg.vocab_size));
+        if (t != cfg.mask_id && t != cfg.eos_id) p.push_back(t);
+    }
+    return p;
+}
+
 }  // namespace dyllm::test

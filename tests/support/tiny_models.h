@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "engine/config.h"
 #include "engine/tensor.h"
@@ -27,5 +28,8 @@ std::filesystem::path make_checkpoint(const ModelConfig& cfg, DType dtype, int n
 
 // Writes the byte-level tokenizer.json of cfg's family into dir (see write_byte_level_tokenizer_json).
 void write_tiny_tokenizer(const std::filesystem::path& dir, const ModelConfig& cfg);
+
+// n pseudo-random token ids of cfg's vocabulary (never [MASK] or EOS), a fixed function of seed.
+std::vector<int32_t> random_prompt(const ModelConfig& cfg, int n, uint32_t seed);
 
 }  // namespace dyllm::test

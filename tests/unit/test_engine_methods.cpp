@@ -13,6 +13,7 @@
 #include "support/tiny_models.h"
 
 using namespace dyllm;
+using dyllm::test::random_prompt;
 using dyllm::test::make_tiny_checkpoint;
 
 namespace {
@@ -50,17 +51,6 @@ std::filesystem::path peaked_checkpoint(Family f, uint64_t seed) {
     write_random_checkpoint(dir, cfg, seed, DType::F32, 1, 0.15f);
     dyllm::test::write_tiny_tokenizer(dir, cfg);
     return dir;
-}
-
-std::vector<int32_t> random_prompt(const ModelConfig& cfg, int n, uint32_t seed) {
-    std::vector<int32_t> p;
-    uint32_t             x = seed * 2654435761u + 1;
-    while (int(p.size()) < n) {
-        x = x * 1664525u + 1013904223u;
-        const int32_t t = int32_t((x >> 8) % uint32_t(cfg.vocab_size));
-        if (t != cfg.mask_id && t != cfg.eos_id) p.push_back(t);
-    }
-    return p;
 }
 
 double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
