@@ -29,20 +29,6 @@ nlohmann::json read_json(const fs::path& p) {
     return nlohmann::json::parse(in);
 }
 
-// Response ids up to the first EOS / end token, decoded without specials: the scoring rule of `dyllm eval` and
-// assets/train/evaluate.py.
-std::string response_text(const Model& m, const std::vector<int32_t>& ids) {
-    const ModelConfig& c = m.config();
-    std::set<int32_t>  stop(c.extra_eos_ids.begin(), c.extra_eos_ids.end());
-    stop.insert(c.eos_id);
-    std::vector<int32_t> kept;
-    for (int32_t t : ids) {
-        if (stop.count(t)) break;
-        if (t != c.mask_id) kept.push_back(t);
-    }
-    return m.tokenizer()->decode(kept, true);
-}
-
 DiffusionParams original_params() {
     DiffusionParams p;
     p.method       = Method::Original;
@@ -105,7 +91,7 @@ TEST_CASE("built-in models reproduce the torch tokenizer and original decoding",
         REQUIRE(r.sequences.size() == cases.size());
         size_t same = 0;
         for (size_t i = 0; i < cases.size(); ++i) {
-            const std::string got  = response_text(*m, r.sequences[i].token_ids);
+            const std::string got  = decode_response(*m, r.sequences[i].token_ids);
             const std::string want = cases[i].at("text").get<std::string>();
             INFO("case " << i << " got '" << got << "' want '" << want << "'");
             same += got == want;
@@ -139,7 +125,7 @@ TEST_CASE("built-in models: held-out accuracy with original decoding stays above
             s.run();
             const GenerationResult r = s.result();
             int c = 0;
-            for (size_t i = 0; i < k; ++i) c += answer_matches(response_text(*m, r.sequences[i].token_ids),
+            for (size_t i = 0; i < k; ++i) c += answer_matches(decode_response(*m, r.sequences[i].token_ids),
                                                                suite.items[i].answer);
             INFO(suite.name << ": " << c << "/" << k);
             correct += c;
