@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/cpu/ref/attention_weights.h"
+
 namespace dyllm::cpu::ref {
 
 void attention(CMatF q, const int32_t* q_seq, CMatF k, CMatF v, const int32_t* cu_k, AttnDims dims, MatF out) {
@@ -16,16 +18,7 @@ void attention(CMatF q, const int32_t* q_seq, CMatF k, CMatF v, const int32_t* c
         for (int h = 0; h < dims.n_head; ++h) {
             const float* qi = q.row(i) + int64_t(h) * D;
             const int64_t kv_off = int64_t(h / group) * D;
-            s.assign(size_t(k1 - k0), 0.0);
-            double m = -INFINITY;
-            for (int64_t j = k0; j < k1; ++j) {
-                double d = 0.0;
-                for (int c = 0; c < D; ++c) d += double(qi[c]) * double(k.row(j)[kv_off + c]);
-                s[size_t(j - k0)] = d * scale;
-                m                 = std::max(m, d * scale);
-            }
-            double l = 0.0;
-            for (double& x : s) l += (x = std::exp(x - m));
+            const double l = attention_weights(qi, k, k0, k1, kv_off, D, scale, s);
             std::fill(acc.begin(), acc.end(), 0.0);
             for (int64_t j = k0; j < k1; ++j)
                 for (int c = 0; c < D; ++c) acc[size_t(c)] += s[size_t(j - k0)] * double(v.row(j)[kv_off + c]);
