@@ -64,7 +64,7 @@ public:
 
     void set_step(int32_t step) { step_ = step; }
     void begin_step();                         // resets the accounting
-    std::vector<LayerAccount>& accounts() { return acc_; }
+    const std::vector<LayerAccount>& accounts() const { return acc_; }
     double flops() const;
 
     // h: [q.size(), n_embd] = embedding rows of q's tokens.

@@ -57,7 +57,7 @@ struct Session::Impl {
     std::vector<StepRecord> records;
     std::vector<int64_t>    dense_rows;  // per step: rows x layers of a dense step over the live sequences
     int32_t                 step = 0;
-    bool                    started = false, over = true;
+    bool                    over = true;
     int32_t                 n_u = 1;
     double                  denoise_s = 0;
     size_t                  peak_cache_bytes = 0;
@@ -150,7 +150,7 @@ struct Session::Impl {
     // ---- events ---------------------------------------------------------------------------------------------------
     void emit_saliency(int l, const SaliencyOutcome& o, float t, const Forward& fwd) {
         if (!sink) return;
-        const LayerAccount& A = const_cast<Forward&>(fwd).accounts()[size_t(l)];
+        const LayerAccount& A = fwd.accounts()[size_t(l)];
         size_t              i = 0, j = 0;
         for (int b = 0; b < lay.n_seq(); ++b) {
             LayerSaliency e;
@@ -487,7 +487,7 @@ void Session::start(const std::vector<std::vector<int32_t>>& prompts, const Diff
     I.dense_rows.clear();
     I.step = 0, I.denoise_s = 0, I.peak_cache_bytes = 0;
     I.rng.seed(params.seed);
-    I.over = false, I.started = true;
+    I.over = false;
     I.build_layout();
     I.alloc_caches();
     if (I.sink) {
