@@ -18,8 +18,11 @@ from family import Family  # noqa: E402
 from model import TinyMDLM, export_names, write_safetensors  # noqa: E402
 
 GEN_LENGTH = 64  # response canvas: the engine's default gen_length (every answer + end token must fit)
-# Shot-count mix: cheaper short prompts more often; every k in 0..4 is trained (the eval files use all of them).
-SHOT_WEIGHTS = [0.55, 0.2, 0.1, 0.1, 0.05]
+# Shot-count mix: cheaper short prompts most often (they teach the tasks), but 4-shot prompts, the shape the goals are
+# measured on (prompt about 4x the response), get a fifth of the batches so the model learns to find the last query.
+SHOT_WEIGHTS = [0.45, 0.15, 0.1, 0.1, 0.2]
+# The BPE corpus keeps its own mix so the tokenizer does not change when the training mix is tuned.
+TOKENIZER_SHOT_WEIGHTS = [0.55, 0.2, 0.1, 0.1, 0.05]
 N_MERGES = 200  # BPE merges: 256 bytes + 200 merges + specials ~ 460 tokens (brief asks for a 300-600 vocabulary)
 
 
@@ -28,7 +31,7 @@ def build_tokenizer(fam, seed):
     texts = ["system\nYou are a helpful assistant.\nuser\n", "assistant\n\n", "user\n\n"] * 200
     for _ in range(6000):
         t = tasks.pick_task(rng)
-        k = rng.choices(range(5), SHOT_WEIGHTS)[0]
+        k = rng.choices(range(5), TOKENIZER_SHOT_WEIGHTS)[0]
         p, r = tasks.sample_example(rng, t, k)
         texts += [p, r]
     merges = bpe.train_bpe(texts, N_MERGES)
