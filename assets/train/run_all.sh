@@ -24,3 +24,5 @@ for f in llada dream; do
   $ENV $PY assets/train/make_selftest.py --model assets/models/tiny-$f
 done
 $PY assets/train/report.py
+# The goals as the C++ engine measures them, when the engine is built (README's build command).
+if [ -x build/app/dyllm ]; then sh assets/train/eval_engine.sh build/app/dyllm && $PY assets/train/report.py; fi
