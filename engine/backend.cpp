@@ -29,6 +29,27 @@ const char* op_kind_name(OpKind k) {
     return "?";
 }
 
+bool op_supports_dtype(OpKind op, DType dtype) {
+    switch (op) {
+        case OpKind::Embed:
+        case OpKind::MatMul:
+        case OpKind::RmsNorm:
+        case OpKind::Add:
+        case OpKind::Sub:
+        case OpKind::Copy:
+        case OpKind::GatherRows:
+        case OpKind::ScatterRows:
+        case OpKind::Attention:
+        case OpKind::AttentionApprox:
+        case OpKind::Cosine: return is_float(dtype);
+        case OpKind::Rope:
+        case OpKind::SiluMul:
+        case OpKind::ScoreLogits: return dtype == DType::F32;
+        case OpKind::Count: break;
+    }
+    return false;
+}
+
 const char* backend_kind_name(BackendKind k) {
     switch (k) {
         case BackendKind::Cpu: return "cpu";

@@ -26,6 +26,10 @@ enum class OpKind : uint8_t {
 };
 const char* op_kind_name(OpKind k);
 
+// The dtype support both backends share: ops on weights or cache operands take any float storage (widened on
+// load); ops on activations only take F32.
+bool op_supports_dtype(OpKind op, DType dtype);
+
 enum class BackendKind : uint8_t { Cpu, Cuda, Auto };
 const char* backend_kind_name(BackendKind k);
 

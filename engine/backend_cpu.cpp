@@ -39,8 +39,6 @@ std::string shp(const TensorView& v) {
     return "[" + std::to_string(v.rows()) + ", " + std::to_string(v.cols()) + "] " + dtype_name(v.dtype);
 }
 
-bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
-
 ElemType elem_of(DType t) {
     switch (t) {
         case DType::F32: return ElemType::F32;
@@ -177,28 +175,7 @@ public:
     }
     DType cache_dtype() const override { return DType::F32; }
 
-    bool supports(OpKind op, DType dtype) const override {
-        switch (op) {
-            // Ops whose dtype is that of a weight or a cache operand: any float storage, widened on load.
-            case OpKind::Embed:
-            case OpKind::MatMul:
-            case OpKind::RmsNorm:
-            case OpKind::Add:
-            case OpKind::Sub:
-            case OpKind::Copy:
-            case OpKind::GatherRows:
-            case OpKind::ScatterRows:
-            case OpKind::Attention:
-            case OpKind::AttentionApprox:
-            case OpKind::Cosine: return is_float(dtype);
-            // Ops on activations only.
-            case OpKind::Rope:
-            case OpKind::SiluMul:
-            case OpKind::ScoreLogits: return dtype == DType::F32;
-            case OpKind::Count: break;
-        }
-        return false;
-    }
+    bool supports(OpKind op, DType dtype) const override { return op_supports_dtype(op, dtype); }
 
     // ---- memory -----------------------------------------------------------------------------------------------
     Tensor alloc(DType dtype, int64_t rows, int64_t cols) override {

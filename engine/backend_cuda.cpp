@@ -81,8 +81,6 @@ std::string shp(const TensorView& v) {
     return s.append(dtype_name(v.dtype));
 }
 
-bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
-
 // A 2-D device matrix descriptor of a view; asserts the layout the kernels need (device memory, float storage,
 // contiguous columns, rows at a fixed stride).
 cuda::Mat dmat(const TensorView& v, const char* op, const char* what) {
@@ -200,26 +198,7 @@ public:
     std::string description() const override { return description_; }
     DType       cache_dtype() const override { return DType::BF16; }
 
-    bool supports(OpKind op, DType dtype) const override {
-        switch (op) {
-            case OpKind::Embed:
-            case OpKind::MatMul:
-            case OpKind::RmsNorm:
-            case OpKind::Add:
-            case OpKind::Sub:
-            case OpKind::Copy:
-            case OpKind::GatherRows:
-            case OpKind::ScatterRows:
-            case OpKind::Attention:
-            case OpKind::AttentionApprox:
-            case OpKind::Cosine: return is_float(dtype);
-            case OpKind::Rope:
-            case OpKind::SiluMul:
-            case OpKind::ScoreLogits: return dtype == DType::F32;
-            case OpKind::Count: break;
-        }
-        return false;
-    }
+    bool supports(OpKind op, DType dtype) const override { return op_supports_dtype(op, dtype); }
 
     // ---- memory -----------------------------------------------------------------------------------------------
     Tensor alloc(DType dtype, int64_t rows, int64_t cols) override {

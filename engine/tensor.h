@@ -25,6 +25,8 @@ inline size_t dtype_size(DType t) {
     return 0;
 }
 
+inline bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+
 inline const char* dtype_name(DType t) {
     switch (t) {
         case DType::F32: return "F32";

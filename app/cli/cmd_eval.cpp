@@ -112,6 +112,7 @@ int run_eval(const EvalOptions& o) {
             j["tokens_per_s"] = t.denoise_s > 0 ? double(t.generated_tokens) / t.denoise_s : 0.0;
             j["method"]       = method_name(params.method);
             j["tau"]          = params.method == Method::DyLLM ? nlohmann::ordered_json(tau) : nlohmann::ordered_json();
+            if (params.method == Method::DyLLM) j["approx"] = params.approx;  // false: the "Salient" ablation
             j["steps"]        = params.steps;
             j["gen_length"]   = params.gen_length;
             j["block_length"] = params.block_length;

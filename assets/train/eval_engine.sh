@@ -16,6 +16,8 @@ for f in llada dream; do
   for tau in 0.95 0.98 0.99 0.995 0.999; do
     $EXE eval -m $M --task all --limit 50 --shots 4 --method dyllm --tau $tau --json >> $out
   done
+  # The paper's "Salient" ablation at the family's default tau: exact attention for every query, FFN skipping only.
+  $EXE eval -m $M --task all --limit 50 --shots 4 --method dyllm --no-approx --json >> $out
   /usr/bin/python3 assets/train/compare_dyllm.py --dyllm $EXE --model $M --per-task 3 \
       --tau "$( [ $f = llada ] && echo 0.99 || echo 0.995 )" --out $W/dyllm_check_$f.json > /dev/null || true
 done
