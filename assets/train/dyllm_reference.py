@@ -34,8 +34,11 @@ def _apply(p, v, nh, nkv, hd):
 
 
 class Reference:
-    def __init__(self, model, fam, mask_id, eos_ids):
+    def __init__(self, model, fam, mask_id, eos_ids, measure_drift=False):
         self.m, self.fam, self.mask_id, self.eos_ids = model, fam, mask_id, set(eos_ids)
+        # measure_drift: also record, for every row the cosine test calls stable, the cosine between its approximate
+        # context and exact attention over the same (partly stale) K/V caches, i.e. what the "Salient" ablation uses.
+        self.measure_drift = measure_drift
         c = model.cfg
         self.nh, self.nkv, self.hd, self.theta = c["n_heads"], c["n_kv_heads"], c["head_dim"], c["rope_theta"]
 
@@ -77,6 +80,10 @@ class Reference:
             torch.rsqrt((c_old * c_old).sum(-1).clamp_min(1e-8))
         sal = [r for r, cv in zip(rows, cos.tolist()) if cv < tau]
         rec.append({"rows": list(rows), "cosines": cos.tolist(), "salient": sal})
+        if self.measure_drift:
+            exact = _apply(p, V, self.nh, self.nkv, self.hd)
+            stable = [i for i, r in enumerate(rows) if r not in set(sal) | set(s_prev)]
+            rec[-1]["drift_cos"] = F.cosine_similarity(exact[stable], c_new[stable], dim=-1).tolist()
         if forced is not None:
             sal = forced
         C[rows] = c_new
