@@ -46,6 +46,7 @@ std::string run_label(const RunHistory& h) {
         std::snprintf(buf, sizeof buf, " tau=%.6g", double(s->tau));
         label += buf;
     }
+    if (h.env("approx") == "false") label += " exact-attn";  // DyLLM's "Salient" ablation
     return label;
 }
 

@@ -116,6 +116,7 @@ int main(int argc, char** argv) {
     cli.add_option("--steps", opt.steps, "denoising steps")->check(CLI::PositiveNumber);
     cli.add_option("--block-length", opt.block_length, "semi-autoregressive block length")->check(CLI::PositiveNumber);
     cli.add_option("--full-steps", opt.full_steps, "T_full: initial dense steps of dyllm")->check(CLI::PositiveNumber);
+    cli.add_flag("--no-approx", opt.no_approx, "dyllm: exact attention for every query (the paper's 'Salient' ablation)");
     cli.add_option("--speed", opt.speed, "play speed limit in steps/s (0 = as fast as the engine goes)")
         ->check(CLI::NonNegativeNumber);
     cli.add_flag("--compare", opt.compare, "run original vs the chosen method on the prompt and open Compare");

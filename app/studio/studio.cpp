@@ -54,6 +54,7 @@ Studio::Studio(const StudioOptions& o) : opts(o) {
     }
     ui.speed        = o.speed;
     ui.full_steps   = o.full_steps;
+    ui.approx       = !o.no_approx;
     ui.gen_length   = o.gen_length;
     ui.steps        = o.steps;
     ui.block_length = o.block_length;
@@ -98,6 +99,7 @@ StartRequest Studio::make_request(bool autoplay) const {
     p.method       = parse_method(kMethods[ui.method_idx]).value_or(Method::DyLLM);
     p.tau          = ui.tau_set ? ui.tau : NAN;  // NaN: the engine picks the family default (0.99 / 0.995)
     p.full_steps   = ui.full_steps;
+    p.approx       = ui.approx;
     // Methods without a saliency test still get the cosine histograms (one extra cosine per layer), so the panels
     // can show what DyLLM would decide; DyLLM computes them anyway.
     p.measure_cosine = ui.measure_cosine;

@@ -31,6 +31,7 @@ struct StudioOptions {
     bool        compare = false;           // --compare: original vs current settings, Compare window open
     std::string export_dir;                // --export-dir: headless runs write every export there before exiting
     int         full_steps = 4, gen_length = 64, steps = 64, block_length = 32;  // DiffusionParams defaults
+    bool        no_approx = false;     // --no-approx: DyLLM's "Salient" ablation (exact attention for every query)
 };
 
 // A finished or running generation as the UI keeps it.
@@ -53,6 +54,7 @@ struct UiParams {
     float tau = 0.99f;
     bool  tau_set = false;            // user chose tau (otherwise the family default)
     int   full_steps = 4;
+    bool  approx = true;              // DyLLM's approximate attention (off: the paper's "Salient" ablation)
     int   gen_length = 64;
     int   steps = 64;
     int   block_length = 32;

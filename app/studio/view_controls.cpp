@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <string_view>
 
 #include "app/studio/plot.h"
 #include "app/studio/studio.h"
@@ -92,6 +93,14 @@ void draw_controls(Studio& s, const Rect& r) {
                                         ? std::to_string(s.ui.gen_length / s.ui.steps).c_str() : "?");
     ImGui::SameLine();
     if (knob_int("block", &s.ui.block_length, 1, 4096, 44)) s.params_dirty = true;
+    if (std::string_view(kMethods[s.ui.method_idx]) == "dyllm") {
+        ImGui::SameLine(0, 12);
+        if (ImGui::Checkbox("approx", &s.ui.approx)) s.params_dirty = true;
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("on: DyLLM's approximate attention for stable rows (C_old + p[:, S] dV[S]).\n"
+                              "off: the paper's 'Salient' ablation, exact attention for every query and the FFN\n"
+                              "only for salient tokens. Compare them on an addition prompt with tiny-llada.");
+    }
     ImGui::SameLine(0, 12);
     if (ImGui::Checkbox("conf", &s.ui.use_threshold)) s.params_dirty = true;
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("confidence-threshold parallel decoding (Fast-dLLM semantics)");

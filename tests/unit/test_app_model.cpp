@@ -206,6 +206,10 @@ TEST_CASE("compare two runs: token diff and speed-up", "[app_model]") {
     CHECK(c.differs[1] == 1);
     CHECK(c.speedup == Approx(2.0));
     CHECK(run_label(b) == "dyllm tau=0.99");
+
+    std::vector<EventRecord> ablation = synthetic_run("dyllm");
+    std::get<RunBegin>(ablation.front()).env.emplace_back("approx", "false");
+    CHECK(run_label(fold(ablation)) == "dyllm tau=0.99 exact-attn");
 }
 
 TEST_CASE("CSV exports carry the histogram, timing and canvas tables", "[app_model]") {
