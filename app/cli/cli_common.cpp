@@ -34,76 +34,59 @@ std::string fmt_double(double v) {
 }
 
 // A scalar flag given twice keeps the last value (llama.cpp's behaviour, handy for scripts that append overrides)
-// instead of CLI11's default error.
-constexpr CLI::MultiOptionPolicy kLast = CLI::MultiOptionPolicy::TakeLast;
+// instead of CLI11's default error. `shown`: print the current value as the default in --help.
+template <class T>
+CLI::Option* scalar(CLI::App& app, const std::string& names, T& var, const std::string& help, bool shown = true) {
+    CLI::Option* opt = app.add_option(names, var, help)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    return shown ? opt->capture_default_str() : opt;
+}
+
+// A scalar whose presence matters (the value goes to `var`, `set` becomes true), same take-last policy.
+CLI::Option* scalar_set(CLI::App& app, const std::string& names, double& var, bool& set, const std::string& help) {
+    return app
+        .add_option_function<double>(
+            names,
+            [&var, &set](const double& v) {
+                var = v;
+                set = true;
+            },
+            help)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+}
 
 }  // namespace
 
 void add_model_options(CLI::App& app, ModelOptions& opts) {
-    app.add_option("-m,--model", opts.model,
-                   "checkpoint directory or built-in name (tiny-llada, tiny-dream); default: tiny-llada")
-        ->multi_option_policy(kLast);
-    app.add_option("--backend", opts.backend, "cpu | cuda | auto (auto: CUDA when a device is present)")
-        ->capture_default_str()
-        ->multi_option_policy(kLast);
-    app.add_option("-t,--threads", opts.threads, "CPU threads (0 = all cores)")
-        ->capture_default_str()
-        ->multi_option_policy(kLast);
+    scalar(app, "-m,--model", opts.model,
+           "checkpoint directory or built-in name (tiny-llada, tiny-dream); default: tiny-llada", false);
+    scalar(app, "--backend", opts.backend, "cpu | cuda | auto (auto: CUDA when a device is present)");
+    scalar(app, "-t,--threads", opts.threads, "CPU threads (0 = all cores)");
 }
 
 void add_diffusion_options(CLI::App& app, DiffusionOptions& o, DiffusionFlags which) {
     // Aliases: llama.cpp's -n/--n-predict and --diffusion-* flags, and --dyllm-* for the DyLLM knobs
     // (product-anchors.md section 5: accept the existing diffusion flags unchanged).
-    app.add_option("-n,--gen-length,--n-predict", o.gen_length, "response length R (tokens)")
-        ->capture_default_str()
-        ->multi_option_policy(kLast);
+    scalar(app, "-n,--gen-length,--n-predict", o.gen_length, "response length R (tokens)");
     if (which == DiffusionFlags::All) {
-        app.add_option("--steps,--diffusion-steps", o.steps, "total denoising steps (default: gen length, n_u = 1)")
-            ->multi_option_policy(kLast);
-        app.add_option("--block-length,--diffusion-block-length", o.block_length,
-                       "semi-autoregressive block length (default: min(32, gen length))")
-            ->multi_option_policy(kLast);
-        app.add_option("--method", o.method, "original | dyllm | fast-prefix | fast-dual | dllm-cache")
-            ->capture_default_str()
-            ->multi_option_policy(kLast);
-        app.add_option_function<double>(
-               "--tau,--dyllm-tau",
-               [&o](const double& v) {
-                   o.tau     = v;
-                   o.tau_set = true;
-               },
-               "DyLLM cosine threshold (default: LLaDA 0.99, Dream 0.995)")
-            ->multi_option_policy(kLast);
+        scalar(app, "--steps,--diffusion-steps", o.steps, "total denoising steps (default: gen length, n_u = 1)",
+               false);
+        scalar(app, "--block-length,--diffusion-block-length", o.block_length,
+               "semi-autoregressive block length (default: min(32, gen length))", false);
+        scalar(app, "--method", o.method, "original | dyllm | fast-prefix | fast-dual | dllm-cache");
+        scalar_set(app, "--tau,--dyllm-tau", o.tau, o.tau_set,
+                   "DyLLM cosine threshold (default: LLaDA 0.99, Dream 0.995)");
     }
-    app.add_option("--full-steps,--dyllm-full-steps", o.full_steps, "T_full: initial dense steps")
-        ->capture_default_str()
-        ->multi_option_policy(kLast);
-    app.add_option("--fullq-every", o.fullq_every, "period of full-query sparse steps")
-        ->capture_default_str()
-        ->multi_option_policy(kLast);
+    scalar(app, "--full-steps,--dyllm-full-steps", o.full_steps, "T_full: initial dense steps");
+    scalar(app, "--fullq-every", o.fullq_every, "period of full-query sparse steps");
     app.add_flag("--no-approx", o.no_approx, "exact attention for every query (the paper's 'Salient' ablation)");
-    app.add_option_function<double>(
-           "--threshold",
-           [&o](const double& v) {
-               o.threshold     = v;
-               o.threshold_set = true;
-           },
-           "confidence-threshold parallel decoding (off by default)")
-        ->multi_option_policy(kLast);
-    app.add_option("--temp", o.temperature, "sampling temperature (0 = greedy)")
-        ->capture_default_str()
-        ->multi_option_policy(kLast);
-    app.add_option("-s,--seed", o.seed, "random seed")->capture_default_str()->multi_option_policy(kLast);
+    scalar_set(app, "--threshold", o.threshold, o.threshold_set,
+               "confidence-threshold parallel decoding (off by default)");
+    scalar(app, "--temp", o.temperature, "sampling temperature (0 = greedy)");
+    scalar(app, "-s,--seed", o.seed, "random seed");
     app.add_flag("--ignore-eos", o.ignore_eos, "do not stop a sequence at EOS");
-    app.add_option("--kp", o.kp, "dLLM-Cache prompt refresh interval K_P")
-        ->capture_default_str()
-        ->multi_option_policy(kLast);
-    app.add_option("--kr", o.kr, "dLLM-Cache response refresh interval K_R")
-        ->capture_default_str()
-        ->multi_option_policy(kLast);
-    app.add_option("--rho", o.rho, "dLLM-Cache adaptive transfer ratio")
-        ->capture_default_str()
-        ->multi_option_policy(kLast);
+    scalar(app, "--kp", o.kp, "dLLM-Cache prompt refresh interval K_P");
+    scalar(app, "--kr", o.kr, "dLLM-Cache response refresh interval K_R");
+    scalar(app, "--rho", o.rho, "dLLM-Cache adaptive transfer ratio");
     app.add_flag("--measure-cosine", o.measure_cosine,
                  "cosine histograms for methods without saliency (an extra cosine per layer)");
 }
@@ -111,8 +94,7 @@ void add_diffusion_options(CLI::App& app, DiffusionOptions& o, DiffusionFlags wh
 void add_prompt_options(CLI::App& app, PromptOptions& o) {
     // One value per occurrence; repeating the flag adds prompts (they run as one lock-step batch).
     app.add_option("-p,--prompt", o.prompts, "prompt text (repeat for a batch)")->allow_extra_args(false);
-    app.add_option("-f,--file", o.file, "file with one prompt per line (empty lines skipped)")
-        ->multi_option_policy(kLast);
+    scalar(app, "-f,--file", o.file, "file with one prompt per line (empty lines skipped)", false);
     app.add_option("--prompt-ids", o.prompt_ids, "prompt as token ids, e.g. 1,2,3 (repeat for a batch)")
         ->allow_extra_args(false);
     app.add_flag("--no-chat", o.no_chat, "do not apply the family's chat template");

@@ -2,7 +2,6 @@
 #include "app/model/task_examples.h"
 
 #include <algorithm>
-#include <cctype>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -49,25 +48,10 @@ TaskExamples load_task_examples(const std::filesystem::path& dir, size_t per_fil
     return out;
 }
 
-std::string normalise_whitespace(const std::string& s) {
-    std::string out;
-    bool        space = false;
-    for (unsigned char ch : s) {
-        if (std::isspace(ch)) {
-            space = !out.empty();
-            continue;
-        }
-        if (space) out += ' ';
-        space = false;
-        out += char(ch);
-    }
-    return out;
-}
-
 bool answer_matches(const std::string& response, const std::string& expected) {
     // The suite's own rule (engine/task_suite.h, same as `dyllm eval` and the training script), so the studio's
     // "correct" agrees with the accuracy tables.
-    if (normalise_whitespace(expected).empty()) return false;
+    if (dyllm::normalise_whitespace(expected).empty()) return false;
     return dyllm::answer_matches(response, expected);
 }
 

@@ -25,6 +25,5 @@ TaskExamples load_task_examples(const std::filesystem::path& dir, size_t per_fil
 // The task suite's scoring rule (engine/task_suite.h answer_matches: the text after the last "answer" marker, or the
 // whole whitespace-normalised response when there is none); an empty expected answer never matches.
 bool answer_matches(const std::string& response, const std::string& expected);
-std::string normalise_whitespace(const std::string& s);
 
 }  // namespace dyllm::app
