@@ -6,6 +6,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from evaluate import block_candidates, eos_finished, pick
 from model import apply_rope, rope_tables
 
 
@@ -130,17 +131,14 @@ class Reference:
                     h, sal = self._layer_sparse(li, blk, h, rows, sal, pos, cache, tau, layers, forced)
             hn = m.ln_f(h)
             # candidates: masked positions of the current semi-AR block
-            resp = tok[P:]
-            done = int((resp != self.mask_id).sum())
-            hi = min(gen_length, block * (done // block + 1))
-            cand = [P + i for i in range(hi) if resp[i] == self.mask_id]
+            cand = [P + i for i in block_candidates(tok[P:], self.mask_id, gen_length, block)]
             src = [c - 1 if self.fam.shift else c for c in cand]
             logits = m.head(hn[torch.tensor([rows.index(r) for r in src])])
             logits[:, self.mask_id] = -float("inf")
             pr = logits.softmax(-1)
             top_p, top_t = pr.max(-1)
             score = top_p if self.fam.name == "llada" else (pr * torch.log(pr + 1e-10)).sum(-1)
-            order = sorted(range(len(cand)), key=lambda j: (-score[j].item(), cand[j]))[:n_u]
+            order = pick(score, cand, n_u)
             rec = {"step": s, "kind": kind, "layers": layers, "unmask": [[cand[j], int(top_t[j])] for j in order]}
             if follow is not None:  # the engine's choice, and how far below the reference's best score it is
                 forced = [P + p for u in follow[s - 1]["unmask"] for p in u["positions"]]  # response-relative there
@@ -153,10 +151,6 @@ class Reference:
             for j in order:
                 tok[cand[j]] = top_t[j]
             trace.append(rec)
-            resp = tok[P:]
-            ends = [p for p in last_unmasked if int(tok[p]) in self.eos_ids]
-            if ends and not (resp[:min(ends) - P] == self.mask_id).any():
-                break
-            if not (resp == self.mask_id).any():
+            if eos_finished(tok[P:], [p - P for p in last_unmasked], self.eos_ids, self.mask_id):
                 break
         return tok[P:].tolist(), trace

@@ -39,6 +39,27 @@ def load_model(model_dir):
     return model, fam, tok, c
 
 
+def block_candidates(resp, mask_id, gen_length, block):
+    """Masked response positions (0-based) of the current semi-AR block; resp: 1-D response ids."""
+    done = int((resp != mask_id).sum())
+    hi = min(gen_length, block * (done // block + 1))
+    return [i for i in range(hi) if int(resp[i]) == mask_id]
+
+
+def pick(scores, cand, n_u):
+    """Indices into cand of the n_u positions to unmask: higher score first, ties to the lower position (project
+    decision 4). scores[j] is the score of position cand[j]."""
+    return sorted(range(len(cand)), key=lambda j: (-float(scores[j]), cand[j]))[:n_u]
+
+
+def eos_finished(resp, newly, eos_ids, mask_id):
+    """A sequence ends when a newly decoded end token has no mask before it, or when no mask is left."""
+    ends = [q for q in newly if int(resp[q]) in eos_ids]
+    if ends and not (resp[:min(ends)] == mask_id).any():
+        return True
+    return not (resp == mask_id).any()
+
+
 @torch.no_grad()
 def generate(model, fam, tok, prompts, gen_length=64, block=32, steps=64, cos_stats=None):
     """prompts: list of token-id lists (chat-templated). Returns (response id lists, steps run)."""
@@ -80,25 +101,14 @@ def generate(model, fam, tok, prompts, gen_length=64, block=32, steps=64, cos_st
         for i in range(B):
             if not alive[i]:
                 continue
-            done_tokens = int((resp[i] != mask_id).sum())
-            hi = min(gen_length, block * (done_tokens // block + 1))
-            cand = (resp[i, :hi] == mask_id).nonzero().flatten()
-            if cand.numel() == 0:
+            cand = block_candidates(resp[i], mask_id, gen_length, block)
+            if not cand:
                 alive[i] = False
                 continue
-            sc = score[i, cand]
-            # ties: higher score first, then lower position (project decision 4)
-            order = sorted(range(cand.numel()), key=lambda j: (-sc[j].item(), cand[j].item()))[:n_u]
-            newly = []
-            for j in order:
-                pos = cand[j].item()
+            newly = [cand[j] for j in pick(score[i, cand], cand, n_u)]
+            for pos in newly:
                 resp[i, pos] = top_tok[i, pos]
-                newly.append(pos)
-            # finish when a newly decoded token is an EOS/end token and no mask precedes the first such token
-            eos_pos = [q for q in newly if resp[i, q].item() in eos_ids]
-            if eos_pos and not (resp[i, :min(eos_pos)] == mask_id).any():
-                alive[i] = False
-            if not (resp[i] == mask_id).any():
+            if eos_finished(resp[i], newly, eos_ids, mask_id):
                 alive[i] = False
         x[:, lp:] = resp
     return [x[i, lp:].tolist() for i in range(B)], s + 1
