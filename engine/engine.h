@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "engine/backend.h"
-#include "engine/checkpoint.h"
-#include "engine/config.h"
-#include "engine/tokenizer.h"
+#include "engine/io/checkpoint.h"
+#include "engine/io/config.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "instrumentation/events.h"
 
 namespace dyllm {
@@ -138,6 +138,7 @@ public:
     float tau() const;
     void  cancel();             // thread-safe
     void  set_sink(EventSink* sink);
+    void  set_label(std::string label);  // carried in the next run's RunBegin (for the UI's run list)
 
     // Test/debug hook, called after each step's LM head with, per computed logits row, its (sequence, response
     // position) and the logits [rows, n_vocab] copied to the host. Costs a download per step when set.

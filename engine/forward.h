@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "engine/backend.h"
-#include "engine/checkpoint.h"
-#include "engine/config.h"
+#include "engine/io/checkpoint.h"
+#include "engine/io/config.h"
 #include "engine/engine.h"
 #include "instrumentation/events.h"
 

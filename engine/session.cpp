@@ -63,6 +63,7 @@ struct Session::Impl {
     size_t                  peak_cache_bytes = 0;
     std::mt19937_64         rng;
     Session::LogitsObserver logits_observer;
+    std::string             label;
 
     Impl(const Model& m, EventSink* s) : model(m), cfg(m.config()), sink(s) {}
 
@@ -438,7 +439,12 @@ struct Session::Impl {
         if (sink) {
             RunEnd e;
             e.steps = step, e.wall_ns = int64_t(denoise_s * 1e9), e.cancelled = cancel;
-            for (const auto& s : seqs) e.tokens += s.unmasked();
+            e.cache_bytes = double(peak_cache_bytes);
+            for (const auto& s : seqs) {
+                e.tokens += s.unmasked();
+                e.texts.push_back(
+                    decode_response(model, std::vector<int32_t>(s.tokens.begin() + s.P, s.tokens.end())));
+            }
             sink->on_run_end(e);
         }
         caches.clear();
@@ -492,6 +498,7 @@ void Session::start(const std::vector<std::vector<int32_t>>& prompts, const Diff
     I.alloc_caches();
     if (I.sink) {
         RunBegin e;
+        e.label  = I.label;
         e.method = method_name(params.method), e.model = I.model.name(), e.family = family_name(cfg.family);
         e.backend = I.be().description(), e.n_layer = cfg.n_layer, e.n_seq = int32_t(prompts.size());
         e.gen_length = params.gen_length, e.steps = params.steps;
@@ -534,6 +541,7 @@ void  Session::set_tau(float t) {
 float Session::tau() const { return impl_->tau.load(); }
 void  Session::cancel() { impl_->cancelled.store(true); }
 void  Session::set_sink(EventSink* sink) { impl_->sink = sink; }
+void  Session::set_label(std::string label) { impl_->label = std::move(label); }
 void  Session::set_logits_observer(LogitsObserver observer) { impl_->logits_observer = std::move(observer); }
 const DiffusionParams&         Session::params() const { return impl_->p; }
 const std::vector<StepRecord>& Session::step_records() const { return impl_->records; }

@@ -83,6 +83,7 @@ using CosineHistogram = std::array<uint32_t, kCosineBins>;
 // ---- events --------------------------------------------------------------------------------------------------
 // Once per run, before the first step: what ran and on what (every export starts with this).
 struct RunBegin {
+    std::string label;         // the caller's name for this run (Session::set_label), e.g. "dyllm tau 0.99"; may be ""
     std::string method;        // "original", "dyllm", "fast-prefix", "fast-dual", "dllm-cache"
     std::string model;         // model directory or built-in name
     std::string family;        // "llada" / "dream"
@@ -171,6 +172,8 @@ struct RunEnd {
     int64_t wall_ns = 0;
     int32_t tokens = 0;
     bool    cancelled = false;
+    double  cache_bytes = 0;         // peak bytes of the method's caches during the run
+    std::vector<std::string> texts;  // decoded response of each sequence (as SequenceResult::text)
 };
 
 struct ErrorEvent {

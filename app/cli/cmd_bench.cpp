@@ -19,7 +19,7 @@
 #include "app/cli/command.h"
 #include "engine/engine.h"
 #include "engine/errors.h"
-#include "engine/task_suite.h"
+#include "app/model/task_suite.h"
 
 namespace dyllm::cli {
 namespace {
@@ -117,7 +117,7 @@ std::vector<std::vector<int32_t>> bench_prompts(const Model& model, const BenchO
 }
 
 // The prompts of a --task run: the suites' held-out items (the shipped files hold only held-out queries, see
-// engine/task_suite.h), each with its own few-shot prompt, the first --limit of each suite.
+// app/model/task_suite.h), each with its own few-shot prompt, the first --limit of each suite.
 struct TaskWork {
     std::vector<std::vector<int32_t>> prompts;
     std::vector<std::string>          answers;

@@ -15,7 +15,7 @@
 #include "app/cli/command.h"
 #include "engine/engine.h"
 #include "engine/errors.h"
-#include "engine/task_suite.h"
+#include "app/model/task_suite.h"
 
 namespace dyllm::cli {
 namespace {

@@ -9,9 +9,9 @@
 #include <string>
 
 #include "app/cli/command.h"
-#include "engine/checkpoint.h"
-#include "engine/checkpoint_writer.h"
-#include "engine/config.h"
+#include "engine/io/checkpoint.h"
+#include "engine/io/checkpoint_writer.h"
+#include "engine/io/config.h"
 #include "engine/errors.h"
 
 namespace dyllm::cli {

@@ -11,10 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/command.h"
-#include "engine/config.h"
+#include "engine/io/config.h"
 #include "engine/engine.h"
 #include "engine/errors.h"
-#include "engine/tokenizer.h"
+#include "engine/tokenizer/tokenizer.h"
 
 namespace dyllm::cli {
 namespace {

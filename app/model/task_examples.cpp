@@ -5,7 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "engine/task_suite.h"
+#include "app/model/task_suite.h"
 
 namespace dyllm::app {
 
@@ -49,7 +49,7 @@ TaskExamples load_task_examples(const std::filesystem::path& dir, size_t per_fil
 }
 
 bool answer_matches(const std::string& response, const std::string& expected) {
-    // The suite's own rule (engine/task_suite.h, same as `dyllm eval` and the training script), so the studio's
+    // The suite's own rule (app/model/task_suite.h, same as `dyllm eval` and the training script), so the studio's
     // "correct" agrees with the accuracy tables.
     if (dyllm::normalise_whitespace(expected).empty()) return false;
     return dyllm::answer_matches(response, expected);

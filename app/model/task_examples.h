@@ -22,7 +22,7 @@ struct TaskExamples {
 // warning; a bad line is skipped with a warning naming file:line and what is wrong.
 TaskExamples load_task_examples(const std::filesystem::path& dir, size_t per_file = 40);
 
-// The task suite's scoring rule (engine/task_suite.h answer_matches: the text after the last "answer" marker, or the
+// The task suite's scoring rule (app/model/task_suite.h answer_matches: the text after the last "answer" marker, or the
 // whole whitespace-normalised response when there is none); an empty expected answer never matches.
 bool answer_matches(const std::string& response, const std::string& expected);
 

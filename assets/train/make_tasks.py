@@ -1,6 +1,6 @@
 # Writes the held-out task suite assets/tasks/<task>.jsonl: {"prompt", "answer", "task", "shots"} per line.
 # Queries come only from the held-out hash bucket (tasks.is_held_out); item i carries i % 5 solved examples taken from
-# the items just before it in the same file (cyclically), the rule engine/task_suite.cpp uses for --shots K.
+# the items just before it in the same file (cyclically), the rule app/model/task_suite.cpp uses for --shots K.
 import argparse
 import json
 import os

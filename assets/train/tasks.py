@@ -1,5 +1,5 @@
 # Synthetic task suite of the built-in models: generators for add / sort / word / rev, the hash split that keeps
-# held-out queries out of training by construction, and the few-shot prompt format (shared with engine/task_suite.cpp).
+# held-out queries out of training by construction, and the few-shot prompt format (shared with app/model/task_suite.cpp).
 import random
 
 TASKS = ["add", "sort", "word", "rev"]
@@ -12,7 +12,7 @@ OBJECTS = ["apples", "pens", "books", "cards", "coins"]
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 # Held-out bucket: a query is held out when fnv1a32(query) % HOLDOUT_MOD == 0 (10% of every task's query space).
-# engine/task_suite.cpp computes the same hash, so the C++ test checks every shipped item is in the held-out bucket.
+# app/model/task_suite.cpp computes the same hash, so the C++ test checks every shipped item is in the held-out bucket.
 HOLDOUT_MOD = 10
 
 
@@ -100,7 +100,7 @@ def sample(rng, task, held_out):
 
 
 def format_prompt(shots, query):
-    """User message: k solved examples then the query. Must match engine/task_suite.cpp build_prompt()."""
+    """User message: k solved examples then the query. Must match app/model/task_suite.cpp build_prompt()."""
     return "".join(f"Q: {q}\nA: {a}\n" for q, a in shots) + f"Q: {query}"
 
 
@@ -126,7 +126,7 @@ def pick_task(rng):
 
 
 def final_answer(text: str) -> str:
-    """Scoring rule (same as engine/task_suite.cpp): whitespace-normalise; if the text contains 'answer', keep what
+    """Scoring rule (same as app/model/task_suite.cpp): whitespace-normalise; if the text contains 'answer', keep what
     follows its last occurrence."""
     t = " ".join(text.split())
     i = t.rfind("answer")

@@ -8,8 +8,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "engine/checkpoint.h"
-#include "engine/checkpoint_writer.h"
+#include "engine/io/checkpoint.h"
+#include "engine/io/checkpoint_writer.h"
 
 namespace dyllm::test {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "engine/engine.h"
-#include "engine/task_suite.h"
+#include "app/model/task_suite.h"
 
 using namespace dyllm;
 namespace fs = std::filesystem;

@@ -10,11 +10,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/checkpoint.h"
-#include "engine/checkpoint_layout.h"
-#include "engine/checkpoint_writer.h"
+#include "engine/io/checkpoint.h"
+#include "engine/io/checkpoint_layout.h"
+#include "engine/io/checkpoint_writer.h"
 #include "engine/errors.h"
-#include "engine/safetensors.h"
+#include "engine/io/safetensors.h"
 #include "kernels/common/dtype_convert.h"
 #include "tests/support/tiny_models.h"
 

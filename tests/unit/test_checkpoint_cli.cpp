@@ -8,7 +8,7 @@
 
 #include <sys/wait.h>
 
-#include "engine/checkpoint.h"
+#include "engine/io/checkpoint.h"
 #include "tests/support/tiny_models.h"
 
 using namespace dyllm;

@@ -7,9 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/checkpoint.h"
+#include "engine/io/checkpoint.h"
 #include "engine/errors.h"
-#include "engine/safetensors.h"
+#include "engine/io/safetensors.h"
 #include "tests/support/tiny_models.h"
 
 using namespace dyllm;

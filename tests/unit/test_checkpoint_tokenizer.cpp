@@ -8,9 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/checkpoint_writer.h"
+#include "engine/io/checkpoint_writer.h"
 #include "engine/errors.h"
-#include "engine/tokenizer.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "tests/support/tiny_models.h"
 
 using namespace dyllm;

@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/checkpoint.h"
-#include "engine/config.h"
+#include "engine/io/checkpoint.h"
+#include "engine/io/config.h"
 #include "engine/errors.h"
 #include "tests/support/tiny_models.h"
 

@@ -17,11 +17,11 @@
 #include <string>
 #include <vector>
 
-#include "engine/checkpoint.h"
-#include "engine/config.h"
+#include "engine/io/checkpoint.h"
+#include "engine/io/config.h"
 #include "engine/engine.h"
 #include "engine/errors.h"
-#include "engine/safetensors.h"
+#include "engine/io/safetensors.h"
 #include "tests/support/tiny_models.h"
 
 namespace fs = std::filesystem;

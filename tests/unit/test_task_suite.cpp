@@ -1,4 +1,4 @@
-// Task-suite loader, prompt rule, held-out split and answer extraction (engine/task_suite.h), including checks on the
+// Task-suite loader, prompt rule, held-out split and answer extraction (app/model/task_suite.h), including checks on the
 // shipped assets/tasks/*.jsonl: every item is in the held-out bucket, so training never saw its query.
 #include <catch2/catch.hpp>
 
@@ -9,7 +9,7 @@
 #include <string>
 
 #include "engine/errors.h"
-#include "engine/task_suite.h"
+#include "app/model/task_suite.h"
 
 using namespace dyllm;
 namespace fs = std::filesystem;

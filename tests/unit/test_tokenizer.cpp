@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "engine/errors.h"
-#include "engine/tokenizer.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "test_tokenizer_fixture.h"
 
 using namespace dyllm;

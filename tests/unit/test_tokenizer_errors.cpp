@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "engine/errors.h"
-#include "engine/tokenizer.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "test_tokenizer_fixture.h"
 
 using namespace dyllm;

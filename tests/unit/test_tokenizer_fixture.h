@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/byte_unicode.h"
+#include "engine/tokenizer/byte_unicode.h"
 
 namespace dyllm::test {
 

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <iostream>
 
-#include "engine/tokenizer.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "test_tokenizer_fixture.h"
 
 using namespace dyllm;

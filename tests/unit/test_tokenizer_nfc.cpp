@@ -3,8 +3,8 @@
 // identity, and the effect on BPE ids through a tokenizer.json with "normalizer": NFC.
 #include <catch2/catch.hpp>
 
-#include "engine/tokenizer.h"
-#include "engine/tokenizer_nfc.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "engine/tokenizer/tokenizer_nfc.h"
 #include "test_tokenizer_fixture.h"
 
 using namespace dyllm;

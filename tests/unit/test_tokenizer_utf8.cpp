@@ -3,8 +3,8 @@
 
 #include <set>
 
-#include "engine/byte_unicode.h"
-#include "engine/utf8.h"
+#include "engine/tokenizer/byte_unicode.h"
+#include "engine/tokenizer/utf8.h"
 
 using namespace dyllm;
 

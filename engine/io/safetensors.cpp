@@ -1,5 +1,5 @@
 // safetensors reader (validation of the header and of every tensor's byte range, before any use) and writer.
-#include "engine/safetensors.h"
+#include "engine/io/safetensors.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,7 +1,7 @@
 // Checkpoint::open: config.json + model.safetensors (or the shards of model.safetensors.index.json), memory-mapped and
 // validated against the family's tensor layout before any view is handed out. Nothing is copied: views point into
 // the mappings, so a 16 GB bf16 LLaDA-8B opens on a 24 GiB machine.
-#include "engine/checkpoint.h"
+#include "engine/io/checkpoint.h"
 
 #include <fstream>
 #include <map>
@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/checkpoint_layout.h"
+#include "engine/io/checkpoint_layout.h"
 #include "engine/errors.h"
-#include "engine/safetensors.h"
+#include "engine/io/safetensors.h"
 
 namespace dyllm {
 

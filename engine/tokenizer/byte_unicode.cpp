@@ -1,7 +1,7 @@
 // The GPT-2 byte <-> unicode table, built from its definition (openai/gpt-2 src/encoder.py bytes_to_unicode).
-#include "engine/byte_unicode.h"
+#include "engine/tokenizer/byte_unicode.h"
 
-#include "engine/utf8.h"
+#include "engine/tokenizer/utf8.h"
 
 namespace dyllm {
 

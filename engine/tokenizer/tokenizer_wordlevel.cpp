@@ -1,6 +1,6 @@
 // WordLevel tokenizer model: whole pre-tokens looked up in the vocabulary, unknown ones mapped to unk_token.
-#include "engine/tokenizer_json.h"
-#include "engine/tokenizer_model.h"
+#include "engine/tokenizer/tokenizer_json.h"
+#include "engine/tokenizer/tokenizer_model.h"
 
 namespace dyllm {
 

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/tokenizer_model.h"
+#include "engine/tokenizer/tokenizer_model.h"
 
 namespace dyllm {
 

@@ -1,14 +1,14 @@
 // PCRE2 wrapper for the tokenizer: compile with UTF + UCP (\p{L}, \s, \w follow Unicode like Oniguruma in HF
 // tokenizers), JIT-compile when the platform allows, and iterate matches with the interpreter as a fallback.
 #define PCRE2_CODE_UNIT_WIDTH 8
-#include "engine/tokenizer_regex.h"
+#include "engine/tokenizer/tokenizer_regex.h"
 
 #include <pcre2.h>
 
 #include <memory>
 
 #include "engine/errors.h"
-#include "engine/utf8.h"
+#include "engine/tokenizer/utf8.h"
 
 namespace dyllm {
 

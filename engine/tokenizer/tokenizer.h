@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/config.h"
+#include "engine/io/config.h"
 
 namespace dyllm {
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/checkpoint_layout.h"
-#include "engine/config.h"
+#include "engine/io/checkpoint_layout.h"
+#include "engine/io/config.h"
 
 namespace dyllm {
 

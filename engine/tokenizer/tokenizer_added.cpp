@@ -2,7 +2,7 @@
 // are matched on the raw text (HF matches normalized=true ones after normalization, which is the same text here
 // because the supported normalizers leave NFC text unchanged); lstrip/rstrip swallow ASCII whitespace only; the
 // single_word test treats ASCII letters, digits and '_' as word characters.
-#include "engine/tokenizer_added.h"
+#include "engine/tokenizer/tokenizer_added.h"
 
 #include <algorithm>
 

@@ -1,14 +1,14 @@
 // Normalizers and pre-tokenizers of HF tokenizers, re-implemented from their documented behaviour
 // (huggingface/tokenizers: normalizers/, pre_tokenizers/, and SplitDelimiterBehavior in normalizer.rs).
-#include "engine/tokenizer_pretok.h"
+#include "engine/tokenizer/tokenizer_pretok.h"
 
 #include <algorithm>
 #include <optional>
 
-#include "engine/byte_unicode.h"
-#include "engine/tokenizer_nfc.h"
-#include "engine/tokenizer_json.h"
-#include "engine/tokenizer_regex.h"
+#include "engine/tokenizer/byte_unicode.h"
+#include "engine/tokenizer/tokenizer_nfc.h"
+#include "engine/tokenizer/tokenizer_json.h"
+#include "engine/tokenizer/tokenizer_regex.h"
 
 namespace dyllm {
 

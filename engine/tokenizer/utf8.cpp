@@ -1,5 +1,5 @@
 // UTF-8 decoding/encoding and lossy repair (maximal-subpart U+FFFD substitution, Unicode 15 table 3-7).
-#include "engine/utf8.h"
+#include "engine/tokenizer/utf8.h"
 
 namespace dyllm {
 

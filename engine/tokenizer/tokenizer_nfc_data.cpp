@@ -7,7 +7,7 @@
 //   print("//")
 //   src = open(__file__).read().rstrip("\n").split("\n")
 //   for line in src: print("//   " + line)
-//   print('#include "engine/tokenizer_nfc_data.h"\n\nnamespace dyllm::nfc {\n')
+//   print('#include "engine/tokenizer/tokenizer_nfc_data.h"\n\nnamespace dyllm::nfc {\n')
 //   ccc = [(c, u.combining(chr(c))) for c in range(0x110000) if u.combining(chr(c))]
 //   # runs of equal class over consecutive code points
 //   runs = []
@@ -33,7 +33,7 @@
 //   for i in range(0, len(dec), 3):
 //       print("    " + " ".join("{0x%04X, 0x%04X, 0x%04X, %d}," % r for r in dec[i:i+3]))
 //   print("};\nconst size_t kDecompCount = sizeof(kDecomp) / sizeof(kDecomp[0]);\n\n}  // namespace dyllm::nfc")
-#include "engine/tokenizer_nfc_data.h"
+#include "engine/tokenizer/tokenizer_nfc_data.h"
 
 namespace dyllm::nfc {
 

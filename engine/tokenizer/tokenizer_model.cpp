@@ -1,8 +1,8 @@
 // Vocabulary parsing (ids unique and bounded) and the choice of tokenizer model from tokenizer.json's "model".
-#include "engine/tokenizer_model.h"
+#include "engine/tokenizer/tokenizer_model.h"
 
-#include "engine/bpe.h"
-#include "engine/tokenizer_json.h"
+#include "engine/tokenizer/bpe.h"
+#include "engine/tokenizer/tokenizer_json.h"
 
 namespace dyllm {
 

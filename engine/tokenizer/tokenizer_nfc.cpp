@@ -1,13 +1,13 @@
 // NFC per UAX #15 sections 9-10 (decompose, canonical order by combining class, compose with blocking rules), with
 // Hangul syllables handled algorithmically (Unicode 15 ch. 3.12) and the tables of tokenizer_nfc_data.cpp.
-#include "engine/tokenizer_nfc.h"
+#include "engine/tokenizer/tokenizer_nfc.h"
 
 #include <algorithm>
 #include <unordered_map>
 #include <vector>
 
-#include "engine/tokenizer_nfc_data.h"
-#include "engine/utf8.h"
+#include "engine/tokenizer/tokenizer_nfc_data.h"
+#include "engine/tokenizer/utf8.h"
 
 namespace dyllm {
 

@@ -1,12 +1,12 @@
 // BPE merge loop (same order of merges as huggingface/tokenizers models/bpe/word.rs merge_all: a min-heap on
 // (rank, position), stale entries skipped) and the tokenizer.json BPE loader.
-#include "engine/bpe.h"
+#include "engine/tokenizer/bpe.h"
 
 #include <cstdio>
 #include <queue>
 
-#include "engine/tokenizer_json.h"
-#include "engine/utf8.h"
+#include "engine/tokenizer/tokenizer_json.h"
+#include "engine/tokenizer/utf8.h"
 
 namespace dyllm {
 

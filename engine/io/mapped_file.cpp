@@ -1,5 +1,5 @@
 // MappedFile: POSIX open + fstat + mmap(PROT_READ, MAP_PRIVATE); errors carry the errno text.
-#include "engine/mapped_file.h"
+#include "engine/io/mapped_file.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -1,6 +1,6 @@
 // parse_config: HF config.json of the LLaDA family (OLMo-style keys) and of the Dream family (Qwen2 keys), validated
 // key by key; family_name and ModelConfig::n_params.
-#include "engine/config.h"
+#include "engine/io/config.h"
 
 #include <cmath>
 #include <fstream>

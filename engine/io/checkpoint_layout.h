@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/config.h"
+#include "engine/io/config.h"
 
 namespace dyllm {
 

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/mapped_file.h"
+#include "engine/io/mapped_file.h"
 #include "engine/tensor.h"
 
 namespace dyllm {

@@ -1,16 +1,16 @@
 // Tokenizer::load for HF tokenizer.json (+ tokenizer_config.json) and the HF-compatible tokenizer built from it:
 // added tokens first, then normalizer -> pre-tokenizer -> model (BPE/WordLevel); decode through the decoder.
-#include "engine/tokenizer.h"
+#include "engine/tokenizer/tokenizer.h"
 
 #include <fstream>
 #include <sstream>
 
-#include "engine/byte_unicode.h"
-#include "engine/tokenizer_added.h"
-#include "engine/tokenizer_json.h"
-#include "engine/tokenizer_model.h"
-#include "engine/tokenizer_pretok.h"
-#include "engine/utf8.h"
+#include "engine/tokenizer/byte_unicode.h"
+#include "engine/tokenizer/tokenizer_added.h"
+#include "engine/tokenizer/tokenizer_json.h"
+#include "engine/tokenizer/tokenizer_model.h"
+#include "engine/tokenizer/tokenizer_pretok.h"
+#include "engine/tokenizer/utf8.h"
 
 namespace dyllm {
 

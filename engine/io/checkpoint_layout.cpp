@@ -1,7 +1,7 @@
 // Tensor names and shapes of the LLaDA (spec c.1) and Dream/Qwen2 (spec c.2) checkpoints; expected_tensor_names.
-#include "engine/checkpoint_layout.h"
+#include "engine/io/checkpoint_layout.h"
 
-#include "engine/checkpoint.h"
+#include "engine/io/checkpoint.h"
 
 namespace dyllm {
 

@@ -1,6 +1,6 @@
 // Task-suite loading (JSONL with file:line errors), the few-shot prompt rule, the held-out hash split and the
 // answer-extraction rule; all mirror assets/train/tasks.py so that C++ and Python score identically.
-#include "engine/task_suite.h"
+#include "app/model/task_suite.h"
 
 #include <algorithm>
 #include <cstdlib>

@@ -1,7 +1,7 @@
 // The chat templates of both families applied to a single user turn plus the assistant generation prompt.
 #include <string>
 
-#include "engine/tokenizer.h"
+#include "engine/tokenizer/tokenizer.h"
 
 namespace dyllm {
 

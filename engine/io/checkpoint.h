@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/config.h"
+#include "engine/io/config.h"
 #include "engine/tensor.h"
 
 namespace dyllm {
