@@ -19,9 +19,15 @@
 
 namespace dyllm {
 
-enum class Method : uint8_t { Original, DyLLM, FastPrefix, FastDual, DllmCache };
+// Decoding methods, one file each under engine/methods/, registered in engine/methods/method_list.def.
+enum class Method : uint8_t {
+#define DYLLM_METHOD(id, name, factory) id,
+#include "engine/methods/method_list.def"
+#undef DYLLM_METHOD
+};
 const char* method_name(Method m);                        // "original", "dyllm", "fast-prefix", ...
 std::optional<Method> parse_method(std::string_view s);  // nullopt for an unknown name
+std::string method_names(std::string_view sep = ", ");   // every registered name, in registry order
 
 // Every knob of a generation run. Validated by validate_params() before a run starts.
 struct DiffusionParams {
@@ -34,8 +40,8 @@ struct DiffusionParams {
     bool     ignore_eos   = false;
 
     Method method      = Method::DyLLM;
-    float  tau         = NAN;  // NaN: family default (LLaDA 0.99, Dream 0.995)
-    int    full_steps  = 4;    // T_full
+    float  tau         = NAN;  // NaN: family default (LLaDA 0.99, Dream 0.995); range and meaning: engine/params.h
+    int    full_steps  = 4;    // T_full (>= 1: the first step fills the caches)
     int    fullq_every = 4;    // full-query sparse step period (the `> P && % P != 0` rule)
     bool   approx      = true; // false: the paper's "Salient" ablation (exact attention for every query)
 
@@ -46,7 +52,9 @@ struct DiffusionParams {
     bool measure_cosine = false;  // histograms for methods without saliency (costs an extra cosine per layer)
 };
 
-// Throws InputError naming the parameter, its value and the allowed range.
+// Throws InputError naming the setting (by its command-line flag), its value and the allowed range: the table's
+// ranges (engine/params.h) and the rules between settings; the second form adds the model's limits.
+void validate_params(const DiffusionParams& p);
 void validate_params(const DiffusionParams& p, const ModelConfig& cfg);
 float default_tau(Family f);
 

@@ -1,6 +1,6 @@
 // Forward-pass building blocks written once against Backend (STYLE.md 2.2): embedding, a dense layer over any set of
-// query rows (original, DyLLM FULL steps, Fast-dLLM, dLLM-Cache refreshes), DyLLM's sparse layer (spec a.7) and the
-// LM head. Every op is timed (ScopedOp) and counted (FLOPs, rows) for the accounting and the event stream.
+// query rows (original, DyLLM FULL steps, Fast-dLLM), the ops the methods build their own layers from
+// (engine/methods/), and the LM head. Every op is timed (ScopedOp) and counted (FLOPs, rows) for the accounting.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -38,6 +38,8 @@ struct RowSet {
 };
 
 RowSet all_rows(const BatchLayout& lay);
+// Indices into `outer` (ascending rows) of each row of `inner` (a subset, ascending).
+std::vector<int32_t> index_within(const RowSet& outer, const RowSet& inner);
 RowSet response_rows(const BatchLayout& lay, bool with_last_prompt_row);
 
 // Per-layer caches; a method allocates only what it uses (empty Tensors otherwise). All [N, width] in cache dtype.
@@ -77,36 +79,39 @@ public:
     void layer_dense(int l, Tensor& h, const BatchLayout& lay, const RowSet& q, LayerCache& c, bool store_ctx,
                      bool store_ffn, SaliencyOutcome* measure = nullptr, float tau = 0.f);
 
-    // DyLLM's sparse layer (spec a.7). q: query rows; s_prev: S_{l-1} (subset of q). Returns S_l in out.salient.
-    // approx = false is the "Salient" ablation: exact attention for every query row.
-    void layer_sparse(int l, Tensor& h, const BatchLayout& lay, const RowSet& q, const RowSet& s_prev, LayerCache& c,
-                      float tau, bool approx, SaliencyOutcome& out);
-
-    // dLLM-Cache layer (spec e): h holds every row of the batch. attn_rows are recomputed; with adaptive, the
-    // response rows' V is refreshed and the rho share least similar are recomputed too.
-    void layer_dllm_cache(int l, Tensor& h, const BatchLayout& lay, const RowSet& attn_rows, const RowSet& gen_rows,
-                          bool adaptive, float rho, LayerCache& c);
-
     // Final norm + LM head on rows idx of h (indices into h's rows): [idx.size(), n_vocab].
     Tensor logits(const Tensor& h, const std::vector<int32_t>& idx);
 
     // FLOPs a dense forward over the whole batch would take (plus n_logit_rows through the head).
     double dense_flops(const BatchLayout& lay, int64_t n_logit_rows) const;
 
-    Backend& backend() { return be_; }
+    Backend&            backend() { return be_; }
+    const ModelWeights& weights() const { return w_; }
+    const ModelConfig&  config() const { return cfg_; }
+    LayerAccount&       account(int l) { return acc_[size_t(l)]; }
 
-private:
+    // Building blocks for the methods' own layers (engine/methods/): each op timed (ScopedOp) and its FLOPs counted
+    // in the layer's account (l = -1: the LM head).
     Tensor alloc(int64_t rows, int64_t cols) { return be_.alloc(DType::F32, rows, cols); }
     Tensor alloc_cache(int64_t rows, int64_t cols) { return be_.alloc(be_.cache_dtype(), rows, cols); }
+    void   norm(int l, const TensorView& x, const TensorView& w, const TensorView& y);
     void   matmul(int l, OpClass op, const TensorView& x, const TensorView& w, const TensorView& b, const TensorView& y);
+    // q, k, v projections (+ bias, RoPE at rows' positions) of x: [n, n_embd]; any output may be null.
     void   qkv(int l, const TensorView& x, const RowSet& rows, Tensor* q, Tensor* k, Tensor* v);
+    // out = W_down (silu(W_gate x) * W_up x); x, out: [n, n_embd].
     void   ffn(int l, const TensorView& x, const TensorView& out);
+    // Exact attention of query rows (q: [rows.size(), q_dim]) against every key of their sequences in c.k / c.v.
     void   attention(int l, const TensorView& q, const RowSet& rows, const LayerCache& c, const BatchLayout& lay,
                      const TensorView& out);
+    // DyLLM's column-sparse update of rows' contexts from the salient keys' dV (Backend::attention_approx).
+    void   attention_approx(int l, const TensorView& q, const RowSet& rows, const LayerCache& c, const TensorView& dv,
+                            const RowSet& salient, const BatchLayout& lay, const TensorView& c_old,
+                            const TensorView& c_new);
     void   cosine(int l, const TensorView& a, const TensorView& b, std::vector<float>& out);
     void   gather(int l, const TensorView& src, const std::vector<int32_t>& idx, const TensorView& dst);
     void   scatter(int l, const TensorView& src, const std::vector<int32_t>& idx, const TensorView& dst);
 
+private:
     const ModelConfig&  cfg_;
     const ModelWeights& w_;
     Backend&            be_;

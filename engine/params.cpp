@@ -1,65 +1,148 @@
-// Method names, default thresholds and validation of DiffusionParams (one InputError per bad value, naming it).
+// The diffusion settings table (see params.h), default thresholds and validation of DiffusionParams (one InputError
+// per bad value, naming the setting by its command-line flag, the value and the allowed range).
+#include "engine/params.h"
+
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
-#include "engine/engine.h"
 #include "engine/errors.h"
 
 namespace dyllm {
 
-const char* method_name(Method m) {
-    switch (m) {
-        case Method::Original: return "original";
-        case Method::DyLLM: return "dyllm";
-        case Method::FastPrefix: return "fast-prefix";
-        case Method::FastDual: return "fast-dual";
-        case Method::DllmCache: return "dllm-cache";
-    }
-    return "?";
-}
-
-std::optional<Method> parse_method(std::string_view s) {
-    for (Method m : {Method::Original, Method::DyLLM, Method::FastPrefix, Method::FastDual, Method::DllmCache})
-        if (s == method_name(m)) return m;
-    return std::nullopt;
-}
-
-// Spec project decision 5: 0.99 for the LLaDA family, 0.995 for Dream.
-float default_tau(Family f) { return f == Family::Dream ? 0.995f : 0.99f; }
-
 namespace {
-template <class T>
-[[noreturn]] void bad(const char* name, T value, const std::string& rule) {
+
+constexpr double kIntMax = std::numeric_limits<int>::max();
+constexpr double kInf    = std::numeric_limits<double>::infinity();
+
+using P = DiffusionParams;
+
+// clang-format off
+const ParamSpec kTable[] = {
+    {"gen_length", "-n,--gen-length,--n-predict", "response length R (tokens)", &P::gen_length, 1, kIntMax},
+    {"steps", "--steps,--diffusion-steps", "total denoising steps; n_u = gen_length / steps (default: gen length, n_u = 1)",
+     &P::steps, 1, kIntMax, {}, {}, true},
+    {"block_length", "--block-length,--diffusion-block-length",
+     "semi-autoregressive block length (default: min(32, gen length))", &P::block_length, 1, kIntMax, {}, {}, true},
+    {"method", "--method", "decoding method", &P::method},
+    {"tau", "--tau,--dyllm-tau", "DyLLM cosine threshold: rows with cosine below tau are salient (default: LLaDA 0.99, "
+     "Dream 0.995)", &P::tau, kTauMin, kTauMax, "-1 marks no row salient, above 1 every row", "family default"},
+    {"full_steps", "--full-steps,--dyllm-full-steps", "T_full: initial dense steps of dyllm", &P::full_steps, 1, kIntMax,
+     "the first step fills the caches"},
+    {"fullq_every", "--fullq-every", "dyllm: period of full-query sparse steps", &P::fullq_every, 1, kIntMax},
+    {"approx", "--approx", "dyllm: approximate attention for non-salient rows (false: the paper's 'Salient' ablation, "
+     "exact attention for every query)", &P::approx},
+    {"conf_threshold", "--threshold", "confidence-threshold parallel decoding (off by default)", &P::conf_threshold,
+     -kInf, kInf, {}, "off"},
+    {"temperature", "--temp", "sampling temperature (0 = greedy)", &P::temperature, 0, kInf},
+    {"seed", "-s,--seed", "random seed", &P::seed},
+    {"ignore_eos", "--ignore-eos", "do not stop a sequence at EOS", &P::ignore_eos},
+    {"kp", "--kp", "dLLM-Cache prompt refresh interval K_P", &P::kp, 1, kIntMax},
+    {"kr", "--kr", "dLLM-Cache response refresh interval K_R", &P::kr, 1, kIntMax},
+    {"rho", "--rho", "dLLM-Cache adaptive transfer ratio", &P::rho, 0, 1},
+    {"measure_cosine", "--measure-cosine", "cosine histograms for methods without saliency (an extra cosine per layer)",
+     &P::measure_cosine},
+};
+// clang-format on
+
+std::string num(double v) {
     std::ostringstream os;
-    os << "parameter " << name << " = " << value << " is out of range: " << rule;
-    throw InputError(os.str());
+    os << v;
+    return os.str();
 }
+
+[[noreturn]] void bad(std::string_view flag, const std::string& rule) {
+    throw InputError(std::string(flag) + " " + rule);
+}
+
 }  // namespace
 
-void validate_params(const DiffusionParams& p, const ModelConfig& cfg) {
-    if (p.gen_length < 1) bad("gen_length", p.gen_length, "must be >= 1");
-    if (p.gen_length > cfg.max_position) bad("gen_length", p.gen_length, "exceeds the model's max_position " + std::to_string(cfg.max_position));
-    if (p.steps < 1) bad("steps", p.steps, "must be >= 1");
-    if (p.steps > p.gen_length) bad("steps", p.steps, "must be <= gen_length (" + std::to_string(p.gen_length) + ")");
+std::span<const ParamSpec> diffusion_param_table() { return kTable; }
+
+const ParamSpec* find_param(std::string_view key) {
+    for (const auto& s : kTable)
+        if (s.key == key) return &s;
+    return nullptr;
+}
+
+ParamValue param_value(const ParamSpec& s, const DiffusionParams& p) {
+    return std::visit(
+        [&](auto m) -> ParamValue {
+            const auto& v = p.*m;
+            using T       = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<T, bool>) return v;
+            else if constexpr (std::is_same_v<T, Method>) return std::string(method_name(v));
+            else if constexpr (std::is_same_v<T, float>) {
+                if (std::isnan(v)) return std::monostate{};
+                return double(v);
+            } else return int64_t(v);
+        },
+        s.member);
+}
+
+std::string param_text(const ParamSpec& s, const DiffusionParams& p) {
+    return std::visit(
+        [](const auto& v) -> std::string {
+            using T = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<T, std::monostate>) return "unset";
+            else if constexpr (std::is_same_v<T, bool>) return v ? "true" : "false";
+            else if constexpr (std::is_same_v<T, std::string>) return v;
+            else return num(double(v));
+        },
+        param_value(s, p));
+}
+
+int derived_default(const ParamSpec& s, const DiffusionParams& p) {
+    if (s.key == "steps") return p.gen_length;
+    if (s.key == "block_length") return std::min(32, p.gen_length);
+    return 0;
+}
+
+// Decision 5: 0.99 for the LLaDA family, 0.995 for Dream.
+float default_tau(Family f) { return f == Family::Dream ? 0.995f : 0.99f; }
+
+void validate_params(const DiffusionParams& p) {
+    // Ranges from the table.
+    for (const ParamSpec& s : kTable) {
+        const ParamValue v = param_value(s, p);
+        if (std::holds_alternative<std::monostate>(v)) {
+            if (s.unset.empty()) bad(s.flag(), "must be a finite number (got nan)");
+            continue;
+        }
+        double x = 0;
+        if (const auto* i = std::get_if<int64_t>(&v)) x = double(*i);
+        else if (const auto* d = std::get_if<double>(&v)) x = *d;
+        else continue;  // bool, method
+        if (std::holds_alternative<uint64_t DiffusionParams::*>(s.member)) continue;  // any seed is valid
+        const std::string why = s.why.empty() ? "" : " (" + std::string(s.why) + ")";
+        if (std::holds_alternative<double>(v) && !std::isfinite(x))
+            bad(s.flag(), "must be a finite number (got " + num(x) + ")");
+        if (x >= s.lo && x <= s.hi) continue;
+        if (s.hi == kIntMax) bad(s.flag(), "must be at least " + num(s.lo) + why + " (got " + num(x) + ")");
+        if (s.hi == kInf) bad(s.flag(), "must be a finite number >= " + num(s.lo) + why + " (got " + num(x) + ")");
+        bad(s.flag(), "must be in [" + num(s.lo) + ", " + num(s.hi) + "]" + why + " (got " + num(x) + ")");
+    }
+    // Rules between settings.
+    const std::string gen = std::to_string(p.gen_length), steps = std::to_string(p.steps),
+                      block = std::to_string(p.block_length);
+    if (p.steps > p.gen_length)
+        bad("--steps", steps + " exceeds --gen-length " + gen + " (at least one token is unmasked per step)");
     if (p.gen_length % p.steps != 0)
-        bad("steps", p.steps, "must divide gen_length (" + std::to_string(p.gen_length) + ") so n_u is constant");
-    if (p.block_length < 1) bad("block_length", p.block_length, "must be >= 1");
-    if (p.gen_length % p.block_length != 0)
-        bad("block_length", p.block_length, "must divide gen_length (" + std::to_string(p.gen_length) + ")");
+        bad("--steps", steps + " does not divide --gen-length " + gen + " (n_u = gen_length / steps must be whole)");
+    if (p.gen_length % p.block_length != 0) bad("--block-length", block + " does not divide --gen-length " + gen);
+    // Each block takes block_length / n_u steps; a fractional count would leave masks behind.
     const int n_u = p.gen_length / p.steps;
     if (std::isnan(p.conf_threshold) && p.block_length % n_u != 0)
-        bad("block_length", p.block_length, "must be a multiple of n_u = gen_length/steps = " + std::to_string(n_u));
-    if (!std::isnan(p.conf_threshold) && !std::isfinite(p.conf_threshold))
-        bad("threshold", p.conf_threshold, "must be finite");
-    if (!std::isnan(p.tau) && !std::isfinite(p.tau)) bad("tau", p.tau, "must be finite (or unset for the default)");
-    if (!std::isnan(p.tau) && (p.tau < -1.5f || p.tau > 1.5f))
-        bad("tau", p.tau, "must lie in [-1.5, 1.5] (cosines lie in [-1, 1]; > 1 makes every token salient)");
-    if (!(p.temperature >= 0.f) || !std::isfinite(p.temperature)) bad("temperature", p.temperature, "must be >= 0");
-    if (p.full_steps < 0) bad("full_steps", p.full_steps, "must be >= 0");
-    if (p.fullq_every < 1) bad("fullq_every", p.fullq_every, "must be >= 1");
-    if (p.kp < 1) bad("kp", p.kp, "must be >= 1");
-    if (p.kr < 1) bad("kr", p.kr, "must be >= 1");
-    if (!(p.rho >= 0.f && p.rho <= 1.f)) bad("rho", p.rho, "must lie in [0, 1]");
+        bad("--block-length", block + " is not a multiple of n_u = " + std::to_string(n_u) +
+                                  " (gen_length / steps): each block must take a whole number of steps");
+}
+
+void validate_params(const DiffusionParams& p, const ModelConfig& cfg) {
+    validate_params(p);
+    if (p.gen_length > cfg.max_position)
+        bad("--gen-length", std::to_string(p.gen_length) + " exceeds the model's max_position " +
+                                std::to_string(cfg.max_position));
 }
 
 }  // namespace dyllm

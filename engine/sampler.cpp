@@ -1,11 +1,21 @@
-// Sampler decisions: candidate window, selection with a deterministic tie-break, EOS termination (spec a.9).
+// The sampler (see sampler.h): candidates, scoring, selection with a deterministic tie-break, commit, EOS rule.
 #include "engine/sampler.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
+
+#include "engine/errors.h"
+#include "engine/op_scope.h"
 
 namespace dyllm {
+
+int32_t SequenceState::unmasked() const {
+    int32_t n = 0;
+    for (int32_t s : unmask_step) n += (s > 0);
+    return n;
+}
 
 std::vector<int32_t> block_candidates(std::span<const int32_t> response, int32_t mask_id, int block_length) {
     int32_t unmasked = 0;
@@ -19,8 +29,11 @@ std::vector<int32_t> block_candidates(std::span<const int32_t> response, int32_t
 }
 
 std::vector<Candidate> select_candidates(std::vector<Candidate> cands, int n_transfer, float threshold) {
-    std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
-        if (a.score != b.score) return a.score > b.score;
+    // NaN ranks lowest, so the comparison is a strict weak order whatever the scores hold.
+    auto key = [](float s) { return std::isnan(s) ? -std::numeric_limits<float>::infinity() : s; };
+    std::sort(cands.begin(), cands.end(), [&](const Candidate& a, const Candidate& b) {
+        const float ka = key(a.score), kb = key(b.score);
+        if (ka != kb) return ka > kb;
         return a.pos < b.pos;
     });
     std::vector<Candidate> keep;
@@ -41,6 +54,107 @@ bool finished_by_eos(std::span<const int32_t> response, std::span<const int32_t>
     for (int32_t p = 0; p < first_eos; ++p)
         if (response[size_t(p)] == mask_id) return false;
     return true;
+}
+
+Sampler::Sampler(const ModelConfig& cfg, const DiffusionParams& p) : cfg_(cfg), p_(p), rng_(p.seed) {}
+
+Sampler::Plan Sampler::plan(std::span<SequenceState* const> live, std::span<const int32_t> cu) const {
+    Plan pl;
+    pl.cand.resize(live.size());
+    for (size_t b = 0; b < live.size(); ++b) {
+        const SequenceState& s = *live[b];
+        pl.cand[b]             = block_candidates(s.response(), cfg_.mask_id, p_.block_length);
+        for (int32_t c : pl.cand[b]) {
+            int32_t p_abs = s.P + c;
+            if (cfg_.family == Family::Dream) p_abs = std::max(0, p_abs - 1);
+            pl.rows.push_back(cu[b] + p_abs);
+        }
+    }
+    return pl;
+}
+
+// Greedy scoring on the backend; seeded sampling from softmax(logits / T) on the host when temperature > 0.
+// [MASK] is never a prediction.
+void Sampler::score(Backend& be, EventSink* sink, int32_t step, const Tensor& logits, std::span<int32_t> tok,
+                    std::span<float> score) {
+    if (tok.empty()) return;
+    const ScoreKind kind = cfg_.family == Family::Dream ? ScoreKind::NegEntropy : ScoreKind::Confidence;
+    const std::vector<int32_t> banned{cfg_.mask_id};
+    ScopedOp s(sink, step, -1, OpClass::Sampling, 0, double(logits.view().bytes()), int32_t(tok.size()));
+    if (p_.temperature <= 0.f) {
+        be.score_logits(logits, kind, banned, tok, score);
+        return;
+    }
+    const int64_t      V = logits.cols();
+    std::vector<float> host(size_t(logits.rows() * V));
+    be.download(logits, host.data());
+    std::vector<double> pr(static_cast<size_t>(V));
+    for (size_t r = 0; r < tok.size(); ++r) {
+        const float* x  = host.data() + r * size_t(V);
+        double       mx = -INFINITY;
+        for (int64_t v = 0; v < V; ++v)
+            if (v != cfg_.mask_id) mx = std::max(mx, double(x[v]) / p_.temperature);
+        double sum = 0;
+        for (int64_t v = 0; v < V; ++v)
+            sum += pr[size_t(v)] = v == cfg_.mask_id ? 0.0 : std::exp(double(x[v]) / p_.temperature - mx);
+        std::uniform_real_distribution<double> u(0.0, sum);
+        const double                           draw = u(rng_);
+        double                                 acc  = 0;
+        int64_t                                pick = 0;
+        for (int64_t v = 0; v < V; ++v) {
+            acc += pr[size_t(v)];
+            if (pr[size_t(v)] > 0 && acc >= draw) {
+                pick = v;
+                break;
+            }
+        }
+        tok[r] = int32_t(pick);
+        if (kind == ScoreKind::Confidence) {
+            score[r] = float(pr[size_t(pick)] / sum);
+        } else {
+            double ne = 0;
+            for (double q : pr) ne += (q / sum) * std::log(q / sum + 1e-10);
+            score[r] = float(ne);
+        }
+    }
+}
+
+std::vector<Sampler::Unmasked> Sampler::sample(Backend& be, EventSink* sink, int32_t step, const Tensor& logits,
+                                               const Plan& plan, std::span<SequenceState* const> live) {
+    std::vector<int32_t> tok(plan.rows.size());
+    std::vector<float>   sc(plan.rows.size());
+    score(be, sink, step, logits, tok, sc);
+
+    const bool  thr_mode   = !std::isnan(p_.conf_threshold);
+    const int   n_transfer = thr_mode ? 1 : p_.gen_length / p_.steps;
+    const float threshold  = thr_mode ? p_.conf_threshold : std::numeric_limits<float>::infinity();
+    std::vector<Unmasked> out(live.size());
+    size_t                k = 0;
+    for (size_t b = 0; b < live.size(); ++b) {
+        SequenceState&         s = *live[b];
+        std::vector<Candidate> cs;
+        for (int32_t c : plan.cand[b]) {
+            // A finite logit row always gives a finite score (a probability, or an entropy >= -log V).
+            if (!std::isfinite(sc[k]))
+                throw LoadError("non-finite logits at step " + std::to_string(step) + " (response position " +
+                                std::to_string(c) + "): corrupt weights?");
+            cs.push_back(Candidate{c, tok[k], sc[k]}), ++k;
+        }
+        Unmasked& u = out[b];
+        for (const Candidate& c : select_candidates(std::move(cs), n_transfer, threshold)) {
+            s.tokens[size_t(s.P + c.pos)] = c.token;
+            s.unmask_step[size_t(c.pos)]  = step;
+            s.scores[size_t(c.pos)]       = c.score;
+            u.pos.push_back(c.pos), u.tokens.push_back(c.token), u.scores.push_back(c.score);
+        }
+        s.last_unmasked = u.pos;
+        std::sort(s.last_unmasked.begin(), s.last_unmasked.end());  // decision 2: S_0 in position order
+        s.steps_run = step;
+        if (!p_.ignore_eos && finished_by_eos(s.response(), s.last_unmasked, cfg_.eos_id, cfg_.mask_id))
+            s.finished = s.by_eos = true;
+        if (s.unmasked() >= s.R || (!thr_mode && step >= p_.steps)) s.finished = true;
+    }
+    return out;
 }
 
 }  // namespace dyllm

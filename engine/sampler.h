@@ -1,11 +1,32 @@
-// The denoising sampler's decisions (spec a.9 with the project's decisions): the semi-autoregressive candidate
-// window, the choice of positions to unmask (n_u or confidence threshold, deterministic tie-break), EOS termination.
+// The whole denoising sampler (engine/README.md, "Sampler"): the decode state of each sequence, the
+// semi-autoregressive candidate window, scoring of the candidates' logits (greedy on the backend, seeded sampling on
+// the host), the choice of positions to unmask (n_u or confidence threshold, deterministic tie-break), the commit and
+// EOS termination.
 #pragma once
 #include <cstdint>
+#include <random>
 #include <span>
 #include <vector>
 
+#include "engine/backend.h"
+#include "engine/engine.h"
+#include "instrumentation/events.h"
+
 namespace dyllm {
+
+// One sequence's decode state: prompt + response tokens and what each response position became when.
+struct SequenceState {
+    int32_t              P = 0, R = 0;
+    std::vector<int32_t> tokens;         // prompt + response
+    std::vector<int32_t> unmask_step;    // [R], 0 = still masked
+    std::vector<float>   scores;         // [R]
+    std::vector<int32_t> last_unmasked;  // response positions unmasked in the previous step, ascending
+    int32_t              steps_run = 0;
+    bool                 finished = false, by_eos = false;
+
+    int32_t                  unmasked() const;
+    std::span<const int32_t> response() const { return {tokens.data() + P, size_t(R)}; }
+};
 
 struct Candidate {
     int32_t pos   = 0;  // response-relative position
@@ -14,17 +35,52 @@ struct Candidate {
 };
 
 // Masked response positions of the current block: block_idx = (unmasked count) / block_length, window
-// [0, block_length * (block_idx + 1)) clipped to the response (spec a.9 step 1).
+// [0, block_length * (block_idx + 1)) clipped to the response.
 std::vector<int32_t> block_candidates(std::span<const int32_t> response, int32_t mask_id, int block_length);
 
-// Keeps candidate r (in order of score, higher first, then lower position: project decision 4) when r < n_transfer or
-// score >= threshold, and only if its score > -inf (spec a.9 step 5). Default mode: n_transfer = n_u, threshold =
-// +inf; threshold mode: n_transfer = 1, threshold = the confidence threshold. Returns the kept ones in that order.
+// Keeps candidate r (in order of score, higher first, then lower position: decision 4) when r < n_transfer or
+// score >= threshold, and only if its score > -inf. Default mode: n_transfer = n_u, threshold = +inf; threshold mode:
+// n_transfer = 1, threshold = the confidence threshold. Returns the kept ones in that order. The order is total: a
+// NaN score ranks below every number and is never kept.
 std::vector<Candidate> select_candidates(std::vector<Candidate> cands, int n_transfer, float threshold);
 
-// EOS termination (spec a.9 step 7): an EOS among the newly decoded positions, with no [MASK] before the first of
-// them, finishes the sequence.
+// EOS termination: an EOS among the newly decoded positions, with no [MASK] before the first of them, finishes the
+// sequence.
 bool finished_by_eos(std::span<const int32_t> response, std::span<const int32_t> new_positions, int32_t eos_id,
                      int32_t mask_id);
+
+// The sampler of one run: which logits rows a step needs, and what it unmasks from them.
+class Sampler {
+public:
+    Sampler(const ModelConfig& cfg, const DiffusionParams& p);
+
+    // The candidates of each live sequence (response positions) and, for each, the packed row whose logits score it:
+    // row P + c (LLaDA) or P + c - 1 (Dream's one-position shift; position 0 reads itself).
+    struct Plan {
+        std::vector<std::vector<int32_t>> cand;  // [n_seq] response positions
+        std::vector<int32_t>              rows;  // packed row of each candidate, in (sequence, candidate) order
+    };
+    Plan plan(std::span<SequenceState* const> live, std::span<const int32_t> cu) const;
+
+    // What one sequence got this step (in selection order).
+    struct Unmasked {
+        std::vector<int32_t> pos, tokens;
+        std::vector<float>   scores;
+    };
+
+    // Scores logits [plan.rows.size(), n_vocab] (row r scores candidate r), selects per sequence, commits into the
+    // states (tokens, unmask_step, scores, last_unmasked, finished flags) and returns what each sequence unmasked.
+    // Throws LoadError naming the step when a score is not finite (corrupt weights).
+    std::vector<Unmasked> sample(Backend& be, EventSink* sink, int32_t step, const Tensor& logits, const Plan& plan,
+                                 std::span<SequenceState* const> live);
+
+private:
+    void score(Backend& be, EventSink* sink, int32_t step, const Tensor& logits, std::span<int32_t> tok,
+               std::span<float> score);
+
+    const ModelConfig&    cfg_;
+    const DiffusionParams p_;
+    std::mt19937_64       rng_;
+};
 
 }  // namespace dyllm

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "engine/errors.h"
+#include "engine/params.h"
 
 namespace dyllm::cli {
 
@@ -25,12 +26,6 @@ std::string trim(const std::string& s) {
     while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
     while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
     return s.substr(b, e - b);
-}
-
-std::string fmt_double(double v) {
-    std::ostringstream os;
-    os << v;
-    return os.str();
 }
 
 // A scalar flag given twice keeps the last value (llama.cpp's behaviour, handy for scripts that append overrides)
@@ -64,31 +59,28 @@ void add_model_options(CLI::App& app, ModelOptions& opts) {
 }
 
 void add_diffusion_options(CLI::App& app, DiffusionOptions& o, DiffusionFlags which) {
-    // Aliases: llama.cpp's -n/--n-predict and --diffusion-* flags, and --dyllm-* for the DyLLM knobs
-    // (product-anchors.md section 5: accept the existing diffusion flags unchanged).
-    scalar(app, "-n,--gen-length,--n-predict", o.gen_length, "response length R (tokens)");
-    if (which == DiffusionFlags::All) {
-        scalar(app, "--steps,--diffusion-steps", o.steps, "total denoising steps (default: gen length, n_u = 1)",
-               false);
-        scalar(app, "--block-length,--diffusion-block-length", o.block_length,
-               "semi-autoregressive block length (default: min(32, gen length))", false);
-        scalar(app, "--method", o.method, "original | dyllm | fast-prefix | fast-dual | dllm-cache");
-        scalar_set(app, "--tau,--dyllm-tau", o.tau, o.tau_set,
-                   "DyLLM cosine threshold (default: LLaDA 0.99, Dream 0.995)");
+    for (const ParamSpec& spec : diffusion_param_table()) {
+        if (which == DiffusionFlags::FixedOnly &&
+            std::find(std::begin(kSweptKeys), std::end(kSweptKeys), spec.key) != std::end(kSweptKeys))
+            continue;
+        const std::string names(spec.flags), help(spec.help);
+        auto mark = [&o, key = std::string(spec.key)](const auto&...) { o.given.insert(key); };
+        std::visit(
+            [&](auto member) {
+                using T = std::remove_reference_t<decltype(o.params.*member)>;
+                if constexpr (std::is_same_v<T, bool>) {
+                    // --approx also answers to --no-approx; plain flags stay flags.
+                    const std::string flag_names = spec.key == "approx" ? names + ",!--no-approx" : names;
+                    app.add_flag(flag_names, o.params.*member, help)->each(mark);
+                } else if constexpr (std::is_same_v<T, Method>) {
+                    scalar(app, names, o.method, help + ": " + method_names(" | "))->each(mark);
+                } else {
+                    CLI::Option* opt = scalar(app, names, o.params.*member, help, !spec.derived && spec.unset.empty());
+                    opt->each(mark);
+                }
+            },
+            spec.member);
     }
-    scalar(app, "--full-steps,--dyllm-full-steps", o.full_steps, "T_full: initial dense steps");
-    scalar(app, "--fullq-every", o.fullq_every, "period of full-query sparse steps");
-    app.add_flag("--no-approx", o.no_approx, "exact attention for every query (the paper's 'Salient' ablation)");
-    scalar_set(app, "--threshold", o.threshold, o.threshold_set,
-               "confidence-threshold parallel decoding (off by default)");
-    scalar(app, "--temp", o.temperature, "sampling temperature (0 = greedy)");
-    scalar(app, "-s,--seed", o.seed, "random seed");
-    app.add_flag("--ignore-eos", o.ignore_eos, "do not stop a sequence at EOS");
-    scalar(app, "--kp", o.kp, "dLLM-Cache prompt refresh interval K_P");
-    scalar(app, "--kr", o.kr, "dLLM-Cache response refresh interval K_R");
-    scalar(app, "--rho", o.rho, "dLLM-Cache adaptive transfer ratio");
-    app.add_flag("--measure-cosine", o.measure_cosine,
-                 "cosine histograms for methods without saliency (an extra cosine per layer)");
 }
 
 void add_prompt_options(CLI::App& app, PromptOptions& o) {
@@ -146,80 +138,18 @@ std::vector<std::string> split_list(const std::string& what, const std::string& 
 }
 
 DiffusionParams to_diffusion_params(const DiffusionOptions& o) {
-    DiffusionParams p;
-    if (o.gen_length <= 0) throw InputError("--gen-length must be positive (got " + std::to_string(o.gen_length) + ")");
-    p.gen_length = o.gen_length;
-
-    p.steps = o.steps == -1 ? o.gen_length : o.steps;
-    if (p.steps <= 0) throw InputError("--steps must be positive (got " + std::to_string(o.steps) + ")");
-    if (p.steps > p.gen_length)
-        throw InputError("--steps " + std::to_string(p.steps) + " exceeds --gen-length " +
-                         std::to_string(p.gen_length) + " (at least one token is unmasked per step)");
-    if (p.gen_length % p.steps != 0)
-        throw InputError("--steps " + std::to_string(p.steps) + " does not divide --gen-length " +
-                         std::to_string(p.gen_length) + " (n_u = gen_length / steps must be whole, spec a.9)");
-    const int n_u = p.gen_length / p.steps;
-
-    // Project decision 5: block 32 by default; shorter responses use one block.
-    p.block_length = o.block_length == -1 ? std::min(32, p.gen_length) : o.block_length;
-    if (p.block_length <= 0)
-        throw InputError("--block-length must be positive (got " + std::to_string(o.block_length) + ")");
-    if (p.gen_length % p.block_length != 0)
-        throw InputError("--block-length " + std::to_string(p.block_length) + " does not divide --gen-length " +
-                         std::to_string(p.gen_length));
-    // Each block takes block_length / n_u steps (spec a.9 notes); a fractional count would leave masks behind.
-    if (p.block_length % n_u != 0)
-        throw InputError("--block-length " + std::to_string(p.block_length) + " is not a multiple of n_u = " +
-                         std::to_string(n_u) + " (gen_length / steps): each block must take a whole number of steps");
-
+    DiffusionParams p = o.params;
+    for (const ParamSpec& spec : diffusion_param_table()) {
+        if (spec.derived && !o.given.count(std::string(spec.key)))
+            p.*std::get<int DiffusionParams::*>(spec.member) = derived_default(spec, p);
+        // NaN means "unset" for some floats; typed explicitly it is an error.
+        if (const auto* f = std::get_if<float DiffusionParams::*>(&spec.member); f && o.given.count(std::string(spec.key)))
+            if (std::isnan(p.**f)) throw InputError(std::string(spec.flag()) + " must be a finite number (got nan)");
+    }
     const auto m = parse_method(o.method);
-    if (!m)
-        throw InputError("--method: unknown method '" + o.method +
-                         "' (expected original, dyllm, fast-prefix, fast-dual or dllm-cache)");
+    if (!m) throw InputError("--method: unknown method '" + o.method + "' (expected " + method_names(", ") + ")");
     p.method = *m;
-
-    if (o.tau_set) {
-        if (!std::isfinite(o.tau)) throw InputError("--tau must be a finite number (got " + fmt_double(o.tau) + ")");
-        // tau is compared with a cosine similarity, which lies in [-1, 1] (spec a.7).
-        if (o.tau < -1.0 || o.tau > 1.0)
-            throw InputError("--tau must be in [-1, 1] (a cosine similarity threshold; got " + fmt_double(o.tau) + ")");
-        p.tau = static_cast<float>(o.tau);
-    } else {
-        p.tau = NAN;
-    }
-
-    if (o.full_steps < 1)
-        throw InputError("--full-steps must be at least 1 (got " + std::to_string(o.full_steps) +
-                         "): the first step fills the caches");
-    p.full_steps = o.full_steps;
-    if (o.fullq_every < 1)
-        throw InputError("--fullq-every must be at least 1 (got " + std::to_string(o.fullq_every) + ")");
-    p.fullq_every = o.fullq_every;
-    p.approx      = !o.no_approx;
-
-    if (o.threshold_set) {
-        if (!std::isfinite(o.threshold))
-            throw InputError("--threshold must be a finite number (got " + fmt_double(o.threshold) + ")");
-        p.conf_threshold = static_cast<float>(o.threshold);
-    } else {
-        p.conf_threshold = NAN;
-    }
-
-    if (!std::isfinite(o.temperature) || o.temperature < 0)
-        throw InputError("--temp must be a finite number >= 0 (got " + fmt_double(o.temperature) + ")");
-    p.temperature = static_cast<float>(o.temperature);
-    p.seed        = o.seed;
-    p.ignore_eos  = o.ignore_eos;
-
-    if (o.kp < 1) throw InputError("--kp must be at least 1 (got " + std::to_string(o.kp) + ")");
-    if (o.kr < 1) throw InputError("--kr must be at least 1 (got " + std::to_string(o.kr) + ")");
-    if (!std::isfinite(o.rho) || o.rho < 0 || o.rho > 1)
-        throw InputError("--rho must be in [0, 1] (got " + fmt_double(o.rho) + ")");
-    p.kp  = o.kp;
-    p.kr  = o.kr;
-    p.rho = static_cast<float>(o.rho);
-
-    p.measure_cosine = o.measure_cosine;
+    validate_params(p);
     return p;
 }
 
@@ -346,28 +276,21 @@ double json_float(float v) {
 }
 
 nlohmann::ordered_json params_to_json(const DiffusionParams& p, Family family) {
+    DiffusionParams shown = p;
+    shown.tau             = effective_tau(p, family);  // the tau in force
     nlohmann::ordered_json j;
-    j["gen_length"]   = p.gen_length;
-    j["steps"]        = p.steps;
-    j["n_u"]          = p.steps > 0 ? p.gen_length / p.steps : 0;
-    j["block_length"] = p.block_length;
-    j["method"]       = method_name(p.method);
-    j["tau"]          = json_float(effective_tau(p, family));
+    for (const ParamSpec& spec : diffusion_param_table()) {
+        std::visit(
+            [&](const auto& v) {
+                using T = std::decay_t<decltype(v)>;
+                if constexpr (std::is_same_v<T, std::monostate>) j[std::string(spec.key)] = nullptr;
+                else if constexpr (std::is_same_v<T, double>) j[std::string(spec.key)] = json_float(float(v));
+                else j[std::string(spec.key)] = v;
+            },
+            param_value(spec, shown));
+    }
+    j["n_u"]            = p.steps > 0 ? p.gen_length / p.steps : 0;
     j["tau_is_default"] = std::isnan(p.tau);
-    j["full_steps"]   = p.full_steps;
-    j["fullq_every"]  = p.fullq_every;
-    j["approx"]       = p.approx;
-    if (std::isnan(p.conf_threshold))
-        j["conf_threshold"] = nullptr;
-    else
-        j["conf_threshold"] = json_float(p.conf_threshold);
-    j["temperature"]    = json_float(p.temperature);
-    j["seed"]           = p.seed;
-    j["ignore_eos"]     = p.ignore_eos;
-    j["kp"]             = p.kp;
-    j["kr"]             = p.kr;
-    j["rho"]            = json_float(p.rho);
-    j["measure_cosine"] = p.measure_cosine;
     return j;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,27 +27,20 @@ struct ModelOptions {
     int         threads = 0;        // 0 = all cores
 };
 
-// Every diffusion knob as typed on the command line. Unset values keep NaN / -1 so that defaults which depend on
-// other flags (steps = gen length, block = min(32, gen length)) can be resolved in to_diffusion_params().
+// The diffusion settings as given on the command line: the flags are generated from the engine's parameter table
+// (engine/params.h) and bound to `params`; `given` records which table keys were on the command line, so that
+// derived defaults (steps, block length) are resolved in to_diffusion_params() only when not given.
 struct DiffusionOptions {
-    int         gen_length   = 64;   // spec a.11 project default: 64 (DiffusionParams default)
-    int         steps        = -1;   // -1: = gen_length (n_u = 1, project decision 5)
-    int         block_length = -1;   // -1: min(32, gen_length) (project decision 5: block 32)
-    std::string method       = "dyllm";
-    double      tau          = NAN;  // NaN: family default (LLaDA 0.99, Dream 0.995)
-    bool        tau_set      = false;
-    int         full_steps   = 4;
-    int         fullq_every  = 4;
-    bool        no_approx    = false;
-    double      threshold    = NAN;  // confidence threshold; NaN = off
-    bool        threshold_set = false;
-    double      temperature  = 0.0;
-    uint64_t    seed         = 0;
-    bool        ignore_eos   = false;
-    int         kp           = 50;
-    int         kr           = 7;
-    double      rho          = 0.25;
-    bool        measure_cosine = false;
+    DiffusionParams       params;
+    std::string           method = method_name(DiffusionParams{}.method);  // as typed, checked in to_diffusion_params
+    std::set<std::string> given;
+
+    // Sets a setting as if given on the command line (dyllm bench's sweeps).
+    template <class T>
+    void set(T DiffusionParams::*member, const char* key, T value) {
+        params.*member = value;
+        given.insert(key);
+    }
 };
 
 // -p/--prompt (repeatable), -f/--file, --prompt-ids (repeatable), --no-chat.
@@ -65,8 +59,9 @@ struct PromptInput {
 };
 
 // Which diffusion flags to add: All, or every flag except those a sweep command takes as lists
-// (--steps, --block-length, --method, --tau), as `dyllm bench` does.
+// (--steps, --block-length, --method, --tau), as `dyllm bench` does (kSweptKeys).
 enum class DiffusionFlags : uint8_t { All, FixedOnly };
+inline constexpr std::string_view kSweptKeys[] = {"steps", "block_length", "method", "tau"};
 
 void add_model_options(CLI::App& app, ModelOptions& opts);
 void add_diffusion_options(CLI::App& app, DiffusionOptions& opts, DiffusionFlags which = DiffusionFlags::All);
@@ -81,8 +76,8 @@ int64_t parse_int_arg(const std::string& what, const std::string& text);
 // "a,b,c" -> {"a","b","c"} (spaces trimmed, empty items rejected with InputError naming `what`).
 std::vector<std::string> split_list(const std::string& what, const std::string& text);
 
-// Range checks that need no model (lengths positive, steps divides gen length, tau finite, ...); the rest is
-// validate_params(). Throws InputError naming the flag, the value and the allowed range.
+// Resolves the derived defaults and checks everything that needs no model (validate_params(p) of the engine, plus
+// the method name and explicit NaNs). Throws InputError naming the flag, the value and the allowed range.
 DiffusionParams to_diffusion_params(const DiffusionOptions& opts);
 
 // tau actually in force: the explicit value, or the family default for NaN.

@@ -208,7 +208,7 @@ Row run_config(const Model& model, const BenchOptions& o, const Config& cfg, con
 
 std::vector<Config> expand_configs(const Model& model, const BenchOptions& o) {
     if (o.reps < 1) throw InputError("-r/--reps must be at least 1 (got " + std::to_string(o.reps) + ")");
-    const int gen = o.fixed.gen_length;
+    const int gen = o.fixed.params.gen_length;
     if (gen <= 0) throw InputError("-n must be positive (got " + std::to_string(gen) + ")");
 
     std::vector<Method> methods;
@@ -255,11 +255,10 @@ std::vector<Config> expand_configs(const Model& model, const BenchOptions& o) {
                 // The baseline of this group first (project decision 6: original = every step dense).
                 auto make = [&](Method m, double tau, bool print) {
                     DiffusionOptions d = o.fixed;
-                    d.steps            = steps;
-                    d.block_length     = block;
+                    d.set(&DiffusionParams::steps, "steps", steps);
+                    d.set(&DiffusionParams::block_length, "block_length", block);
                     d.method           = method_name(m);
-                    d.tau_set          = !std::isnan(tau);
-                    d.tau              = tau;
+                    d.params.tau       = float(tau);  // NaN: the family default
                     Config c{m, NAN, gen, steps, block, batch, to_diffusion_params(d), print};
                     validate_params(c.params, model.config());
                     if (m == Method::DyLLM) c.tau = effective_tau(c.params, model.config().family);
@@ -361,7 +360,7 @@ int run_bench(const BenchOptions& o) {
     std::unique_ptr<Model> model   = load_model_for_cli(o.model);
     const std::vector<Config> cfgs = expand_configs(*model, o);  // validates every configuration before any run
     std::optional<TaskWork>   task;
-    if (!o.task.empty()) task = load_task_work(*model, o, o.fixed.gen_length);
+    if (!o.task.empty()) task = load_task_work(*model, o, o.fixed.params.gen_length);
 
     std::fprintf(stderr, "bench: model %s (%s), backend %s, %zu configurations, %d reps + 1 warm-up each\n",
                  model->name().c_str(), family_name(model->config().family), model->backend().description().c_str(),

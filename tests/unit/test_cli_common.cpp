@@ -107,14 +107,14 @@ TEST_CASE("bad diffusion values give one InputError naming the flag and the valu
     const std::vector<Case> cases = {
         {{"--tau", "nan"}, "--tau must be a finite number (got nan)"},
         {{"--tau", "inf"}, "--tau must be a finite number"},
-        {{"--tau", "1.5"}, "--tau must be in [-1, 1]"},
-        {{"-n", "0"}, "--gen-length must be positive (got 0)"},
-        {{"-n", "-8"}, "--gen-length must be positive"},
+        {{"--tau", "2.5"}, "--tau must be in [-1, 2]"},
+        {{"-n", "0"}, "--gen-length must be at least 1 (got 0)"},
+        {{"-n", "-8"}, "--gen-length must be at least 1"},
         {{"-n", "16", "--steps", "7"}, "--steps 7 does not divide --gen-length 16"},
-        {{"-n", "16", "--steps", "0"}, "--steps must be positive"},
+        {{"-n", "16", "--steps", "0"}, "--steps must be at least 1"},
         {{"-n", "16", "--steps", "32"}, "--steps 32 exceeds --gen-length 16"},
         {{"-n", "16", "--block-length", "5"}, "--block-length 5 does not divide --gen-length 16"},
-        {{"-n", "16", "--block-length", "0"}, "--block-length must be positive"},
+        {{"-n", "16", "--block-length", "0"}, "--block-length must be at least 1"},
         {{"-n", "16", "--steps", "2", "--block-length", "4"}, "not a multiple of n_u = 8"},
         {{"--method", "turbo"}, "--method: unknown method 'turbo'"},
         {{"--full-steps", "0"}, "--full-steps must be at least 1"},
@@ -135,6 +135,7 @@ TEST_CASE("bad diffusion values give one InputError naming the flag and the valu
     CHECK(input_error({"-n", "16", "--steps", "8", "--block-length", "4"}).empty());
     CHECK(input_error({"--tau", "-1"}).empty());
     CHECK(input_error({"--tau", "1"}).empty());
+    CHECK(input_error({"--tau", "2"}).empty());  // above 1: every row salient (engine/params.h)
     CHECK(input_error({"--rho", "0"}).empty());
 }
 

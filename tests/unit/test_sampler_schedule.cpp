@@ -6,7 +6,8 @@
 #include <limits>
 
 #include "engine/sampler.h"
-#include "engine/schedule.h"
+#include "engine/methods/dyllm.h"
+#include "engine/methods/dllm_cache.h"
 
 using namespace dyllm;
 

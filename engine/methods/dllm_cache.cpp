@@ -1,0 +1,144 @@
+// dLLM-Cache: prompt and response features refreshed on their own intervals (K_P, K_R); in between, the response's
+// V is recomputed and the rho share of response rows whose V moved most are recomputed in full (adaptive update).
+#include "engine/methods/dllm_cache.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "engine/methods/method.h"
+
+namespace dyllm {
+
+DllmCacheRefresh dllm_cache_refresh(int step, int kp, int kr) {
+    return DllmCacheRefresh{(step - 1) % kp == 0, (step - 1) % kr == 0};
+}
+
+namespace {
+
+class DllmCacheMethod final : public DecodingMethod {
+public:
+    using DecodingMethod::DecodingMethod;
+
+    CacheNeeds caches() const override { return {.ffn = true, .attn_out = true}; }
+
+    StepKind step_kind(const StepInput& in) const override {
+        const auto r = dllm_cache_refresh(in.step, p_.kp, p_.kr);
+        return (r.prompt && r.gen) ? StepKind::CacheRefresh : StepKind::CachePartial;
+    }
+
+    Tensor run_layers(Forward& fwd, const StepInput& in, StepKind, const RowSet& q, std::vector<LayerCache>& caches,
+                      const SaliencyReport&) override {
+        const BatchLayout& lay = *in.lay;
+        Tensor h = fwd.embed(lay, q);
+        const auto   r   = dllm_cache_refresh(in.step, p_.kp, p_.kr);
+        const RowSet gen = response_rows(lay, false);
+        RowSet       prompt_rows;
+        for (size_t i = 0; i < q.size(); ++i)
+            if (q.pos[i] < lay.prompt_len[size_t(q.seq[i])]) prompt_rows.push(q.rows[i], q.seq[i], q.pos[i]);
+        const RowSet partial = r.prompt ? prompt_rows : (r.gen ? gen : RowSet{});
+        for (int l = 0; l < cfg_.n_layer; ++l) {
+            // Layer 0 always refreshes both (the reference hooks' "or layer_id == 0").
+            const bool both = (r.prompt && r.gen) || l == 0;
+            layer(fwd, l, h, lay, both ? q : partial, gen, !both && !r.gen, caches[size_t(l)]);
+        }
+        return h;
+    }
+
+private:
+    // h holds every row of the batch. attn_rows are recomputed; with adaptive, the response rows' V is refreshed and
+    // the rho share least similar are recomputed too.
+    void layer(Forward& fwd, int l, Tensor& h, const BatchLayout& lay, const RowSet& attn_rows, const RowSet& gen_rows,
+               bool adaptive, LayerCache& c) const {
+        const LayerWeights& L = fwd.weights().layers[size_t(l)];
+        LayerAccount&       A = fwd.account(l);
+        const int64_t       N = lay.n_rows();
+        auto norm_rows = [&](const TensorView& w, const std::vector<int32_t>& rows) {
+            Tensor g = fwd.alloc(int64_t(rows.size()), cfg_.n_embd);
+            fwd.gather(l, h, rows, g);
+            if (!rows.empty()) fwd.norm(l, g, w, g);
+            return g;
+        };
+        // Recompute Q/K/V, attention and o_proj for `rows` (x: their normed inputs; V kept unless with_v).
+        auto recompute_attention = [&](const RowSet& rows, const Tensor& x, bool with_v) {
+            const int64_t n = int64_t(rows.size());
+            if (n == 0) return;
+            Tensor Q, K, V;
+            fwd.qkv(l, x, rows, &Q, &K, with_v ? &V : nullptr);
+            fwd.scatter(l, K, rows.rows, c.k);
+            if (with_v) fwd.scatter(l, V, rows.rows, c.v);
+            Tensor o = fwd.alloc(n, cfg_.q_dim()), a = fwd.alloc(n, cfg_.n_embd);
+            fwd.attention(l, Q, rows, c, lay, o);
+            fwd.matmul(l, OpClass::OProj, o, L.wo, TensorView{}, a);
+            fwd.scatter(l, a, rows.rows, c.attn_out);
+            A.query_rows += int32_t(n), A.attn_exact_rows += int32_t(n);
+        };
+
+        recompute_attention(attn_rows, norm_rows(L.attn_norm, attn_rows.rows), true);
+        A.kv_rows += int32_t(attn_rows.size());
+
+        RowSet transfer;  // adaptive update: the rho share of response rows whose V changed most
+        if (adaptive && p_.rho > 0.f && !gen_rows.empty()) {
+            Tensor xg = norm_rows(L.attn_norm, gen_rows.rows);
+            Tensor vg = fwd.alloc(int64_t(gen_rows.size()), cfg_.kv_dim());
+            fwd.matmul(l, OpClass::Qkv, xg, L.wv, L.bv, vg);
+            Tensor v_old = fwd.alloc(int64_t(gen_rows.size()), cfg_.kv_dim());
+            fwd.gather(l, c.v, gen_rows.rows, v_old);
+            std::vector<float> cos;
+            fwd.cosine(l, vg, v_old, cos);
+            fwd.scatter(l, vg, gen_rows.rows, c.v);  // V replaced for every response token
+            A.kv_rows += int32_t(gen_rows.size());
+            const std::vector<int32_t> off = gen_rows.seq_offsets(lay.n_seq());
+            std::vector<int32_t>       pick;
+            for (int b = 0; b < lay.n_seq(); ++b) {
+                const int32_t        lo = off[size_t(b)], hi = off[size_t(b) + 1];
+                const int32_t        k  = int32_t(float(hi - lo) * p_.rho);  // int(gen_len * rho), as the reference
+                std::vector<int32_t> order(size_t(hi - lo));
+                std::iota(order.begin(), order.end(), lo);
+                std::stable_sort(order.begin(), order.end(),
+                                 [&](int32_t i, int32_t j) { return cos[size_t(i)] < cos[size_t(j)]; });
+                pick.insert(pick.end(), order.begin(), order.begin() + std::min<int32_t>(k, hi - lo));
+            }
+            std::sort(pick.begin(), pick.end());
+            for (int32_t i : pick)
+                transfer.push(gen_rows.rows[size_t(i)], gen_rows.seq[size_t(i)], gen_rows.pos[size_t(i)]);
+            Tensor xt = fwd.alloc(int64_t(pick.size()), cfg_.n_embd);
+            fwd.gather(l, xg, pick, xt);
+            recompute_attention(transfer, xt, false);
+        }
+
+        const RowSet every = all_rows(lay);
+        Tensor       a_all = fwd.alloc(N, cfg_.n_embd);
+        fwd.gather(l, c.attn_out, every.rows, a_all);
+        fwd.backend().add(h, a_all, h);
+
+        // FFN for the recomputed rows; every other row reuses its cached FFN output.
+        RowSet ffn_rows;
+        {
+            std::vector<int32_t> r = attn_rows.rows;
+            r.insert(r.end(), transfer.rows.begin(), transfer.rows.end());
+            std::sort(r.begin(), r.end());
+            r.erase(std::unique(r.begin(), r.end()), r.end());
+            int b = 0;
+            for (int32_t row : r) {
+                while (row >= lay.cu[size_t(b) + 1]) ++b;
+                ffn_rows.push(row, b, row - lay.cu[size_t(b)]);
+            }
+        }
+        Tensor x2 = norm_rows(L.ffn_norm, ffn_rows.rows);
+        Tensor m  = fwd.alloc(int64_t(ffn_rows.size()), cfg_.n_embd);
+        fwd.ffn(l, x2, m);
+        fwd.scatter(l, m, ffn_rows.rows, c.ffn);
+        A.ffn_rows += int32_t(ffn_rows.size());
+        Tensor m_all = fwd.alloc(N, cfg_.n_embd);
+        fwd.gather(l, c.ffn, every.rows, m_all);
+        fwd.backend().add(h, m_all, h);
+    }
+};
+
+}  // namespace
+
+std::unique_ptr<DecodingMethod> make_dllm_cache_method(const ModelConfig& cfg, const DiffusionParams& p) {
+    return std::make_unique<DllmCacheMethod>(cfg, p);
+}
+
+}  // namespace dyllm

@@ -1,0 +1,149 @@
+// DyLLM: T_full exact steps fill the caches; later steps recompute only the salient rows (attention context cosine
+// to the previous step below tau), reuse the cached FFN output of the others and update their attention context
+// through the salient columns (engine/README.md, "DyLLM").
+#include "engine/methods/dyllm.h"
+
+#include <algorithm>
+
+#include "engine/methods/method.h"
+
+namespace dyllm {
+
+StepKind dyllm_step_kind(int step, int full_steps, int fullq_every) {
+    if (step <= std::max(1, full_steps)) return StepKind::Full;
+    if (step > fullq_every && step % fullq_every != 0) return StepKind::SparseResponse;
+    return StepKind::SparseFullQuery;
+}
+
+void dyllm_sparse_layer(Forward& fwd, int l, Tensor& h, const BatchLayout& lay, const RowSet& q, const RowSet& s_prev,
+                        LayerCache& c, float tau, bool approx, SaliencyOutcome& out) {
+    const ModelConfig&  cfg = fwd.config();
+    const LayerWeights& L  = fwd.weights().layers[size_t(l)];
+    const int64_t       n  = int64_t(q.size());
+    const int64_t       ns = int64_t(s_prev.size());
+    LayerAccount&       A  = fwd.account(l);
+    A.query_rows += int32_t(n);
+    A.kv_rows += int32_t(ns);
+    out.tested  = q;
+    out.salient = RowSet{};
+    out.cosines.clear();
+    if (n == 0) return;
+
+    // 1-2: norm and Q for every query row; K/V only for S_{l-1}.
+    Tensor x = fwd.alloc(n, cfg.n_embd);
+    fwd.norm(l, h, L.attn_norm, x);
+    Tensor Q;
+    fwd.qkv(l, x, q, &Q, nullptr, nullptr);
+    const std::vector<int32_t> idx_s = index_within(q, s_prev);
+    Tensor                     xs    = fwd.alloc(ns, cfg.n_embd);
+    fwd.gather(l, x, idx_s, xs);
+    Tensor Ks, Vs;
+    fwd.qkv(l, xs, s_prev, nullptr, &Ks, &Vs);
+
+    // 3-4: patch the K cache; dV = v_new - v_cached on the salient rows (rounded to the cache dtype).
+    fwd.scatter(l, Ks, s_prev.rows, c.k);
+    Tensor v_old = fwd.alloc(ns, cfg.kv_dim());
+    fwd.gather(l, c.v, s_prev.rows, v_old);
+    Tensor dv = fwd.alloc_cache(ns, cfg.kv_dim());
+    if (ns > 0) fwd.backend().sub(Vs, v_old, dv);
+    fwd.scatter(l, Vs, s_prev.rows, c.v);
+
+    // 5-6: exact rows for S_{l-1}, column-sparse approximation for the rest.
+    Tensor c_old = fwd.alloc(n, cfg.q_dim());
+    fwd.gather(l, c.ctx, q.rows, c_old);
+    Tensor c_new = fwd.alloc(n, cfg.q_dim());
+    if (approx) {
+        fwd.attention_approx(l, Q, q, c, dv, s_prev, lay, c_old, c_new);
+        Tensor qs = fwd.alloc(ns, cfg.q_dim()), o_sal = fwd.alloc(ns, cfg.q_dim());
+        fwd.gather(l, Q, idx_s, qs);
+        fwd.attention(l, qs, s_prev, c, lay, o_sal);
+        fwd.scatter(l, o_sal, idx_s, c_new);
+        A.attn_exact_rows += int32_t(ns);
+        A.attn_approx_rows += int32_t(n - ns);
+    } else {
+        fwd.attention(l, Q, q, c, lay, c_new);
+        A.attn_exact_rows += int32_t(n);
+    }
+
+    // 7-8: one cosine per token over all heads; S_l = {cos < tau}; the cache keeps the (approximate) context.
+    fwd.cosine(l, c_new, c_old, out.cosines);
+    for (size_t i = 0; i < q.size(); ++i)
+        if (out.cosines[i] < tau) out.salient.push(q.rows[i], q.seq[i], q.pos[i]);
+    fwd.scatter(l, c_new, q.rows, c.ctx);
+
+    // 9-10: dense o_proj; FFN only for S_l, cached FFN output for every other row.
+    Tensor a = fwd.alloc(n, cfg.n_embd);
+    fwd.matmul(l, OpClass::OProj, c_new, L.wo, TensorView{}, a);
+    fwd.backend().add(h, a, h);
+    Tensor x2 = fwd.alloc(n, cfg.n_embd);
+    fwd.norm(l, h, L.ffn_norm, x2);
+    const std::vector<int32_t> idx_l = index_within(q, out.salient);
+    const int64_t              nl    = int64_t(idx_l.size());
+    Tensor                     x2s = fwd.alloc(nl, cfg.n_embd), m = fwd.alloc(nl, cfg.n_embd);
+    fwd.gather(l, x2, idx_l, x2s);
+    fwd.ffn(l, x2s, m);
+    fwd.scatter(l, m, out.salient.rows, c.ffn);
+    A.ffn_rows += int32_t(nl);
+    Tensor m_all = fwd.alloc(n, cfg.n_embd);
+    fwd.gather(l, c.ffn, q.rows, m_all);
+    fwd.backend().add(h, m_all, h);
+}
+
+namespace {
+
+class DyllmMethod final : public DecodingMethod {
+public:
+    using DecodingMethod::DecodingMethod;
+
+    CacheNeeds caches() const override { return {.ctx = true, .ffn = true}; }
+
+    StepKind step_kind(const StepInput& in) const override {
+        return dyllm_step_kind(in.step, p_.full_steps, p_.fullq_every);
+    }
+
+    // Response-only steps add the last prompt row for Dream, so the first response position reads its shifted logits
+    // (engine/README.md, decision 3).
+    RowSet query_rows(const StepInput& in, StepKind kind) const override {
+        if (kind == StepKind::SparseResponse) return response_rows(*in.lay, cfg_.family == Family::Dream);
+        return all_rows(*in.lay);
+    }
+
+    Tensor run_layers(Forward& fwd, const StepInput& in, StepKind kind, const RowSet& q, std::vector<LayerCache>& caches,
+                      const SaliencyReport& report) override {
+        const BatchLayout& lay = *in.lay;
+        if (kind == StepKind::Full) {
+            // FULL steps fill the caches; their cosines come for free from the context cache when a sink listens.
+            const bool measure = (p_.measure_cosine || in.observed) && in.step > 1;
+            return run_dense(fwd, in, q, caches, true, measure, report);
+        }
+        Tensor h = fwd.embed(lay, q);
+        RowSet s = salient_seed(in);
+        for (int l = 0; l < cfg_.n_layer; ++l) {
+            SaliencyOutcome o;
+            dyllm_sparse_layer(fwd, l, h, lay, q, s, caches[size_t(l)], in.tau, p_.approx, o);
+            report(l, o);
+            s = std::move(o.salient);
+        }
+        return h;
+    }
+
+private:
+    // S_0: the rows the previous step unmasked (their token changed from [MASK]).
+    static RowSet salient_seed(const StepInput& in) {
+        RowSet s;
+        for (int b = 0; b < in.lay->n_seq(); ++b) {
+            const SeqProgress& st = in.seqs[size_t(b)];
+            for (int32_t pos : st.last_unmasked)
+                s.push(in.lay->cu[size_t(b)] + st.prompt_len + pos, b, st.prompt_len + pos);
+        }
+        return s;
+    }
+};
+
+}  // namespace
+
+std::unique_ptr<DecodingMethod> make_dyllm_method(const ModelConfig& cfg, const DiffusionParams& p) {
+    return std::make_unique<DyllmMethod>(cfg, p);
+}
+
+}  // namespace dyllm

@@ -1,0 +1,71 @@
+// The interface every decoding method implements (one file each under engine/methods/): which caches it allocates,
+// what kind of step comes next, and which rows each layer queries and recomputes. The session owns the batch, the
+// sampler and the events; a method owns only its step schedule and its layers.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/forward.h"
+
+namespace dyllm {
+
+// What a method sees of each live sequence (batch-local index b = position in the span).
+struct SeqProgress {
+    int32_t                  prompt_len = 0;  // P
+    int32_t                  gen_length = 0;  // R
+    int32_t                  unmasked   = 0;  // response positions decoded so far
+    std::span<const int32_t> last_unmasked;   // positions decoded by the previous step, ascending
+};
+
+// One step as the session hands it to the method.
+struct StepInput {
+    int32_t                      step = 0;  // 1-based
+    float                        tau  = 0;  // in force for this step (live)
+    const BatchLayout*           lay  = nullptr;
+    std::span<const SeqProgress> seqs;
+    bool                         observed = false;  // a sink listens (DyLLM then reports FULL-step cosines too)
+};
+
+// Which optional per-layer caches a method uses (k and v are always allocated).
+struct CacheNeeds {
+    bool ctx = false, ffn = false, attn_out = false;
+};
+
+// Called once per layer with that layer's saliency outcome (tested rows, cosines, salient set).
+using SaliencyReport = std::function<void(int layer, const SaliencyOutcome&)>;
+
+class DecodingMethod {
+public:
+    DecodingMethod(const ModelConfig& cfg, const DiffusionParams& p) : cfg_(cfg), p_(p) {}
+    virtual ~DecodingMethod() = default;
+
+    virtual CacheNeeds caches() const = 0;
+    virtual StepKind   step_kind(const StepInput& in) const = 0;
+    // The rows a step of `kind` queries (their hidden states come out of the last layer; the sampler's logits rows
+    // must be among them). Every row of the batch by default.
+    virtual RowSet query_rows(const StepInput& in, StepKind kind) const;
+    // Runs every layer of a step of `kind` over the query rows q on fwd and returns their hidden states
+    // [q.size(), n_embd]. Decides per layer which rows are recomputed; reports saliency through `report`.
+    virtual Tensor run_layers(Forward& fwd, const StepInput& in, StepKind kind, const RowSet& q,
+                              std::vector<LayerCache>& caches, const SaliencyReport& report) = 0;
+
+protected:
+    // Cosines of dense steps against the previous step's context, when the user asked for them (measure_cosine).
+    bool measuring(const StepInput& in) const { return p_.measure_cosine && in.step > 1; }
+    // A dense step over q; `store` also writes the context and FFN caches; measures cosines when `measure` and the
+    // context cache exists.
+    Tensor run_dense(Forward& fwd, const StepInput& in, const RowSet& q, std::vector<LayerCache>& caches, bool store,
+                     bool measure, const SaliencyReport& report) const;
+
+    const ModelConfig&    cfg_;
+    const DiffusionParams p_;
+};
+
+// The method registered for `m` (engine/methods/method_list.def).
+std::unique_ptr<DecodingMethod> make_method(Method m, const ModelConfig& cfg, const DiffusionParams& p);
+
+}  // namespace dyllm
