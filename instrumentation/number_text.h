@@ -15,5 +15,11 @@ inline std::string number_text(double v) {
     char buf[32];
     return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
 }
+// At most `significant` digits, as printf's %.*g: for derived values (seconds -> ms) whose last bits are arithmetic
+// noise that the shortest round-trip form would show (4.639047000000001).
+inline std::string number_text(double v, int significant) {
+    char buf[64];
+    return std::string(buf, std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, significant).ptr);
+}
 
 }  // namespace dyllm

@@ -8,10 +8,13 @@
 namespace dyllm::app {
 
 namespace {
-// NaN/inf written as empty cells, so spreadsheets do not choke on "nan"; floats (tau, scores) keep their float form.
-template <class T>
-void put_num(std::ostream& os, T v) {
+// NaN/inf written as empty cells, so spreadsheets do not choke on "nan". Floats (tau, scores) in their shortest form;
+// doubles (ms, FLOPs) with 9 significant digits, which hides the last-bit noise of the unit conversions.
+void put_num(std::ostream& os, float v) {
     if (std::isfinite(v)) os << number_text(v);
+}
+void put_num(std::ostream& os, double v) {
+    if (std::isfinite(v)) os << number_text(v, 9);
 }
 }  // namespace
 
