@@ -1,21 +1,19 @@
 // Numbers for the JSON exporters: non-finite values become null (JSON has no NaN/inf), and floats are written in
-// their shortest decimal form (a tau of 0.99f as 0.99, not 0.9900000095367432) that still reads back as the same float.
+// their shortest decimal form (number_text.h) that still reads back as the same float.
 #pragma once
-#include <charconv>
 #include <cmath>
 #include <cstdlib>
 
 #include <nlohmann/json.hpp>
+
+#include "instrumentation/number_text.h"
 
 namespace dyllm {
 
 // The double nearest the float's shortest round-trip decimal form.
 inline double float_for_json(float v) {
     if (!std::isfinite(v)) return double(v);
-    char buf[32];
-    const auto res = std::to_chars(buf, buf + sizeof(buf) - 1, v);
-    *res.ptr = '\0';
-    return std::strtod(buf, nullptr);
+    return std::strtod(number_text(v).c_str(), nullptr);
 }
 
 inline nlohmann::ordered_json json_number(double v) {

@@ -84,9 +84,18 @@ void add_step_end(Json& j, const StepEnd& e) {
 Json run_begin_json(const RunBegin& r) {
     Json env = Json::object();
     for (const auto& [k, v] : r.env) env[k] = v;
-    return Json{{"type", "run_begin"},   {"method", r.method},   {"model", r.model},         {"family", r.family},
-                {"backend", r.backend},  {"n_layer", r.n_layer}, {"n_seq", r.n_seq},         {"gen_length", r.gen_length},
-                {"steps", r.steps},      {"prompt_lengths", r.prompt_lengths}, {"env", std::move(env)}};
+    return Json{{"type", "run_begin"},
+                {"label", r.label},
+                {"method", r.method},
+                {"model", r.model},
+                {"family", r.family},
+                {"backend", r.backend},
+                {"n_layer", r.n_layer},
+                {"n_seq", r.n_seq},
+                {"gen_length", r.gen_length},
+                {"steps", r.steps},
+                {"prompt_lengths", r.prompt_lengths},
+                {"env", std::move(env)}};
 }
 
 // One step's line under construction.
@@ -156,6 +165,14 @@ public:
         for (const auto& v : array(j, key)) {
             if (!v.is_number_integer()) fail("field '" + std::string(key) + "' must hold integers, got " + v.dump());
             out.push_back(v.get<int32_t>());
+        }
+        return out;
+    }
+    std::vector<std::string> strings(const Json& j, const char* key) const {
+        std::vector<std::string> out;
+        for (const auto& v : array(j, key)) {
+            if (!v.is_string()) fail("field '" + std::string(key) + "' must hold strings, got " + v.dump());
+            out.push_back(v.get<std::string>());
         }
         return out;
     }
@@ -265,6 +282,7 @@ public:
     }
     RunBegin run_begin(const Json& j) const {
         RunBegin r;
+        r.label          = string(j, "label");
         r.method         = string(j, "method");
         r.model          = string(j, "model");
         r.family         = string(j, "family");
@@ -336,8 +354,9 @@ void write_jsonl(std::ostream& os, const std::vector<EventRecord>& events) {
                     }
                 } else if constexpr (std::is_same_v<T, RunEnd>) {
                     flush(nullptr);
-                    os << Json{{"type", "run_end"}, {"steps", e.steps}, {"wall_ns", e.wall_ns}, {"tokens", e.tokens},
-                               {"cancelled", e.cancelled}}
+                    os << Json{{"type", "run_end"},  {"steps", e.steps},         {"wall_ns", e.wall_ns},
+                               {"tokens", e.tokens}, {"cancelled", e.cancelled}, {"cache_bytes", jnum(e.cache_bytes)},
+                               {"texts", e.texts}}
                               .dump()
                        << '\n';
                 } else if constexpr (std::is_same_v<T, ErrorRecord>) {
@@ -390,7 +409,9 @@ std::vector<EventRecord> read_jsonl(std::istream& is) {
             e.steps     = rd.integer<int32_t>(j, "steps");
             e.wall_ns   = rd.integer<int64_t>(j, "wall_ns");
             e.tokens    = rd.integer<int32_t>(j, "tokens");
-            e.cancelled = rd.boolean(j, "cancelled");
+            e.cancelled   = rd.boolean(j, "cancelled");
+            e.cache_bytes = rd.number(j, "cache_bytes");
+            e.texts       = rd.strings(j, "texts");
             out.emplace_back(e);
         } else if (type == "error") {
             out.emplace_back(ErrorRecord{rd.string(j, "where"), rd.string(j, "message")});

@@ -85,6 +85,7 @@ int run_trace(const TraceOptions& o) {
     TeeSink tee(sinks);
 
     Session session(*model, &tee);
+    session.set_label(std::string("trace ") + method_name(params.method));  // the exports' run label
     session.start(ids, params);
     session.run();
     cupti.stop();

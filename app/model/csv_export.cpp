@@ -2,27 +2,28 @@
 #include "app/model/csv_export.h"
 
 #include <cmath>
-#include <cstdio>
+
+#include "instrumentation/number_text.h"
 
 namespace dyllm::app {
 
 namespace {
-// NaN/inf written as empty cells, so spreadsheets do not choke on "nan".
+// NaN/inf written as empty cells, so spreadsheets do not choke on "nan". Floats (tau, scores) in their shortest form;
+// doubles (ms, FLOPs) with 9 significant digits, which hides the last-bit noise of the unit conversions.
+void put_num(std::ostream& os, float v) {
+    if (std::isfinite(v)) os << number_text(v);
+}
 void put_num(std::ostream& os, double v) {
-    if (!std::isfinite(v)) return;
-    char buf[40];
-    std::snprintf(buf, sizeof buf, "%.9g", v);
-    os << buf;
+    if (std::isfinite(v)) os << number_text(v, 9);
 }
 }  // namespace
 
 void write_histograms_csv(std::ostream& os, const RunHistory& h, int step) {
     os << "step,layer,seq,n_rows,n_salient,tau";
-    for (int b = 0; b < kCosineBins; ++b) {
-        char buf[64];
-        std::snprintf(buf, sizeof buf, ",cos_%.7g_to_%.7g", cosine_bin_lower_cos(b), cosine_bin_upper_cos(b));
-        os << buf;
-    }
+    // Bin edges at float precision: 7 significant digits are enough to name a bin.
+    for (int b = 0; b < kCosineBins; ++b)
+        os << ",cos_" << number_text(float(cosine_bin_lower_cos(b))) << "_to_"
+           << number_text(float(cosine_bin_upper_cos(b)));
     os << "\n";
     for (int k = 1; k <= h.step_count(); ++k) {
         if (step >= 0 && k != step) continue;

@@ -3,8 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
+
+#include "instrumentation/number_text.h"
 
 namespace dyllm::app {
 
@@ -35,16 +36,13 @@ std::string run_label(const RunHistory& h) {
     if (!h.has_run()) return "(no run)";
     std::string label = h.info().method;
     const std::string tau = h.env("tau");
-    char              buf[32];
     if (!tau.empty()) {
-        char* end = nullptr;
-        const double v = std::strtod(tau.c_str(), &end);
-        if (end != tau.c_str()) std::snprintf(buf, sizeof buf, " tau=%.6g", v);
-        else std::snprintf(buf, sizeof buf, " tau=%.20s", tau.c_str());
-        label += buf;
+        // The engine writes tau with std::to_string ("0.990000"): shown as the float it was.
+        char*       end = nullptr;
+        const float v   = std::strtof(tau.c_str(), &end);
+        label += " tau=" + (end != tau.c_str() ? number_text(v) : tau.substr(0, 20));
     } else if (const auto* s = h.step(1); s && std::isfinite(s->tau)) {
-        std::snprintf(buf, sizeof buf, " tau=%.6g", double(s->tau));
-        label += buf;
+        label += " tau=" + number_text(s->tau);
     }
     if (h.env("approx") == "false") label += " exact-attn";  // DyLLM's "Salient" ablation
     return label;

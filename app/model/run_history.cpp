@@ -89,7 +89,7 @@ void RunHistory::apply_canvas(const CanvasRecord& c) {
 }
 
 void RunHistory::apply(const EventRecord& ev) {
-    if (keep_events_) events_.push_back(ev);
+    events_.push_back(ev);
     std::visit(
         [this](const auto& e) {
             using T = std::decay_t<decltype(e)>;

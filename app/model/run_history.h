@@ -108,7 +108,6 @@ public:
 
     const std::vector<ErrorRecord>& errors() const { return errors_; }
     const std::vector<EventRecord>& events() const { return events_; }  // raw stream, for the exporters
-    void set_keep_events(bool keep) { keep_events_ = keep; }
 
 private:
     StepData& step_mut(int k);
@@ -123,7 +122,6 @@ private:
     std::vector<std::vector<int32_t>>    prompts_;  // [seq] prompt token ids
     std::vector<ErrorRecord>             errors_;
     std::vector<EventRecord>             events_;
-    bool keep_events_ = true;
 };
 
 }  // namespace dyllm::app

@@ -1,48 +1,22 @@
-// Task-suite example loading (nlohmann json, one object per line) and exact-match answer scoring for the studio.
+// Task-suite examples for the studio, read with the suite's own loader (one reader and one field list for the task
+// files), and the exact-match answer scoring.
 #include "app/model/task_examples.h"
 
-#include <algorithm>
-#include <fstream>
-#include <nlohmann/json.hpp>
-
-#include "app/model/task_suite.h"
+#include <exception>
 
 namespace dyllm::app {
 
 TaskExamples load_task_examples(const std::filesystem::path& dir, size_t per_file) {
-    TaskExamples out;
+    TaskExamples    out;
     std::error_code ec;
     if (!std::filesystem::is_directory(dir, ec)) return out;
-    std::vector<std::filesystem::path> files;
-    for (const auto& e : std::filesystem::directory_iterator(dir, ec))
-        if (e.is_regular_file() && e.path().extension() == ".jsonl") files.push_back(e.path());
-    std::sort(files.begin(), files.end());
-    for (const auto& f : files) {
-        std::ifstream in(f);
-        std::string   line;
-        size_t        lineno = 0, taken = 0;
-        while (taken < per_file && std::getline(in, line)) {
-            ++lineno;
-            if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-            const std::string where = f.filename().string() + ":" + std::to_string(lineno);
-            try {
-                const auto j = nlohmann::json::parse(line);
-                if (!j.is_object() || !j.contains("prompt") || !j["prompt"].is_string()) {
-                    out.warnings.push_back(where + ": missing string field \"prompt\"");
-                    continue;
-                }
-                TaskExample ex;
-                ex.prompt = j["prompt"].get<std::string>();
-                if (j.contains("answer") && j["answer"].is_string()) ex.answer = j["answer"].get<std::string>();
-                ex.task = j.contains("task") && j["task"].is_string() ? j["task"].get<std::string>()
-                                                                       : f.stem().string();
-                if (j.contains("shots") && j["shots"].is_number_integer()) ex.shots = j["shots"].get<int>();
-                ex.source = where;
-                out.items.push_back(std::move(ex));
-                ++taken;
-            } catch (const nlohmann::json::exception& e) {
-                out.warnings.push_back(where + ": invalid JSON (" + e.what() + ")");
-            }
+    for (const auto& name : list_tasks(dir)) {
+        try {
+            TaskSuite suite = load_task_file(dir / (name + ".jsonl"));
+            if (suite.items.size() > per_file) suite.items.resize(per_file);
+            for (auto& item : suite.items) out.items.push_back(std::move(item));
+        } catch (const std::exception& e) {
+            out.warnings.push_back(e.what());  // "<file>:<line>: <what is wrong>": the file is skipped, the app goes on
         }
     }
     return out;

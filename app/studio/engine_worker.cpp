@@ -202,18 +202,28 @@ void EngineWorker::execute(Command& c) {
     }
 }
 
-void EngineWorker::do_load(const Command& c) {
-    {
-        std::lock_guard lk(session_mutex_);
-        session_.reset();  // the session refers to the model: drop it first
+void EngineWorker::end_session() {
+    if (session_ && !session_->done()) {
+        // The UI reassembles runs from events alone: a run replaced mid-way still closes with RunEnd{cancelled}.
+        session_->cancel();
+        try {
+            session_->step();  // a cancelled session only emits its RunEnd
+        } catch (const std::exception& e) {
+            set_error(std::string("cancel failed: ") + e.what());
+        }
     }
+    std::lock_guard lk(session_mutex_);
+    session_.reset();
+}
+
+void EngineWorker::do_load(const Command& c) {
+    end_session();  // the session refers to the model: drop it first
     playing_ = false;
     model_.reset();
     {
         std::lock_guard lk(status_mutex_);
         status_.state      = WorkerState::Loading;
         status_.model_name = c.spec.empty() ? "tiny-llada (default)" : c.spec;
-        status_.has_result = false;
     }
     try {
         std::string note;
@@ -278,10 +288,7 @@ void EngineWorker::do_start(const StartRequest& r) {
         if (!load_failed_) set_error("no model loaded: choose a model in the Controls bar (or pass -m DIR)");
         return;
     }
-    {
-        std::lock_guard lk(session_mutex_);
-        session_.reset();
-    }
+    end_session();
     try {
         std::vector<int32_t> ids;
         if (model_->tokenizer()) {
@@ -298,8 +305,7 @@ void EngineWorker::do_start(const StartRequest& r) {
             if (ids.empty()) ids.push_back(0);
         }
         auto s = std::make_unique<Session>(*model_, &sink_);
-        // Tell the UI which RunBegin belongs to which request: a marker in the same FIFO, just before the run's events.
-        sink_.on_error(ErrorEvent{"studio:run", r.tag});
+        s->set_label(r.label);  // the UI finds its request by the label in RunBegin
         s->start({ids}, r.params);
         {
             std::lock_guard lk(session_mutex_);
@@ -313,8 +319,6 @@ void EngineWorker::do_start(const StartRequest& r) {
         status_.steps_done  = 0;
         status_.total_steps = r.params.steps;
         status_.run_done    = false;
-        status_.run_tag     = r.tag;
-        status_.has_result  = false;
     } catch (const InputError& e) {
         set_error(std::string("bad parameters: ") + e.what());
         std::lock_guard lk(status_mutex_);
@@ -344,17 +348,13 @@ void EngineWorker::do_step() {
 }
 
 void EngineWorker::publish_after_step() {
-    const bool done = session_->done();
-    GenerationResult res;
-    if (done) res = session_->result();
+    const bool      done = session_->done();
     std::lock_guard lk(status_mutex_);
     status_.steps_done = session_->current_step();
     if (done) {
-        playing_            = false;
-        status_.state       = WorkerState::Done;
-        status_.run_done    = true;
-        status_.last_result = std::move(res);
-        status_.has_result  = true;
+        playing_         = false;
+        status_.state    = WorkerState::Done;
+        status_.run_done = true;
     }
 }
 

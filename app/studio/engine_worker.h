@@ -36,10 +36,7 @@ struct WorkerStatus {
     int         steps_done = 0;   // steps of the current run
     int         total_steps = 0;
     bool        run_done = false;
-    std::string run_tag;          // label the UI attached to the run (e.g. "compare:a")
-    // Copied from Session::result() when a run ends (the UI never reads engine memory).
-    GenerationResult last_result;
-    bool             has_result = false;
+    // What a run produced (texts, cache bytes) reaches the UI in its RunEnd event, not here.
 };
 
 struct StartRequest {
@@ -47,7 +44,7 @@ struct StartRequest {
     bool            chat = true;
     DiffusionParams params;
     bool            autoplay = true;
-    std::string     tag;
+    std::string     label;       // Session::set_label: the run's RunBegin carries it, so the UI finds its request
 };
 
 class EngineWorker {
@@ -90,6 +87,7 @@ private:
     void do_start(const StartRequest& r);
     void do_step();
     void set_error(const std::string& msg);
+    void end_session();  // drops the session; a run still going ends first with its RunEnd (cancelled)
     void publish_after_step();
 
     QueueSink sink_;

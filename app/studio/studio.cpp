@@ -1,8 +1,6 @@
 // Studio: UI-thread state and actions (model load, restart, event pumping into the run history, per-frame status).
 #include "app/studio/studio.h"
 
-#include <imgui.h>
-
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -18,18 +16,13 @@ double now_s() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// assets/tasks next to the source tree or the working directory (the built-in models' task suite).
-std::filesystem::path find_tasks_dir() {
-    std::vector<std::filesystem::path> candidates;
-    if (const char* env = std::getenv("DYLLM_SOURCE_DIR")) candidates.emplace_back(std::filesystem::path(env) / "assets/tasks");
-#ifdef DYLLM_SOURCE_DIR
-    candidates.emplace_back(std::filesystem::path(DYLLM_SOURCE_DIR) / "assets/tasks");
-#endif
-    candidates.emplace_back("assets/tasks");
-    std::error_code ec;
-    for (const auto& c : candidates)
-        if (std::filesystem::is_directory(c, ec)) return c;
-    return {};
+// The built-in models' task suite: where the suite's finder looks (DYLLM_SOURCE_DIR, the source tree), else
+// assets/tasks under the working directory.
+std::filesystem::path tasks_dir() {
+    std::filesystem::path dir = find_tasks_dir({});
+    std::error_code       ec;
+    if (dir.empty() && std::filesystem::is_directory("assets/tasks", ec)) dir = "assets/tasks";
+    return dir;
 }
 
 // Default prompt when neither -p nor a task suite is there.
@@ -58,7 +51,7 @@ Studio::Studio(const StudioOptions& o) : opts(o) {
     ui.gen_length   = o.gen_length;
     ui.steps        = o.steps;
     ui.block_length = o.block_length;
-    const auto tasks = find_tasks_dir();
+    const auto tasks = tasks_dir();
     if (!tasks.empty()) examples = load_task_examples(tasks);
     if (!o.prompt.empty()) {
         std::snprintf(prompt, sizeof prompt, "%s", o.prompt.c_str());
@@ -87,6 +80,13 @@ void Studio::load_selected_model() {
     worker.load_model(model_spec(), bk, opts.threads);
 }
 
+void Studio::open(bool autoplay) {
+    load_selected_model();
+    if (opts.speed > 0) worker.set_speed(opts.speed);
+    if (opts.compare) start_compare(true, NAN);
+    else restart(autoplay);
+}
+
 StartRequest Studio::make_request(bool autoplay) const {
     StartRequest r;
     r.prompt = prompt;
@@ -107,12 +107,25 @@ StartRequest Studio::make_request(bool autoplay) const {
     return r;
 }
 
+RunRequest Studio::make_run_request(const std::string& tag) const {
+    RunRequest w;
+    w.tag    = tag;
+    w.prompt = prompt;
+    if (example_idx >= 0 && size_t(example_idx) < examples.items.size())
+        w.answer = examples.items[size_t(example_idx)].answer;
+    return w;
+}
+
+void Studio::start_run(StartRequest req, RunRequest what) {
+    what.prompt = req.prompt;
+    req.label   = runs.expect(std::move(what));  // the engine carries it in the run's RunBegin
+    worker.start(std::move(req));
+}
+
 void Studio::restart(bool autoplay) {
     message.clear();
-    pending_prompt = prompt;
-    pending_answer = example_idx >= 0 && size_t(example_idx) < examples.items.size()
-                         ? examples.items[size_t(example_idx)].answer : std::string();
-    worker.start(make_request(autoplay));
+    compare_queued = false;  // a restart replaces a comparison still waiting for its run B
+    start_run(make_request(autoplay), make_run_request(""));
     params_dirty  = false;
     follow_live   = true;
     shown_run_idx = -1;
@@ -120,17 +133,18 @@ void Studio::restart(bool autoplay) {
 }
 
 void Studio::start_compare(bool original_a, float tau_b) {
-    StartRequest a = make_request(true);
-    a.tag          = "compare-a";
-    compare_second     = make_request(true);
-    compare_second.tag = "compare-b";
+    StartRequest a         = make_request(true);
+    compare_second         = make_request(true);
+    compare_second_request = make_run_request("compare-b");
     if (original_a) a.params.method = Method::Original;
     else compare_second.params.tau = tau_b;
     message.clear();
-    pending_prompt = a.prompt;
-    pending_answer = example_idx >= 0 && size_t(example_idx) < examples.items.size()
-                         ? examples.items[size_t(example_idx)].answer : std::string();
-    worker.start(a);
+    RunRequest what = make_run_request("compare-a");
+    what.prompt     = a.prompt;
+    a.label         = runs.expect(std::move(what));
+    compare_labels[0] = a.label;
+    compare_labels[1].clear();
+    worker.start(std::move(a));
     compare_queued = true;
     cmp_a = cmp_b = -1;
     follow_live   = true;
@@ -138,8 +152,13 @@ void Studio::start_compare(bool original_a, float tau_b) {
     show_compare  = true;
 }
 
+bool Studio::compare_finished() {
+    const RunEntry* b = compare_labels[1].empty() ? nullptr : runs.find(compare_labels[1]);
+    return b && b->history.finished();
+}
+
 RunEntry* Studio::shown_run() {
-    if (shown_run_idx >= 0 && size_t(shown_run_idx) < runs.size()) return runs[size_t(shown_run_idx)].get();
+    if (shown_run_idx >= 0 && size_t(shown_run_idx) < runs.size()) return &runs[size_t(shown_run_idx)];
     return live();
 }
 
@@ -148,30 +167,15 @@ void Studio::pump_events(double budget_ms) {
     EventRecord  rec;
     int          n = 0;
     while (worker.sink().pop(rec)) {
-        if (auto* err = std::get_if<ErrorRecord>(&rec)) {
-            if (err->where == "studio:run") {  // the worker's marker: the next RunBegin belongs to this request
-                pending_tag = err->message;
-                continue;
-            }
-            message = err->where + ": " + err->message;
-        }
-        if (std::holds_alternative<RunBegin>(rec)) {
-            auto e    = std::make_unique<RunEntry>();
-            e->tag    = pending_tag;
-            e->prompt = pending_prompt;
-            e->answer = pending_answer;
-            e->serial = runs.empty() ? 1 : runs.back()->serial + 1;
-            pending_tag.clear();
-            runs.push_back(std::move(e));
-            // Keep memory bounded: the 12 newest runs (enough for several comparisons).
-            if (runs.size() > 12) {
-                runs.erase(runs.begin());
+        if (auto* err = std::get_if<ErrorRecord>(&rec)) message = err->where + ": " + err->message;
+        const uint64_t dropped = runs.dropped_runs();
+        if (runs.apply(rec)) {
+            token_grid_steps = -1;
+            if (runs.dropped_runs() != dropped) {  // indices moved: forget picks into the list
                 cmp_a = cmp_b = -1;
                 shown_run_idx = -1;
             }
-            token_grid_steps = -1;
         }
-        if (!runs.empty()) runs.back()->history.apply(rec);
         // Check the clock every 64 events: a burst from a fast model must not stall the frame.
         if ((++n & 63) == 0 && now_s() > t_end) break;
     }
@@ -189,15 +193,21 @@ void Studio::begin_frame() {
     if (!ui.tau_set && !status.family.empty())
         ui.tau = (status.family == "dream" || status.family == "Dream") ? 0.995f : 0.99f;
 
-    RunEntry* lv = live();
-    if (lv && !lv->has_result && status.has_result && lv->history.finished() && status.run_tag == lv->tag) {
-        lv->result     = status.last_result;
-        lv->has_result = true;
-    }
-    if (compare_queued && status.run_done && status.run_tag == "compare-a") {
-        compare_queued = false;
-        pending_prompt = compare_second.prompt;  // pending_answer carries over from run A
-        worker.start(compare_second);
+    // Run B of a comparison starts once run A has ended (its RunEnd is in); a cancelled or refused A drops B.
+    if (compare_queued) {
+        const RunEntry* a = runs.find(compare_labels[0]);
+        if (a && a->history.finished()) {
+            compare_queued = false;
+            if (!a->history.run_end().cancelled) {
+                StartRequest b = compare_second;
+                b.label        = runs.expect(compare_second_request);
+                compare_labels[1] = b.label;
+                worker.start(std::move(b));
+            }
+        } else if (!a && !worker.busy() && worker.sink().queued() == 0) {
+            // The worker finished the start (busy() is read first) and no RunBegin came: A was refused.
+            compare_queued = false;
+        }
     }
     if (RunEntry* r = shown_run()) {
         const int last = r->history.step_count();
@@ -209,6 +219,15 @@ void Studio::begin_frame() {
         view_step = 0;
     }
     if (!notice.empty() && now_s() > notice_until) notice.clear();
+}
+
+void Studio::end_frame() {
+    const double t_now = now_s();
+    if (frame_t_prev > 0) {
+        frame_ms     = float((t_now - frame_t_prev) * 1e3);
+        frame_ms_avg = frame_ms_avg == 0 ? frame_ms : 0.95f * frame_ms_avg + 0.05f * frame_ms;
+    }
+    frame_t_prev = t_now;
 }
 
 }  // namespace dyllm::app

@@ -8,6 +8,7 @@
 
 #include "app/model/layout.h"
 #include "app/model/run_history.h"
+#include "app/model/run_list.h"
 #include "app/model/task_examples.h"
 #include "app/model/vocab.h"
 #include "app/studio/engine_worker.h"
@@ -32,17 +33,6 @@ struct StudioOptions {
     std::string export_dir;                // --export-dir: headless runs write every export there before exiting
     int         full_steps = 4, gen_length = 64, steps = 64, block_length = 32;  // DiffusionParams defaults
     bool        no_approx = false;     // --no-approx: DyLLM's "Salient" ablation (exact attention for every query)
-};
-
-// A finished or running generation as the UI keeps it.
-struct RunEntry {
-    RunHistory  history;
-    std::string tag;      // "", "compare-a", "compare-b"
-    std::string prompt;   // the user message it ran
-    std::string answer;   // expected answer when the prompt came from the task suite
-    GenerationResult result;  // copied from the worker status when the run ended
-    bool        has_result = false;
-    uint64_t    serial = 0;
 };
 
 // Knobs of the Controls bar (applied on restart, except tau which is live).
@@ -76,11 +66,9 @@ struct Studio {
     int           example_idx = -1;   // prompt came from this task example (for accuracy), -1: typed
     bool          params_dirty = false;
 
-    // Runs: runs.back() is the newest (live) one.
-    std::vector<std::unique_ptr<RunEntry>> runs;
-    std::string pending_tag;          // from the worker's "studio:run" marker, for the next RunBegin
-    std::string pending_prompt, pending_answer;
-    RunEntry*   live() { return runs.empty() ? nullptr : runs.back().get(); }
+    // Runs, rebuilt from the event stream (RunBegin.label finds the request); the newest is the live one.
+    RunList     runs;
+    RunEntry*   live() { return runs.newest(); }
     RunEntry*   shown_run();          // the run the panels show (live unless one was picked in Compare)
     int         shown_run_idx = -1;   // -1: live
 
@@ -100,6 +88,8 @@ struct Studio {
     int  cmp_a = -1, cmp_b = -1;
     bool compare_queued = false;      // second compare run waits for the first to finish
     StartRequest compare_second;
+    RunRequest   compare_second_request;
+    std::string  compare_labels[2];   // labels of the newest comparison's runs A and B
     float tau_drag = NAN;             // tau while a histogram line is being dragged
 
     // Per-frame copies from the worker.
@@ -114,15 +104,21 @@ struct Studio {
     std::string png_request;
     char        export_dir[512] = ".";
 
-    // Frame timing (main.cpp).
-    float frame_ms = 0, frame_ms_avg = 0;
+    // Frame timing (end_frame).
+    float  frame_ms = 0, frame_ms_avg = 0;
+    double frame_t_prev = 0;
 
     // ---- actions ----
     void load_selected_model();
+    void open(bool autoplay);            // loads the model and starts the first run (--compare: the comparison)
     void restart(bool autoplay = true);
     StartRequest make_request(bool autoplay) const;
+    RunRequest   make_run_request(const std::string& tag) const;  // prompt and expected answer of the current prompt
+    void         start_run(StartRequest req, RunRequest what);   // labels the request and hands it to the worker
     void pump_events(double budget_ms);  // pops QueueSink events into the live RunHistory
     void begin_frame();                  // status copy, message bar, compare sequencing, follow-live
+    void end_frame();                    // frame time (shown in the scrubber bar)
+    bool compare_finished();             // run B of the newest comparison has its RunEnd
     std::string model_spec() const;
     // Two runs of the current prompt, B started after A finishes: original vs current settings (original_a), or the
     // current settings vs the same with tau = tau_b.

@@ -71,7 +71,7 @@ void draw_compare(Studio& s) {
     const int n = int(s.runs.size());
     if (s.cmp_a < 0 || s.cmp_b < 0 || s.cmp_a >= n || s.cmp_b >= n) {
         for (int i = n - 1; i >= 1; --i)
-            if (s.runs[size_t(i)]->tag == "compare-b" && s.runs[size_t(i - 1)]->tag == "compare-a") {
+            if (s.runs[size_t(i)].request.tag == "compare-b" && s.runs[size_t(i - 1)].request.tag == "compare-a") {
                 s.cmp_a = i - 1;
                 s.cmp_b = i;
                 break;
@@ -89,13 +89,13 @@ void draw_compare(Studio& s) {
     auto run_combo = [&](const char* label, int* idx) {
         ImGui::SetNextItemWidth(300);
         char prev[128];
-        std::snprintf(prev, sizeof prev, "#%llu %s", (unsigned long long)s.runs[size_t(*idx)]->serial,
-                      run_label(s.runs[size_t(*idx)]->history).c_str());
+        std::snprintf(prev, sizeof prev, "#%llu %s", (unsigned long long)s.runs[size_t(*idx)].serial,
+                      run_label(s.runs[size_t(*idx)].history).c_str());
         if (ImGui::BeginCombo(label, prev)) {
             for (int i = 0; i < n; ++i) {
                 char item[128];
-                std::snprintf(item, sizeof item, "#%llu %s %s", (unsigned long long)s.runs[size_t(i)]->serial,
-                              run_label(s.runs[size_t(i)]->history).c_str(), s.runs[size_t(i)]->tag.c_str());
+                std::snprintf(item, sizeof item, "#%llu %s %s", (unsigned long long)s.runs[size_t(i)].serial,
+                              run_label(s.runs[size_t(i)].history).c_str(), s.runs[size_t(i)].request.tag.c_str());
                 if (ImGui::Selectable(item, i == *idx)) *idx = i;
             }
             ImGui::EndCombo();
@@ -105,10 +105,11 @@ void draw_compare(Studio& s) {
     ImGui::SameLine();
     run_combo("run B", &s.cmp_b);
 
-    const RunEntry& A = *s.runs[size_t(s.cmp_a)];
-    const RunEntry& B = *s.runs[size_t(s.cmp_b)];
+    const RunEntry& A = s.runs[size_t(s.cmp_a)];
+    const RunEntry& B = s.runs[size_t(s.cmp_b)];
     const RunCompare c = compare_runs(A.history, B.history, s.seq);
-    if (A.prompt != B.prompt) ImGui::TextColored(ImVec4(1, 0.7f, 0.3f, 1), "note: the two runs used different prompts");
+    if (A.request.prompt != B.request.prompt)
+        ImGui::TextColored(ImVec4(1, 0.7f, 0.3f, 1), "note: the two runs used different prompts");
     if (ImGui::BeginTable("##cmp", 3, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV)) {
         ImGui::TableSetupColumn("");
         ImGui::TableSetupColumn(run_label(A.history).c_str());

@@ -61,13 +61,13 @@ void draw_scrubber(Studio& s, const Rect& r) {
         }
         for (size_t i = 0; i < s.runs.size(); ++i) {
             char label[128];
-            std::snprintf(label, sizeof label, "#%llu %s%s%s", (unsigned long long)s.runs[i]->serial,
-                          run_label(s.runs[i]->history).c_str(), s.runs[i]->tag.empty() ? "" : " ",
-                          s.runs[i]->tag.c_str());
+            const RunEntry& e = s.runs[i];
+            std::snprintf(label, sizeof label, "#%llu %s%s%s", (unsigned long long)e.serial,
+                          run_label(e.history).c_str(), e.request.tag.empty() ? "" : " ", e.request.tag.c_str());
             if (ImGui::Selectable(label, int(i) == s.shown_run_idx)) {
                 s.shown_run_idx  = int(i);
                 s.follow_live    = false;
-                s.view_step      = s.runs[i]->history.step_count();
+                s.view_step      = e.history.step_count();
                 s.selected_token = -1;
             }
         }

@@ -17,10 +17,10 @@ namespace {
 
 // Newest finished "original" run of the same prompt and length (the baseline every speed-up is measured against).
 const RunEntry* find_baseline(const Studio& s, const RunEntry& run) {
-    for (auto it = s.runs.rbegin(); it != s.runs.rend(); ++it) {
-        const RunEntry& e = **it;
+    for (size_t i = s.runs.size(); i-- > 0;) {
+        const RunEntry& e = s.runs[i];
         if (&e == &run || !e.history.finished() || e.history.info().method != "original") continue;
-        if (e.prompt == run.prompt && e.history.gen_length() == run.history.gen_length()) return &e;
+        if (e.request.prompt == run.request.prompt && e.history.gen_length() == run.history.gen_length()) return &e;
     }
     return nullptr;
 }
@@ -74,7 +74,7 @@ void draw_summary(Studio& s, const Rect& r) {
         if (ImGui::IsItemHovered()) ImGui::SetTooltip("FFN rows x layers, over what a dense forward would process");
         row("FLOPs", "%s done vs %s dense (%.1f%%)", fmt_si(sum.flops).c_str(), fmt_si(sum.dense_flops).c_str(),
             100.0 * sum.flops_fraction);
-        if (run->has_result) row("cache memory", "%s", fmt_si(run->result.cache_bytes, "B").c_str());
+        if (h.finished()) row("cache memory", "%s", fmt_si(h.run_end().cache_bytes, "B").c_str());
         else row("cache memory", "%s", "at the end of the run");
         row("events dropped", "%llu", (unsigned long long)s.worker.sink().dropped());
         ImGui::EndTable();
@@ -96,14 +96,16 @@ void draw_summary(Studio& s, const Rect& r) {
             ImGui::SetTooltip("layer %d: %.1f%% of a dense run's FFN rows", l, 100.0 * sum.layer_recompute_fraction[l]);
         }
     }
-    if (run->has_result && !run->result.sequences.empty()) {
-        const std::string& text = run->result.sequences[0].text;
-        if (!run->answer.empty()) {
-            const bool ok = answer_matches(text, run->answer);
-            ImGui::TextColored(ok ? ImVec4(0.4f, 0.9f, 0.4f, 1) : ImVec4(1, 0.45f, 0.4f, 1), "accuracy: %s (expected %s)",
-                               ok ? "correct" : "wrong", run->answer.c_str());
+    if (h.finished() && !h.run_end().texts.empty()) {
+        const std::string& text   = h.run_end().texts[0];
+        const std::string& answer = run->request.answer;
+        if (!answer.empty()) {
+            const bool ok = answer_matches(text, answer);
+            ImGui::TextColored(ok ? ImVec4(0.4f, 0.9f, 0.4f, 1) : ImVec4(1, 0.45f, 0.4f, 1),
+                               "accuracy: %s (expected %s)", ok ? "correct" : "wrong", answer.c_str());
         }
-        ImGui::TextDisabled("decoded response:");
+        if (h.run_end().cancelled) ImGui::TextDisabled("decoded response (cancelled after step %d):", h.run_end().steps);
+        else ImGui::TextDisabled("decoded response:");
         ImGui::TextWrapped("%s", text.c_str());
     }
     (void)r;

@@ -11,6 +11,7 @@
 #include "app/model/layout.h"
 #include "app/model/run_compare.h"
 #include "app/model/run_history.h"
+#include "app/model/run_list.h"
 #include "app/model/task_examples.h"
 #include "app/model/vocab.h"
 
@@ -196,6 +197,48 @@ TEST_CASE("a second RunBegin starts a fresh history; dropped unmask events are f
     CHECK(h2.tokens(0).size() == 8);
 }
 
+// The same synthetic run under a RunBegin label.
+std::vector<EventRecord> labelled_run(const std::string& label, const char* method = "dyllm") {
+    auto ev = synthetic_run(method);
+    std::get<RunBegin>(ev.front()).label = label;
+    return ev;
+}
+
+TEST_CASE("run list: each RunBegin label finds its own request", "[app_model]") {
+    RunList list(3);
+    const std::string l1 = list.expect({"", "prompt one", "42"});
+    const std::string l2 = list.expect({"compare-a", "prompt two", ""});
+    CHECK(l1 == "#1");
+    CHECK(l2 == "#2 compare-a");
+    // The request of #1 was refused by the engine (no RunBegin): #2's events must not take its prompt.
+    for (const auto& e : labelled_run(l2, "original")) list.apply(e);
+    REQUIRE(list.size() == 1);
+    CHECK(list[0].label == l2);
+    CHECK(list[0].serial == 2);
+    CHECK(list[0].request.tag == "compare-a");
+    CHECK(list[0].request.prompt == "prompt two");
+    CHECK(list[0].history.info().method == "original");
+    CHECK(list[0].history.finished());
+    CHECK(list.find(l2) == &list[0]);
+    CHECK(list.find(l1) == nullptr);
+
+    // A run nobody asked for under that label (e.g. replayed from a file) gets an empty request.
+    for (const auto& e : labelled_run("#1")) list.apply(e);  // #1 was retired when #2 began
+    CHECK(list[1].serial == 0);
+    CHECK(list[1].request.prompt.empty());
+
+    // Memory stays bounded: the oldest runs go, and the caller learns how many.
+    for (int i = 0; i < 3; ++i) {
+        const std::string l = list.expect({"", "p" + std::to_string(i), ""});
+        for (const auto& e : labelled_run(l)) list.apply(e);
+    }
+    CHECK(list.size() == 3);
+    CHECK(list.dropped_runs() == 2);
+    CHECK(list[0].request.prompt == "p0");
+    CHECK(list[2].request.prompt == "p2");
+    CHECK(list.newest() == &list[2]);
+}
+
 TEST_CASE("compare two runs: token diff and speed-up", "[app_model]") {
     const RunHistory a = fold(synthetic_run("original", 20.0, 13));
     const RunHistory b = fold(synthetic_run("dyllm", 10.0, 42));
@@ -239,32 +282,35 @@ TEST_CASE("CSV exports carry the histogram, timing and canvas tables", "[app_mod
     CHECK(cv.str().find("\n2,11,1,0.6") != std::string::npos);
 }
 
-TEST_CASE("task examples load from JSONL and bad lines are reported with file:line", "[app_model]") {
+TEST_CASE("task examples load with the suite's reader; a bad file is skipped with file:line", "[app_model]") {
     const auto dir = std::filesystem::temp_directory_path() / "dyllm_test_app_model_tasks";
+    std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
     {
         std::ofstream f(dir / "addition.jsonl");
         f << R"({"prompt":"12+30=?","answer":"42","task":"addition","shots":0})" << "\n";
-        f << "not json\n";
-        f << R"({"answer":"no prompt"})" << "\n";
-        f << R"({"prompt":"1+1=?","answer":"2"})" << "\n";
+        f << R"({"prompt":"1+1=?","answer":"2","task":"addition","shots":1})" << "\n";
+        f << R"({"prompt":"2+2=?","answer":"4","task":"addition","shots":0})" << "\n";
+        std::ofstream g(dir / "broken.jsonl");
+        g << R"({"prompt":"x","answer":"y","task":"broken","shots":0})" << "\n";
+        g << "not json\n";
     }
-    const auto ex = load_task_examples(dir);
-    REQUIRE(ex.items.size() == 2);
+    const auto ex = load_task_examples(dir, 2);
+    REQUIRE(ex.items.size() == 2);  // per_file caps addition at 2; broken.jsonl is skipped whole
     CHECK(ex.items[0].task == "addition");
-    CHECK(ex.items[1].task == "addition");  // from the file name
     CHECK(ex.items[0].answer == "42");
-    REQUIRE(ex.warnings.size() == 2);
-    CHECK(ex.warnings[0].find("addition.jsonl:2") != std::string::npos);
-    CHECK(ex.warnings[1].find("addition.jsonl:3") != std::string::npos);
+    CHECK(ex.items[1].shots == 1);
+    CHECK(ex.items[1].source == "addition.jsonl:2");
+    REQUIRE(ex.warnings.size() == 1);
+    CHECK(ex.warnings[0].find("broken.jsonl:2") != std::string::npos);
     std::filesystem::remove_all(dir);
 
-    CHECK(answer_matches("  42 ", "42"));
-    CHECK(answer_matches("7+8=15, 7+9+1=17, 4+2+1=7, answer 775", "7+8=15, 7+9+1=17, 4+2+1=7, answer 775"));
-    CHECK(answer_matches("7+8=15, wrong steps, answer  775", "7+8=15, 7+9+1=17, 4+2+1=7, answer 775"));
-    CHECK(!answer_matches("7+8=15, answer 776", "7+8=15, answer 775"));
-    CHECK(!answer_matches("420", "42"));
-    CHECK(!answer_matches("anything", ""));
+    CHECK(app::answer_matches("  42 ", "42"));
+    CHECK(app::answer_matches("7+8=15, 7+9+1=17, 4+2+1=7, answer 775", "7+8=15, 7+9+1=17, 4+2+1=7, answer 775"));
+    CHECK(app::answer_matches("7+8=15, wrong steps, answer  775", "7+8=15, 7+9+1=17, 4+2+1=7, answer 775"));
+    CHECK(!app::answer_matches("7+8=15, answer 776", "7+8=15, answer 775"));
+    CHECK(!app::answer_matches("420", "42"));
+    CHECK(!app::answer_matches("anything", ""));
     CHECK(load_task_examples("/nonexistent/dir").items.empty());
 }
 

@@ -7,7 +7,7 @@
 
 #include "instrumentation/cupti_collector.h"
 #include "instrumentation/nvtx_sink.h"
-#include "instrumentation/synthetic_run.h"
+#include "tests/support/synthetic_run.h"
 
 using namespace dyllm;
 

@@ -9,7 +9,7 @@
 
 #include "instrumentation/queue_sink.h"
 #include "instrumentation/recorder.h"
-#include "instrumentation/synthetic_run.h"
+#include "tests/support/synthetic_run.h"
 
 using namespace dyllm;
 

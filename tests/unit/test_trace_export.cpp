@@ -12,7 +12,7 @@
 #include "instrumentation/chrome_trace.h"
 #include "instrumentation/jsonl.h"
 #include "instrumentation/recorder.h"
-#include "instrumentation/synthetic_run.h"
+#include "tests/support/synthetic_run.h"
 
 using namespace dyllm;
 using nlohmann::json;
@@ -55,10 +55,20 @@ TEST_CASE("chrome trace: valid JSON object form with metadata and env as the fir
     CHECK(meta["backend"] == "synthetic");
     CHECK(meta["n_layer"] == 4);
     CHECK(meta["seed"] == "1");  // every env pair is carried
+    CHECK(meta["label"] == "synthetic run");
     CHECK(meta.contains("tau"));
     const json& first = j["traceEvents"][0];
     CHECK(first["args"] == meta);
     CHECK(all_finite(j));
+    // The run track's event carries the label and what RunEnd reported.
+    const json* run = nullptr;
+    for (const auto& e : j["traceEvents"])
+        if (e.value("cat", "") == "run" && e["ph"] == "X") run = &e;
+    REQUIRE(run);
+    CHECK((*run)["args"]["label"] == "synthetic run");
+    CHECK((*run)["args"]["cache_bytes"] == 4096.0 * 4);
+    CHECK((*run)["args"]["texts"].size() == 2);
+    CHECK((*run)["args"]["cancelled"] == false);
 }
 
 TEST_CASE("chrome trace: ops, steps, counters and track metadata", "[trace][chrome]") {
@@ -231,7 +241,10 @@ TEST_CASE("jsonl: env line first, then one line per step with the documented fie
     REQUIRE(recs.size() == size_t(sp.steps + 2));  // run_begin, steps, run_end
     CHECK(recs[0]["type"] == "run_begin");
     CHECK(recs[0]["env"]["seed"] == "1");
+    CHECK(recs[0]["label"] == "synthetic run");
     CHECK(recs.back()["type"] == "run_end");
+    CHECK(recs.back()["cache_bytes"] == 4096.0 * sp.n_layer);
+    CHECK(recs.back()["texts"] == json::array({"text of sequence 0", "text of sequence 1"}));
     for (int s = 1; s <= sp.steps; ++s) {
         const json& r = recs[size_t(s)];
         CHECK(r["type"] == "step");
@@ -285,6 +298,16 @@ TEST_CASE("jsonl: write -> read -> write is the identity, and the events come ba
     const auto& rb1 = std::get<RunBegin>(back.front());
     CHECK(rb0.env == rb1.env);
     CHECK(rb0.prompt_lengths == rb1.prompt_lengths);
+    CHECK(rb1.label == "synthetic run");
+    const RunEnd* re0 = nullptr;
+    const RunEnd* re1 = nullptr;
+    for (const auto& e : ev) if (auto* r = std::get_if<RunEnd>(&e)) re0 = r;
+    for (const auto& e : back) if (auto* r = std::get_if<RunEnd>(&e)) re1 = r;
+    REQUIRE(re0);
+    REQUIRE(re1);
+    CHECK(re1->texts == re0->texts);
+    CHECK(re1->texts.size() == 3);
+    CHECK(re1->cache_bytes == re0->cache_bytes);
     std::vector<const LayerSaliencyRecord*> la, lb;
     for (const auto& e : ev) if (auto* l = std::get_if<LayerSaliencyRecord>(&e)) la.push_back(l);
     for (const auto& e : back) if (auto* l = std::get_if<LayerSaliencyRecord>(&e)) lb.push_back(l);
@@ -309,8 +332,12 @@ TEST_CASE("jsonl: bad input gives one error naming the line and the field", "[tr
         }
         FAIL("no error for: " << text);
     };
-    fails_with("{\"type\":\"run_end\",\"steps\":1,\"wall_ns\":2,\"tokens\":3,\"cancelled\":false}\n{oops\n",
+    fails_with("{\"type\":\"run_end\",\"steps\":1,\"wall_ns\":2,\"tokens\":3,\"cancelled\":false,\"cache_bytes\":0,"
+               "\"texts\":[]}\n{oops\n",
                "line 2: invalid JSON");
+    fails_with("{\"type\":\"run_end\",\"steps\":1,\"wall_ns\":2,\"tokens\":3,\"cancelled\":false,\"cache_bytes\":0,"
+               "\"texts\":[7]}\n",
+               "field 'texts' must hold strings");
     fails_with("{\"type\":\"run_end\",\"steps\":1,\"wall_ns\":2,\"tokens\":3}\n", "line 1: missing field 'cancelled'");
     fails_with("{\"type\":\"run_end\",\"steps\":\"x\",\"wall_ns\":2,\"tokens\":3,\"cancelled\":false}\n",
                "'steps' must be an integer");

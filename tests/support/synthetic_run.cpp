@@ -1,5 +1,5 @@
 // Deterministic synthetic run: a splitmix64 stream drives cosines, unmask order and tokens.
-#include "instrumentation/synthetic_run.h"
+#include "tests/support/synthetic_run.h"
 
 #include <algorithm>
 #include <cmath>
@@ -37,6 +37,7 @@ void emit_synthetic_run(EventSink& sink, const SyntheticRunSpec& sp) {
     constexpr int32_t kMaskId = 0;  // synthetic mask token id
 
     RunBegin rb;
+    rb.label  = "synthetic run";
     rb.method = "dyllm", rb.model = "synthetic", rb.family = "llada", rb.backend = "synthetic";
     rb.n_layer = sp.n_layer, rb.n_seq = sp.n_seq, rb.gen_length = sp.gen_length, rb.steps = sp.steps;
     rb.prompt_lengths.assign(size_t(sp.n_seq), sp.prompt_len);
@@ -151,6 +152,8 @@ void emit_synthetic_run(EventSink& sink, const SyntheticRunSpec& sp) {
     }
     RunEnd re;
     re.steps = sp.steps, re.wall_ns = now - sp.t0_ns, re.tokens = sp.gen_length * sp.n_seq;
+    re.cache_bytes = 4096.0 * sp.n_layer;
+    for (int32_t q = 0; q < sp.n_seq; ++q) re.texts.push_back("text of sequence " + std::to_string(q));
     sink.on_run_end(re);
 }
 

@@ -1,6 +1,6 @@
 // A deterministic synthetic event stream with the engine's shape (RunBegin, per step: StepBegin, op begin/timing per
 // layer, LayerSaliency per layer and sequence, Unmask and Canvas per sequence, StepEnd; RunEnd). For exporter and
-// sink tests, the instrumentation overhead benchmark and UI development without running a model.
+// sink tests without running a model (a test fixture: it lives with the tests, not in the instrumentation library).
 #pragma once
 #include <cstdint>
 
