@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,7 @@ enum class Method : uint8_t {
 const char* method_name(Method m);                        // "original", "dyllm", "fast-prefix", ...
 std::optional<Method> parse_method(std::string_view s);  // nullopt for an unknown name
 std::string method_names(std::string_view sep = ", ");   // every registered name, in registry order
+std::span<const Method> all_methods();                   // every registered method, in registry order
 
 // Every knob of a generation run. Validated by validate_params() before a run starts.
 struct DiffusionParams {

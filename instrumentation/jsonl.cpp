@@ -282,7 +282,7 @@ public:
     }
     RunBegin run_begin(const Json& j) const {
         RunBegin r;
-        r.label          = string(j, "label");
+        r.label          = j.contains("label") ? string(j, "label") : "";  // absent in files older than labels
         r.method         = string(j, "method");
         r.model          = string(j, "model");
         r.family         = string(j, "family");
@@ -410,8 +410,9 @@ std::vector<EventRecord> read_jsonl(std::istream& is) {
             e.wall_ns   = rd.integer<int64_t>(j, "wall_ns");
             e.tokens    = rd.integer<int32_t>(j, "tokens");
             e.cancelled   = rd.boolean(j, "cancelled");
-            e.cache_bytes = rd.number(j, "cache_bytes");
-            e.texts       = rd.strings(j, "texts");
+            // Absent in files written before RunEnd carried them: still readable.
+            if (j.contains("cache_bytes")) e.cache_bytes = rd.number(j, "cache_bytes");
+            if (j.contains("texts")) e.texts = rd.strings(j, "texts");
             out.emplace_back(e);
         } else if (type == "error") {
             out.emplace_back(ErrorRecord{rd.string(j, "where"), rd.string(j, "message")});

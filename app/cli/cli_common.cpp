@@ -28,27 +28,6 @@ std::string trim(const std::string& s) {
     return s.substr(b, e - b);
 }
 
-// A scalar flag given twice keeps the last value (llama.cpp's behaviour, handy for scripts that append overrides)
-// instead of CLI11's default error. `shown`: print the current value as the default in --help.
-template <class T>
-CLI::Option* scalar(CLI::App& app, const std::string& names, T& var, const std::string& help, bool shown = true) {
-    CLI::Option* opt = app.add_option(names, var, help)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-    return shown ? opt->capture_default_str() : opt;
-}
-
-// A scalar whose presence matters (the value goes to `var`, `set` becomes true), same take-last policy.
-CLI::Option* scalar_set(CLI::App& app, const std::string& names, double& var, bool& set, const std::string& help) {
-    return app
-        .add_option_function<double>(
-            names,
-            [&var, &set](const double& v) {
-                var = v;
-                set = true;
-            },
-            help)
-        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-}
-
 }  // namespace
 
 void add_model_options(CLI::App& app, ModelOptions& opts) {
@@ -56,31 +35,6 @@ void add_model_options(CLI::App& app, ModelOptions& opts) {
            "checkpoint directory or built-in name (tiny-llada, tiny-dream); default: tiny-llada", false);
     scalar(app, "--backend", opts.backend, "cpu | cuda | auto (auto: CUDA when a device is present)");
     scalar(app, "-t,--threads", opts.threads, "CPU threads (0 = all cores)");
-}
-
-void add_diffusion_options(CLI::App& app, DiffusionOptions& o, DiffusionFlags which) {
-    for (const ParamSpec& spec : diffusion_param_table()) {
-        if (which == DiffusionFlags::FixedOnly &&
-            std::find(std::begin(kSweptKeys), std::end(kSweptKeys), spec.key) != std::end(kSweptKeys))
-            continue;
-        const std::string names(spec.flags), help(spec.help);
-        auto mark = [&o, key = std::string(spec.key)](const auto&...) { o.given.insert(key); };
-        std::visit(
-            [&](auto member) {
-                using T = std::remove_reference_t<decltype(o.params.*member)>;
-                if constexpr (std::is_same_v<T, bool>) {
-                    // --approx also answers to --no-approx; plain flags stay flags.
-                    const std::string flag_names = spec.key == "approx" ? names + ",!--no-approx" : names;
-                    app.add_flag(flag_names, o.params.*member, help)->each(mark);
-                } else if constexpr (std::is_same_v<T, Method>) {
-                    scalar(app, names, o.method, help + ": " + method_names(" | "))->each(mark);
-                } else {
-                    CLI::Option* opt = scalar(app, names, o.params.*member, help, !spec.derived && spec.unset.empty());
-                    opt->each(mark);
-                }
-            },
-            spec.member);
-    }
 }
 
 void add_prompt_options(CLI::App& app, PromptOptions& o) {
@@ -135,22 +89,6 @@ std::vector<std::string> split_list(const std::string& what, const std::string& 
     if (!text.empty() && text.back() == ',') throw InputError(what + ": trailing ',' in '" + text + "'");
     if (out.empty()) throw InputError(what + ": empty list");
     return out;
-}
-
-DiffusionParams to_diffusion_params(const DiffusionOptions& o) {
-    DiffusionParams p = o.params;
-    for (const ParamSpec& spec : diffusion_param_table()) {
-        if (spec.derived && !o.given.count(std::string(spec.key)))
-            p.*std::get<int DiffusionParams::*>(spec.member) = derived_default(spec, p);
-        // NaN means "unset" for some floats; typed explicitly it is an error.
-        if (const auto* f = std::get_if<float DiffusionParams::*>(&spec.member); f && o.given.count(std::string(spec.key)))
-            if (std::isnan(p.**f)) throw InputError(std::string(spec.flag()) + " must be a finite number (got nan)");
-    }
-    const auto m = parse_method(o.method);
-    if (!m) throw InputError("--method: unknown method '" + o.method + "' (expected " + method_names(", ") + ")");
-    p.method = *m;
-    validate_params(p);
-    return p;
 }
 
 float effective_tau(const DiffusionParams& p, Family family) {

@@ -13,6 +13,7 @@
 
 #include "engine/backend.h"
 #include "engine/engine.h"
+#include "app/model/param_options.h"
 
 namespace CLI {
 class App;
@@ -25,22 +26,6 @@ struct ModelOptions {
     std::string model;              // checkpoint directory or built-in name; "" = default built-in (tiny-llada)
     std::string backend = "auto";   // cpu | cuda | auto
     int         threads = 0;        // 0 = all cores
-};
-
-// The diffusion settings as given on the command line: the flags are generated from the engine's parameter table
-// (engine/params.h) and bound to `params`; `given` records which table keys were on the command line, so that
-// derived defaults (steps, block length) are resolved in to_diffusion_params() only when not given.
-struct DiffusionOptions {
-    DiffusionParams       params;
-    std::string           method = method_name(DiffusionParams{}.method);  // as typed, checked in to_diffusion_params
-    std::set<std::string> given;
-
-    // Sets a setting as if given on the command line (dyllm bench's sweeps).
-    template <class T>
-    void set(T DiffusionParams::*member, const char* key, T value) {
-        params.*member = value;
-        given.insert(key);
-    }
 };
 
 // -p/--prompt (repeatable), -f/--file, --prompt-ids (repeatable), --no-chat.
@@ -58,13 +43,7 @@ struct PromptInput {
     bool                 from_ids = false;
 };
 
-// Which diffusion flags to add: All, or every flag except those a sweep command takes as lists
-// (--steps, --block-length, --method, --tau), as `dyllm bench` does (kSweptKeys).
-enum class DiffusionFlags : uint8_t { All, FixedOnly };
-inline constexpr std::string_view kSweptKeys[] = {"steps", "block_length", "method", "tau"};
-
 void add_model_options(CLI::App& app, ModelOptions& opts);
-void add_diffusion_options(CLI::App& app, DiffusionOptions& opts, DiffusionFlags which = DiffusionFlags::All);
 void add_prompt_options(CLI::App& app, PromptOptions& opts);
 
 // "cpu" | "cuda" | "auto" -> BackendKind; InputError otherwise.
@@ -75,10 +54,6 @@ double  parse_double_arg(const std::string& what, const std::string& text);
 int64_t parse_int_arg(const std::string& what, const std::string& text);
 // "a,b,c" -> {"a","b","c"} (spaces trimmed, empty items rejected with InputError naming `what`).
 std::vector<std::string> split_list(const std::string& what, const std::string& text);
-
-// Resolves the derived defaults and checks everything that needs no model (validate_params(p) of the engine, plus
-// the method name and explicit NaNs). Throws InputError naming the flag, the value and the allowed range.
-DiffusionParams to_diffusion_params(const DiffusionOptions& opts);
 
 // tau actually in force: the explicit value, or the family default for NaN.
 float effective_tau(const DiffusionParams& p, Family family);

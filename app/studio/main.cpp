@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "app/studio/headless.h"
+#include "app/model/param_options.h"
 #include "app/studio/studio.h"
 #include "app/studio/theme.h"
 #include "app/studio/window_png.h"
@@ -31,14 +32,8 @@ int parse_options(int argc, char** argv, StudioOptions& opt) {
     cli.add_option("-m,--model", opt.model, "checkpoint directory or built-in name (tiny-llada, tiny-dream)");
     cli.add_option("--backend", opt.backend, "cpu|cuda|auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}));
     cli.add_option("-p,--prompt", opt.prompt, "prompt (user message)");
-    cli.add_option("--method", opt.method, "original|dyllm|fast-prefix|fast-dual|dllm-cache")
-        ->check(CLI::IsMember({"original", "dyllm", "fast-prefix", "fast-dual", "dllm-cache"}));
-    cli.add_option("--tau", opt.tau, "DyLLM cosine threshold (default: family default)");
-    cli.add_option("-n,--gen-length", opt.gen_length, "response length")->check(CLI::PositiveNumber);
-    cli.add_option("--steps", opt.steps, "denoising steps")->check(CLI::PositiveNumber);
-    cli.add_option("--block-length", opt.block_length, "semi-autoregressive block length")->check(CLI::PositiveNumber);
-    cli.add_option("--full-steps", opt.full_steps, "T_full: initial dense steps of dyllm")->check(CLI::PositiveNumber);
-    cli.add_flag("--no-approx", opt.no_approx, "dyllm: exact attention for every query (the paper's 'Salient' ablation)");
+    cli::DiffusionOptions diffusion;  // every diffusion setting, from the engine's parameter table
+    cli::add_diffusion_options(cli, diffusion);
     cli.add_option("--speed", opt.speed, "play speed limit in steps/s (0 = as fast as the engine goes)")
         ->check(CLI::NonNegativeNumber);
     cli.add_flag("--compare", opt.compare, "run original vs the chosen method on the prompt and open Compare");
@@ -55,6 +50,12 @@ int parse_options(int argc, char** argv, StudioOptions& opt) {
         cli.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         return cli.exit(e);
+    }
+    try {
+        opt.params = cli::to_diffusion_params(diffusion);
+    } catch (const std::exception& e) {  // InputError: one line naming the flag
+        std::fprintf(stderr, "dyllm-studio: error: %s\n", e.what());
+        return 2;
     }
     if (!size.empty() && std::sscanf(size.c_str(), "%dx%d", &opt.width, &opt.height) != 2) {
         std::fprintf(stderr, "dyllm-studio: --size '%s': expected WxH, e.g. 1600x1000\n", size.c_str());

@@ -8,7 +8,14 @@
 
 namespace dyllm::app {
 
-const char* const kMethods[5] = {"original", "dyllm", "fast-prefix", "fast-dual", "dllm-cache"};
+std::span<const char* const> method_combo_items() {
+    static const std::vector<const char*> names = [] {
+        std::vector<const char*> v;
+        for (Method m : all_methods()) v.push_back(method_name(m));
+        return v;
+    }();
+    return names;
+}
 
 namespace {
 
@@ -39,18 +46,22 @@ Studio::Studio(const StudioOptions& o) : opts(o) {
         std::snprintf(ui.model_path, sizeof ui.model_path, "%s", o.model.c_str());
     }
     ui.backend_idx = o.backend == "cuda" ? 1 : o.backend == "auto" ? 2 : 0;
-    for (int i = 0; i < 5; ++i)
-        if (o.method == kMethods[i]) ui.method_idx = i;
-    if (std::isfinite(o.tau)) {
-        ui.tau     = o.tau;
+    const DiffusionParams& p = o.params;
+    const auto             methods = all_methods();
+    ui.method_idx = int(std::find(methods.begin(), methods.end(), p.method) - methods.begin());
+    if (std::isfinite(p.tau)) {
+        ui.tau     = p.tau;
         ui.tau_set = true;
     }
     ui.speed        = o.speed;
-    ui.full_steps   = o.full_steps;
-    ui.approx       = !o.no_approx;
-    ui.gen_length   = o.gen_length;
-    ui.steps        = o.steps;
-    ui.block_length = o.block_length;
+    ui.full_steps   = p.full_steps;
+    ui.approx       = p.approx;
+    ui.gen_length   = p.gen_length;
+    ui.steps        = p.steps;
+    ui.block_length = p.block_length;
+    if (!std::isnan(p.conf_threshold)) ui.use_threshold = true, ui.conf_threshold = p.conf_threshold;
+    ui.measure_cosine = ui.measure_cosine || p.measure_cosine;
+    ui.base           = p;
     const auto tasks = tasks_dir();
     if (!tasks.empty()) examples = load_task_examples(tasks);
     if (!o.prompt.empty()) {
@@ -71,7 +82,7 @@ std::string Studio::model_spec() const {
     return ui.model_path;
 }
 
-const char* Studio::method_name_ui() const { return kMethods[ui.method_idx]; }
+const char* Studio::method_name_ui() const { return method_combo_items()[size_t(ui.method_idx)]; }
 
 void Studio::load_selected_model() {
     const BackendKind bk = ui.backend_idx == 1 ? BackendKind::Cuda : ui.backend_idx == 2 ? BackendKind::Auto
@@ -92,11 +103,12 @@ StartRequest Studio::make_request(bool autoplay) const {
     r.prompt = prompt;
     r.chat   = ui.chat;
     DiffusionParams& p = r.params;
+    p              = ui.base;
     p.gen_length   = ui.gen_length;
     p.steps        = ui.steps;
     p.block_length = ui.block_length;
     p.conf_threshold = ui.use_threshold ? ui.conf_threshold : NAN;
-    p.method       = parse_method(kMethods[ui.method_idx]).value_or(Method::DyLLM);
+    p.method       = all_methods()[size_t(ui.method_idx)];
     p.tau          = ui.tau_set ? ui.tau : NAN;  // NaN: the engine picks the family default (0.99 / 0.995)
     p.full_steps   = ui.full_steps;
     p.approx       = ui.approx;

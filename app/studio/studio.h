@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -20,8 +21,6 @@ struct StudioOptions {
     std::string model;                 // -m; empty = built-in tiny-llada
     std::string backend = "cpu";       // --backend cpu|cuda|auto
     std::string prompt;                // -p
-    std::string method = "dyllm";      // --method
-    float       tau = NAN;             // --tau (NaN: family default)
     std::string screenshot;            // --screenshot FILE
     int         frames = 5;            // --frames N
     int         step = 0;              // --step K
@@ -31,8 +30,7 @@ struct StudioOptions {
     float       speed = 0;                 // --speed: steps/s limit (0 = unlimited)
     bool        compare = false;           // --compare: original vs current settings, Compare window open
     std::string export_dir;                // --export-dir: headless runs write every export there before exiting
-    int         full_steps = 4, gen_length = 64, steps = 64, block_length = 32;  // DiffusionParams defaults
-    bool        no_approx = false;     // --no-approx: DyLLM's "Salient" ablation (exact attention for every query)
+    DiffusionParams params;            // the diffusion flags (engine/params.h), resolved and validated
 };
 
 // Knobs of the Controls bar (applied on restart, except tau which is live).
@@ -40,7 +38,7 @@ struct UiParams {
     int   model_idx = 0;              // 0 tiny-llada, 1 tiny-dream, 2 path
     char  model_path[512] = {};
     int   backend_idx = 0;            // cpu, cuda, auto
-    int   method_idx = 1;             // index into kMethods
+    int   method_idx = 1;             // index into method_combo_items()
     float tau = 0.99f;
     bool  tau_set = false;            // user chose tau (otherwise the family default)
     int   full_steps = 4;
@@ -53,6 +51,7 @@ struct UiParams {
     float speed = 0;                  // steps per second limit; 0 = unlimited
     bool  measure_cosine = true;      // histograms for methods without saliency
     bool  chat = true;
+    DiffusionParams base;             // the settings without a control here (seed, temperature, kp, ...) from the flags
 };
 
 struct Studio {
@@ -129,7 +128,8 @@ struct Studio {
     const char* method_name_ui() const;
 };
 
-extern const char* const kMethods[5];  // method names in the combo's order
+// Method names in the combo's order (the engine's registry, engine/methods/method_list.def).
+std::span<const char* const> method_combo_items();
 
 // ---- panels (app/studio/view_*.cpp) ----
 void draw_controls(Studio& s, const Rect& r);

@@ -65,7 +65,8 @@ void draw_controls(Studio& s, const Rect& r) {
     ImGui::TextUnformatted("method");
     ImGui::SameLine();
     ImGui::SetNextItemWidth(100);
-    if (ImGui::Combo("##method", &s.ui.method_idx, kMethods, 5)) s.params_dirty = true;
+    const auto methods = method_combo_items();
+    if (ImGui::Combo("##method", &s.ui.method_idx, methods.data(), int(methods.size()))) s.params_dirty = true;
 
     ImGui::SameLine(0, 16);
     ImGui::TextUnformatted("tau");
@@ -93,7 +94,7 @@ void draw_controls(Studio& s, const Rect& r) {
                                         ? std::to_string(s.ui.gen_length / s.ui.steps).c_str() : "?");
     ImGui::SameLine();
     if (knob_int("block", &s.ui.block_length, 1, 4096, 44)) s.params_dirty = true;
-    if (std::string_view(kMethods[s.ui.method_idx]) == "dyllm") {
+    if (std::string_view(s.method_name_ui()) == "dyllm") {
         ImGui::SameLine(0, 12);
         if (ImGui::Checkbox("approx", &s.ui.approx)) s.params_dirty = true;
         if (ImGui::IsItemHovered())

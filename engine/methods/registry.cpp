@@ -47,6 +47,15 @@ std::string method_names(std::string_view sep) {
     return out;
 }
 
+std::span<const Method> all_methods() {
+    static constexpr Method kAll[] = {
+#define DYLLM_METHOD(id, name, factory) Method::id,
+#include "engine/methods/method_list.def"
+#undef DYLLM_METHOD
+    };
+    return kAll;
+}
+
 std::unique_ptr<DecodingMethod> make_method(Method m, const ModelConfig& cfg, const DiffusionParams& p) {
     for (const auto& e : kMethods)
         if (e.id == m) return e.make(cfg, p);

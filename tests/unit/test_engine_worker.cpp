@@ -20,9 +20,9 @@ namespace {
 StudioOptions tiny_options() {
     StudioOptions o;
     o.model        = test::make_tiny_checkpoint(Family::LLaDA).string();
-    o.gen_length   = 16;
-    o.steps        = 8;
-    o.block_length = 8;
+    o.params.gen_length   = 16;
+    o.params.steps        = 8;
+    o.params.block_length = 8;
     o.threads      = 1;
     return o;
 }

@@ -1,0 +1,55 @@
+// The diffusion settings' command-line options from the engine's parameter table (see param_options.h).
+#include "app/model/param_options.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <type_traits>
+
+#include "engine/errors.h"
+#include "engine/params.h"
+
+namespace dyllm::cli {
+
+void add_diffusion_options(CLI::App& app, DiffusionOptions& o, DiffusionFlags which) {
+    for (const ParamSpec& spec : diffusion_param_table()) {
+        if (which == DiffusionFlags::FixedOnly &&
+            std::find(std::begin(kSweptKeys), std::end(kSweptKeys), spec.key) != std::end(kSweptKeys))
+            continue;
+        const std::string names(spec.flags), help(spec.help);
+        auto mark = [&o, key = std::string(spec.key)](const auto&...) { o.given.insert(key); };
+        std::visit(
+            [&](auto member) {
+                using T = std::remove_reference_t<decltype(o.params.*member)>;
+                if constexpr (std::is_same_v<T, bool>) {
+                    // --approx also answers to --no-approx; plain flags stay flags.
+                    const std::string flag_names = spec.key == "approx" ? names + ",!--no-approx" : names;
+                    app.add_flag(flag_names, o.params.*member, help)->each(mark);
+                } else if constexpr (std::is_same_v<T, Method>) {
+                    scalar(app, names, o.method, help + ": " + method_names(" | "))->each(mark);
+                } else {
+                    CLI::Option* opt = scalar(app, names, o.params.*member, help, !spec.derived && spec.unset.empty());
+                    opt->each(mark);
+                }
+            },
+            spec.member);
+    }
+}
+
+DiffusionParams to_diffusion_params(const DiffusionOptions& o) {
+    DiffusionParams p = o.params;
+    for (const ParamSpec& spec : diffusion_param_table()) {
+        if (spec.derived && !o.given.count(std::string(spec.key)))
+            p.*std::get<int DiffusionParams::*>(spec.member) = derived_default(spec, p);
+        // NaN means "unset" for some floats; typed explicitly it is an error.
+        if (const auto* f = std::get_if<float DiffusionParams::*>(&spec.member); f && o.given.count(std::string(spec.key)))
+            if (std::isnan(p.**f)) throw InputError(std::string(spec.flag()) + " must be a finite number (got nan)");
+    }
+    const auto m = parse_method(o.method);
+    if (!m) throw InputError("--method: unknown method '" + o.method + "' (expected " + method_names(", ") + ")");
+    p.method = *m;
+    validate_params(p);
+    return p;
+}
+
+}  // namespace dyllm::cli

@@ -1,0 +1,49 @@
+// The diffusion settings' command-line options, generated from the engine's parameter table (engine/params.h) and
+// shared by `dyllm` and `dyllm-studio`, and the take-last scalar option both use.
+#pragma once
+#include <set>
+#include <string>
+#include <string_view>
+
+#include <CLI/CLI.hpp>
+
+#include "engine/engine.h"
+
+namespace dyllm::cli {
+
+// A scalar flag given twice keeps the last value (llama.cpp's behaviour, handy for scripts that append overrides)
+// instead of CLI11's default error. `shown`: print the current value as the default in --help.
+template <class T>
+CLI::Option* scalar(CLI::App& app, const std::string& names, T& var, const std::string& help, bool shown = true) {
+    CLI::Option* opt = app.add_option(names, var, help)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    return shown ? opt->capture_default_str() : opt;
+}
+
+// The diffusion settings as given on the command line: the flags are generated from the engine's parameter table
+// (engine/params.h) and bound to `params`; `given` records which table keys were on the command line, so that
+// derived defaults (steps, block length) are resolved in to_diffusion_params() only when not given.
+struct DiffusionOptions {
+    DiffusionParams       params;
+    std::string           method = method_name(DiffusionParams{}.method);  // as typed, checked in to_diffusion_params
+    std::set<std::string> given;
+
+    // Sets a setting as if given on the command line (dyllm bench's sweeps).
+    template <class T>
+    void set(T DiffusionParams::*member, const char* key, T value) {
+        params.*member = value;
+        given.insert(key);
+    }
+};
+
+// Which diffusion flags to add: All, or every flag except those a sweep command takes as lists
+// (--steps, --block-length, --method, --tau), as `dyllm bench` does (kSweptKeys).
+enum class DiffusionFlags : uint8_t { All, FixedOnly };
+inline constexpr std::string_view kSweptKeys[] = {"steps", "block_length", "method", "tau"};
+
+void add_diffusion_options(CLI::App& app, DiffusionOptions& opts, DiffusionFlags which = DiffusionFlags::All);
+
+// Resolves the derived defaults and checks everything that needs no model (validate_params(p) of the engine, plus
+// the method name and explicit NaNs). Throws InputError naming the flag, the value and the allowed range.
+DiffusionParams to_diffusion_params(const DiffusionOptions& opts);
+
+}  // namespace dyllm::cli
