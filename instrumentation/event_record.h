@@ -1,7 +1,6 @@
 // Owning copies of the engine's events (events.h holds spans valid only during a call). The queue sink, the recorder
 // and the exporters store these; the app's model/ layer consumes them.
 #pragma once
-#include <iterator>
 #include <string>
 #include <variant>
 #include <vector>
@@ -45,14 +44,6 @@ enum class RecordKind : uint8_t { RunBegin, StepBegin, OpTiming, LayerSaliency, 
 static_assert(std::variant_size_v<EventRecord> == 9, "RecordKind must list every EventRecord alternative");
 
 inline RecordKind record_kind(const EventRecord& r) { return RecordKind(r.index()); }
-
-// Stable lower-case names, used as the "type" of JSONL records and in test messages.
-inline const char* record_kind_name(RecordKind k) {
-    static constexpr const char* kNames[] = {"run_begin", "step_begin", "op", "layer_saliency", "unmask",
-                                             "canvas", "step_end", "run_end", "error"};
-    const auto i = size_t(k);
-    return i < std::size(kNames) ? kNames[i] : "?";
-}
 
 inline LayerSaliencyRecord to_record(const LayerSaliency& e) {
     LayerSaliencyRecord r;
