@@ -37,7 +37,9 @@ TensorView view(std::vector<float>& v, int64_t rows, int64_t cols) {
 TensorView view(const test::StoredMat& m) {
     return TensorView::matrix(const_cast<void*>(m.data()), dtype_of(m.type), Device::Cpu, m.rows, m.cols);
 }
-cpu::CMatF cm(const std::vector<float>& v, int64_t rows, int64_t cols) { return cpu::CMatF{v.data(), rows, cols, cols}; }
+cpu::CMatF cm(const std::vector<float>& v, int64_t rows, int64_t cols) {
+    return cpu::CMatF{v.data(), rows, cols, cols};
+}
 cpu::MatF  mm(std::vector<float>& v, int64_t rows, int64_t cols) { return cpu::MatF{v.data(), rows, cols, cols}; }
 
 std::unique_ptr<Backend> cpu_backend(int threads = 2) { return make_backend(BackendKind::Cpu, threads); }
@@ -168,7 +170,8 @@ TEST_CASE("cpu backend matmul on a column slice of a wider output", "[backend][c
     be->matmul(view(x, n, k), view(w), TensorView{}, y);
     cpu::ref::matmul(cm(x, n, k), w.mat(), cpu::ConstMat{}, mm(yr, n, m));
     for (int64_t i = 0; i < n; ++i) {
-        CHECK(all_close("backend_matmul_slice", buf.data() + i * 2 * m + m, yr.data() + i * m, size_t(m), 4.0 * kU32 * k, 1e-6));
+        CHECK(all_close("backend_matmul_slice", buf.data() + i * 2 * m + m, yr.data() + i * m, size_t(m),
+                        4.0 * kU32 * k, 1e-6));
         for (int64_t c = 0; c < m; ++c) CHECK(buf[size_t(i * 2 * m + c)] == 5.0f);
     }
 }
@@ -227,8 +230,9 @@ TEST_CASE("shared op checks reject bad indices, offsets and salient-key orders o
                   "scatter_rows: index 15 at 1 outside [0, 15)");
     std::vector<int32_t> tok(3);
     std::vector<float>   sc(3);
-    check_rejects([&] { be->score_logits(view(table, 3, 20), ScoreKind::Confidence, std::vector<int32_t>{20}, tok, sc); },
-                  "score_logits: banned id 20 at 0 outside [0, 20)");
+    check_rejects(
+        [&] { be->score_logits(view(table, 3, 20), ScoreKind::Confidence, std::vector<int32_t>{20}, tok, sc); },
+        "score_logits: banned id 20 at 0 outside [0, 20)");
 
     // Attention: 2 sequences of 3 and 4 keys, head_dim 2, one head.
     const AttentionShape       shape{1, 1, 2};

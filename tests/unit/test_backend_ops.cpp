@@ -348,7 +348,8 @@ struct RmsNormCase {
 inline std::vector<RmsNormCase> rms_norm_cases() {
     std::vector<RmsNormCase> cs;
     for (DType dt : kFloatTypes)
-        for (auto [n, d] : {std::pair{1, 1}, {7, 17}, {130, 300}, {0, 8}, {3, 129}, {64, 4096}}) cs.push_back({n, d, dt});
+        for (auto [n, d] : {std::pair{1, 1}, {7, 17}, {130, 300}, {0, 8}, {3, 129}, {64, 4096}})
+            cs.push_back({n, d, dt});
     return cs;
 }
 inline bool run_rms_norm(Backend& be, const OpBackend& ob, const RmsNormCase& c) {
@@ -445,7 +446,8 @@ struct SiluMulCase {
 inline std::vector<SiluMulCase> silu_mul_cases() {
     std::vector<SiluMulCase> cs;
     for (DType dt : kFloatTypes)
-        for (auto [n, f] : {std::pair{1, 1}, {7, 17}, {130, 300}, {0, 5}, {5, 1023}, {256, 5632}}) cs.push_back({n, f, dt});
+        for (auto [n, f] : {std::pair{1, 1}, {7, 17}, {130, 300}, {0, 5}, {5, 1023}, {256, 5632}})
+            cs.push_back({n, f, dt});
     return cs;
 }
 inline bool run_silu_mul(Backend& be, const OpBackend& ob, const SiluMulCase& c) {
