@@ -1,6 +1,8 @@
-// The Backend interface (STYLE.md 2.2): one virtual per op the forward passes need, at op granularity, so the model
-// code in engine/model*.cpp is written once and runs on the CPU or on CUDA. Index lists (token ids, positions, row
-// indices, per-sequence offsets) are passed as host spans; a device backend uploads them itself.
+// The Backend interface (STYLE.md 2.2): one op per step of the forward passes, at op granularity, so the model code
+// in engine/forward.cpp is written once and runs on the CPU or on CUDA. Each public op is non-virtual: it checks its
+// arguments once (engine/backend_checks.cpp, as ggml checks in its op constructors) and then calls the backend's
+// do_<op>(), so the backends cannot drift in what they accept. Index lists (token ids, positions, row indices,
+// per-sequence offsets) are passed as host spans; a device backend uploads them itself.
 //
 // Conventions for every op:
 // - Activations are F32 2-D views [rows, cols] (engine/tensor.h). Cache views (k, v, dv, c_old, gather/scatter
@@ -10,6 +12,9 @@
 // - Attention is bidirectional (no causal mask) and never crosses sequences: query row i belongs to sequence
 //   q_seq[i] and attends to key rows [cu_k[b], cu_k[b+1]) of the packed K/V.
 // - Every op accepts zero rows (empty salient sets are legal, spec project decision 8).
+// - A bad argument (shape, dtype the backend does not support(), view not on device(), index out of range, offsets
+//   decreasing, salient keys out of order, an output aliasing an input) is a caller bug: DYLLM_ASSERT names the op,
+//   the operand and the values.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -68,51 +73,77 @@ public:
 
     // ---- ops ------------------------------------------------------------------------------------------------------
     // out[i, :] = table[ids[i], :]. table: [n_vocab, n_embd] (any weight dtype); out: [n, n_embd] F32.
-    virtual void embed(const TensorView& table, std::span<const int32_t> ids, const TensorView& out) = 0;
+    void embed(const TensorView& table, std::span<const int32_t> ids, const TensorView& out);
     // y = x W^T (+ bias). x: [n, k] F32; w: [m, k]; bias: [m] or empty view; y: [n, m] F32. y must not alias x.
-    virtual void matmul(const TensorView& x, const TensorView& w, const TensorView& bias, const TensorView& y) = 0;
+    void matmul(const TensorView& x, const TensorView& w, const TensorView& bias, const TensorView& y);
     // y = x * rsqrt(mean(x^2) + eps) * w, fp32 math. x, y: [n, d] (may alias); w: [d].
-    virtual void rms_norm(const TensorView& x, const TensorView& w, float eps, const TensorView& y) = 0;
+    void rms_norm(const TensorView& x, const TensorView& w, float eps, const TensorView& y);
     // In place rotate-half RoPE on every head of x: [n, n_head * head_dim]; positions: [n]; fp32 angles
     // inv_freq_i = theta^(-2i / head_dim).
-    virtual void rope(const TensorView& x, std::span<const int32_t> positions, int n_head, int head_dim,
-                      float theta) = 0;
+    void rope(const TensorView& x, std::span<const int32_t> positions, int n_head, int head_dim, float theta);
     // y = a + b and y = a - b, elementwise, same shapes (y may alias a or b; y may be the cache dtype for sub).
-    virtual void add(const TensorView& a, const TensorView& b, const TensorView& y) = 0;
-    virtual void sub(const TensorView& a, const TensorView& b, const TensorView& y) = 0;
+    void add(const TensorView& a, const TensorView& b, const TensorView& y);
+    void sub(const TensorView& a, const TensorView& b, const TensorView& y);
     // y = silu(gate) * up. gate, up, y: [n, f] (y may alias gate).
-    virtual void silu_mul(const TensorView& gate, const TensorView& up, const TensorView& y) = 0;
+    void silu_mul(const TensorView& gate, const TensorView& up, const TensorView& y);
     // dst = src (same shape; converts between F32 and the cache dtype).
-    virtual void copy(const TensorView& src, const TensorView& dst) = 0;
+    void copy(const TensorView& src, const TensorView& dst);
 
     // Exact attention. q: [nq, H_q*D]; q_seq: [nq] sequence of each query row; k, v: [nk, H_kv*D] packed keys of all
     // sequences; cu_k: [B+1] key offsets; out: [nq, H_q*D] F32.
-    virtual void attention(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
-                           const TensorView& v, std::span<const int32_t> cu_k, AttentionShape shape,
-                           const TensorView& out) = 0;
+    void attention(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
+                   const TensorView& v, std::span<const int32_t> cu_k, AttentionShape shape,
+                   const TensorView& out);
 
     // DyLLM's column-sparse approximate attention (spec a.7 step 6, b.1):
     //   c_new[i] = c_old[i] + sum_{j in S(b)} softmax_j'(q_i . k_j' / sqrt(D))[j] * dv[s(j)]
     // where the softmax normaliser runs over ALL keys j' of sequence b = q_seq[i], and the sum over the salient keys of
     // b only: sal_k[cu_sal[b] .. cu_sal[b+1]) are their packed key rows (ascending), dv the matching rows of dv.
     // q: [nq, H_q*D]; k: [nk, H_kv*D]; dv: [ns, H_kv*D]; c_old: [nq, H_q*D]; c_new: [nq, H_q*D] F32.
-    virtual void attention_approx(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
-                                  const TensorView& dv, std::span<const int32_t> sal_k,
-                                  std::span<const int32_t> cu_sal, std::span<const int32_t> cu_k,
-                                  const TensorView& c_old, AttentionShape shape, const TensorView& c_new) = 0;
+    void attention_approx(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
+                          const TensorView& dv, std::span<const int32_t> sal_k,
+                          std::span<const int32_t> cu_sal, std::span<const int32_t> cu_k,
+                          const TensorView& c_old, AttentionShape shape, const TensorView& c_new);
 
     // dst[i, :] = src[idx[i], :]  (dst: [idx.size(), w]);  dst[idx[i], :] = src[i, :]  (src: [idx.size(), w]).
-    virtual void gather_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& dst) = 0;
-    virtual void scatter_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& dst) = 0;
+    void gather_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& dst);
+    void scatter_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& dst);
 
     // Per-row cosine similarity over all columns, fp32 stats, squared norms clamped at 1e-8 (spec f.7).
     // a, b: [n, w]; cos_out: n host floats.
-    virtual void cosine_rows(const TensorView& a, const TensorView& b, std::span<float> cos_out) = 0;
+    void cosine_rows(const TensorView& a, const TensorView& b, std::span<float> cos_out);
 
     // Greedy scoring of logit rows: token = argmax (lowest id on ties) over ids not in `banned`, score per ScoreKind,
     // the softmax taken over the same allowed ids. logits: [n, n_vocab] F32; tokens_out, scores_out: n host values.
-    virtual void score_logits(const TensorView& logits, ScoreKind kind, std::span<const int32_t> banned,
-                              std::span<int32_t> tokens_out, std::span<float> scores_out) = 0;
+    void score_logits(const TensorView& logits, ScoreKind kind, std::span<const int32_t> banned,
+                      std::span<int32_t> tokens_out, std::span<float> scores_out);
+
+protected:
+    // ---- op implementations ---------------------------------------------------------------------------------------
+    // Called by the public ops above once engine/backend_checks.cpp has validated the arguments: shapes, dtypes
+    // (through supports()), layouts on device(), index ranges, sequence offsets and salient-key order. An
+    // implementation checks nothing of that again.
+    virtual void do_embed(const TensorView& table, std::span<const int32_t> ids, const TensorView& out) = 0;
+    virtual void do_matmul(const TensorView& x, const TensorView& w, const TensorView& bias, const TensorView& y) = 0;
+    virtual void do_rms_norm(const TensorView& x, const TensorView& w, float eps, const TensorView& y) = 0;
+    virtual void do_rope(const TensorView& x, std::span<const int32_t> positions, int n_head, int head_dim,
+                         float theta) = 0;
+    virtual void do_add(const TensorView& a, const TensorView& b, const TensorView& y) = 0;
+    virtual void do_sub(const TensorView& a, const TensorView& b, const TensorView& y) = 0;
+    virtual void do_silu_mul(const TensorView& gate, const TensorView& up, const TensorView& y) = 0;
+    virtual void do_copy(const TensorView& src, const TensorView& dst) = 0;
+    virtual void do_attention(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
+                              const TensorView& v, std::span<const int32_t> cu_k, AttentionShape shape,
+                              const TensorView& out) = 0;
+    virtual void do_attention_approx(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
+                                     const TensorView& dv, std::span<const int32_t> sal_k,
+                                     std::span<const int32_t> cu_sal, std::span<const int32_t> cu_k,
+                                     const TensorView& c_old, AttentionShape shape, const TensorView& c_new) = 0;
+    virtual void do_gather_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& dst) = 0;
+    virtual void do_scatter_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& dst) = 0;
+    virtual void do_cosine_rows(const TensorView& a, const TensorView& b, std::span<float> cos_out) = 0;
+    virtual void do_score_logits(const TensorView& logits, ScoreKind kind, std::span<const int32_t> banned,
+                                 std::span<int32_t> tokens_out, std::span<float> scores_out) = 0;
 };
 
 // Creates a backend. Cpu always works; Cuda throws BackendError naming the reason ("CUDA backend not compiled in

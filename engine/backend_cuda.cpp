@@ -1,8 +1,8 @@
 // CudaBackend: the Backend interface on one CUDA device (built only with DYLLM_CUDA=ON). One stream, one cuBLAS
 // handle, device memory owned through unique_ptr/shared_ptr with cudaFree deleters; host index spans are uploaded
 // into reusable device buffers. Weights keep their stored BF16/F16 (F32 is converted to BF16); caches are BF16;
-// activations F32 with fp32 norms, RoPE, softmax and cosine statistics (spec project decision 9). Shape and dtype
-// mismatches are caller bugs (DYLLM_ASSERT, as in the CPU backend); CUDA/cuBLAS failures throw BackendError.
+// activations F32 with fp32 norms, RoPE, softmax and cosine statistics (spec project decision 9). Op arguments are
+// checked once by the public Backend ops (engine/backend_checks.cpp); CUDA/cuBLAS failures throw BackendError.
 #define DYLLM_CUDA_ERROR ::dyllm::BackendError
 #include "kernels/cuda/cuda_check.cuh"
 
@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <memory>
 #include <span>
-#include <stdexcept>
 #include <type_traits>
 #include <vector>
 
@@ -81,63 +80,19 @@ std::string shp(const TensorView& v) {
     return s.append(dtype_name(v.dtype));
 }
 
-// A 2-D device matrix descriptor of a view; asserts the layout the kernels need (device memory, float storage,
-// contiguous columns, rows at a fixed stride).
-cuda::Mat dmat(const TensorView& v, const char* op, const char* what) {
-    const int64_t es = int64_t(dtype_size(v.dtype));
-    DYLLM_ASSERT(is_float(v.dtype), std::string(op) + ": " + what + " must be F32/F16/BF16, got " + dtype_name(v.dtype));
-    DYLLM_ASSERT(v.numel() == 0 || v.device == Device::Cuda,
-                 std::string(op) + ": " + what + " " + shp(v) + " is not in CUDA device memory");
-    DYLLM_ASSERT(v.numel() == 0 || v.data != nullptr, std::string(op) + ": " + what + " has no data");
-    DYLLM_ASSERT(v.nb[0] == es, std::string(op) + ": " + what + " columns are not contiguous");
-    DYLLM_ASSERT(v.nb[1] % es == 0 && v.nb[1] >= es * v.ne[0],
-                 std::string(op) + ": " + what + " row stride " + std::to_string(v.nb[1]) + " is invalid");
-    DYLLM_ASSERT((v.ne[2] == 1 || v.nb[2] == v.nb[1] * v.ne[1]) && (v.ne[3] == 1 || v.nb[3] == v.nb[2] * v.ne[2]),
-                 std::string(op) + ": " + what + " is not a 2-D row-strided matrix");
-    return cuda::Mat{v.data, cuda::ElemType(uint8_t(v.dtype)), v.rows(), v.cols(), v.nb[1] / es};
+// A 2-D device matrix descriptor of a view the public Backend op has already checked (engine/backend_checks.cpp:
+// device memory, float storage, contiguous columns, rows at a fixed stride).
+cuda::Mat dmat(const TensorView& v) {
+    return cuda::Mat{v.data, cuda::ElemType(uint8_t(v.dtype)), v.rows(), v.cols(),
+                     v.nb[1] / int64_t(dtype_size(v.dtype))};
 }
 
-cuda::Mat dmat_f32(const TensorView& v, const char* op, const char* what) {
-    DYLLM_ASSERT(v.dtype == DType::F32, std::string(op) + ": " + what + " must be F32, got " + dtype_name(v.dtype));
-    return dmat(v, op, what);
-}
-
-void check_same_shape(const TensorView& a, const TensorView& b, const char* op, const char* an, const char* bn) {
-    DYLLM_ASSERT(a.rows() == b.rows() && a.cols() == b.cols(),
-                 std::string(op) + ": " + an + " " + shp(a) + " and " + bn + " " + shp(b) + " differ in shape");
-}
-
-bool overlaps(const TensorView& a, const TensorView& b) {
-    if (a.numel() == 0 || b.numel() == 0) return false;
-    const char* a0 = static_cast<const char*>(a.data);
-    const char* b0 = static_cast<const char*>(b.data);
-    const char* a1 = a0 + (a.rows() - 1) * a.nb[1] + a.cols() * a.nb[0];
-    const char* b1 = b0 + (b.rows() - 1) * b.nb[1] + b.cols() * b.nb[0];
-    return a0 < b1 && b0 < a1;
-}
-
-void check_offsets(std::span<const int32_t> cu, int64_t limit, const char* op, const char* what) {
-    DYLLM_ASSERT(!cu.empty(), std::string(op) + ": " + what + " is empty (needs n_seq + 1 offsets)");
-    DYLLM_ASSERT(cu[0] >= 0, std::string(op) + ": " + what + "[0] = " + std::to_string(cu[0]) + " < 0");
-    for (size_t b = 1; b < cu.size(); ++b)
-        DYLLM_ASSERT(cu[b] >= cu[b - 1], std::string(op) + ": " + what + " decreases at " + std::to_string(b));
-    DYLLM_ASSERT(cu.back() <= limit, std::string(op) + ": " + what + " ends at " + std::to_string(cu.back()) +
-                                         " past the " + std::to_string(limit) + " rows");
-}
-
-void check_indices(std::span<const int32_t> idx, int64_t limit, const char* op) {
-    for (size_t i = 0; i < idx.size(); ++i)
-        DYLLM_ASSERT(idx[i] >= 0 && idx[i] < limit, std::string(op) + ": index " + std::to_string(idx[i]) + " at " +
-                                                        std::to_string(i) + " outside [0, " + std::to_string(limit) +
-                                                        ")");
-}
-
-void check_attention_shape(AttentionShape s, const char* op) {
-    DYLLM_ASSERT(s.n_head > 0 && s.n_kv_head > 0 && s.head_dim > 0 && s.n_head % s.n_kv_head == 0,
-                 std::string(op) + ": bad shape n_head " + std::to_string(s.n_head) + ", n_kv_head " +
-                     std::to_string(s.n_kv_head) + ", head_dim " + std::to_string(s.head_dim));
-    DYLLM_ASSERT(s.head_dim <= 256, std::string(op) + ": head_dim " + std::to_string(s.head_dim) +
-                                        " exceeds the CUDA kernels' limit of 256");
+// The CUDA attention kernels keep one query head in registers/shared memory: head_dim is capped (a limit of this
+// backend, not an argument check, so it stays here).
+constexpr int kMaxHeadDim = 256;
+void check_head_dim(AttentionShape s, const char* op) {
+    DYLLM_ASSERT(s.head_dim <= kMaxHeadDim, std::string(op) + ": head_dim " + std::to_string(s.head_dim) +
+                                                " exceeds the CUDA kernels' limit of " + std::to_string(kMaxHeadDim));
 }
 
 // A growable device buffer reused across calls (index uploads, matmul scratch, small outputs).
@@ -271,57 +226,37 @@ public:
         return keep_weight(host_weight, std::move(t));
     }
 
-    // ---- ops ----------------------------------------------------------------------------------------------------
-    void embed(const TensorView& table, std::span<const int32_t> ids, const TensorView& out) override {
-        const cuda::Mat t = dmat(table, "embed", "table");
-        const cuda::Mat o = dmat_f32(out, "embed", "out");
-        DYLLM_ASSERT(o.rows == int64_t(ids.size()) && o.cols == t.cols,
-                     "embed: out " + shp(out) + " for " + std::to_string(ids.size()) + " ids and table " + shp(table));
-        check_indices(ids, t.rows, "embed");
+protected:
+    // ---- ops (arguments already checked by the public Backend ops) ---------------------------------------------
+    void do_embed(const TensorView& table, std::span<const int32_t> ids, const TensorView& out) override {
         if (ids.empty()) return;
-        CUDA_CHECK(cuda::embed(t, upload_i32(idx_a_, ids), o, stream()));
+        CUDA_CHECK(cuda::embed(dmat(table), upload_i32(idx_a_, ids), dmat(out), stream()));
     }
 
-    void matmul(const TensorView& x, const TensorView& w, const TensorView& bias, const TensorView& y) override {
-        const cuda::Mat xm = dmat_f32(x, "matmul", "x");
-        const cuda::Mat wm = dmat(w, "matmul", "w");
-        const cuda::Mat ym = dmat_f32(y, "matmul", "y");
-        DYLLM_ASSERT(xm.cols == wm.cols && ym.rows == xm.rows && ym.cols == wm.rows,
-                     "matmul: x " + shp(x) + ", w " + shp(w) + ", y " + shp(y) + " do not fit y = x w^T");
-        DYLLM_ASSERT(!overlaps(x, y), "matmul: y aliases x");
-        cuda::Mat bm{};
+    void do_matmul(const TensorView& x, const TensorView& w, const TensorView& bias, const TensorView& y) override {
+        const cuda::Mat xm = dmat(x), wm = dmat(w);
+        cuda::Mat       bm{};
         if (!bias.empty()) {
-            DYLLM_ASSERT(bias.numel() == wm.rows,
-                         "matmul: bias " + shp(bias) + " for " + std::to_string(wm.rows) + " outputs");
-            bm      = dmat(bias, "matmul", "bias");
+            bm      = dmat(bias);
             bm.rows = 1;
             bm.cols = wm.rows;
         }
         void* scratch = nullptr;
-        if (const size_t bytes = cuda::matmul_scratch_bytes(xm.rows, xm.cols, wm.type)) scratch = scratch_.reserve(bytes, stream());
-        CUBLAS_CHECK(cuda::matmul(cublas_.get(), xm, wm, bm, ym, scratch, stream()));
+        if (const size_t bytes = cuda::matmul_scratch_bytes(xm.rows, xm.cols, wm.type))
+            scratch = scratch_.reserve(bytes, stream());
+        CUBLAS_CHECK(cuda::matmul(cublas_.get(), xm, wm, bm, dmat(y), scratch, stream()));
         CUDA_CHECK(cudaGetLastError());  // the activation conversion and bias kernels
     }
 
-    void rms_norm(const TensorView& x, const TensorView& w, float eps, const TensorView& y) override {
-        const cuda::Mat xm = dmat_f32(x, "rms_norm", "x");
-        const cuda::Mat ym = dmat_f32(y, "rms_norm", "y");
-        check_same_shape(x, y, "rms_norm", "x", "y");
-        DYLLM_ASSERT(w.numel() == xm.cols, "rms_norm: weight " + shp(w) + " for rows of " + std::to_string(xm.cols));
-        cuda::Mat wm = dmat(w, "rms_norm", "w");
+    void do_rms_norm(const TensorView& x, const TensorView& w, float eps, const TensorView& y) override {
+        cuda::Mat wm = dmat(w);
         wm.rows      = 1;
-        wm.cols      = xm.cols;
-        CUDA_CHECK(cuda::rms_norm(xm, wm, eps, ym, stream()));
+        wm.cols      = x.cols();
+        CUDA_CHECK(cuda::rms_norm(dmat(x), wm, eps, dmat(y), stream()));
     }
 
-    void rope(const TensorView& x, std::span<const int32_t> positions, int n_head, int head_dim,
-              float theta) override {
-        const cuda::Mat xm = dmat_f32(x, "rope", "x");
-        DYLLM_ASSERT(n_head > 0 && head_dim > 0 && head_dim % 2 == 0 && xm.cols == int64_t(n_head) * head_dim,
-                     "rope: x " + shp(x) + " is not n_head " + std::to_string(n_head) + " x head_dim " +
-                         std::to_string(head_dim) + " (even)");
-        DYLLM_ASSERT(int64_t(positions.size()) == xm.rows,
-                     "rope: " + std::to_string(positions.size()) + " positions for " + std::to_string(xm.rows) + " rows");
+    void do_rope(const TensorView& x, std::span<const int32_t> positions, int n_head, int head_dim,
+                 float theta) override {
         if (positions.empty()) return;
         // Inverse frequencies from the shared rope_inv_freq on the host: the same fp32 angles as the CPU backend.
         if (head_dim != rope_dim_ || theta != rope_theta_) {
@@ -332,135 +267,81 @@ public:
             rope_dim_   = head_dim;
             rope_theta_ = theta;
         }
-        const float* inv_freq = static_cast<const float*>(rope_freq_.reserve(size_t(head_dim / 2) * sizeof(float), stream()));
-        CUDA_CHECK(cuda::rope(xm, upload_i32(idx_a_, positions), n_head, head_dim, inv_freq, stream()));
+        const float* inv_freq =
+            static_cast<const float*>(rope_freq_.reserve(size_t(head_dim / 2) * sizeof(float), stream()));
+        CUDA_CHECK(cuda::rope(dmat(x), upload_i32(idx_a_, positions), n_head, head_dim, inv_freq, stream()));
     }
 
-    void add(const TensorView& a, const TensorView& b, const TensorView& y) override { binary(a, b, y, false); }
-    void sub(const TensorView& a, const TensorView& b, const TensorView& y) override { binary(a, b, y, true); }
-
-    void silu_mul(const TensorView& gate, const TensorView& up, const TensorView& y) override {
-        check_same_shape(gate, up, "silu_mul", "gate", "up");
-        check_same_shape(gate, y, "silu_mul", "gate", "y");
-        CUDA_CHECK(cuda::silu_mul(dmat_f32(gate, "silu_mul", "gate"), dmat_f32(up, "silu_mul", "up"),
-                                  dmat_f32(y, "silu_mul", "y"), stream()));
+    void do_add(const TensorView& a, const TensorView& b, const TensorView& y) override {
+        CUDA_CHECK(cuda::add(dmat(a), dmat(b), dmat(y), stream()));
+    }
+    void do_sub(const TensorView& a, const TensorView& b, const TensorView& y) override {
+        CUDA_CHECK(cuda::sub(dmat(a), dmat(b), dmat(y), stream()));
     }
 
-    void copy(const TensorView& src, const TensorView& dst) override {
-        check_same_shape(src, dst, "copy", "src", "dst");
-        CUDA_CHECK(cuda::copy(dmat(src, "copy", "src"), dmat(dst, "copy", "dst"), stream()));
+    void do_silu_mul(const TensorView& gate, const TensorView& up, const TensorView& y) override {
+        CUDA_CHECK(cuda::silu_mul(dmat(gate), dmat(up), dmat(y), stream()));
     }
 
-    void attention(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k, const TensorView& v,
-                   std::span<const int32_t> cu_k, AttentionShape shape, const TensorView& out) override {
-        const char* op = "attention";
-        check_attention_shape(shape, op);
-        const int64_t   qd = int64_t(shape.n_head) * shape.head_dim, kvd = int64_t(shape.n_kv_head) * shape.head_dim;
-        const cuda::Mat qm = dmat_f32(q, op, "q");
-        const cuda::Mat om = dmat_f32(out, op, "out");
-        DYLLM_ASSERT(qm.cols == qd && om.cols == qd && om.rows == qm.rows,
-                     std::string(op) + ": q " + shp(q) + " / out " + shp(out) + " are not [nq, " + std::to_string(qd) + "]");
-        check_same_shape(k, v, op, "k", "v");
-        DYLLM_ASSERT(k.cols() == kvd, std::string(op) + ": k " + shp(k) + " is not [nk, " + std::to_string(kvd) + "]");
-        check_offsets(cu_k, k.rows(), op, "cu_k");
-        DYLLM_ASSERT(int64_t(q_seq.size()) == qm.rows, std::string(op) + ": q_seq has " + std::to_string(q_seq.size()) +
-                                                           " entries for " + std::to_string(qm.rows) + " query rows");
-        DYLLM_ASSERT(!overlaps(out, q) && !overlaps(out, k) && !overlaps(out, v), "attention: out aliases an input");
-        const cuda::AttnDims dims{shape.n_head, shape.n_kv_head, shape.head_dim};
-        const std::vector<QueryTile> tiles = plan_tiles(q_seq, int(cu_k.size()) - 1, dims, op);
+    void do_copy(const TensorView& src, const TensorView& dst) override {
+        CUDA_CHECK(cuda::copy(dmat(src), dmat(dst), stream()));
+    }
+
+    void do_attention(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k, const TensorView& v,
+                      std::span<const int32_t> cu_k, AttentionShape shape, const TensorView& out) override {
+        check_head_dim(shape, "attention");
+        const cuda::AttnDims         dims{shape.n_head, shape.n_kv_head, shape.head_dim};
+        const std::vector<QueryTile> tiles = plan_tiles(q_seq, int(cu_k.size()) - 1, dims);
         if (tiles.empty()) return;
-        const auto* d_tiles = upload_bytes<QueryTile>(tiles_, tiles);
-        const int32_t* d_cu_k = upload_i32(cu_a_, cu_k);
-        CUDA_CHECK(cuda::attention(qm, dmat(k, op, "k"), dmat(v, op, "v"), d_cu_k, d_tiles, int(tiles.size()), dims, om,
+        const auto*    d_tiles = upload_bytes<QueryTile>(tiles_, tiles);
+        const int32_t* d_cu_k  = upload_i32(cu_a_, cu_k);
+        CUDA_CHECK(cuda::attention(dmat(q), dmat(k), dmat(v), d_cu_k, d_tiles, int(tiles.size()), dims, dmat(out),
                                    stream()));
     }
 
-    void attention_approx(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
-                          const TensorView& dv, std::span<const int32_t> sal_k, std::span<const int32_t> cu_sal,
-                          std::span<const int32_t> cu_k, const TensorView& c_old, AttentionShape shape,
-                          const TensorView& c_new) override {
-        const char* op = "attention_approx";
-        check_attention_shape(shape, op);
-        const int64_t   qd = int64_t(shape.n_head) * shape.head_dim, kvd = int64_t(shape.n_kv_head) * shape.head_dim;
-        const cuda::Mat qm = dmat_f32(q, op, "q");
-        const cuda::Mat cn = dmat_f32(c_new, op, "c_new");
-        DYLLM_ASSERT(qm.cols == qd, std::string(op) + ": q " + shp(q) + " is not [nq, " + std::to_string(qd) + "]");
-        check_same_shape(q, c_old, op, "q", "c_old");
-        check_same_shape(q, c_new, op, "q", "c_new");
-        DYLLM_ASSERT(k.cols() == kvd && dv.cols() == kvd, std::string(op) + ": k " + shp(k) + " / dv " + shp(dv) +
-                                                              " are not [_, " + std::to_string(kvd) + "]");
-        check_offsets(cu_k, k.rows(), op, "cu_k");
+    void do_attention_approx(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
+                             const TensorView& dv, std::span<const int32_t> sal_k, std::span<const int32_t> cu_sal,
+                             std::span<const int32_t> cu_k, const TensorView& c_old, AttentionShape shape,
+                             const TensorView& c_new) override {
+        check_head_dim(shape, "attention_approx");
         const int n_seq = int(cu_k.size()) - 1;
-        DYLLM_ASSERT(int64_t(q_seq.size()) == qm.rows, std::string(op) + ": q_seq has " + std::to_string(q_seq.size()) +
-                                                           " entries for " + std::to_string(qm.rows) + " query rows");
-        DYLLM_ASSERT(cu_sal.size() == cu_k.size(), std::string(op) + ": cu_sal has " + std::to_string(cu_sal.size()) +
-                                                       " offsets, cu_k " + std::to_string(cu_k.size()));
-        DYLLM_ASSERT(int64_t(sal_k.size()) == cu_sal.back() && dv.rows() == int64_t(sal_k.size()),
-                     std::string(op) + ": " + std::to_string(sal_k.size()) + " salient keys, cu_sal ends at " +
-                         std::to_string(cu_sal.back()) + ", dv " + shp(dv));
-        DYLLM_ASSERT(!overlaps(c_new, q) && !overlaps(c_new, k) && !overlaps(c_new, dv),
-                     "attention_approx: c_new aliases q, k or dv");
-        DYLLM_ASSERT(!overlaps(c_new, c_old) || (c_new.data == c_old.data && c_old.dtype == DType::F32 &&
-                                                 c_old.nb[1] == c_new.nb[1]),
-                     "attention_approx: c_new partially overlaps c_old");
-        KeyTileMasks masks;
-        try {
-            masks = build_key_tile_masks(sal_k.data(), cu_sal.data(), cu_k.data(), n_seq);
-        } catch (const std::invalid_argument& e) {
-            DYLLM_ASSERT(false, std::string(op) + ": " + e.what());
-        }
-        const cuda::AttnDims dims{shape.n_head, shape.n_kv_head, shape.head_dim};
-        const std::vector<QueryTile> tiles = plan_tiles(q_seq, n_seq, dims, op);
+        // The shared checks guarantee what build_key_tile_masks and plan_query_tiles would otherwise throw for
+        // (salient keys inside their sequence and ascending, q_seq in range).
+        const KeyTileMasks           masks = build_key_tile_masks(sal_k.data(), cu_sal.data(), cu_k.data(), n_seq);
+        const cuda::AttnDims         dims{shape.n_head, shape.n_kv_head, shape.head_dim};
+        const std::vector<QueryTile> tiles = plan_tiles(q_seq, n_seq, dims);
         if (tiles.empty()) return;
-        const auto*     d_tiles = upload_bytes<QueryTile>(tiles_, tiles);
-        const int32_t*  d_cu_k  = upload_i32(cu_a_, cu_k);
-        const auto*     d_mask  = upload_bytes<uint64_t>(mask_, masks.mask);
-        const int32_t*  d_base  = upload_i32(idx_a_, masks.base);
-        const int32_t*  d_toff  = upload_i32(cu_b_, masks.tile_off);
-        CUDA_CHECK(cuda::attention_approx(qm, dmat(k, op, "k"), dmat(dv, op, "dv"), d_cu_k, d_tiles, int(tiles.size()),
-                                          d_mask, d_base, d_toff, dmat(c_old, op, "c_old"), dims, cn, nullptr,
-                                          stream()));
+        const auto*    d_tiles = upload_bytes<QueryTile>(tiles_, tiles);
+        const int32_t* d_cu_k  = upload_i32(cu_a_, cu_k);
+        const auto*    d_mask  = upload_bytes<uint64_t>(mask_, masks.mask);
+        const int32_t* d_base  = upload_i32(idx_a_, masks.base);
+        const int32_t* d_toff  = upload_i32(cu_b_, masks.tile_off);
+        CUDA_CHECK(cuda::attention_approx(dmat(q), dmat(k), dmat(dv), d_cu_k, d_tiles, int(tiles.size()), d_mask,
+                                          d_base, d_toff, dmat(c_old), dims, dmat(c_new), nullptr, stream()));
     }
 
-    void gather_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& dst) override {
-        const cuda::Mat s = dmat(src, "gather_rows", "src");
-        const cuda::Mat d = dmat(dst, "gather_rows", "dst");
-        DYLLM_ASSERT(d.rows == int64_t(idx.size()) && d.cols == s.cols,
-                     "gather_rows: dst " + shp(dst) + " for " + std::to_string(idx.size()) + " rows of src " + shp(src));
-        check_indices(idx, s.rows, "gather_rows");
+    void do_gather_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& dst) override {
         if (idx.empty()) return;
-        CUDA_CHECK(cuda::gather_rows(s, upload_i32(idx_a_, idx), d, stream()));
+        CUDA_CHECK(cuda::gather_rows(dmat(src), upload_i32(idx_a_, idx), dmat(dst), stream()));
     }
 
-    void scatter_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& dst) override {
-        const cuda::Mat s = dmat(src, "scatter_rows", "src");
-        const cuda::Mat d = dmat(dst, "scatter_rows", "dst");
-        DYLLM_ASSERT(s.rows == int64_t(idx.size()) && d.cols == s.cols,
-                     "scatter_rows: src " + shp(src) + " for " + std::to_string(idx.size()) + " rows of dst " + shp(dst));
-        check_indices(idx, d.rows, "scatter_rows");
+    void do_scatter_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& dst) override {
         if (idx.empty()) return;
-        CUDA_CHECK(cuda::scatter_rows(s, upload_i32(idx_a_, idx), d, stream()));
+        CUDA_CHECK(cuda::scatter_rows(dmat(src), upload_i32(idx_a_, idx), dmat(dst), stream()));
     }
 
-    void cosine_rows(const TensorView& a, const TensorView& b, std::span<float> cos_out) override {
-        check_same_shape(a, b, "cosine_rows", "a", "b");
-        DYLLM_ASSERT(int64_t(cos_out.size()) == a.rows(), "cosine_rows: " + std::to_string(cos_out.size()) +
-                                                             " outputs for " + std::to_string(a.rows()) + " rows");
+    void do_cosine_rows(const TensorView& a, const TensorView& b, std::span<float> cos_out) override {
         if (cos_out.empty()) return;
         float* d_cos = static_cast<float*>(out_.reserve(cos_out.size() * sizeof(float), stream()));
-        CUDA_CHECK(cuda::cosine_rows(dmat(a, "cosine_rows", "a"), dmat(b, "cosine_rows", "b"), d_cos, nullptr, stream()));
+        CUDA_CHECK(cuda::cosine_rows(dmat(a), dmat(b), d_cos, nullptr, stream()));
         CUDA_CHECK(cudaMemcpyAsync(cos_out.data(), d_cos, cos_out.size() * sizeof(float), cudaMemcpyDeviceToHost,
                                    stream()));
         CUDA_CHECK(cudaStreamSynchronize(stream()));
     }
 
-    void score_logits(const TensorView& logits, ScoreKind kind, std::span<const int32_t> banned,
-                      std::span<int32_t> tokens_out, std::span<float> scores_out) override {
-        const cuda::Mat l = dmat_f32(logits, "score_logits", "logits");
-        DYLLM_ASSERT(int64_t(tokens_out.size()) == l.rows && int64_t(scores_out.size()) == l.rows,
-                     "score_logits: " + std::to_string(tokens_out.size()) + " token and " +
-                         std::to_string(scores_out.size()) + " score slots for " + std::to_string(l.rows) + " rows");
-        check_indices(banned, l.cols, "score_logits (banned ids)");
+    void do_score_logits(const TensorView& logits, ScoreKind kind, std::span<const int32_t> banned,
+                         std::span<int32_t> tokens_out, std::span<float> scores_out) override {
+        const cuda::Mat l = dmat(logits);
         if (l.rows == 0) return;
         // The kernel binary-searches the banned list: sorted, duplicates removed.
         std::vector<int32_t> ban(banned.begin(), banned.end());
@@ -527,22 +408,8 @@ private:
     }
     const int32_t* upload_i32(DeviceBuffer& buf, std::span<const int32_t> host) { return upload_bytes(buf, host); }
 
-    static std::vector<QueryTile> plan_tiles(std::span<const int32_t> q_seq, int n_seq, const cuda::AttnDims& dims,
-                                             const char* op) {
-        try {
-            return plan_query_tiles(q_seq.data(), int64_t(q_seq.size()), n_seq, cuda::attention_tile_rows(dims));
-        } catch (const std::invalid_argument& e) {
-            DYLLM_ASSERT(false, std::string(op) + ": " + e.what());
-        }
-        return {};
-    }
-
-    void binary(const TensorView& a, const TensorView& b, const TensorView& y, bool subtract) {
-        const char* op = subtract ? "sub" : "add";
-        check_same_shape(a, b, op, "a", "b");
-        check_same_shape(a, y, op, "a", "y");
-        const cuda::Mat am = dmat(a, op, "a"), bm = dmat(b, op, "b"), ym = dmat(y, op, "y");
-        CUDA_CHECK(subtract ? cuda::sub(am, bm, ym, stream()) : cuda::add(am, bm, ym, stream()));
+    static std::vector<QueryTile> plan_tiles(std::span<const int32_t> q_seq, int n_seq, const cuda::AttnDims& dims) {
+        return plan_query_tiles(q_seq.data(), int64_t(q_seq.size()), n_seq, cuda::attention_tile_rows(dims));
     }
 
     int                                                                   device_;

@@ -37,8 +37,6 @@ inline const char* dtype_name(DType t) {
     return "?";
 }
 
-inline const char* device_name(Device d) { return d == Device::Cpu ? "cpu" : "cuda"; }
-
 // A non-owning view of (up to) 4-D tensor memory on some device.
 struct TensorView {
     void*   data   = nullptr;
@@ -75,16 +73,6 @@ struct TensorView {
         const int64_t es = int64_t(dtype_size(dtype));
         return nb[0] == es && nb[1] == es * ne[0] && (ne[2] == 1 || nb[2] == nb[1] * ne[1]) &&
                (ne[3] == 1 || nb[3] == nb[2] * ne[2]);
-    }
-
-    // Rows [first, first + n) of a 2-D view.
-    TensorView rows_slice(int64_t first, int64_t n) const {
-        TensorView v = *this;
-        v.data       = static_cast<char*>(data) + first * nb[1];
-        v.ne[1]      = n;
-        v.ne[2]      = 1;
-        v.ne[3]      = 1;
-        return v;
     }
 
     template <class T>

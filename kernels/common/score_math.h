@@ -1,6 +1,6 @@
-// Sampler scoring pieces shared by the CPU ops and the CUDA score_logits / select_candidates kernels: the argmax
-// order (ties -> lowest id), the candidate order (higher score first, then lower position; spec decision 4) and the
-// keep rule of spec a.9 step 5.
+// Sampler scoring pieces: the argmax order (ties -> lowest id) shared by the CPU ops and the CUDA score_logits kernel,
+// and the candidate order (higher score first, then lower position; spec decision 4) and keep rule of spec a.9 step 5
+// that the host sampler's selection follows.
 #pragma once
 #include <cmath>
 #include <cstdint>

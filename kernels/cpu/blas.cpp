@@ -6,7 +6,6 @@
 namespace dyllm::cpu {
 
 void blas_set_threads(int n) { openblas_set_num_threads(n < 1 ? 1 : n); }
-int  blas_threads() { return openblas_get_num_threads(); }
 std::string blas_config() { return openblas_get_config(); }
 
 void sgemm_nt(CMatF a, CMatF b, MatF y, float alpha, float beta) {

@@ -7,9 +7,8 @@
 
 namespace dyllm::cpu {
 
-// OpenBLAS's thread count (process-wide: the library has one pool).
+// Sets OpenBLAS's thread count (process-wide: the library has one pool).
 void blas_set_threads(int n);
-int  blas_threads();
 // "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64" (openblas_get_config()).
 std::string blas_config();
 

@@ -67,11 +67,6 @@ DYLLM_ALWAYS_INLINE float dot(const float* a, const float* b, int64_t n) {
     return s;
 }
 
-// y[c] += alpha * x[c]
-DYLLM_ALWAYS_INLINE void axpy(float* y, float alpha, const float* x, int64_t n) {
-    for (int64_t c = 0; c < n; ++c) y[c] += alpha * x[c];
-}
-
 // sum_c a[c]^2
 DYLLM_ALWAYS_INLINE float sum_sq(const float* a, int64_t n) { return dot(a, a, n); }
 

@@ -91,18 +91,6 @@ inline std::vector<float> fetch(Backend& be, const TensorView& t) {
     return decode(bytes, t.dtype);
 }
 
-// A weight prepared by be from host storage kept alive in `keep` (the CPU backend keeps the host view).
-struct HostWeight {
-    std::vector<uint8_t> bytes;
-    TensorView           view;
-};
-inline TensorView make_weight(Backend& be, HostWeight& keep, DType dt, int64_t rows, int64_t cols,
-                              const std::vector<float>& v) {
-    keep.bytes = encode(v, dt);
-    keep.view  = TensorView::matrix(keep.bytes.data(), dt, Device::Cpu, rows, cols);
-    return be.prepare_weight(keep.view, "test.weight");
-}
-
 // |got - ref| <= tol(i) for every element. Prints the first 5 mismatches, stops counting details after 10, and on
 // failure writes both tensors to test-failures/<name>.txt (STYLE.md 2.5).
 inline void check_close(const std::string& name, const std::vector<float>& got, const std::vector<float>& ref,
@@ -127,12 +115,6 @@ inline void check_close(const std::string& name, const std::vector<float>& got, 
     }
     INFO(name << ": " << (bad >= 10 ? "10+" : std::to_string(bad)) << " mismatches\n" << first);
     CHECK(bad == 0);
-}
-
-inline double max_abs(const std::vector<float>& v) {
-    double m = 0;
-    for (float x : v) m = std::max(m, std::fabs(double(x)));
-    return m;
 }
 
 }  // namespace dyllm::cuda_test

@@ -1,25 +1,19 @@
-// CUDA kernels that no Backend op exposes directly, called through their kernels/cuda entries: block-candidate
-// selection against the engine's host sampler (engine/sampler.h), and the approximate attention's fused cosine
-// statistics against cosine_rows over the same rows.
+// CUDA kernel outputs that no Backend op exposes, called through their kernels/cuda entries: the approximate
+// attention's fused cosine statistics against cosine_rows over the same rows.
 #include <catch2/catch.hpp>
 
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
-#include <random>
-#include <set>
 #include <vector>
 
 #include "cuda/cuda_test_util.h"
-#include "engine/sampler.h"
 #include "kernels/common/attention_approx_math.h"
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/attention_approx.cuh"
 #include "kernels/cuda/cosine_rows.cuh"
 #include "kernels/cuda/cuda_check.cuh"
-#include "kernels/cuda/select_candidates.cuh"
 
 using namespace dyllm;
 
@@ -56,48 +50,6 @@ struct DeviceVec {
 cuda::Mat f32_mat(float* p, int64_t rows, int64_t cols) { return cuda::Mat{p, cuda::ElemType::F32, rows, cols, cols}; }
 
 }  // namespace
-
-TEST_CASE("select_candidates kernel keeps exactly what the host sampler keeps", "[cuda][select]") {
-    const int   n_transfer = GENERATE(1, 2, 4);
-    const float threshold  = GENERATE(INFINITY, 0.5f);
-    // Three sequences: 32 candidates with many tied bf16-like scores, 1 candidate, none.
-    std::mt19937                          rng(7);
-    std::uniform_int_distribution<int>    q(0, 8);
-    std::vector<int32_t>                  cu = {0, 32, 33, 33};
-    std::vector<float>                    scores;
-    std::vector<int32_t>                  pos;
-    for (int i = 0; i < 32; ++i) {
-        scores.push_back(i == 5 ? -INFINITY : float(q(rng)) / 8.0f);  // coarse scores: frequent ties
-        pos.push_back(3 * i + 1);
-    }
-    scores.push_back(0.25f);
-    pos.push_back(0);
-    const std::vector<int32_t> nt(3, n_transfer);
-    DeviceVec<float>           d_s(scores);
-    DeviceVec<int32_t>         d_p(pos), d_cu(cu), d_nt(nt), d_rank(scores.size());
-    DeviceVec<uint8_t>         d_keep(scores.size());
-    CUDA_CHECK(cuda::select_candidates(d_s.ptr, d_p.ptr, d_cu.ptr, 3, d_nt.ptr, threshold, d_keep.ptr, d_rank.ptr, nullptr));
-    CUDA_CHECK(cudaDeviceSynchronize());
-    const auto keep = d_keep.get();
-    for (int b = 0; b < 3; ++b) {
-        std::vector<Candidate> cands;
-        for (int i = cu[size_t(b)]; i < cu[size_t(b) + 1]; ++i) cands.push_back(Candidate{pos[size_t(i)], 0, scores[size_t(i)]});
-        std::set<int32_t> want;
-        for (const Candidate& c : select_candidates(cands, n_transfer, threshold)) want.insert(c.pos);
-        std::set<int32_t> got;
-        for (int i = cu[size_t(b)]; i < cu[size_t(b) + 1]; ++i)
-            if (keep[size_t(i)]) got.insert(pos[size_t(i)]);
-        INFO("sequence " << b);
-        CHECK(got == want);
-    }
-    // Ranks are a permutation within each sequence.
-    const std::vector<int32_t> ranks = d_rank.get();
-    std::vector<int32_t>       r0(ranks.begin(), ranks.begin() + 32);
-    std::sort(r0.begin(), r0.end());
-    std::vector<int32_t> perm(32);
-    std::iota(perm.begin(), perm.end(), 0);
-    CHECK(r0 == perm);
-}
 
 TEST_CASE("approximate attention's fused cosine statistics equal cosine_rows of (c_new, c_old)", "[cuda][approx]") {
     const cuda::AttnDims dims{8, 2, 64};

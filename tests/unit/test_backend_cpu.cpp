@@ -1,8 +1,14 @@
-// CpuBackend (engine/backend_cpu.cpp) against the kernels/cpu references through the Backend interface: every op,
-// F32/F16/BF16 weights and 16-bit cache operands, zero-row calls, memory helpers, and the backend factory.
+// CpuBackend (engine/backend_cpu.cpp) beyond the op table of test_backend_ops.cpp: identity, memory helpers, the
+// backend factory, a strided output view, and the shared argument checks of engine/backend_checks.cpp rejecting bad
+// shapes, dtypes, indices, offsets and salient-key orders (each call aborts through DYLLM_ASSERT in a forked child).
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <cstring>
+#include <functional>
 #include <set>
 #include <thread>
 
@@ -10,17 +16,7 @@
 #include "engine/backend_cpu.h"
 #include "engine/backend_cuda.h"
 #include "engine/errors.h"
-#include "kernels/cpu/ref/attention.h"
-#include "kernels/cpu/ref/attention_approx.h"
-#include "kernels/cpu/ref/cosine.h"
-#include "kernels/cpu/ref/elementwise.h"
-#include "kernels/cpu/ref/embed.h"
 #include "kernels/cpu/ref/matmul.h"
-#include "kernels/cpu/ref/rms_norm.h"
-#include "kernels/cpu/ref/rope.h"
-#include "kernels/cpu/ref/rows.h"
-#include "kernels/cpu/ref/score_logits.h"
-#include "kernels/cpu/ref/silu_mul.h"
 #include "unit/test_kernels_util.h"
 
 using namespace dyllm;
@@ -41,15 +37,55 @@ TensorView view(std::vector<float>& v, int64_t rows, int64_t cols) {
 TensorView view(const test::StoredMat& m) {
     return TensorView::matrix(const_cast<void*>(m.data()), dtype_of(m.type), Device::Cpu, m.rows, m.cols);
 }
-cpu::CMatF cm(const std::vector<float>& v, int64_t rows, int64_t cols) { return cpu::CMatF{v.data(), rows, cols, cols}; }
+cpu::CMatF cm(const std::vector<float>& v, int64_t rows, int64_t cols) {
+    return cpu::CMatF{v.data(), rows, cols, cols};
+}
 cpu::MatF  mm(std::vector<float>& v, int64_t rows, int64_t cols) { return cpu::MatF{v.data(), rows, cols, cols}; }
 
-// A cache operand stored as `t` (F32 or a 16-bit type) and the fp32 values it holds.
-test::StoredMat cache_of(cpu::ElemType t, int64_t rows, int64_t cols, uint32_t seed, float scale = 1.0f) {
-    return make_stored(t, rows, cols, seed, scale);
+std::unique_ptr<Backend> cpu_backend(int threads = 2) { return make_backend(BackendKind::Cpu, threads); }
+
+// Runs `call` in a forked child with stderr captured and reports whether it aborted (DYLLM_ASSERT) and what it
+// printed. A check that does not fire lets the op run (exit 0, or a hang in the child's absent thread pool that the
+// 20 s alarm ends with SIGALRM): either way not an abort, so the test fails.
+struct Outcome {
+    bool        aborted = false;
+    std::string err;
+};
+Outcome run_in_child(const std::function<void()>& call) {
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    std::fflush(stdout);
+    std::fflush(stderr);
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        std::signal(SIGABRT, SIG_DFL);  // Catch2's fatal-signal handler would report the abort as a failed test
+        dup2(fds[1], 1);
+        dup2(fds[1], 2);
+        close(fds[0]);
+        alarm(20);
+        call();
+        _exit(0);
+    }
+    close(fds[1]);
+    Outcome o;
+    char    buf[512];
+    for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) o.err.append(buf, size_t(n));
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    o.aborted = WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
+    return o;
 }
 
-std::unique_ptr<Backend> cpu_backend(int threads = 2) { return make_backend(BackendKind::Cpu, threads); }
+// The call aborts with a DYLLM_ASSERT message containing `what`.
+void check_rejects(const std::function<void()>& call, const std::string& what) {
+    const Outcome o = run_in_child(call);
+    INFO("expected an abort mentioning '" << what << "'; stderr: " << o.err);
+    CHECK(o.aborted);
+    CHECK(o.err.find("DYLLM_ASSERT") != std::string::npos);
+    CHECK(o.err.find(what) != std::string::npos);
+}
 
 }  // namespace
 
@@ -121,39 +157,6 @@ TEST_CASE("op and backend kind names are distinct", "[backend]") {
     CHECK(std::string(backend_kind_name(BackendKind::Auto)) == "auto");
 }
 
-TEST_CASE("cpu backend matmul, embed, rms_norm vs reference for every weight dtype", "[backend][cpu]") {
-    const cpu::ElemType wt = GENERATE(cpu::ElemType::F32, cpu::ElemType::F16, cpu::ElemType::BF16);
-    const auto [n, k, m]   = GENERATE(table<int64_t, int64_t, int64_t>({{0, 8, 5}, {1, 1, 1}, {7, 33, 300}, {40, 256, 129}}));
-    CAPTURE(test::elem_name(wt), n, k, m);
-    auto       be   = cpu_backend(2);
-    const auto w    = make_stored(wt, m, k, 3);
-    const auto bias = make_stored(wt, 1, m, 4);
-    auto       x    = random_floats(size_t(n * k), 5);
-    std::vector<float> y(size_t(n * m)), yr(y.size());
-    be->matmul(view(x, n, k), view(w), view(bias), view(y, n, m));
-    cpu::ref::matmul(cm(x, n, k), w.mat(), bias.mat(), mm(yr, n, m));
-    CHECK(all_close("backend_matmul", y, yr, 4.0 * kU32 * double(k + 1), 1e-6));  // as in test_kernels_ops
-    be->matmul(view(x, n, k), view(w), TensorView{}, view(y, n, m));                // no bias
-    cpu::ref::matmul(cm(x, n, k), w.mat(), cpu::ConstMat{}, mm(yr, n, m));
-    CHECK(all_close("backend_matmul_nobias", y, yr, 4.0 * kU32 * double(k + 1), 1e-6));
-
-    const auto                 table = make_stored(wt, 50, k, 6);
-    std::vector<int32_t>       ids;
-    for (int64_t i = 0; i < n; ++i) ids.push_back(int32_t((i * 13) % 50));
-    std::vector<float> e(size_t(n * k)), er(e.size());
-    be->embed(view(table), ids, view(e, n, k));
-    cpu::ref::embed(table.mat(), ids.data(), mm(er, n, k));
-    CHECK(e == er);
-
-    const auto nw = make_stored(wt, 1, k, 7);
-    std::vector<float> r(size_t(n * k)), rr(r.size());
-    be->rms_norm(view(x, n, k), view(nw), 1e-6f, view(r, n, k));
-    cpu::ref::rms_norm(cm(x, n, k), nw.mat(), 1e-6f, mm(rr, n, k));
-    CHECK(all_close("backend_rms_norm", r, rr, 1e-6, (4.0 * std::sqrt(double(k)) + 8.0) * kU32));
-    be->rms_norm(view(x, n, k), view(nw), 1e-6f, view(x, n, k));  // in place
-    CHECK(all_close("backend_rms_norm_inplace", x, rr, 1e-6, (4.0 * std::sqrt(double(k)) + 8.0) * kU32));
-}
-
 TEST_CASE("cpu backend matmul on a column slice of a wider output", "[backend][cpu]") {
     // y is the right half of a [n, 2m] buffer (a fused [q|k] output, say): row stride 2m, the left half untouched.
     auto          be = cpu_backend(2);
@@ -167,134 +170,110 @@ TEST_CASE("cpu backend matmul on a column slice of a wider output", "[backend][c
     be->matmul(view(x, n, k), view(w), TensorView{}, y);
     cpu::ref::matmul(cm(x, n, k), w.mat(), cpu::ConstMat{}, mm(yr, n, m));
     for (int64_t i = 0; i < n; ++i) {
-        CHECK(all_close("backend_matmul_slice", buf.data() + i * 2 * m + m, yr.data() + i * m, size_t(m), 4.0 * kU32 * k, 1e-6));
+        CHECK(all_close("backend_matmul_slice", buf.data() + i * 2 * m + m, yr.data() + i * m, size_t(m),
+                        4.0 * kU32 * k, 1e-6));
         for (int64_t c = 0; c < m; ++c) CHECK(buf[size_t(i * 2 * m + c)] == 5.0f);
     }
 }
 
-TEST_CASE("cpu backend rope, add, sub, silu_mul, copy vs reference", "[backend][cpu]") {
-    const int64_t n = GENERATE(int64_t(0), int64_t(1), int64_t(11));
-    CAPTURE(n);
-    auto                 be = cpu_backend(2);
-    const int            H = 3, D = 10;
-    auto                 x = random_floats(size_t(n * H * D), 10), xr = x;
-    std::vector<int32_t> pos;
-    for (int64_t i = 0; i < n; ++i) pos.push_back(int32_t(i * 7 + 3));
-    be->rope(view(x, n, H * D), pos, H, D, 10000.0f);
-    cpu::ref::rope(mm(xr, n, H * D), pos.data(), H, D, 10000.0f);
-    CHECK(all_close("backend_rope", x, xr, 4.0 * kU32, 4.0 * kU32));  // as in test_kernels_ops
 
-    const int64_t w = 37;
-    auto          a = random_floats(size_t(n * w), 11), b = random_floats(size_t(n * w), 12);
-    std::vector<float> y(a.size()), yr(a.size());
-    be->add(view(a, n, w), view(b, n, w), view(y, n, w));
-    cpu::ref::add(cm(a, n, w), cm(b, n, w), mm(yr, n, w));
-    CHECK(y == yr);
-    be->sub(view(a, n, w), view(b, n, w), view(y, n, w));
-    cpu::ref::sub(cm(a, n, w), cm(b, n, w), mm(yr, n, w));
-    CHECK(y == yr);
-    be->silu_mul(view(a, n, w), view(b, n, w), view(y, n, w));
-    cpu::ref::silu_mul(cm(a, n, w), cm(b, n, w), mm(yr, n, w));
-    CHECK(all_close("backend_silu_mul", y, yr, 1e-7, 8.0 * kU32));
-
-    // sub into a BF16 cache-typed output: one rounding of the fp32 difference.
-    std::vector<uint16_t> yb(size_t(n * w));
-    be->sub(view(a, n, w), view(b, n, w), TensorView::matrix(yb.data(), DType::BF16, Device::Cpu, n, w));
-    for (size_t i = 0; i < yb.size(); ++i) REQUIRE(yb[i] == f32_to_bf16(a[i] - b[i]));
-    // copy F32 -> BF16 -> F32 equals rounding to bf16.
-    std::vector<float> back(a.size());
-    be->copy(view(a, n, w), TensorView::matrix(yb.data(), DType::BF16, Device::Cpu, n, w));
-    be->copy(TensorView::matrix(yb.data(), DType::BF16, Device::Cpu, n, w), view(back, n, w));
-    for (size_t i = 0; i < a.size(); ++i) REQUIRE(back[i] == round_to_bf16(a[i]));
+TEST_CASE("shared op checks reject bad shapes, dtypes and views on the cpu backend", "[backend][cpu][checks]") {
+    auto               be = cpu_backend(1);
+    std::vector<float> x(6), w(20), y(8), big(64);
+    std::vector<uint16_t> h(64);
+    // matmul: x [2, 3] does not fit w [4, 5].
+    check_rejects([&] { be->matmul(view(x, 2, 3), view(w, 4, 5), TensorView{}, view(y, 2, 4)); },
+                  "matmul: x [2, 3] F32, w [4, 5] F32, y [2, 4] F32 do not fit y = x w^T");
+    // An activation in a 16-bit dtype.
+    check_rejects([&] {
+        be->matmul(TensorView::matrix(h.data(), DType::BF16, Device::Cpu, 2, 5), view(w, 4, 5), TensorView{},
+                   view(y, 2, 4));
+    }, "matmul: x must be F32, got BF16");
+    // A dtype supports() refuses for the op (I32 weights).
+    check_rejects([&] {
+        be->matmul(view(x, 1, 5), TensorView::matrix(big.data(), DType::I32, Device::Cpu, 4, 5), TensorView{},
+                   view(y, 1, 4));
+    }, "matmul: w [4, 5] I32: dtype I32 is not supported by the cpu backend");
+    // A view claiming device memory.
+    check_rejects([&] {
+        be->add(view(x, 2, 3), TensorView::matrix(w.data(), DType::F32, Device::Cuda, 2, 3), view(y, 2, 3));
+    }, "add: b [2, 3] F32 is not in cpu memory");
+    // Columns that are not contiguous.
+    check_rejects([&] {
+        TensorView a = view(big, 4, 4);
+        a.nb[0]      = 8;
+        be->copy(a, view(w, 4, 4));
+    }, "copy: src columns are not contiguous");
+    // Output aliasing the input.
+    check_rejects([&] { be->matmul(view(big, 2, 4), view(w, 4, 4), TensorView{}, view(big, 2, 4)); },
+                  "matmul: y aliases x");
+    check_rejects([&] { be->rope(view(x, 2, 3), std::vector<int32_t>{0, 1}, 1, 3, 10000.0f); },
+                  "rope: x [2, 3] F32 is not n_head 1 x head_dim 3 (even)");
+    check_rejects([&] { be->rms_norm(view(x, 2, 3), view(w, 1, 4), 1e-5f, view(y, 2, 3)); },
+                  "rms_norm: weight [1, 4] F32 for rows of 3");
+    check_rejects([&] { be->silu_mul(view(x, 2, 3), view(w, 3, 2), view(y, 2, 3)); },
+                  "silu_mul: gate [2, 3] F32 and up [3, 2] F32 differ in shape");
+    std::vector<float> cos(1);
+    check_rejects([&] { be->cosine_rows(view(x, 2, 3), view(w, 2, 3), cos); }, "cosine_rows: 1 outputs for 2 rows");
 }
 
-TEST_CASE("cpu backend gather, scatter, cosine, score_logits vs reference", "[backend][cpu]") {
-    const cpu::ElemType ct = GENERATE(cpu::ElemType::F32, cpu::ElemType::BF16);
-    CAPTURE(test::elem_name(ct));
-    auto                       be  = cpu_backend(2);
-    const int64_t              w   = 24;
-    const auto                 src = cache_of(ct, 15, w, 20);
-    const std::vector<int32_t> idx = {14, 2, 2, 9};
-    for (const std::vector<int32_t>& ix : {idx, std::vector<int32_t>{}}) {
-        std::vector<float> g(ix.size() * size_t(w)), gr(g.size());
-        be->gather_rows(view(src), ix, view(g, int64_t(ix.size()), w));
-        cpu::ref::gather_rows(src.mat(), ix.data(), int64_t(ix.size()), gr.data(), cpu::ElemType::F32, w);
-        CHECK(g == gr);
-    }
-    const std::vector<int32_t> sidx = {3, 0, 14};
-    auto                       s    = random_floats(3 * size_t(w), 21);
-    auto                       dst  = cache_of(ct, 15, w, 22), dst_ref = dst;
-    be->scatter_rows(view(s, 3, w), sidx, view(dst));
-    cpu::ref::scatter_rows(cpu::ConstMat{s.data(), cpu::ElemType::F32, 3, w, w}, sidx.data(), 3,
-                           const_cast<void*>(dst_ref.data()), ct, w);
-    CHECK(std::memcmp(dst.data(), dst_ref.data(), size_t(15 * w) * cpu::elem_size(ct)) == 0);
-    be->scatter_rows(view(s, 0, w), {}, view(dst));  // zero rows: nothing happens
+TEST_CASE("shared op checks reject bad indices, offsets and salient-key orders on the cpu backend",
+          "[backend][cpu][checks]") {
+    auto be = cpu_backend(1);
+    // Indices out of range.
+    std::vector<float> table(15 * 4), out(2 * 4);
+    check_rejects([&] { be->embed(view(table, 15, 4), std::vector<int32_t>{3, 15}, view(out, 2, 4)); },
+                  "embed: id 15 at 1 outside [0, 15)");
+    check_rejects([&] { be->gather_rows(view(table, 15, 4), std::vector<int32_t>{-1, 2}, view(out, 2, 4)); },
+                  "gather_rows: index -1 at 0 outside [0, 15)");
+    check_rejects([&] { be->scatter_rows(view(out, 2, 4), std::vector<int32_t>{0, 15}, view(table, 15, 4)); },
+                  "scatter_rows: index 15 at 1 outside [0, 15)");
+    std::vector<int32_t> tok(3);
+    std::vector<float>   sc(3);
+    check_rejects(
+        [&] { be->score_logits(view(table, 3, 20), ScoreKind::Confidence, std::vector<int32_t>{20}, tok, sc); },
+        "score_logits: banned id 20 at 0 outside [0, 20)");
 
-    const auto         a = cache_of(ct, 15, w, 23), b = cache_of(ct, 15, w, 24);
-    std::vector<float> c(15), cr(15);
-    be->cosine_rows(view(a), view(b), c);
-    cpu::ref::cosine_rows(cm(a.exact, 15, w), cm(b.exact, 15, w), cr.data());
-    CHECK(all_close("backend_cosine", c, cr, 8.0 * std::sqrt(double(w)) * kU32, 0.0));  // as in test_kernels_ops
+    // Attention: 2 sequences of 3 and 4 keys, head_dim 2, one head.
+    const AttentionShape       shape{1, 1, 2};
+    std::vector<float>         q(3 * 2), k(7 * 2), v(7 * 2), o(3 * 2), c(3 * 2), dv(3 * 2);
+    const std::vector<int32_t> cu_k = {0, 3, 7}, q_seq = {0, 1, 1};
+    auto attn = [&](std::vector<int32_t> qs, std::vector<int32_t> cu) {
+        be->attention(view(q, 3, 2), qs, view(k, 7, 2), view(v, 7, 2), cu, shape, view(o, 3, 2));
+    };
+    check_rejects([&] { attn({0, 2, 1}, cu_k); }, "attention: q_seq sequence 2 at 1 outside [0, 2)");
+    check_rejects([&] { attn({0, 1}, cu_k); }, "attention: q_seq has 2 entries for 3 query rows");
+    check_rejects([&] { attn(q_seq, {0, 5, 3}); }, "attention: cu_k decreases at 2");
+    check_rejects([&] { attn(q_seq, {0, 3, 8}); }, "attention: cu_k ends at 8 past the 7 rows");
+    check_rejects([&] {
+        be->attention(view(q, 3, 2), q_seq, view(k, 7, 2), view(v, 7, 2), cu_k, AttentionShape{2, 3, 1},
+                      view(o, 3, 2));
+    }, "attention: bad shape n_head 2, n_kv_head 3, head_dim 1");
+    check_rejects([&] {
+        be->attention(view(q, 3, 2), q_seq, view(k, 7, 2), view(v, 7, 2), cu_k, shape, view(q, 3, 2));
+    }, "attention: out aliases an input");
 
-    const int64_t        V = 1000, n = 5;
-    auto                 logits = random_floats(size_t(n * V), 25, -4.0f, 4.0f);
-    std::vector<int32_t> banned = {7, 999}, tok(static_cast<size_t>(n)), tokr(static_cast<size_t>(n));
-    std::vector<float>   sc(static_cast<size_t>(n)), scr(static_cast<size_t>(n));
-    for (ScoreKind kind : {ScoreKind::Confidence, ScoreKind::NegEntropy}) {
-        be->score_logits(view(logits, n, V), kind, banned, tok, sc);
-        cpu::ref::score_logits(cm(logits, n, V),
-                               kind == ScoreKind::Confidence ? cpu::ScoreRule::Confidence : cpu::ScoreRule::NegEntropy,
-                               banned.data(), int64_t(banned.size()), tokr.data(), scr.data());
-        CHECK(tok == tokr);
-        CHECK(all_close("backend_score", sc, scr, 1e-7, 16.0 * kU32));
-    }
-    be->score_logits(view(logits, 0, V), ScoreKind::Confidence, banned, {}, {});  // zero rows
-}
-
-TEST_CASE("cpu backend attention and attention_approx vs reference, F32 and BF16 caches", "[backend][cpu]") {
-    const cpu::ElemType ct = GENERATE(cpu::ElemType::F32, cpu::ElemType::BF16);
-    const auto [Hq, Hkv]   = GENERATE(table<int, int>({{4, 4}, {8, 2}, {7, 1}}));
-    const int sal_every    = GENERATE(0, 2);
-    CAPTURE(test::elem_name(ct), Hq, Hkv, sal_every);
-    auto                       be = cpu_backend(2);
-    const int                  D  = 16;
-    const std::vector<int32_t> cu_k  = {0, 9, 9, 30};           // sequence 1 has no keys
-    const std::vector<int32_t> q_seq = {2, 0, 2, 2, 0, 2, 0};   // and no queries; rows interleaved
-    const int64_t              nq = int64_t(q_seq.size()), nk = 30, qd = int64_t(Hq) * D, kvd = int64_t(Hkv) * D;
-    std::vector<int32_t>       sal_k, cu_sal = {0};
-    for (int b = 0; b < 3; ++b) {
-        if (sal_every)
-            for (int j = cu_k[size_t(b)]; j < cu_k[size_t(b) + 1]; j += sal_every) sal_k.push_back(j);
-        cu_sal.push_back(int32_t(sal_k.size()));
-    }
-    const int64_t ns = int64_t(sal_k.size());
-    auto          q  = random_floats(size_t(nq * qd), 30, -3.0f, 3.0f);
-    const auto    k = cache_of(ct, nk, kvd, 31), v = cache_of(ct, nk, kvd, 32), dv = cache_of(ct, ns, kvd, 33);
-    const auto    c_old = cache_of(ct, nq, qd, 34);
-    const AttentionShape shape{Hq, Hkv, D};
-    const cpu::AttnDims  dims{Hq, Hkv, D};
-    std::vector<float>   out(size_t(nq * qd)), outr(out.size());
-    be->attention(view(q, nq, qd), q_seq, view(k), view(v), cu_k, shape, view(out, nq, qd));
-    cpu::ref::attention(cm(q, nq, qd), q_seq.data(), cm(k.exact, nk, kvd), cm(v.exact, nk, kvd), cu_k.data(), dims,
-                        mm(outr, nq, qd));
-    // Same budget as test_kernels_attention: 16 (D + nk) u.
-    CHECK(all_close("backend_attention", out, outr, 16.0 * kU32 * (D + nk), 1e-5));
-
-    std::vector<float> cn(size_t(nq * qd)), cnr(cn.size());
-    be->attention_approx(view(q, nq, qd), q_seq, view(k), view(dv), sal_k, cu_sal, cu_k, view(c_old), shape,
-                         view(cn, nq, qd));
-    cpu::ref::attention_approx(cm(q, nq, qd), q_seq.data(), cm(k.exact, nk, kvd), cm(dv.exact, ns, kvd), sal_k.data(),
-                               cu_sal.data(), cu_k.data(), cm(c_old.exact, nq, qd), dims, mm(cnr, nq, qd));
-    CHECK(all_close("backend_attention_approx", cn, cnr, 16.0 * kU32 * (D + nk), 1e-5));
-    // In place (c_new aliases an F32 c_old).
-    if (ct == cpu::ElemType::F32) {
-        std::vector<float> c = c_old.exact;
-        be->attention_approx(view(q, nq, qd), q_seq, view(k), view(dv), sal_k, cu_sal, cu_k, view(c, nq, qd), shape,
-                             view(c, nq, qd));
-        CHECK(c == cn);
-    }
-    // Zero query rows.
-    be->attention(view(q, 0, qd), {}, view(k), view(v), cu_k, shape, view(out, 0, qd));
-    be->attention_approx(view(q, 0, qd), {}, view(k), view(dv), sal_k, cu_sal, cu_k, view(cn, 0, qd), shape,
-                         view(cn, 0, qd));
+    auto approx = [&](std::vector<int32_t> sal, std::vector<int32_t> cu_sal, std::vector<int32_t> qs) {
+        be->attention_approx(view(q, 3, 2), qs, view(k, 7, 2), view(dv, int64_t(sal.size()), 2), sal, cu_sal, cu_k,
+                             view(c, 3, 2), shape, view(o, 3, 2));
+    };
+    approx({0, 2, 5}, {0, 2, 3}, q_seq);  // valid: returns normally in this process
+    // The checks the CUDA copy used to skip: q_seq ranges and the salient-key order.
+    check_rejects([&] { approx({0, 2, 5}, {0, 2, 3}, {0, 1, 2}); },
+                  "attention_approx: q_seq sequence 2 at 2 outside [0, 2)");
+    check_rejects([&] { approx({2, 0, 5}, {0, 2, 3}, q_seq); },
+                  "attention_approx: salient key rows of sequence 0 are not strictly ascending");
+    check_rejects([&] { approx({0, 2, 2}, {0, 1, 3}, q_seq); },
+                  "attention_approx: salient key row 2 outside sequence 1's keys [3, 7)");
+    check_rejects([&] { approx({4, 5}, {0, 2, 2}, q_seq); },
+                  "attention_approx: salient key row 4 outside sequence 0's keys [0, 3)");
+    check_rejects([&] { approx({0, 2, 5}, {1, 2, 3}, q_seq); }, "attention_approx: cu_sal[0] must be 0, got 1");
+    check_rejects([&] { approx({0, 2, 5}, {0, 3}, q_seq); }, "attention_approx: cu_sal has 2 offsets, cu_k 3");
+    check_rejects([&] {
+        // c_new overlapping c_old by one row.
+        std::vector<float> buf(4 * 2);
+        be->attention_approx(view(q, 3, 2), q_seq, view(k, 7, 2), view(dv, 0, 2), {}, std::vector<int32_t>{0, 0, 0},
+                             cu_k, view(buf, 3, 2), shape, TensorView::matrix(buf.data() + 2, DType::F32, Device::Cpu,
+                                                                               3, 2));
+    }, "attention_approx: c_new partially overlaps c_old");
 }
