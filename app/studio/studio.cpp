@@ -8,6 +8,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "app/model/task_suite.h"
+
 namespace dyllm::app {
 
 const char* const kMethods[5] = {"original", "dyllm", "fast-prefix", "fast-dual", "dllm-cache"};
@@ -16,20 +18,6 @@ namespace {
 
 double now_s() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// assets/tasks next to the source tree or the working directory (the built-in models' task suite).
-std::filesystem::path find_tasks_dir() {
-    std::vector<std::filesystem::path> candidates;
-    if (const char* env = std::getenv("DYLLM_SOURCE_DIR")) candidates.emplace_back(std::filesystem::path(env) / "assets/tasks");
-#ifdef DYLLM_SOURCE_DIR
-    candidates.emplace_back(std::filesystem::path(DYLLM_SOURCE_DIR) / "assets/tasks");
-#endif
-    candidates.emplace_back("assets/tasks");
-    std::error_code ec;
-    for (const auto& c : candidates)
-        if (std::filesystem::is_directory(c, ec)) return c;
-    return {};
 }
 
 // Default prompt when neither -p nor a task suite is there.
@@ -58,7 +46,7 @@ Studio::Studio(const StudioOptions& o) : opts(o) {
     ui.gen_length   = o.gen_length;
     ui.steps        = o.steps;
     ui.block_length = o.block_length;
-    const auto tasks = find_tasks_dir();
+    const auto tasks = find_tasks_dir(resolve_model_path(o.model));  // the model's own suite, else the shipped one
     if (!tasks.empty()) examples = load_task_examples(tasks);
     if (!o.prompt.empty()) {
         std::snprintf(prompt, sizeof prompt, "%s", o.prompt.c_str());
