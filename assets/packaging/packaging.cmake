@@ -31,7 +31,7 @@ set(CPACK_PACKAGE_VENDOR "dyllm-studio developers")
 set(CPACK_PACKAGE_CONTACT "dyllm-studio developers <maintainers@dyllm-studio.invalid>")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "visualizer and profiler for masked diffusion language models (DyLLM)")
-set(CPACK_PACKAGE_DESCRIPTION
+string(CONCAT CPACK_PACKAGE_DESCRIPTION   # one string: set() with several would make a ';'-list
     "dyllm-studio runs masked diffusion language models (LLaDA, Dream and two built-in tiny models) step by step\n"
     "with DyLLM's salient-token acceleration and shows per-layer cosine histograms, salient maps, the unmasking\n"
     "order and op timings live. The dyllm command line does the same work headless (generate, bench, eval, trace).\n"

@@ -13,14 +13,18 @@ fail() { echo "install_test: FAIL: $*" >&2; exit 1; }
 prefix=$(realpath "$(mktemp -d "${TMPDIR:-/tmp}/dyllm-prefix.XXXXXX")")
 work=$(realpath "$(mktemp -d "${TMPDIR:-/tmp}/dyllm-cwd.XXXXXX")")
 trap 'rm -rf "$prefix" "$work"' EXIT
-case "$prefix/" in "$src/"* | "$(realpath "$build")/"*) fail "temporary prefix $prefix is inside the source or build tree";; esac
+case "$prefix/" in
+    "$src/"* | "$(realpath "$build")/"*) fail "temporary prefix $prefix is inside the source or build tree" ;;
+esac
 
-cmake --install "$build" --prefix "$prefix" > "$work/install.log" || { cat "$work/install.log"; fail "cmake --install"; }
+cmake --install "$build" --prefix "$prefix" > "$work/install.log" || {
+    cat "$work/install.log"; fail "cmake --install"; }
 
 share=$prefix/share/dyllm-studio
-for f in bin/dyllm share/dyllm-studio/models/tiny-llada/config.json share/dyllm-studio/models/tiny-llada/model.safetensors \
-         share/dyllm-studio/models/tiny-dream/config.json share/dyllm-studio/tasks/sort.jsonl; do
-    [[ -e $prefix/$f ]] || fail "$f missing from the installed prefix"
+[[ -x $prefix/bin/dyllm ]] || fail "bin/dyllm missing from the installed prefix"
+for f in models/tiny-llada/config.json models/tiny-llada/model.safetensors models/tiny-dream/config.json \
+         tasks/sort.jsonl; do
+    [[ -e $share/$f ]] || fail "share/dyllm-studio/$f missing from the installed prefix"
 done
 [[ -L $share/fonts/DejaVuSans.ttf ]] || fail "share/dyllm-studio/fonts/DejaVuSans.ttf (link to the system font) missing"
 # Nothing installed may point back into the source tree (a symlinked asset would defeat the point).
@@ -54,7 +58,8 @@ out=$(run "$prefix/bin/dyllm-studio" --version) || fail "dyllm-studio --version 
 
 command -v xvfb-run > /dev/null || { echo "install_test: no xvfb-run: skipping the dyllm-studio screenshot"; exit 77; }
 run xvfb-run -a "$prefix/bin/dyllm-studio" --screenshot "$work/shot.png" --frames 10 --step 5 \
-    > "$work/studio.out" 2> "$work/studio.err" || { cat "$work/studio.out" "$work/studio.err"; fail "dyllm-studio exited"; }
+    > "$work/studio.out" 2> "$work/studio.err" || {
+    cat "$work/studio.out" "$work/studio.err"; fail "dyllm-studio exited"; }
 # rc 0 already means the model loaded and ran (a failed load exits 2); the message bar catches any other error.
 grep -q "wrote $work/shot.png (1600x1000) at step 5" "$work/studio.out" || fail "studio: $(cat "$work/studio.out")"
 if grep -q "message bar" "$work/studio.err"; then fail "studio showed an error: $(cat "$work/studio.err")"; fi
