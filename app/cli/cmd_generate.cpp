@@ -63,6 +63,7 @@ nlohmann::ordered_json result_to_json(const Model& model, const DiffusionParams&
                                       const GenerationResult& r, bool chat) {
     nlohmann::ordered_json j;
     j["model"]   = model.name();
+    j["model_dir"] = model.dir().string();  // where a built-in name resolved to (install checks read it)
     j["family"]  = family_name(model.config().family);
     j["backend"] = model.backend().name();
     j["method"]  = method_name(p.method);

@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "engine/errors.h"
+#include "engine/io/asset_paths.h"
 
 namespace dyllm {
 
@@ -99,19 +100,13 @@ std::vector<TaskSuite> load_tasks(const std::filesystem::path& dir, const std::s
 }
 
 std::filesystem::path find_tasks_dir(const std::filesystem::path& model_dir) {
-    std::vector<std::filesystem::path> cands;
-    if (!model_dir.empty()) {
-        cands.push_back(model_dir / "tasks");
-        cands.push_back(model_dir / ".." / ".." / "tasks");
-    }
-    if (const char* env = std::getenv("DYLLM_SOURCE_DIR")) cands.push_back(std::filesystem::path(env) / "assets" / "tasks");
-#ifdef DYLLM_SOURCE_DIR
-    cands.push_back(std::filesystem::path(DYLLM_SOURCE_DIR) / "assets" / "tasks");
-#endif
     std::error_code ec;
-    for (const auto& c : cands)
-        if (std::filesystem::is_directory(c, ec)) return std::filesystem::weakly_canonical(c, ec);
-    return {};
+    if (!model_dir.empty()) {
+        // Tasks shipped with this model: inside its directory, or beside its models/ folder (models/X -> tasks).
+        for (const auto& c : {model_dir / "tasks", model_dir / ".." / ".." / "tasks"})
+            if (std::filesystem::is_directory(c, ec)) return std::filesystem::weakly_canonical(c, ec);
+    }
+    return find_asset(AssetKind::Tasks);
 }
 
 std::string task_query(const TaskItem& item) {

@@ -36,8 +36,8 @@ std::vector<std::string> list_tasks(const std::filesystem::path& dir);
 std::vector<TaskSuite> load_tasks(const std::filesystem::path& dir, const std::string& name);
 
 // Where the task files are, tried in order: <model_dir>/tasks, <model_dir>/../../tasks (assets/models/X ->
-// assets/tasks), $DYLLM_SOURCE_DIR/assets/tasks, the source tree this binary was built from. Returns the first that
-// exists, or an empty path.
+// assets/tasks), then the shared asset lookup (engine/io/asset_paths.h: $DYLLM_SOURCE_DIR, the install layout, the
+// build tree's sources). Returns the first that exists, or an empty path. An empty model_dir skips the first two.
 std::filesystem::path find_tasks_dir(const std::filesystem::path& model_dir);
 
 // ---- prompt format (must match assets/train/tasks.py format_prompt) ----

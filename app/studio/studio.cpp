@@ -6,6 +6,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "app/model/task_suite.h"
+
 namespace dyllm::app {
 
 std::span<const char* const> method_combo_items() {
@@ -21,15 +23,6 @@ namespace {
 
 double now_s() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// The built-in models' task suite: where the suite's finder looks (DYLLM_SOURCE_DIR, the source tree), else
-// assets/tasks under the working directory.
-std::filesystem::path tasks_dir() {
-    std::filesystem::path dir = find_tasks_dir({});
-    std::error_code       ec;
-    if (dir.empty() && std::filesystem::is_directory("assets/tasks", ec)) dir = "assets/tasks";
-    return dir;
 }
 
 // Default prompt when neither -p nor a task suite is there.
@@ -62,7 +55,7 @@ Studio::Studio(const StudioOptions& o) : opts(o) {
     if (!std::isnan(p.conf_threshold)) ui.use_threshold = true, ui.conf_threshold = p.conf_threshold;
     ui.measure_cosine = ui.measure_cosine || p.measure_cosine;
     ui.base           = p;
-    const auto tasks = tasks_dir();
+    const auto tasks = find_tasks_dir(resolve_model_path(o.model));  // the model's own suite, else the shipped one
     if (!tasks.empty()) examples = load_task_examples(tasks);
     if (!o.prompt.empty()) {
         std::snprintf(prompt, sizeof prompt, "%s", o.prompt.c_str());

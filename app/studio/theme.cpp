@@ -1,6 +1,8 @@
 // Font and style of dyllm-studio.
 #include "app/studio/theme.h"
 
+#include "engine/io/asset_paths.h"
+
 #include <imgui.h>
 
 #include <filesystem>
@@ -9,16 +11,20 @@ namespace dyllm::app {
 
 void load_fonts() {
     ImGuiIO& io = ImGui::GetIO();
-    // DejaVu Sans from the Debian fonts-dejavu-core package when present; ImGui's built-in font otherwise. Latin-1
-    // plus a few symbol ranges (arrows, math, block elements) for token text, and U+FFFD, which the tokenizer
-    // uses for byte tokens that are not complete UTF-8.
+    // DejaVu Sans from the shared asset lookup (share/dyllm-studio/fonts when installed: a link to the Debian
+    // fonts-dejavu-core file), else the system's copy; ImGui's built-in font otherwise. Latin-1 plus a few symbol
+    // ranges (arrows, math, block elements) for token text, and U+FFFD, which the tokenizer uses for byte tokens
+    // that are not complete UTF-8.
     static const ImWchar kRanges[] = {0x0020, 0x00FF, 0x2000, 0x206F, 0x2190, 0x21FF, 0x2200, 0x22FF,
                                       0x2500, 0x259F, 0x25A0, 0x25FF, 0xFFFD, 0xFFFD, 0};
-    const char* candidates[] = {"/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-                                "/usr/share/fonts/TTF/DejaVuSans.ttf"};
-    for (const char* path : candidates) {
+    const std::filesystem::path candidates[] = {find_asset(AssetKind::Fonts, "DejaVuSans.ttf"),
+                                                "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+                                                "/usr/share/fonts/TTF/DejaVuSans.ttf"};
+    for (const auto& path : candidates) {
         std::error_code ec;
-        if (std::filesystem::exists(path, ec) && io.Fonts->AddFontFromFileTTF(path, 14.0f, nullptr, kRanges)) return;
+        if (!path.empty() && std::filesystem::exists(path, ec) &&
+            io.Fonts->AddFontFromFileTTF(path.c_str(), 14.0f, nullptr, kRanges))
+            return;
     }
     io.Fonts->AddFontDefault();
 }
