@@ -16,6 +16,7 @@
 
 #include "engine/errors.h"
 #include "engine/params.h"
+#include "instrumentation/json_number.h"
 
 namespace dyllm::cli {
 
@@ -91,9 +92,6 @@ std::vector<std::string> split_list(const std::string& what, const std::string& 
     return out;
 }
 
-float effective_tau(const DiffusionParams& p, Family family) {
-    return std::isnan(p.tau) ? default_tau(family) : p.tau;
-}
 
 std::unique_ptr<Model> load_model_for_cli(const ModelOptions& opts, bool quiet) {
     const BackendKind kind = parse_backend(opts.backend);
@@ -199,37 +197,6 @@ void check_prompt_lengths(const std::vector<PromptInput>& prompts, const Diffusi
                              std::to_string(total) + " exceeds the model's max_position " +
                              std::to_string(cfg.max_position));
     }
-}
-
-double json_float(float v) {
-    if (!std::isfinite(v)) return double(v);
-    char buf[32];
-    // 9 significant digits always round-trip a float (FLT_DECIMAL_DIG); fewer usually suffice.
-    for (int prec = 6; prec <= 9; ++prec) {
-        std::snprintf(buf, sizeof buf, "%.*g", prec, double(v));
-        const double d = std::strtod(buf, nullptr);
-        if (static_cast<float>(d) == v) return d;
-    }
-    return double(v);
-}
-
-nlohmann::ordered_json params_to_json(const DiffusionParams& p, Family family) {
-    DiffusionParams shown = p;
-    shown.tau             = effective_tau(p, family);  // the tau in force
-    nlohmann::ordered_json j;
-    for (const ParamSpec& spec : diffusion_param_table()) {
-        std::visit(
-            [&](const auto& v) {
-                using T = std::decay_t<decltype(v)>;
-                if constexpr (std::is_same_v<T, std::monostate>) j[std::string(spec.key)] = nullptr;
-                else if constexpr (std::is_same_v<T, double>) j[std::string(spec.key)] = json_float(float(v));
-                else j[std::string(spec.key)] = v;
-            },
-            param_value(spec, shown));
-    }
-    j["n_u"]            = p.steps > 0 ? p.gen_length / p.steps : 0;
-    j["tau_is_default"] = std::isnan(p.tau);
-    return j;
 }
 
 nlohmann::ordered_json accounting_to_json(const GenerationResult& r) {

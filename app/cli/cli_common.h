@@ -55,8 +55,6 @@ int64_t parse_int_arg(const std::string& what, const std::string& text);
 // "a,b,c" -> {"a","b","c"} (spaces trimmed, empty items rejected with InputError naming `what`).
 std::vector<std::string> split_list(const std::string& what, const std::string& text);
 
-// tau actually in force: the explicit value, or the family default for NaN.
-float effective_tau(const DiffusionParams& p, Family family);
 
 // Loads the model on the requested backend. Backend fallback notes go to stderr as "backend: ..." lines.
 // Throws LoadError / BackendError / InputError (the CLI boundary in main.cpp prints them as one line).
@@ -75,11 +73,8 @@ std::vector<int32_t> parse_id_list(const std::string& text);
 // Prompt tokens + gen length must fit the model's positions (max_position). InputError naming the prompt index.
 void check_prompt_lengths(const std::vector<PromptInput>& prompts, const DiffusionParams& p, const ModelConfig& cfg);
 
-// JSON views shared by the commands' --json outputs. params: every knob, tau resolved to the value in force,
-// conf_threshold null when off. accounting: per step and per layer work from GenerationResult.steps plus totals.
-// A float as the shortest decimal that reads back to the same float (0.99f -> 0.99, not 0.9900000095367432).
-double json_float(float v);
-nlohmann::ordered_json params_to_json(const DiffusionParams& p, Family family);
+// JSON view shared by the commands' --json outputs: per step and per layer work from GenerationResult.steps plus
+// totals (params_to_json: app/model/param_options.h).
 nlohmann::ordered_json accounting_to_json(const GenerationResult& r);
 
 // Is this FILE* an interactive terminal (progress display on/off)?

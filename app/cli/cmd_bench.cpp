@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+
+#include "instrumentation/json_number.h"
 #include <optional>
 #include <set>
 #include <string>

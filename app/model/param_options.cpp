@@ -8,6 +8,7 @@
 
 #include "engine/errors.h"
 #include "engine/params.h"
+#include "instrumentation/json_number.h"
 
 namespace dyllm::cli {
 
@@ -50,6 +51,29 @@ DiffusionParams to_diffusion_params(const DiffusionOptions& o) {
     p.method = *m;
     validate_params(p);
     return p;
+}
+
+nlohmann::ordered_json params_to_json(const DiffusionParams& p, Family family) {
+    DiffusionParams shown = p;
+    shown.tau             = effective_tau(p, family);  // the tau in force
+    nlohmann::ordered_json j;
+    for (const ParamSpec& spec : diffusion_param_table()) {
+        std::visit(
+            [&](const auto& v) {
+                using T = std::decay_t<decltype(v)>;
+                if constexpr (std::is_same_v<T, std::monostate>) j[std::string(spec.key)] = nullptr;
+                else if constexpr (std::is_same_v<T, double>) j[std::string(spec.key)] = float_for_json(float(v));
+                else j[std::string(spec.key)] = v;
+            },
+            param_value(spec, shown));
+    }
+    j["n_u"]            = p.steps > 0 ? p.gen_length / p.steps : 0;
+    j["tau_is_default"] = std::isnan(p.tau);
+    return j;
+}
+
+float effective_tau(const DiffusionParams& p, Family family) {
+    return std::isnan(p.tau) ? default_tau(family) : p.tau;
 }
 
 }  // namespace dyllm::cli

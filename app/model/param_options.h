@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "engine/engine.h"
 
@@ -45,5 +46,12 @@ void add_diffusion_options(CLI::App& app, DiffusionOptions& opts, DiffusionFlags
 // Resolves the derived defaults and checks everything that needs no model (validate_params(p) of the engine, plus
 // the method name and explicit NaNs). Throws InputError naming the flag, the value and the allowed range.
 DiffusionParams to_diffusion_params(const DiffusionOptions& opts);
+
+// Every setting of the table as JSON (the commands' --json "params"): tau resolved to the value in force, unset
+// floats (threshold off) null, plus n_u and tau_is_default.
+nlohmann::ordered_json params_to_json(const DiffusionParams& p, Family family);
+
+// tau actually in force: the explicit value, or the family default for NaN.
+float effective_tau(const DiffusionParams& p, Family family);
 
 }  // namespace dyllm::cli

@@ -213,12 +213,12 @@ TEST_CASE("progress line format", "[cli]") {
     CHECK(format_progress(3, 64).size() == std::string("diffusion step: 3/64 [] 4%").size() + 30);
 }
 
-TEST_CASE("json_float prints the shortest decimal that reads back to the float", "[cli]") {
-    CHECK(json_float(0.99f) == 0.99);
-    CHECK(json_float(0.995f) == 0.995);
-    CHECK(json_float(0.25f) == 0.25);
-    for (float v : {0.1f, 1.0f / 3.0f, 123456.789f, 1e-20f, -7.5e7f}) CHECK(static_cast<float>(json_float(v)) == v);
-    CHECK(std::isnan(json_float(NAN)));
+TEST_CASE("float_for_json gives the shortest decimal that reads back to the float", "[cli]") {
+    CHECK(float_for_json(0.99f) == 0.99);
+    CHECK(float_for_json(0.995f) == 0.995);
+    CHECK(float_for_json(0.25f) == 0.25);
+    for (float v : {0.1f, 1.0f / 3.0f, 123456.789f, 1e-20f, -7.5e7f}) CHECK(static_cast<float>(float_for_json(v)) == v);
+    CHECK(std::isnan(float_for_json(NAN)));
 }
 
 TEST_CASE("a scalar flag given twice keeps the last value; -p accumulates", "[cli]") {
