@@ -114,7 +114,7 @@ public:
     void cosine_rows(const TensorView& a, const TensorView& b, std::span<float> cos_out);
 
     // Greedy scoring of logit rows: token = argmax (lowest id on ties) over ids not in `banned`, score per ScoreKind,
-    // the softmax taken over the same allowed ids. logits: [n, n_vocab] F32; tokens_out, scores_out: n host values.
+    // the softmax taken over every id, banned ones included (engine/README.md decision 11). logits: [n, n_vocab] F32; tokens_out, scores_out: n host values.
     void score_logits(const TensorView& logits, ScoreKind kind, std::span<const int32_t> banned,
                       std::span<int32_t> tokens_out, std::span<float> scores_out);
 

@@ -33,6 +33,9 @@ const ParamSpec kTable[] = {
     {"fullq_every", "--fullq-every", "dyllm: period of full-query sparse steps", &P::fullq_every, 1, kIntMax},
     {"approx", "--approx", "dyllm: approximate attention for non-salient rows (false: the paper's 'Salient' ablation, "
      "exact attention for every query)", &P::approx},
+    {"dream_prompt_row", "--dream-prompt-row", "dyllm on Dream: response-only steps also query the last prompt row, so "
+     "the first response position reads its shifted logits (--no-dream-prompt-row: the authors' code, where it reads "
+     "its own row)", &P::dream_prompt_row},
     {"conf_threshold", "--threshold", "confidence-threshold parallel decoding (off by default)", &P::conf_threshold,
      -kInf, kInf, {}, "off"},
     {"temperature", "--temp", "sampling temperature (0 = greedy)", &P::temperature, 0, kInf},

@@ -58,7 +58,8 @@ bool finished_by_eos(std::span<const int32_t> response, std::span<const int32_t>
 
 Sampler::Sampler(const ModelConfig& cfg, const DiffusionParams& p) : cfg_(cfg), p_(p), rng_(p.seed) {}
 
-Sampler::Plan Sampler::plan(std::span<SequenceState* const> live, std::span<const int32_t> cu) const {
+Sampler::Plan Sampler::plan(std::span<SequenceState* const> live, std::span<const int32_t> cu,
+                            std::span<const int32_t> first_query) const {
     Plan pl;
     pl.cand.resize(live.size());
     for (size_t b = 0; b < live.size(); ++b) {
@@ -66,7 +67,7 @@ Sampler::Plan Sampler::plan(std::span<SequenceState* const> live, std::span<cons
         pl.cand[b]             = block_candidates(s.response(), cfg_.mask_id, p_.block_length);
         for (int32_t c : pl.cand[b]) {
             int32_t p_abs = s.P + c;
-            if (cfg_.family == Family::Dream) p_abs = std::max(0, p_abs - 1);
+            if (cfg_.family == Family::Dream) p_abs = std::max(first_query[b], p_abs - 1);
             pl.rows.push_back(cu[b] + p_abs);
         }
     }
@@ -90,14 +91,15 @@ void Sampler::score(Backend& be, EventSink* sink, int32_t step, const Tensor& lo
     be.download(logits, host.data());
     std::vector<double> pr(static_cast<size_t>(V));
     for (size_t r = 0; r < tok.size(); ++r) {
+        // The draw never picks [MASK]; the score's softmax runs over every id, [MASK] included (decision 11).
         const float* x  = host.data() + r * size_t(V);
         double       mx = -INFINITY;
-        for (int64_t v = 0; v < V; ++v)
-            if (v != cfg_.mask_id) mx = std::max(mx, double(x[v]) / p_.temperature);
+        for (int64_t v = 0; v < V; ++v) mx = std::max(mx, double(x[v]) / p_.temperature);
         double sum = 0;
-        for (int64_t v = 0; v < V; ++v)
-            sum += pr[size_t(v)] = v == cfg_.mask_id ? 0.0 : std::exp(double(x[v]) / p_.temperature - mx);
-        std::uniform_real_distribution<double> u(0.0, sum);
+        for (int64_t v = 0; v < V; ++v) sum += pr[size_t(v)] = std::exp(double(x[v]) / p_.temperature - mx);
+        const double p_mask      = pr[size_t(cfg_.mask_id)];
+        pr[size_t(cfg_.mask_id)] = 0.0;
+        std::uniform_real_distribution<double> u(0.0, sum - p_mask);
         const double                           draw = u(rng_);
         double                                 acc  = 0;
         int64_t                                pick = 0;
@@ -112,7 +114,7 @@ void Sampler::score(Backend& be, EventSink* sink, int32_t step, const Tensor& lo
         if (kind == ScoreKind::Confidence) {
             score[r] = float(pr[size_t(pick)] / sum);
         } else {
-            double ne = 0;
+            double ne = (p_mask / sum) * std::log(p_mask / sum + 1e-10);  // [MASK]'s term (its pr entry is 0)
             for (double q : pr) ne += (q / sum) * std::log(q / sum + 1e-10);
             score[r] = float(ne);
         }

@@ -55,12 +55,15 @@ public:
     Sampler(const ModelConfig& cfg, const DiffusionParams& p);
 
     // The candidates of each live sequence (response positions) and, for each, the packed row whose logits score it:
-    // row P + c (LLaDA) or P + c - 1 (Dream's one-position shift; position 0 reads itself).
+    // row P + c (LLaDA) or P + c - 1 (Dream's one-position shift), never before the sequence's first query row
+    // (first_query[b], a position): the shift runs over the rows the step computed, so when a step does not query
+    // row P - 1 the first response position reads its own row, as in the authors' code.
     struct Plan {
         std::vector<std::vector<int32_t>> cand;  // [n_seq] response positions
         std::vector<int32_t>              rows;  // packed row of each candidate, in (sequence, candidate) order
     };
-    Plan plan(std::span<SequenceState* const> live, std::span<const int32_t> cu) const;
+    Plan plan(std::span<SequenceState* const> live, std::span<const int32_t> cu,
+              std::span<const int32_t> first_query) const;
 
     // What one sequence got this step (in selection order).
     struct Unmasked {

@@ -160,7 +160,10 @@ struct Session::Impl {
                                             [&](int l, const SaliencyOutcome& o) { emit_saliency(l, o, in.tau, fwd); });
 
         // The candidates' logits rows, as indices into the query rows.
-        const Sampler::Plan  plan = sampler->plan(live_seqs, lay.cu);
+        std::vector<int32_t> first_query(live_seqs.size(), std::numeric_limits<int32_t>::max());
+        for (size_t i = 0; i < q.size(); ++i)
+            first_query[size_t(q.seq[i])] = std::min(first_query[size_t(q.seq[i])], q.pos[i]);
+        const Sampler::Plan  plan = sampler->plan(live_seqs, lay.cu, first_query);
         std::vector<int32_t> row_to_q(size_t(lay.n_rows()), -1);
         for (size_t i = 0; i < q.size(); ++i) row_to_q[size_t(q.rows[i])] = int32_t(i);
         std::vector<int32_t> idx;

@@ -12,6 +12,17 @@
 
 namespace dyllm::cli {
 
+namespace {
+
+// Boolean settings that are on by default also answer to their negation (--approx, --no-approx).
+std::string bool_flag_names(const ParamSpec& spec, const std::string& names) {
+    DiffusionParams defaults;
+    if (!(defaults.*std::get<bool DiffusionParams::*>(spec.member))) return names;
+    return names + ",!--no-" + std::string(spec.flag().substr(2));
+}
+
+}  // namespace
+
 void add_diffusion_options(CLI::App& app, DiffusionOptions& o, DiffusionFlags which) {
     for (const ParamSpec& spec : diffusion_param_table()) {
         if (which == DiffusionFlags::FixedOnly &&
@@ -24,7 +35,7 @@ void add_diffusion_options(CLI::App& app, DiffusionOptions& o, DiffusionFlags wh
                 using T = std::remove_reference_t<decltype(o.params.*member)>;
                 if constexpr (std::is_same_v<T, bool>) {
                     // --approx also answers to --no-approx; plain flags stay flags.
-                    const std::string flag_names = spec.key == "approx" ? names + ",!--no-approx" : names;
+                    const std::string flag_names = bool_flag_names(spec, names);
                     app.add_flag(flag_names, o.params.*member, help)->each(mark);
                 } else if constexpr (std::is_same_v<T, Method>) {
                     scalar(app, names, o.method, help + ": " + method_names(" | "))->each(mark);

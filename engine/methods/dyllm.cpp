@@ -102,9 +102,11 @@ public:
     }
 
     // Response-only steps add the last prompt row for Dream, so the first response position reads its shifted logits
-    // (engine/README.md, decision 3).
+    // (engine/README.md, decision 3); without it (dream_prompt_row off) that position reads its own row, as in the
+    // authors' code.
     RowSet query_rows(const StepInput& in, StepKind kind) const override {
-        if (kind == StepKind::SparseResponse) return response_rows(*in.lay, cfg_.family == Family::Dream);
+        if (kind == StepKind::SparseResponse)
+            return response_rows(*in.lay, cfg_.family == Family::Dream && p_.dream_prompt_row);
         return all_rows(*in.lay);
     }
 

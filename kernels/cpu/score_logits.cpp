@@ -2,6 +2,7 @@
 // in fp32, accumulated in fp64 (126k terms per row for LLaDA's vocabulary).
 #include "kernels/cpu/score_logits.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -26,17 +27,18 @@ void score_row(const float* r, int64_t n_vocab, const uint8_t* ban, ScoreRule ru
         score = -INFINITY;
         return;
     }
+    // The softmax runs over every id, banned ones included (decision 11), relative to the maximum over every id.
+    const float top = m;
+    for (int64_t v = 0; v < n_vocab; ++v) m = std::max(m, r[v]);
     double l = 0.0;
-    for (int64_t v = 0; v < n_vocab; ++v)
-        if (!ban[v]) l += double(expf(r[v] - m));
+    for (int64_t v = 0; v < n_vocab; ++v) l += double(expf(r[v] - m));
     if (rule == ScoreRule::Confidence) {
-        score = float(1.0 / l);  // p(argmax) = exp(m - m) / l
+        score = float(double(expf(top - m)) / l);
         return;
     }
     const float inv_l = float(1.0 / l);
     double      h     = 0.0;
-    for (int64_t v = 0; v < n_vocab; ++v)
-        if (!ban[v]) h += double(neg_entropy_term(expf(r[v] - m) * inv_l));
+    for (int64_t v = 0; v < n_vocab; ++v) h += double(neg_entropy_term(expf(r[v] - m) * inv_l));
     score = float(h);
 }
 

@@ -52,6 +52,17 @@ __device__ __forceinline__ float block_sum(float v, float* scratch) {
     return warp_sum(v);
 }
 
+// Maximum over the whole block (same contract as block_sum).
+__device__ __forceinline__ float block_max(float v, float* scratch) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
+    v = warp_max(v);
+    __syncthreads();
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    v = lane < n_warps ? scratch[lane] : -INFINITY;
+    return warp_max(v);
+}
+
 // Launch size for a 1-D grid-stride loop over n elements.
 inline unsigned grid_for(int64_t n, int threads, int64_t max_blocks = 65535) {
     int64_t b = (n + threads - 1) / threads;

@@ -57,20 +57,21 @@ static __global__ void score_logits_kernel(Mat logits, ScoreRule rule, const int
             }
             continue;
         }
-        // Pass 2: softmax normaliser over the allowed ids, relative to the maximum.
-        const float m = top.v;
+        // Pass 2: softmax normaliser over the WHOLE vocabulary, banned ids included (decision 11: the official
+        // samplers' softmax), relative to the maximum over every id.
+        float mx = -INFINITY;
+        for (int64_t v = threadIdx.x; v < logits.cols; v += blockDim.x) mx = fmaxf(mx, row[v]);
+        const float m = block_max(mx, scratch);
         float       l = 0.0f;
-        for (int64_t v = threadIdx.x; v < logits.cols; v += blockDim.x)
-            if (!is_banned(banned, n_banned, int32_t(v))) l += expf(row[v] - m);
+        for (int64_t v = threadIdx.x; v < logits.cols; v += blockDim.x) l += expf(row[v] - m);
         l = block_sum(l, scratch);
         float score;
         if (rule == ScoreRule::Confidence) {
-            score = 1.0f / l;  // exp(m - m) / l
+            score = expf(top.v - m) / l;
         } else {
-            // Pass 3: sum_v p_v log(p_v + 1e-10) (spec a.9 step 4).
+            // Pass 3: sum_v p_v log(p_v + 1e-10) over every id.
             float h = 0.0f;
-            for (int64_t v = threadIdx.x; v < logits.cols; v += blockDim.x)
-                if (!is_banned(banned, n_banned, int32_t(v))) h += neg_entropy_term(expf(row[v] - m) / l);
+            for (int64_t v = threadIdx.x; v < logits.cols; v += blockDim.x) h += neg_entropy_term(expf(row[v] - m) / l);
             score = block_sum(h, scratch);
         }
         if (threadIdx.x == 0) {

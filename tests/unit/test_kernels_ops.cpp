@@ -288,11 +288,24 @@ TEST_CASE("score_logits: lowest id on ties, probabilities and entropy by hand, a
     ref::score_logits(cmatf(l, 1, 4), ScoreRule::NegEntropy, nullptr, 0, &tr, &sr);
     CHECK(s == Approx(h).epsilon(1e-6));
     CHECK(sr == Approx(h).epsilon(1e-6));
-    // Banning id 1 moves the tie to id 2 and the softmax excludes id 1.
+    // Banning id 1 moves the tie to id 2; the softmax still runs over every id, id 1 included (decision 11), so
+    // the confidence is p(2) of the full distribution, not renormalised without id 1.
     const int32_t ban1 = 1;
     score_logits(cmatf(l, 1, 4), ScoreRule::Confidence, &ban1, 1, &t, &s, pool);
+    ref::score_logits(cmatf(l, 1, 4), ScoreRule::Confidence, &ban1, 1, &tr, &sr);
     CHECK(t == 2);
-    CHECK(s == Approx(std::exp(3.0) / (z - std::exp(3.0))).epsilon(1e-6));
+    CHECK(tr == 2);
+    CHECK(s == Approx(std::exp(3.0) / z).epsilon(1e-6));
+    CHECK(sr == Approx(std::exp(3.0) / z).epsilon(1e-6));
+    // A banned id that holds the maximum: the argmax skips it, the normaliser keeps it.
+    const std::vector<float> lm = {0.f, 5.f, 1.f, 2.f};
+    const double             zm = std::exp(0.0) + std::exp(5.0) + std::exp(1.0) + std::exp(2.0);
+    score_logits(cmatf(lm, 1, 4), ScoreRule::Confidence, &ban1, 1, &t, &s, pool);
+    ref::score_logits(cmatf(lm, 1, 4), ScoreRule::Confidence, &ban1, 1, &tr, &sr);
+    CHECK(t == 3);
+    CHECK(tr == 3);
+    CHECK(s == Approx(std::exp(2.0) / zm).epsilon(1e-6));
+    CHECK(sr == Approx(std::exp(2.0) / zm).epsilon(1e-6));
     // Every id banned: token -1, score -inf.
     const int32_t all[4] = {0, 1, 2, 3};
     score_logits(cmatf(l, 1, 4), ScoreRule::Confidence, all, 4, &t, &s, pool);

@@ -118,7 +118,8 @@ TEST_CASE("add_diffusion_options declares exactly the table's flags", "[params][
     std::set<std::string> expected;
     for (const ParamSpec& s : diffusion_param_table())
         for (const auto& n : names_of(s.flags)) expected.insert(n);
-    expected.insert("--no-approx");  // the negation of --approx
+    expected.insert("--no-approx");  // the negations of the boolean settings that default to true
+    expected.insert("--no-dream-prompt-row");
     CHECK(declared == expected);
 
     // The sweep commands leave the swept ones out.

@@ -1,6 +1,7 @@
-// Reference logit scoring: a banned mask, a first-maximum argmax, and an fp64 softmax over the allowed ids.
+// Reference logit scoring: a banned mask for the argmax (first maximum), and an fp64 softmax over every id.
 #include "kernels/cpu/ref/score_logits.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -20,16 +21,15 @@ void score_logits(CMatF logits, ScoreRule rule, const int32_t* banned, int64_t n
             scores[i] = -INFINITY;
             continue;
         }
-        const double m = r[best];
-        double       l = 0.0;
-        for (int64_t v = 0; v < logits.cols; ++v)
-            if (!ban[size_t(v)]) l += std::exp(double(r[v]) - m);
+        double m = r[0];
+        for (int64_t v = 1; v < logits.cols; ++v) m = std::max(m, double(r[v]));
+        double l = 0.0;
+        for (int64_t v = 0; v < logits.cols; ++v) l += std::exp(double(r[v]) - m);
         if (rule == ScoreRule::Confidence) {
-            scores[i] = float(1.0 / l);  // exp(m - m) / l
+            scores[i] = float(std::exp(double(r[best]) - m) / l);
         } else {
             double h = 0.0;
             for (int64_t v = 0; v < logits.cols; ++v) {
-                if (ban[size_t(v)]) continue;
                 const double p = std::exp(double(r[v]) - m) / l;
                 h += p * std::log(p + 1e-10);  // spec a.9 step 4: log(p + 1e-10)
             }
