@@ -47,16 +47,16 @@ EosStop eos_stop(const RunHistory& h, int seq, int32_t eos_id) {
     // Masks left at the end of a complete run: the only way the sampler stops a sequence early is end of text.
     const bool masks_left = std::any_of(toks.begin(), toks.end(), [](const TokenInfo& t) { return t.unmask_step == 0; });
     if (!masks_left) return st;
-    int32_t last = 0;
-    for (size_t p = 0; p < toks.size(); ++p) {
-        if (toks[p].unmask_step == 0) return st;  // a mask before any EOS: not stopped by the rule
-        last = std::max(last, toks[p].unmask_step);
+    // The sequence stops at the first step whose new EOS has no mask before it; that may be well after the prefix
+    // was complete (earlier EOS came with masks before them). Every step of a live sequence unmasks at least one of
+    // its tokens, so its last unmask step is the stop; the text ends at the first EOS with no mask before it.
+    for (const auto& t : toks) st.step = std::max(st.step, t.unmask_step);
+    for (size_t p = 0; p < toks.size() && toks[p].unmask_step > 0; ++p)
         if (toks[p].token == eos_id) {
-            st.step     = last;
             st.position = int32_t(p);
             return st;
         }
-    }
+    st.step = 0;  // masks left but no EOS ends the text: not a stop at end of text
     return st;
 }
 

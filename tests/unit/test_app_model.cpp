@@ -548,29 +548,30 @@ TEST_CASE("canvas chips: end of text collapses to one chip; a stop at EOS is fou
     CHECK(chips[2].n_masked == 1);
     CHECK(end_chip_text(chips[2]) == "<eos> x 5, 1 never decoded");
 
-    // eos_stop on a run: 4 positions, step 1 unmasks the EOS at position 1, step 2 the answer at 0; the sampler stops
-    // (EOS with no mask before it) with positions 2 and 3 still masked.
+    // eos_stop on a run of 4 positions: step 1 unmasks an EOS at 1 (a mask before it: no stop), step 2 the answer at
+    // 0 (prefix complete, but the sampler only tests new EOS), step 3 an EOS at 2 with no mask before it: the sequence
+    // stops at step 3 with position 3 still masked.
     std::vector<EventRecord> ev;
     RunBegin rb;
     rb.method = "dyllm", rb.n_layer = 1, rb.n_seq = 1, rb.gen_length = 4, rb.steps = 4, rb.prompt_lengths = {2};
     ev.push_back(rb);
-    for (int k = 1; k <= 2; ++k) {
+    for (int k = 1; k <= 3; ++k) {
         StepBegin sb;
         sb.step = k, sb.tau = 0.99f;
         ev.push_back(sb);
         UnmaskRecord u;
-        u.step = k, u.positions = {k == 1 ? 1 : 0}, u.tokens = {k == 1 ? kEos : 5}, u.scores = {0.9f};
+        u.step = k, u.positions = {k == 1 ? 1 : k == 2 ? 0 : 2}, u.tokens = {k == 2 ? 5 : kEos}, u.scores = {0.9f};
         ev.push_back(u);
         StepEnd se;
         se.step = k, se.wall_ns = 1000;
         ev.push_back(se);
     }
     RunEnd re;
-    re.steps = 2;
+    re.steps = 3;
     ev.push_back(re);
     const EosStop st = eos_stop(fold(ev), 0, kEos);
-    CHECK(st.step == 2);
-    CHECK(st.position == 1);
+    CHECK(st.step == 3);      // the last step, not step 2 where the prefix up to the first EOS was complete
+    CHECK(st.position == 1);  // the text ends at the first EOS; position 3 was never decoded
     CHECK(eos_stop(fold(ev), 0, 7).step == 0);  // another eos id: no stop
     std::get<RunEnd>(ev.back()).cancelled = true;
     CHECK(eos_stop(fold(ev), 0, kEos).step == 0);  // cancelled: masks left for another reason
