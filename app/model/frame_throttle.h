@@ -13,7 +13,7 @@ public:
     void woke(double waited_s, double asked_s);
 
     static constexpr int    kActiveFrames = 3;     // frames at full rate after input or work
-    static constexpr double kIdleWaitS    = 0.25;  // upper bound on a wait: timed notices still expire on time
+    static constexpr double kIdleWaitS    = 0.5;   // upper bound on a wait: timed notices expire at most 0.5 s late
 
 private:
     int idle_frames_ = 0;

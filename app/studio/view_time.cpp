@@ -42,8 +42,9 @@ void stacked_bars(Studio& s, const RunHistory& h, float w, float hgt) {
         if (op > 0) mint = std::min(mint, op);
     }
     const double max_ms = maxt * 1e3;
-    // Log axis from the decade at or below the smallest bar (so every bar shows) to the largest.
-    const double lo_ms = mint < 1e30 ? std::pow(10.0, std::floor(std::log10(std::min(mint * 1e3, max_ms * 0.999)))) : 1e-3;
+    // Log axis from the decade at or below half the smallest bar (so every bar shows) to the largest.
+    const double lo_ms = mint < 1e30 ? std::pow(10.0, std::floor(std::log10(std::min(mint * 1e3 * 0.5, max_ms * 0.5))))
+                                     : 1e-3;
     auto y_of_ms = [&](double ms) {
         double f;
         if (s.time_log_y) f = ms <= lo_ms ? 0.0 : std::log10(ms / lo_ms) / std::log10(max_ms / lo_ms);
