@@ -71,7 +71,8 @@ Studio::Studio(const StudioOptions& o) : opts(o) {
         std::snprintf(prompt, sizeof prompt, "%s", kFallbackPrompt);
     }
     std::error_code ec;
-    const auto      dir = std::filesystem::absolute(o.export_dir.empty() ? "." : o.export_dir, ec).lexically_normal();
+    auto            dir = std::filesystem::absolute(o.export_dir.empty() ? "." : o.export_dir, ec).lexically_normal();
+    if (!dir.has_filename() && dir.has_parent_path() && dir != dir.root_path()) dir = dir.parent_path();  // no "x/"
     std::snprintf(export_dir, sizeof export_dir, "%s", ec ? "." : dir.string().c_str());
     worker.sink().set_wants_cosines(true);
     worker.sink().set_wants_op_timings(true);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "app/model/canvas_chips.h"
 #include "app/model/run_compare.h"
 #include "app/studio/plot.h"
 #include "app/studio/studio.h"
@@ -21,20 +22,35 @@ void token_row(const Studio& s, const RunHistory& h, const RunCompare& c, const 
     const float  avail  = ImGui::GetContentRegionAvail().x;
     const float  pad = 3.f, gap = 3.f, ch = ImGui::GetTextLineHeight() + 4.f;
     float        x = 0, y = 0;
-    const auto&  toks = h.tokens(s.seq);
-    for (size_t i = 0; i < toks.size(); ++i) {
-        const bool  masked = toks[i].unmask_step == 0;
-        std::string text   = masked ? "" : (s.vocab ? s.vocab->display(toks[i].token) : "#" + std::to_string(toks[i].token));
-        if (text.size() > 20) text = text.substr(0, 18) + "..";
+    // The run's last canvas, end of text collapsed as on the Canvas panel.
+    const auto    cells  = h.canvas_at(s.seq, h.step_count());
+    const int32_t eos_id = s.vocab ? s.vocab->eos_id : -1;
+    const EosStop stop   = eos_stop(h, s.seq, eos_id);
+    for (const CanvasChip& chip : canvas_chips(cells, eos_id, stop.step > 0 ? stop.position : -1)) {
+        const CanvasCell& cell   = cells[size_t(chip.first)];
+        const bool        masked = cell.masked() && !chip.end_run;
+        std::string       text;
+        if (chip.end_run) text = end_chip_text(chip);
+        else if (!masked) text = cell.token == eos_id ? "<eos>" : s.vocab ? s.vocab->display(cell.token)
+                                                                          : "#" + std::to_string(cell.token);
+        if (!chip.end_run && text.size() > 20) text = text.substr(0, 18) + "..";
         const float w = (masked ? 12.f : ImGui::CalcTextSize(text.c_str()).x) + 2 * pad;
         if (x > 0 && x + w > avail) {
             x = 0;
             y += ch + gap;
         }
         const ImVec2 p0(origin.x + x, origin.y + y), p1(p0.x + w, p0.y + ch);
-        const bool   diff = i < c.differs.size() && c.differs[i];
-        dl->AddRectFilled(p0, p1, masked ? kColMasked : diff ? IM_COL32(150, 40, 40, 255) : IM_COL32(45, 70, 55, 255), 2.f);
-        if (!masked) dl->AddText(ImVec2(p0.x + pad, p0.y + 2), IM_COL32(235, 235, 235, 255), text.c_str());
+        bool         diff = false;
+        for (int32_t i = chip.first; i < chip.first + chip.count && size_t(i) < c.differs.size(); ++i)
+            diff = diff || c.differs[size_t(i)];
+        const ImU32 bg = chip.end_run ? IM_COL32(50, 52, 58, 255)
+                         : masked     ? kColMasked
+                         : diff       ? IM_COL32(150, 40, 40, 255)
+                                      : IM_COL32(45, 70, 55, 255);
+        dl->AddRectFilled(p0, p1, bg, chip.end_run ? 6.f : 2.f);
+        if (!masked)
+            dl->AddText(ImVec2(p0.x + pad, p0.y + 2),
+                        chip.end_run ? IM_COL32(190, 190, 195, 255) : IM_COL32(235, 235, 235, 255), text.c_str());
         if (diff) dl->AddRect(p0, p1, IM_COL32(255, 90, 70, 255), 2.f, 0, 1.5f);
         x += w + gap;
     }
@@ -45,8 +61,12 @@ void token_row(const Studio& s, const RunHistory& h, const RunCompare& c, const 
 }  // namespace
 
 void draw_compare(Studio& s) {
-    ImGui::SetNextWindowSize(ImVec2(980, 600), ImGuiCond_FirstUseEver);
-    ImGui::SetNextWindowPos(ImVec2(300, 140), ImGuiCond_FirstUseEver);
+    // First placement inside the window whatever its size (at 1280x720 the bottom was cut off).
+    const ImVec2 disp = ImGui::GetIO().DisplaySize;
+    const ImVec2 size(std::min(980.f, disp.x - 40), std::min(600.f, disp.y - 150));
+    ImGui::SetNextWindowSize(size, ImGuiCond_FirstUseEver);
+    ImGui::SetNextWindowPos(ImVec2(std::min(300.f, disp.x - size.x - 20), std::min(140.f, disp.y - size.y - 50)),
+                            ImGuiCond_FirstUseEver);
     if (!ImGui::Begin("Compare", &s.show_compare, ImGuiWindowFlags_NoSavedSettings)) {
         ImGui::End();
         return;

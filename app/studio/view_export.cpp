@@ -2,6 +2,7 @@
 // of the shown step, salient counts, canvas), Chrome trace JSON and JSONL of the whole run (instrumentation/).
 #include <imgui.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -82,8 +83,11 @@ std::vector<std::string> Studio::export_all(const std::string& dir) {
 }
 
 void draw_export(Studio& s) {
-    ImGui::SetNextWindowSize(ImVec2(520, 360), ImGuiCond_FirstUseEver);
-    ImGui::SetNextWindowPos(ImVec2(1100, 560), ImGuiCond_FirstUseEver);
+    // First placement: bottom right, inside the window whatever its size (it opened off-screen at 1280x720).
+    const ImVec2 disp = ImGui::GetIO().DisplaySize;
+    const ImVec2 size(std::min(520.f, disp.x - 20), std::min(360.f, disp.y - 80));
+    ImGui::SetNextWindowSize(size, ImGuiCond_FirstUseEver);
+    ImGui::SetNextWindowPos(ImVec2(disp.x - size.x - 10, disp.y - size.y - 50), ImGuiCond_FirstUseEver);
     if (!ImGui::Begin("Export", &s.show_export, ImGuiWindowFlags_NoSavedSettings)) {
         ImGui::End();
         return;

@@ -82,7 +82,15 @@ void draw_scrubber(Studio& s, const Rect& r) {
     ImGui::SameLine();
     if (ImGui::Button("Export")) s.show_export = !s.show_export;
     ImGui::SameLine();
-    if (s.notice.visible()) ImGui::TextColored(ImVec4(0.5f, 0.9f, 0.5f, 1), "%s", s.notice.text().c_str());
+    if (s.notice.visible()) {
+        // The full path is in the Export window and the tooltip; here the end of it, which says the most.
+        const std::string& t     = s.notice.text();
+        const float        avail = ImGui::GetContentRegionAvail().x;
+        size_t             cut   = 0;
+        while (cut + 8 < t.size() && ImGui::CalcTextSize(t.c_str() + cut).x + ImGui::CalcTextSize("...").x > avail) ++cut;
+        ImGui::TextColored(ImVec4(0.5f, 0.9f, 0.5f, 1), "%s%s", cut > 0 ? "..." : "", t.c_str() + cut);
+        if (cut > 0 && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", t.c_str());
+    }
     else ImGui::TextDisabled("%.1f ms/frame", double(s.frame_ms_avg));
 }
 
