@@ -1,4 +1,4 @@
-// compare_runs(): per-position token diff plus summary ratios of two runs.
+// compare_runs(): per-position token diff plus summary ratios of two runs; run labels and state notes.
 #include "app/model/run_compare.h"
 
 #include <algorithm>
@@ -29,23 +29,48 @@ RunCompare compare_runs(const RunHistory& a, const RunHistory& b, int seq) {
     c.b           = b.summary();
     c.speedup     = c.a.tokens_per_s > 0 ? c.b.tokens_per_s / c.a.tokens_per_s : 0.0;
     c.flops_ratio = c.a.flops > 0 ? c.b.flops / c.a.flops : 0.0;
+    // An aborted run's tokens/s counts only what it committed: a 9-step run measured 2.97x against a full one.
+    if (const std::string na = run_state_note(a); !na.empty()) c.speedup_note = "run A " + na;
+    else if (const std::string nb = run_state_note(b); !nb.empty()) c.speedup_note = "run B " + nb;
     return c;
+}
+
+std::vector<float> run_taus(const RunHistory& h) {
+    std::vector<float> taus;
+    for (int k = 1; k <= h.step_count(); ++k) {
+        const StepData* s = h.step(k);
+        if (!s->begun || !std::isfinite(s->tau)) continue;
+        if (taus.empty() || taus.back() != s->tau) taus.push_back(s->tau);
+    }
+    return taus;
 }
 
 std::string run_label(const RunHistory& h) {
     if (!h.has_run()) return "(no run)";
-    std::string label = h.info().method;
-    const std::string tau = h.env("tau");
-    if (!tau.empty()) {
-        // The engine writes tau with std::to_string ("0.990000"): shown as the float it was.
+    std::string        label = h.info().method;
+    const auto         taus  = run_taus(h);
+    if (!taus.empty()) {
+        // More than three values (a dragged slider): the first and the last say what the run went through.
+        label += " tau " + number_text(taus.front());
+        if (taus.size() > 3) label += "->...";
+        else
+            for (size_t i = 1; i + 1 < taus.size(); ++i) label += "->" + number_text(taus[i]);
+        if (taus.size() > 1) label += "->" + number_text(taus.back());
+    } else if (const std::string tau = h.env("tau"); !tau.empty()) {
+        // Before the first step: the tau in force at the start. The engine writes it as text; shown as the float.
         char*       end = nullptr;
         const float v   = std::strtof(tau.c_str(), &end);
-        label += " tau=" + (end != tau.c_str() ? number_text(v) : tau.substr(0, 20));
-    } else if (const auto* s = h.step(1); s && std::isfinite(s->tau)) {
-        label += " tau=" + number_text(s->tau);
+        label += " tau " + (end != tau.c_str() ? number_text(v) : tau.substr(0, 20));
     }
     if (h.env("approx") == "false") label += " exact-attn";  // DyLLM's "Salient" ablation
     return label;
+}
+
+std::string run_state_note(const RunHistory& h) {
+    if (!h.has_run()) return "not started";
+    if (!h.finished()) return "running";
+    if (h.run_end().cancelled) return "aborted at step " + std::to_string(h.run_end().steps);
+    return "";
 }
 
 }  // namespace dyllm::app

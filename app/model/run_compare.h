@@ -15,12 +15,25 @@ struct RunCompare {
     RunSummary a, b;
     double speedup = 0;            // tokens/s of b over a (0 when a has no time)
     double flops_ratio = 0;        // b flops over a flops
+    // A speed-up means something only between two complete runs: "" when both finished normally, otherwise why not
+    // ("run A aborted at step 9", "run B still running"); the panel then greys the figure out.
+    std::string speedup_note;
+    bool        speedup_valid() const { return speedup_note.empty() && speedup > 0; }
 };
 
 // Compares sequence `seq` of two finished (or partial) runs at their last step.
 RunCompare compare_runs(const RunHistory& a, const RunHistory& b, int seq = 0);
 
-// "dyllm tau=0.990" style label for a run, from its RunBegin.
+// The taus the run's steps actually used (StepBegin.tau), consecutive repeats merged: {0.95, 0.9999} after one live
+// change. Empty when no step carried a finite tau.
+std::vector<float> run_taus(const RunHistory& h);
+
+// "dyllm tau 0.99" style label for a run: the method, the taus its steps used ("tau 0.95->0.9999" after live changes;
+// RunBegin's tau before the first step) and "exact-attn" for DyLLM's Salient ablation.
 std::string run_label(const RunHistory& h);
+
+// "" for a run that ended normally, "running", or "aborted at step S" (cancelled or replaced): pickers append it, and
+// Compare refuses a speed-up for such runs.
+std::string run_state_note(const RunHistory& h);
 
 }  // namespace dyllm::app

@@ -19,6 +19,12 @@ RunEntry* RunList::find(const std::string& label) {
     return nullptr;
 }
 
+int RunList::index_of(const std::string& label) const {
+    for (size_t i = runs_.size(); i-- > 0;)
+        if (runs_[i]->label == label) return int(i);
+    return -1;
+}
+
 bool RunList::apply(const EventRecord& ev) {
     const auto* rb = std::get_if<RunBegin>(&ev);
     if (rb) {

@@ -45,6 +45,7 @@ public:
     const RunEntry& operator[](size_t i) const { return *runs_[i]; }
     RunEntry* newest() { return runs_.empty() ? nullptr : runs_.back().get(); }
     RunEntry* find(const std::string& label);  // nullptr when no run began under that label (or it was dropped)
+    int       index_of(const std::string& label) const;  // the newest run under that label, -1 when none
     uint64_t  dropped_runs() const { return dropped_; }  // entries removed to keep memory bounded
 
 private:

@@ -15,10 +15,6 @@ namespace dyllm::app {
 
 namespace {
 
-double now_s() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 double mean(const std::vector<double>& v) {
     double t = 0;
     for (double x : v) t += x;

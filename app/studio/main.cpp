@@ -12,8 +12,9 @@
 #include <cstdio>
 #include <thread>
 
-#include "app/studio/headless.h"
+#include "app/model/frame_throttle.h"
 #include "app/model/param_options.h"
+#include "app/studio/headless.h"
 #include "app/studio/studio.h"
 #include "app/studio/theme.h"
 #include "app/studio/window_png.h"
@@ -35,7 +36,9 @@ int parse_options(int argc, char** argv, StudioOptions& opt) {
     cli.add_option("-p,--prompt", opt.prompt, "prompt (user message)");
     cli::DiffusionOptions diffusion;  // every diffusion setting, from the engine's parameter table
     cli::add_diffusion_options(cli, diffusion);
-    cli.add_option("--speed", opt.speed, "play speed limit in steps/s (0 = as fast as the engine goes)")
+    cli.add_option("--speed", opt.speed,
+                   "play speed limit in steps/s (0 = as fast as the engine goes; default 3.5, and 0 with "
+                   "--screenshot/--bench-frames)")
         ->check(CLI::NonNegativeNumber);
     cli.add_flag("--compare", opt.compare, "run original vs the chosen method on the prompt and open Compare");
     cli.add_option("--export-dir", opt.export_dir, "headless: write CSV, Chrome trace and JSONL of the run here");
@@ -111,9 +114,17 @@ int main(int argc, char** argv) {
         if (headless.enabled()) headless.start(s);
         else s.open(true);
 
-        // Main loop
+        // Main loop. Idle (nothing running, paused or done), block for input instead of spinning a core.
+        FrameThrottle throttle;
         while (!glfwWindowShouldClose(win)) {
-            glfwPollEvents();
+            const double wait = headless.enabled() ? 0.0 : throttle.wait_before_frame(s.working());
+            if (wait > 0) {
+                const double t0 = now_s();
+                glfwWaitEventsTimeout(wait);
+                throttle.woke(now_s() - t0, wait);
+            } else {
+                glfwPollEvents();
+            }
             if (!headless.enabled() && glfwGetWindowAttrib(win, GLFW_ICONIFIED)) {
                 std::this_thread::sleep_for(std::chrono::milliseconds(10));  // ImGui example: sleep when iconified
                 continue;

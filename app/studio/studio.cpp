@@ -19,11 +19,16 @@ std::span<const char* const> method_combo_items() {
     return names;
 }
 
-namespace {
-
 double now_s() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
+
+float play_speed(const StudioOptions& o) {
+    if (o.speed >= 0) return o.speed;
+    return o.screenshot.empty() && o.bench_frames == 0 ? kWatchableSpeed : 0.f;
+}
+
+namespace {
 
 // Default prompt when neither -p nor a task suite is there.
 constexpr const char* kFallbackPrompt = "What is 27 + 45? Show the column sums.";
@@ -46,7 +51,7 @@ Studio::Studio(const StudioOptions& o) : opts(o) {
         ui.tau     = p.tau;
         ui.tau_set = true;
     }
-    ui.speed        = o.speed;
+    ui.speed        = play_speed(o);
     ui.full_steps   = p.full_steps;
     ui.approx       = p.approx;
     ui.gen_length   = p.gen_length;
@@ -65,6 +70,10 @@ Studio::Studio(const StudioOptions& o) : opts(o) {
     } else {
         std::snprintf(prompt, sizeof prompt, "%s", kFallbackPrompt);
     }
+    std::error_code ec;
+    auto            dir = std::filesystem::absolute(o.export_dir.empty() ? "." : o.export_dir, ec).lexically_normal();
+    if (!dir.has_filename() && dir.has_parent_path() && dir != dir.root_path()) dir = dir.parent_path();  // no "x/"
+    std::snprintf(export_dir, sizeof export_dir, "%s", ec ? "." : dir.string().c_str());
     worker.sink().set_wants_cosines(true);
     worker.sink().set_wants_op_timings(true);
 }
@@ -86,7 +95,7 @@ void Studio::load_selected_model() {
 
 void Studio::open(bool autoplay) {
     load_selected_model();
-    if (opts.speed > 0) worker.set_speed(opts.speed);
+    if (ui.speed > 0) worker.set_speed(ui.speed);
     if (opts.compare) start_compare(true, NAN);
     else restart(autoplay);
 }
@@ -149,9 +158,9 @@ void Studio::start_compare(bool original_a, float tau_b) {
     a.label         = runs.expect(std::move(what));
     compare_labels[0] = a.label;
     compare_labels[1].clear();
+    cmp_pick.start_pair(compare_labels[0]);  // shown as soon as its runs begin, never older runs meanwhile
     worker.start(std::move(a));
     compare_queued = true;
-    cmp_a = cmp_b = -1;
     follow_live   = true;
     shown_run_idx = -1;
     show_compare  = true;
@@ -176,10 +185,7 @@ void Studio::pump_events(double budget_ms) {
         const uint64_t dropped = runs.dropped_runs();
         if (runs.apply(rec)) {
             token_grid_steps = -1;
-            if (runs.dropped_runs() != dropped) {  // indices moved: forget picks into the list
-                cmp_a = cmp_b = -1;
-                shown_run_idx = -1;
-            }
+            if (runs.dropped_runs() != dropped) shown_run_idx = -1;  // indices moved (Compare picks by label)
         }
         // Check the clock every 64 events: a burst from a fast model must not stall the frame.
         if ((++n & 63) == 0 && now_s() > t_end) break;
@@ -207,11 +213,16 @@ void Studio::begin_frame() {
                 StartRequest b = compare_second;
                 b.label        = runs.expect(compare_second_request);
                 compare_labels[1] = b.label;
+                cmp_pick.pair_b_started(b.label);
                 worker.start(std::move(b));
+            } else {
+                cmp_pick.drop_pair();
+                message = "comparison stopped: run A (" + compare_labels[0] + ") was cancelled before its end";
             }
         } else if (!a && !worker.busy() && worker.sink().queued() == 0) {
             // The worker finished the start (busy() is read first) and no RunBegin came: A was refused.
             compare_queued = false;
+            cmp_pick.drop_pair();
         }
     }
     if (RunEntry* r = shown_run()) {
@@ -223,7 +234,14 @@ void Studio::begin_frame() {
     } else {
         view_step = 0;
     }
-    if (!notice.empty() && now_s() > notice_until) notice.clear();
+    notice.expire(now_s());
+}
+
+void Studio::show_notice(std::string text) { notice.show(std::move(text), now_s()); }
+
+bool Studio::working() {
+    return status.state == WorkerState::Playing || status.state == WorkerState::Loading || compare_queued ||
+           worker.sink().queued() > 0;
 }
 
 void Studio::end_frame() {

@@ -7,10 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "app/model/compare_pick.h"
 #include "app/model/layout.h"
 #include "app/model/run_history.h"
 #include "app/model/run_list.h"
 #include "app/model/task_examples.h"
+#include "app/model/timed_notice.h"
 #include "app/model/vocab.h"
 #include "app/studio/engine_worker.h"
 
@@ -27,11 +29,17 @@ struct StudioOptions {
     int         bench_frames = 0;      // --bench-frames N
     int         width = 1600, height = 1000;
     int         threads = 0;
-    float       speed = 0;                 // --speed: steps/s limit (0 = unlimited)
+    float       speed = -1;                // --speed: steps/s limit (0 = unlimited; -1 = not given, see play_speed)
     bool        compare = false;           // --compare: original vs current settings, Compare window open
     std::string export_dir;                // --export-dir: headless runs write every export there before exiting
     DiffusionParams params;            // the diffusion flags (engine/params.h), resolved and validated
 };
+
+// Interactive play speed when --speed is not given: slow enough to watch each step (a 64-step run takes ~18 s).
+constexpr float kWatchableSpeed = 3.5f;
+// The play speed a session starts with: --speed when given; otherwise kWatchableSpeed interactively and unlimited in
+// the headless modes (--screenshot, --bench-frames), so tests and benchmarks stay fast.
+float play_speed(const StudioOptions& o);
 
 // Knobs of the Controls bar (applied on restart, except tau which is live).
 struct UiParams {
@@ -82,9 +90,10 @@ struct Studio {
     int  salient_layer = 0;
     bool hist_log_y = false;
     bool lsal_log_y = false;
-    bool time_log_y = true;  // the first (FULL) steps dwarf sparse ones on a linear axis
+    bool time_log_y = false;  // linear: bar heights are times (log mode scales each bar's total)
     bool show_explain = false, show_compare = false, show_export = false;
-    int  cmp_a = -1, cmp_b = -1;
+    ComparePick cmp_pick;             // the runs Compare shows (by label)
+    ComparePair compare_pair() const { return resolve_compare(runs, cmp_pick); }
     bool compare_queued = false;      // second compare run waits for the first to finish
     StartRequest compare_second;
     RunRequest   compare_second_request;
@@ -96,12 +105,11 @@ struct Studio {
     std::shared_ptr<const Vocab> vocab;
     uint64_t    seen_error_serial = 0;
     std::string message;              // red message bar text ("" = hidden)
-    std::string notice;               // green notice (exports)
-    double      notice_until = 0;
+    TimedNotice notice;               // green notice (exports), on the steady clock of now_s()
 
     // Export requests handled by main.cpp after rendering (glReadPixels).
     std::string png_request;
-    char        export_dir[512] = ".";
+    char        export_dir[512] = {};  // Export window's folder: --export-dir, else the working directory (absolute)
 
     // Frame timing (end_frame).
     float  frame_ms = 0, frame_ms_avg = 0;
@@ -119,6 +127,8 @@ struct Studio {
     void end_frame();                    // frame time (shown in the scrubber bar)
     bool compare_finished();             // run B of the newest comparison has its RunEnd
     std::string model_spec() const;
+    void show_notice(std::string text);  // green notice for TimedNotice::kDefaultSeconds
+    bool working();                      // engine playing or loading, events queued or a comparison pending
     // Two runs of the current prompt, B started after A finishes: original vs current settings (original_a), or the
     // current settings vs the same with tau = tau_b.
     void start_compare(bool original_a, float tau_b);
@@ -149,6 +159,7 @@ void draw_studio(Studio& s, float width, float height);  // the whole frame (vie
 
 // Short teaching text of a panel (view_explain.cpp), also shown as the "(?)" tooltip in each panel's title row.
 const char* explain_text(const char* panel);
+double      now_s();  // steady clock in seconds: the one clock of the studio's timers
 void        help_marker(const char* panel);
 
 }  // namespace dyllm::app

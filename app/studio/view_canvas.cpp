@@ -1,12 +1,14 @@
 // Canvas panel: the response as a wrapped grid of token cells at the shown step. Masked = grey; colour = step that
 // unmasked the token (viridis, legend on top); fill strength = sampler score; white outline = unmasked at this step.
-// Hover: token, step, score. Click: that token's saliency history (steps x layers) in a floating window.
+// Hover: token, step, score. Click: that token's saliency history (steps x layers) in a floating window. End of text
+// is one compact chip (canvas_chips), and step 0 carries a one-line banner saying what the grey cells are.
 #include <imgui.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
+#include "app/model/canvas_chips.h"
 #include "app/studio/plot.h"
 #include "app/studio/studio.h"
 
@@ -37,7 +39,15 @@ void draw_canvas(Studio& s, const Rect& r) {
     const auto        cells = h.canvas_at(s.seq, k);
     int masked = 0;
     for (const auto& c : cells) masked += c.masked() ? 1 : 0;
-    ImGui::Text("step %d / %d   %d of %zu tokens masked", k, total, masked, cells.size());
+    const Vocab*  vocab  = s.vocab.get();
+    const int32_t eos_id = vocab ? vocab->eos_id : -1;
+    const EosStop stop   = eos_stop(h, s.seq, eos_id);
+    const bool    stopped = stop.step > 0 && k >= stop.step;
+    if (stopped) ImGui::Text("step %d / %d   stopped at end of text at step %d", k, total, stop.step);
+    else ImGui::Text("step %d / %d   %d of %zu tokens masked", k, total, masked, cells.size());
+    if (stopped && ImGui::IsItemHovered())
+        ImGui::SetTooltip("the sampler ends a sequence once an end-of-text token has no [MASK] before it:\n"
+                          "the %d positions still masked after it are never decoded", masked);
     if (h.n_seq() > 1) {
         ImGui::SameLine();
         ImGui::SetNextItemWidth(80);
@@ -54,29 +64,52 @@ void draw_canvas(Studio& s, const Rect& r) {
     }
     ImGui::Separator();
 
-    const Vocab* vocab = s.vocab.get();
     const float  pad = 4.f, gap = 3.f, cell_h = ImGui::GetTextLineHeight() + 6.f;
     ImGui::BeginChild("##cells", ImVec2(0, 0), false);
+    if (k == 0) {  // the first screen: say what the grey boxes are and what play does
+        const int32_t steps = h.info().steps;
+        const int32_t n_u   = steps > 0 ? h.gen_length() / steps : 0;
+        ImGui::TextColored(ImVec4(1.f, 0.85f, 0.45f, 1.f),
+                           "grey cells are [MASK]; press play to denoise, one step = %d token%s", n_u, n_u == 1 ? "" : "s");
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("n_u = gen / steps tokens are unmasked per step (with 'conf' on, every token above\n"
+                              "the confidence threshold too); colour then says at which step each token appeared");
+    }
     const ImVec2 origin = ImGui::GetCursorScreenPos();
     const float  avail  = ImGui::GetContentRegionAvail().x;
     float        x = 0, y = 0;
     int          hovered = -1;
     const ImVec2 mouse   = ImGui::GetIO().MousePos;
     dl = ImGui::GetWindowDrawList();
-    for (size_t i = 0; i < cells.size(); ++i) {
-        const CanvasCell& c = cells[i];
+    int          hovered_end = -1;  // index into chips of a hovered end-of-text chip
+    const auto   chips = canvas_chips(cells, eos_id, stopped ? stop.position : -1);
+    for (size_t ci = 0; ci < chips.size(); ++ci) {
+        const CanvasChip& chip = chips[ci];
+        const size_t      i    = size_t(chip.first);
+        const CanvasCell& c    = cells[i];
         std::string text;
-        if (c.masked()) text = "";
+        if (chip.end_run) text = end_chip_text(chip);
+        else if (c.masked()) text = "";
+        else if (c.token == eos_id) text = "<eos>";  // the full name (<|endoftext|>) is in the tooltip
         else text = vocab ? vocab->display(c.token) : "#" + std::to_string(c.token);
-        if (text.size() > 24) text = text.substr(0, 22) + "..";
-        const float tw = c.masked() ? 14.f : ImGui::CalcTextSize(text.c_str()).x;
+        if (!chip.end_run && text.size() > 24) text = text.substr(0, 22) + "..";
+        const float tw = c.masked() && !chip.end_run ? 14.f : ImGui::CalcTextSize(text.c_str()).x;
         const float w  = tw + 2 * pad;
         if (x > 0 && x + w > avail) {
             x = 0;
             y += cell_h + gap;
         }
         const ImVec2 p0(origin.x + x, origin.y + y), p1(p0.x + w, p0.y + cell_h);
-        ImU32        bg;
+        const bool   in = mouse.x >= p0.x && mouse.x < p1.x && mouse.y >= p0.y && mouse.y < p1.y && ImGui::IsWindowHovered();
+        x += w + gap;
+        if (chip.end_run) {
+            dl->AddRectFilled(p0, p1, IM_COL32(50, 52, 58, 255), 6.f);
+            dl->AddRect(p0, p1, IM_COL32(120, 124, 135, 255), 6.f);
+            dl->AddText(ImVec2(p0.x + pad, p0.y + 3), IM_COL32(190, 190, 195, 255), text.c_str());
+            if (in) hovered_end = int(ci);
+            continue;
+        }
+        ImU32 bg;
         if (c.masked()) {
             bg = kColMasked;
         } else {
@@ -91,9 +124,13 @@ void draw_canvas(Studio& s, const Rect& r) {
             if (c.unmask_step == k) dl->AddRect(p0, p1, IM_COL32(255, 255, 255, 230), 0.f, 0, 2.f);
         }
         if (int(i) == s.selected_token) dl->AddRect(p0, p1, IM_COL32(255, 140, 0, 255), 0.f, 0, 2.5f);
-        if (mouse.x >= p0.x && mouse.x < p1.x && mouse.y >= p0.y && mouse.y < p1.y && ImGui::IsWindowHovered())
-            hovered = int(i);
-        x += w + gap;
+        if (in) hovered = int(i);
+    }
+    if (hovered_end >= 0) {
+        const CanvasChip& chip = chips[size_t(hovered_end)];
+        ImGui::SetTooltip("positions %d..%d: end of text\n%d x '%s'%s", chip.first, chip.first + chip.count - 1,
+                          chip.n_eos, vocab ? vocab->display(eos_id).c_str() : "eos",
+                          chip.n_masked > 0 ? "\nthe masked ones come after the sequence stopped: never decoded" : "");
     }
     ImGui::Dummy(ImVec2(avail, y + cell_h + 4));
     if (hovered >= 0) {

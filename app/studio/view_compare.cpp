@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "app/model/canvas_chips.h"
 #include "app/model/run_compare.h"
 #include "app/studio/plot.h"
 #include "app/studio/studio.h"
@@ -21,20 +22,35 @@ void token_row(const Studio& s, const RunHistory& h, const RunCompare& c, const 
     const float  avail  = ImGui::GetContentRegionAvail().x;
     const float  pad = 3.f, gap = 3.f, ch = ImGui::GetTextLineHeight() + 4.f;
     float        x = 0, y = 0;
-    const auto&  toks = h.tokens(s.seq);
-    for (size_t i = 0; i < toks.size(); ++i) {
-        const bool  masked = toks[i].unmask_step == 0;
-        std::string text   = masked ? "" : (s.vocab ? s.vocab->display(toks[i].token) : "#" + std::to_string(toks[i].token));
-        if (text.size() > 20) text = text.substr(0, 18) + "..";
+    // The run's last canvas, end of text collapsed as on the Canvas panel.
+    const auto    cells  = h.canvas_at(s.seq, h.step_count());
+    const int32_t eos_id = s.vocab ? s.vocab->eos_id : -1;
+    const EosStop stop   = eos_stop(h, s.seq, eos_id);
+    for (const CanvasChip& chip : canvas_chips(cells, eos_id, stop.step > 0 ? stop.position : -1)) {
+        const CanvasCell& cell   = cells[size_t(chip.first)];
+        const bool        masked = cell.masked() && !chip.end_run;
+        std::string       text;
+        if (chip.end_run) text = end_chip_text(chip);
+        else if (!masked) text = cell.token == eos_id ? "<eos>" : s.vocab ? s.vocab->display(cell.token)
+                                                                          : "#" + std::to_string(cell.token);
+        if (!chip.end_run && text.size() > 20) text = text.substr(0, 18) + "..";
         const float w = (masked ? 12.f : ImGui::CalcTextSize(text.c_str()).x) + 2 * pad;
         if (x > 0 && x + w > avail) {
             x = 0;
             y += ch + gap;
         }
         const ImVec2 p0(origin.x + x, origin.y + y), p1(p0.x + w, p0.y + ch);
-        const bool   diff = i < c.differs.size() && c.differs[i];
-        dl->AddRectFilled(p0, p1, masked ? kColMasked : diff ? IM_COL32(150, 40, 40, 255) : IM_COL32(45, 70, 55, 255), 2.f);
-        if (!masked) dl->AddText(ImVec2(p0.x + pad, p0.y + 2), IM_COL32(235, 235, 235, 255), text.c_str());
+        bool         diff = false;
+        for (int32_t i = chip.first; i < chip.first + chip.count && size_t(i) < c.differs.size(); ++i)
+            diff = diff || c.differs[size_t(i)];
+        const ImU32 bg = chip.end_run ? IM_COL32(50, 52, 58, 255)
+                         : masked     ? kColMasked
+                         : diff       ? IM_COL32(150, 40, 40, 255)
+                                      : IM_COL32(45, 70, 55, 255);
+        dl->AddRectFilled(p0, p1, bg, chip.end_run ? 6.f : 2.f);
+        if (!masked)
+            dl->AddText(ImVec2(p0.x + pad, p0.y + 2),
+                        chip.end_run ? IM_COL32(190, 190, 195, 255) : IM_COL32(235, 235, 235, 255), text.c_str());
         if (diff) dl->AddRect(p0, p1, IM_COL32(255, 90, 70, 255), 2.f, 0, 1.5f);
         x += w + gap;
     }
@@ -45,8 +61,12 @@ void token_row(const Studio& s, const RunHistory& h, const RunCompare& c, const 
 }  // namespace
 
 void draw_compare(Studio& s) {
-    ImGui::SetNextWindowSize(ImVec2(980, 600), ImGuiCond_FirstUseEver);
-    ImGui::SetNextWindowPos(ImVec2(300, 140), ImGuiCond_FirstUseEver);
+    // First placement inside the window whatever its size (at 1280x720 the bottom was cut off).
+    const ImVec2 disp = ImGui::GetIO().DisplaySize;
+    const ImVec2 size(std::min(980.f, disp.x - 40), std::min(600.f, disp.y - 150));
+    ImGui::SetNextWindowSize(size, ImGuiCond_FirstUseEver);
+    ImGui::SetNextWindowPos(ImVec2(std::min(300.f, disp.x - size.x - 20), std::min(140.f, disp.y - size.y - 50)),
+                            ImGuiCond_FirstUseEver);
     if (!ImGui::Begin("Compare", &s.show_compare, ImGuiWindowFlags_NoSavedSettings)) {
         ImGui::End();
         return;
@@ -67,46 +87,54 @@ void draw_compare(Studio& s) {
         ImGui::TextDisabled("running A, then B...");
     }
 
-    // ---- pick the two runs: the newest compare-a/compare-b pair by default ----
-    const int n = int(s.runs.size());
-    if (s.cmp_a < 0 || s.cmp_b < 0 || s.cmp_a >= n || s.cmp_b >= n) {
-        for (int i = n - 1; i >= 1; --i)
-            if (s.runs[size_t(i)].request.tag == "compare-b" && s.runs[size_t(i - 1)].request.tag == "compare-a") {
-                s.cmp_a = i - 1;
-                s.cmp_b = i;
-                break;
-            }
-        if ((s.cmp_a < 0 || s.cmp_b < 0) && n >= 2) {
-            s.cmp_a = n - 2;
-            s.cmp_b = n - 1;
+    // ---- the two runs: the comparison just started (as its runs begin), a pair picked by hand, or the newest pair ----
+    const ComparePair pair = s.compare_pair();
+    const int         n    = int(s.runs.size());
+    if (pair.a < 0 || pair.b < 0) {
+        if (pair.waiting) {
+            const RunEntry* a = pair.a >= 0 ? &s.runs[size_t(pair.a)] : nullptr;
+            ImGui::TextDisabled("waiting for run %s of the comparison (%s)...", a ? "B" : "A",
+                                a ? run_label(a->history).c_str() : s.cmp_pick.label_a().c_str());
+        } else {
+            ImGui::TextDisabled("needs two runs: start one of the comparisons above");
         }
-    }
-    if (n < 2 || s.cmp_a < 0 || s.cmp_b < 0) {
-        ImGui::TextDisabled("needs two runs: start one of the comparisons above");
         ImGui::End();
         return;
     }
-    auto run_combo = [&](const char* label, int* idx) {
-        ImGui::SetNextItemWidth(300);
-        char prev[128];
-        std::snprintf(prev, sizeof prev, "#%llu %s", (unsigned long long)s.runs[size_t(*idx)].serial,
-                      run_label(s.runs[size_t(*idx)].history).c_str());
-        if (ImGui::BeginCombo(label, prev)) {
+    // Picker entry: "#N dyllm tau 0.95->0.9999 compare-b  [aborted at step 9]".
+    auto entry_text = [&](int i) {
+        const RunEntry&   e    = s.runs[size_t(i)];
+        const std::string note = run_state_note(e.history);
+        std::string       t    = "#";  // appended piecewise: GCC 12 warns falsely (-Wrestrict) on "#" + string
+        t += std::to_string(e.serial);
+        t += ' ';
+        t += run_label(e.history);
+        if (!e.request.tag.empty()) t += " " + e.request.tag;
+        if (!note.empty()) t += "  [" + note + "]";
+        return t;
+    };
+    auto run_combo = [&](const char* label, int idx, bool is_a) {
+        ImGui::SetNextItemWidth(std::min(340.f, ImGui::GetContentRegionAvail().x * 0.5f - 60));
+        if (ImGui::BeginCombo(label, entry_text(idx).c_str())) {
             for (int i = 0; i < n; ++i) {
-                char item[128];
-                std::snprintf(item, sizeof item, "#%llu %s %s", (unsigned long long)s.runs[size_t(i)].serial,
-                              run_label(s.runs[size_t(i)].history).c_str(), s.runs[size_t(i)].request.tag.c_str());
-                if (ImGui::Selectable(item, i == *idx)) *idx = i;
+                const bool aborted = s.runs[size_t(i)].history.finished() && s.runs[size_t(i)].history.run_end().cancelled;
+                if (aborted) ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.f, 0.55f, 0.45f, 1));
+                if (ImGui::Selectable(entry_text(i).c_str(), i == idx)) {
+                    const std::string& other = s.runs[size_t(is_a ? pair.b : pair.a)].label;
+                    if (is_a) s.cmp_pick.choose(s.runs[size_t(i)].label, other);
+                    else s.cmp_pick.choose(other, s.runs[size_t(i)].label);
+                }
+                if (aborted) ImGui::PopStyleColor();
             }
             ImGui::EndCombo();
         }
     };
-    run_combo("run A", &s.cmp_a);
+    run_combo("run A", pair.a, true);
     ImGui::SameLine();
-    run_combo("run B", &s.cmp_b);
+    run_combo("run B", pair.b, false);
 
-    const RunEntry& A = s.runs[size_t(s.cmp_a)];
-    const RunEntry& B = s.runs[size_t(s.cmp_b)];
+    const RunEntry& A = s.runs[size_t(pair.a)];
+    const RunEntry& B = s.runs[size_t(pair.b)];
     const RunCompare c = compare_runs(A.history, B.history, s.seq);
     if (A.request.prompt != B.request.prompt)
         ImGui::TextColored(ImVec4(1, 0.7f, 0.3f, 1), "note: the two runs used different prompts");
@@ -127,8 +155,17 @@ void draw_compare(Studio& s) {
         char a[64], b[64];
         line("forward passes", std::to_string(c.a.forward_passes), std::to_string(c.b.forward_passes));
         std::snprintf(a, sizeof a, "%.1f", c.a.tokens_per_s);
-        std::snprintf(b, sizeof b, "%.1f  (%.2fx)", c.b.tokens_per_s, c.speedup);
+        std::snprintf(b, sizeof b, "%.1f", c.b.tokens_per_s);
         line("tokens/s", a, b);
+        // The speed-up only between two complete runs; otherwise greyed, with the reason.
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        ImGui::TextDisabled("speed-up B/A");
+        ImGui::TableNextColumn();
+        ImGui::TableNextColumn();
+        if (c.speedup_valid()) ImGui::Text("%.2fx", c.speedup);
+        else if (c.speedup > 0) ImGui::TextDisabled("(%.2fx) %s: no speed-up", c.speedup, c.speedup_note.c_str());
+        else ImGui::TextDisabled("%s", c.speedup_note.empty() ? "-" : c.speedup_note.c_str());
         line("denoise time", fmt_ms(c.a.denoise_seconds), fmt_ms(c.b.denoise_seconds));
         std::snprintf(a, sizeof a, "%.1f%%", 100.0 * c.a.recompute_fraction);
         std::snprintf(b, sizeof b, "%.1f%%", 100.0 * c.b.recompute_fraction);

@@ -15,14 +15,15 @@ namespace dyllm::app {
 namespace {
 
 // Label first, then the field (ImGui puts labels after widgets, which reads badly in a row of knobs).
-bool knob_int(const char* label, int* v, int lo, int hi, float width) {
+bool knob_int(const char* label, int* v, int lo, int hi, float width, const char* help = nullptr) {
     ImGui::TextUnformatted(label);
     ImGui::SameLine(0, 4);
     ImGui::SetNextItemWidth(width);
     char id[32];
     std::snprintf(id, sizeof id, "##%s", label);
     const bool changed = ImGui::DragInt(id, v, 0.25f, lo, hi);
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("drag or double-click to edit; applies on restart");
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("%s%sdrag or double-click to edit; applies on restart", help ? help : "", help ? "\n" : "");
     if (changed) *v = *v < lo ? lo : *v > hi ? hi : *v;
     return changed;
 }
@@ -84,27 +85,42 @@ void draw_controls(Studio& s, const Rect& r) {
                           "recomputed. Live: applies from the next step. Drag the red line in a histogram too.");
 
     ImGui::SameLine(0, 16);
-    if (knob_int("T_full", &s.ui.full_steps, 1, 1024, 44)) s.params_dirty = true;
+    if (knob_int("T_full", &s.ui.full_steps, 1, 1024, 44,
+                 "T_full: DyLLM runs a FULL (dense) step every T_full steps to refresh its caches;\n"
+                 "the steps between are sparse: only salient tokens are recomputed"))
+        s.params_dirty = true;
     ImGui::SameLine();
-    if (knob_int("gen", &s.ui.gen_length, 1, 4096, 48)) s.params_dirty = true;
+    if (knob_int("gen", &s.ui.gen_length, 1, 4096, 48, "gen: response length in tokens (all start as [MASK])"))
+        s.params_dirty = true;
     ImGui::SameLine();
-    if (knob_int("steps", &s.ui.steps, 1, 4096, 48)) s.params_dirty = true;
+    if (knob_int("steps", &s.ui.steps, 1, 4096, 48, "steps: denoising steps for the whole response"))
+        s.params_dirty = true;
     ImGui::SameLine(0, 4);
     ImGui::TextDisabled("(n_u %s)", s.ui.steps > 0 && s.ui.gen_length % s.ui.steps == 0
                                         ? std::to_string(s.ui.gen_length / s.ui.steps).c_str() : "?");
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("n_u = gen / steps: tokens unmasked per step (the most confident masked ones).\n"
+                          "'?' when gen is not a multiple of steps (the engine refuses such a run)");
     ImGui::SameLine();
-    if (knob_int("block", &s.ui.block_length, 1, 4096, 44)) s.params_dirty = true;
+    if (knob_int("block", &s.ui.block_length, 1, 4096, 44,
+                 "block: semi-autoregressive block length; tokens are unmasked block by block, left to right"))
+        s.params_dirty = true;
     if (std::string_view(s.method_name_ui()) == "dyllm") {
         ImGui::SameLine(0, 12);
         if (ImGui::Checkbox("approx", &s.ui.approx)) s.params_dirty = true;
         if (ImGui::IsItemHovered())
-            ImGui::SetTooltip("on: DyLLM's approximate attention for stable rows (C_old + p[:, S] dV[S]).\n"
+            ImGui::SetTooltip("approx: how stable (non-salient) rows get their attention output.\n"
+                              "on: DyLLM's approximation, the cached output updated only by the salient tokens'\n"
+                              "value changes (C_old + p[:, S] dV[S]): much cheaper.\n"
                               "off: the paper's 'Salient' ablation, exact attention for every query and the FFN\n"
                               "only for salient tokens. Compare them on an addition prompt with tiny-llada.");
     }
     ImGui::SameLine(0, 12);
     if (ImGui::Checkbox("conf", &s.ui.use_threshold)) s.params_dirty = true;
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("confidence-threshold parallel decoding (Fast-dLLM semantics)");
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("conf: confidence-threshold parallel decoding (Fast-dLLM semantics): besides the n_u\n"
+                          "tokens of a step, also unmask every token whose confidence is above the threshold,\n"
+                          "so runs need fewer steps");
     if (s.ui.use_threshold) {
         ImGui::SameLine();
         ImGui::SetNextItemWidth(70);
@@ -144,6 +160,9 @@ void draw_controls(Studio& s, const Rect& r) {
     ImGui::SetNextItemWidth(130);
     if (ImGui::SliderFloat("##speed", &s.ui.speed, 0.f, 60.f, s.ui.speed <= 0 ? "max" : "%.1f steps/s"))
         s.worker.set_speed(s.ui.speed);
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("play speed limit (steps per second); far left = max, as fast as the engine goes.\n"
+                          "Timings are per step and do not include the wait between steps.");
     ImGui::SameLine(0, 16);
     ImGui::Checkbox("chat template", &s.ui.chat);
     ImGui::SameLine();

@@ -2,6 +2,7 @@
 // of the shown step, salient counts, canvas), Chrome trace JSON and JSONL of the whole run (instrumentation/).
 #include <imgui.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -24,9 +25,16 @@ std::string stamp() {
     return buf;
 }
 
+// dir/name as an absolute path, so the notice says exactly where the files went.
+std::filesystem::path export_path(const std::string& dir, const std::string& name) {
+    std::error_code ec;
+    auto            p = std::filesystem::absolute(std::filesystem::path(dir.empty() ? "." : dir) / name, ec);
+    return ec ? std::filesystem::path(dir) / name : p.lexically_normal();
+}
+
 template <class F>
 void write_file(Studio& s, const std::string& name, F&& body) {
-    const std::filesystem::path p = std::filesystem::path(s.export_dir) / name;
+    const std::filesystem::path p = export_path(s.export_dir, name);
     std::ofstream               f(p, std::ios::binary);
     if (!f) {
         s.message = "export: cannot open " + p.string() + " for writing";
@@ -38,8 +46,7 @@ void write_file(Studio& s, const std::string& name, F&& body) {
         s.message = "export: write to " + p.string() + " failed";
         return;
     }
-    s.notice       = "wrote " + p.string();
-    s.notice_until = ImGui::GetTime() + 4.0;
+    s.show_notice("wrote " + p.string());
 }
 
 }  // namespace
@@ -56,7 +63,7 @@ std::vector<std::string> Studio::export_all(const std::string& dir) {
     const RunHistory& h   = run->history;
     const std::string tag = stamp();
     auto put = [&](const std::string& name, auto&& body) {
-        const std::string path = (std::filesystem::path(dir) / name).string();
+        const std::string path = export_path(dir, name).string();
         std::ofstream     f(path, std::ios::binary);
         if (f) body(f);
         if (!f) {
@@ -76,25 +83,31 @@ std::vector<std::string> Studio::export_all(const std::string& dir) {
 }
 
 void draw_export(Studio& s) {
-    ImGui::SetNextWindowSize(ImVec2(440, 330), ImGuiCond_FirstUseEver);
-    ImGui::SetNextWindowPos(ImVec2(1100, 560), ImGuiCond_FirstUseEver);
+    // First placement: bottom right, inside the window whatever its size (it opened off-screen at 1280x720).
+    const ImVec2 disp = ImGui::GetIO().DisplaySize;
+    const ImVec2 size(std::min(520.f, disp.x - 20), std::min(360.f, disp.y - 80));
+    ImGui::SetNextWindowSize(size, ImGuiCond_FirstUseEver);
+    ImGui::SetNextWindowPos(ImVec2(disp.x - size.x - 10, disp.y - size.y - 50), ImGuiCond_FirstUseEver);
     if (!ImGui::Begin("Export", &s.show_export, ImGuiWindowFlags_NoSavedSettings)) {
         ImGui::End();
         return;
     }
     ImGui::SetNextItemWidth(-60);
     ImGui::InputText("folder", s.export_dir, sizeof s.export_dir);
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("every export goes here (created when missing); relative paths start at\n%s",
+                          std::filesystem::current_path().string().c_str());
+    if (s.notice.visible()) ImGui::TextColored(ImVec4(0.5f, 0.9f, 0.5f, 1), "%s", s.notice.text().c_str());
     RunEntry*         run = s.shown_run();
     const std::string tag = stamp();
     if (ImGui::Button("PNG of the window", ImVec2(-1, 0)))
-        s.png_request = (std::filesystem::path(s.export_dir) / ("dyllm-studio-" + tag + ".png")).string();
+        s.png_request = export_path(s.export_dir, "dyllm-studio-" + tag + ".png").string();
     ImGui::BeginDisabled(!run || !run->history.has_run());
     if (ImGui::Button("everything below (CSV + trace + JSONL)", ImVec2(-1, 0))) {
         const auto files = s.export_all(s.export_dir);
-        if (!files.empty()) {
-            s.notice       = "wrote " + std::to_string(files.size()) + " files to " + std::string(s.export_dir);
-            s.notice_until = ImGui::GetTime() + 4.0;
-        }
+        if (!files.empty())
+            s.show_notice("wrote " + std::to_string(files.size()) + " files to " +
+                          export_path(s.export_dir, "").parent_path().string());
     }
     ImGui::Separator();
     ImGui::TextDisabled("CSV of a plot (the shown run, step %d)", s.view_step);

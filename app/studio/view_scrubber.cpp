@@ -62,8 +62,10 @@ void draw_scrubber(Studio& s, const Rect& r) {
         for (size_t i = 0; i < s.runs.size(); ++i) {
             char label[128];
             const RunEntry& e = s.runs[i];
-            std::snprintf(label, sizeof label, "#%llu %s%s%s", (unsigned long long)e.serial,
-                          run_label(e.history).c_str(), e.request.tag.empty() ? "" : " ", e.request.tag.c_str());
+            const std::string note = run_state_note(e.history);
+            std::snprintf(label, sizeof label, "#%llu %s%s%s%s%s%s", (unsigned long long)e.serial,
+                          run_label(e.history).c_str(), e.request.tag.empty() ? "" : " ", e.request.tag.c_str(),
+                          note.empty() ? "" : "  [", note.c_str(), note.empty() ? "" : "]");
             if (ImGui::Selectable(label, int(i) == s.shown_run_idx)) {
                 s.shown_run_idx  = int(i);
                 s.follow_live    = false;
@@ -80,7 +82,15 @@ void draw_scrubber(Studio& s, const Rect& r) {
     ImGui::SameLine();
     if (ImGui::Button("Export")) s.show_export = !s.show_export;
     ImGui::SameLine();
-    if (!s.notice.empty()) ImGui::TextColored(ImVec4(0.5f, 0.9f, 0.5f, 1), "%s", s.notice.c_str());
+    if (s.notice.visible()) {
+        // The full path is in the Export window and the tooltip; here the end of it, which says the most.
+        const std::string& t     = s.notice.text();
+        const float        avail = ImGui::GetContentRegionAvail().x;
+        size_t             cut   = 0;
+        while (cut + 8 < t.size() && ImGui::CalcTextSize(t.c_str() + cut).x + ImGui::CalcTextSize("...").x > avail) ++cut;
+        ImGui::TextColored(ImVec4(0.5f, 0.9f, 0.5f, 1), "%s%s", cut > 0 ? "..." : "", t.c_str() + cut);
+        if (cut > 0 && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", t.c_str());
+    }
     else ImGui::TextDisabled("%.1f ms/frame", double(s.frame_ms_avg));
 }
 

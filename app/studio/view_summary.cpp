@@ -19,7 +19,7 @@ namespace {
 const RunEntry* find_baseline(const Studio& s, const RunEntry& run) {
     for (size_t i = s.runs.size(); i-- > 0;) {
         const RunEntry& e = s.runs[i];
-        if (&e == &run || !e.history.finished() || e.history.info().method != "original") continue;
+        if (&e == &run || !run_state_note(e.history).empty() || e.history.info().method != "original") continue;
         if (e.request.prompt == run.request.prompt && e.history.gen_length() == run.history.gen_length()) return &e;
     }
     return nullptr;
@@ -57,7 +57,10 @@ void draw_summary(Studio& s, const Rect& r) {
         ImGui::TableSetupColumn("v", 0, 2.0f);
         row("tokens/s", "%.1f  (%d tokens, %s)", sum.tokens_per_s, int(sum.tokens_committed),
             fmt_ms(sum.denoise_seconds).c_str());
-        if (const RunEntry* base = find_baseline(s, *run); base && h.info().method != "original") {
+        const std::string note = run_state_note(h);
+        if (h.finished() && h.run_end().cancelled) {
+            row("speed-up", "%s", ("none: this run was " + note).c_str());  // a partial run's tok/s is no speed
+        } else if (const RunEntry* base = find_baseline(s, *run); base && h.info().method != "original") {
             const RunSummary b = base->history.summary();
             row("speed-up", "%.2fx vs original (%.1f tok/s)", b.tokens_per_s > 0 ? sum.tokens_per_s / b.tokens_per_s : 0.0,
                 b.tokens_per_s);
@@ -77,6 +80,10 @@ void draw_summary(Studio& s, const Rect& r) {
         if (h.finished()) row("cache memory", "%s", fmt_si(h.run_end().cache_bytes, "B").c_str());
         else row("cache memory", "%s", "at the end of the run");
         row("events dropped", "%llu", (unsigned long long)s.worker.sink().dropped());
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("engine events lost because the UI queue was full (a fast model outruns the frames);\n"
+                              "the canvas is repaired from snapshots, but histograms and timings of those events\n"
+                              "are missing. 0 means every panel shows every event.");
         ImGui::EndTable();
     }
     // Per-layer recompute share as a row of tiny bars.

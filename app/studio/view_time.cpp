@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <numeric>
 
+#include "app/model/axis_ticks.h"
 #include "app/studio/plot.h"
 #include "app/studio/studio.h"
 
@@ -19,37 +20,65 @@ struct TimelineView {
     float zoom = 1.f, offset = 0.f;  // visible fraction [offset, offset + 1/zoom] of the step
 };
 
+// Per-step bars stacked by op class, over a ms axis. Linear: heights are times. Log: each bar's total sits on a log
+// axis and its segments split that height in proportion to their times (stacking log values would draw embed as
+// large as the FFN).
 void stacked_bars(Studio& s, const RunHistory& h, float w, float hgt) {
-    PlotArea    a  = plot_area("##stacked", w, hgt);
+    const float axis_w = ImGui::CalcTextSize("0.001").x + 8;  // room for the tick labels left of the bars
+    ImGui::Dummy(ImVec2(axis_w, 1));
+    ImGui::SameLine(0, 0);
+    PlotArea    a  = plot_area("##stacked", w - axis_w, hgt);
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const int ns = h.step_count();
     if (ns == 0) {
         empty_note(a, "no steps yet");
         return;
     }
-    double maxt = 1e-9;
+    double maxt = 1e-9, mint = 1e30;
     for (int j = 1; j <= ns; ++j) {
         const StepData* sd = h.step(j);
         const double    op = std::accumulate(sd->op_seconds.begin(), sd->op_seconds.end(), 0.0);
         maxt = std::max({maxt, op, sd->wall_seconds()});
+        if (op > 0) mint = std::min(mint, op);
     }
-    auto y_of = [&](double t) {
-        const double f = s.time_log_y ? std::log1p(t * 1e6) / std::log1p(maxt * 1e6) : t / maxt;  // log over us
-        return a.p1.y - float(f) * (a.h() - 2);
+    const double max_ms = maxt * 1e3;
+    // Log axis from the decade at or below half the smallest bar (so every bar shows) to the largest.
+    const double lo_ms = mint < 1e30 ? std::pow(10.0, std::floor(std::log10(std::min(mint * 1e3 * 0.5, max_ms * 0.5))))
+                                     : 1e-3;
+    auto y_of_ms = [&](double ms) {
+        double f;
+        if (s.time_log_y) f = ms <= lo_ms ? 0.0 : std::log10(ms / lo_ms) / std::log10(max_ms / lo_ms);
+        else f = ms / max_ms;
+        return a.p1.y - float(std::clamp(f, 0.0, 1.0)) * (a.h() - 2);
     };
+    // Axis: tick labels in ms left of the plot, faint grid lines across it.
+    const auto ticks = s.time_log_y ? decade_ticks(lo_ms, max_ms) : linear_ticks(max_ms, std::max(2, int(a.h() / 28)));
+    const float lh   = ImGui::GetTextLineHeight();
+    for (double t : ticks) {
+        const float y = y_of_ms(t);
+        dl->AddLine(ImVec2(a.p0.x, y), ImVec2(a.p1.x, y), kColGrid);
+        dl->AddLine(ImVec2(a.p0.x - 4, y), ImVec2(a.p0.x, y), kColAxis);
+        const std::string lbl = tick_label(t);
+        const float       tw  = ImGui::CalcTextSize(lbl.c_str()).x;
+        dl->AddText(ImVec2(a.p0.x - 6 - tw, std::clamp(y - lh * 0.5f, a.p0.y - 2, a.p1.y - lh)),
+                    IM_COL32(170, 170, 170, 255), lbl.c_str());
+    }
     const float bw = a.w() / ns;
     for (int j = 1; j <= ns; ++j) {
-        const StepData* sd  = h.step(j);
-        double          acc = 0;
-        const float     x0 = a.p0.x + (j - 1) * bw, x1 = x0 + std::max(bw - (bw > 3 ? 1.f : 0.f), 1.f);
+        const StepData* sd    = h.step(j);
+        const double    total = std::accumulate(sd->op_seconds.begin(), sd->op_seconds.end(), 0.0) * 1e3;
+        if (total <= 0) continue;
+        const float x0 = a.p0.x + (j - 1) * bw, x1 = x0 + std::max(bw - (bw > 3 ? 1.f : 0.f), 1.f);
+        const float y_top = y_of_ms(total), bar_h = a.p1.y - y_top;
+        float       y = a.p1.y;
         for (size_t c = 0; c < kOpClasses; ++c) {
             if (sd->op_seconds[c] <= 0) continue;
-            const float ya = y_of(acc), yb = y_of(acc + sd->op_seconds[c]);
-            dl->AddRectFilled(ImVec2(x0, yb), ImVec2(x1, ya), op_class_color(int(c)));
-            acc += sd->op_seconds[c];
+            const float seg = bar_h * float(sd->op_seconds[c] * 1e3 / total);
+            dl->AddRectFilled(ImVec2(x0, y - seg), ImVec2(x1, y), op_class_color(int(c)));
+            y -= seg;
         }
         if (sd->ended) {  // wall time tick: the part not covered by timed ops is host overhead
-            const float yw = y_of(sd->wall_seconds());
+            const float yw = y_of_ms(sd->wall_seconds() * 1e3);
             dl->AddLine(ImVec2(x0, yw), ImVec2(x1, yw), IM_COL32(255, 255, 255, 160));
         }
     }
@@ -198,6 +227,9 @@ void draw_time(Studio& s, const Rect& r) {
     help_marker("Time");
     ImGui::SameLine();
     ImGui::Checkbox("log y##time", &s.time_log_y);
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("log y: each bar's total on a log axis (its op classes keep their shares of the bar),\n"
+                          "so sparse steps stay readable next to the FULL ones");
     RunEntry* run = s.shown_run();
     if (!run || !run->history.has_run()) return;
     const RunHistory& h = run->history;
@@ -219,7 +251,8 @@ void draw_time(Studio& s, const Rect& r) {
     stacked_bars(s, h, w1, ph);
     ImGui::GetWindowDrawList()->AddText(ImVec2(ImGui::GetItemRectMin().x, ImGui::GetItemRectMax().y + 1),
                                         IM_COL32(150, 150, 150, 255),
-                                        "time per step by op class (white tick: wall time)");
+                                        s.time_log_y ? "ms per step (log), by op class; white tick: wall time"
+                                                     : "ms per step by op class; white tick: wall time");
     ImGui::EndGroup();
     ImGui::SameLine();
     ImGui::BeginGroup();

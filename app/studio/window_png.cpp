@@ -35,9 +35,7 @@ void serve_png_request(Studio& s, GLFWwindow* win) {
     if (s.png_request.empty()) return;
     std::string err;
     if (write_window_png(win, s.png_request, &err)) {
-        s.notice       = "wrote " + s.png_request;
-        const auto now = std::chrono::steady_clock::now().time_since_epoch();
-        s.notice_until = std::chrono::duration<double>(now).count() + 4.0;  // the studio's clock (steady, seconds)
+        s.show_notice("wrote " + s.png_request);
     } else {
         s.message = "PNG export failed: " + err;
     }

@@ -2,17 +2,23 @@
 // summaries, comparison, CSV export, task examples and the layout (no window needed).
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "app/model/axis_ticks.h"
+#include "app/model/canvas_chips.h"
 #include "app/model/colormap.h"
+#include "app/model/compare_pick.h"
 #include "app/model/csv_export.h"
 #include "app/model/layout.h"
 #include "app/model/run_compare.h"
 #include "app/model/run_history.h"
 #include "app/model/run_list.h"
+#include "app/model/frame_throttle.h"
 #include "app/model/task_examples.h"
+#include "app/model/timed_notice.h"
 #include "app/model/vocab.h"
 
 using namespace dyllm;
@@ -248,11 +254,13 @@ TEST_CASE("compare two runs: token diff and speed-up", "[app_model]") {
     CHECK(c.differ == 1);
     CHECK(c.differs[1] == 1);
     CHECK(c.speedup == Approx(2.0));
-    CHECK(run_label(b) == "dyllm tau=0.99");
+    CHECK(run_label(b) == "dyllm tau 0.99");
+    CHECK(c.speedup_note.empty());
+    CHECK(c.speedup_valid());
 
     std::vector<EventRecord> ablation = synthetic_run("dyllm");
     std::get<RunBegin>(ablation.front()).env.emplace_back("approx", "false");
-    CHECK(run_label(fold(ablation)) == "dyllm tau=0.99 exact-attn");
+    CHECK(run_label(fold(ablation)) == "dyllm tau 0.99 exact-attn");
 }
 
 TEST_CASE("CSV exports carry the histogram, timing and canvas tables", "[app_model]") {
@@ -346,4 +354,259 @@ TEST_CASE("colormap endpoints and token display", "[app_model]") {
     CHECK(visible_token_text("\x01") == "\\x01");
     Vocab v;
     CHECK(v.display(5) == "#5");
+}
+
+namespace {
+
+// Applies a labelled synthetic run to the list, optionally cut after `steps` steps (with a cancelled RunEnd) or left
+// running (no RunEnd).
+enum class Ending { Normal, Cancelled, Running };
+void add_run(RunList& list, const std::string& label, const char* method = "dyllm", Ending end = Ending::Normal,
+             int steps = 4) {
+    for (const auto& e : labelled_run(label, method)) {
+        if (const auto* sb = std::get_if<StepBegin>(&e); sb && sb->step > steps) continue;
+        if (const auto* se = std::get_if<StepEnd>(&e); se && se->step > steps) continue;
+        if (const auto* u = std::get_if<UnmaskRecord>(&e); u && u->step > steps) continue;
+        if (const auto* o = std::get_if<OpTiming>(&e); o && o->step > steps) continue;
+        if (const auto* l = std::get_if<LayerSaliencyRecord>(&e); l && l->step > steps) continue;
+        if (std::holds_alternative<RunEnd>(e)) {
+            if (end == Ending::Running) continue;
+            RunEnd re = std::get<RunEnd>(e);
+            re.cancelled = end == Ending::Cancelled;
+            re.steps     = steps;
+            list.apply(re);
+            continue;
+        }
+        list.apply(e);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("compare pick: a started comparison is shown as its runs arrive, never older runs meanwhile", "[app_model]") {
+    RunList     list;
+    ComparePick pick;
+    add_run(list, list.expect({"", "old one", ""}));
+    add_run(list, list.expect({"", "old two", ""}));
+    // Nothing chosen: the last two runs.
+    ComparePair p = resolve_compare(list, pick);
+    CHECK(p.a == 0);
+    CHECK(p.b == 1);
+    CHECK(!p.waiting);
+
+    // "Run original vs current settings": before run A begins, nothing is shown (the old bug: the last two runs, kept).
+    const std::string la = list.expect({"compare-a", "new", ""});
+    pick.start_pair(la);
+    p = resolve_compare(list, pick);
+    CHECK(p.a == -1);
+    CHECK(p.b == -1);
+    CHECK(p.waiting);
+    add_run(list, la, "original");
+    p = resolve_compare(list, pick);
+    CHECK(p.a == 2);
+    CHECK(p.b == -1);
+    CHECK(p.waiting);
+    const std::string lb = list.expect({"compare-b", "new", ""});
+    pick.pair_b_started(lb);
+    CHECK(resolve_compare(list, pick).b == -1);  // labelled but not begun yet
+    add_run(list, lb, "dyllm");
+    p = resolve_compare(list, pick);
+    CHECK(p.a == 2);
+    CHECK(p.b == 3);
+    CHECK(!p.waiting);
+
+    // A later plain run does not move the selection.
+    add_run(list, list.expect({"", "later", ""}));
+    p = resolve_compare(list, pick);
+    CHECK(p.a == 2);
+    CHECK(p.b == 3);
+
+    // A pair chosen by hand sticks; a later comparison's B does not overwrite it.
+    pick.choose(list[0].label, list[4].label);
+    pick.pair_b_started("#99 compare-b");
+    p = resolve_compare(list, pick);
+    CHECK(p.a == 0);
+    CHECK(p.b == 4);
+
+    // A chosen run dropped from the bounded list: back to the newest compare pair, not an out-of-range index.
+    RunList small(2);
+    ComparePick pk;
+    const std::string s1 = small.expect({"", "x", ""});
+    add_run(small, s1);
+    const std::string s2 = small.expect({"", "y", ""});
+    add_run(small, s2);
+    pk.choose(s1, s2);
+    add_run(small, small.expect({"", "z", ""}));  // drops s1
+    p = resolve_compare(small, pk);
+    CHECK(p.a == 0);
+    CHECK(p.b == 1);
+
+    // A started comparison that never runs (A refused) goes back to the default.
+    pick.start_pair("#100 compare-a");
+    CHECK(resolve_compare(list, pick).waiting);
+    pick.drop_pair();
+    p = resolve_compare(list, pick);
+    CHECK(p.a == 2);  // the newest compare-a/compare-b pair
+    CHECK(p.b == 3);
+}
+
+TEST_CASE("run labels carry the taus the steps used; aborted runs are marked and get no speed-up", "[app_model]") {
+    // Live tau changes: steps 1-2 at 0.95, steps 3-4 at 0.9999 (StepBegin.tau is what each step used).
+    std::vector<EventRecord> ev = synthetic_run("dyllm");
+    std::get<RunBegin>(ev.front()).env = {{"tau", "0.950000"}};
+    for (auto& e : ev)
+        if (auto* sb = std::get_if<StepBegin>(&e)) sb->tau = sb->step <= 2 ? 0.95f : 0.9999f;
+    const RunHistory changed = fold(ev);
+    CHECK(run_taus(changed) == std::vector<float>{0.95f, 0.9999f});
+    CHECK(run_label(changed) == "dyllm tau 0.95->0.9999");
+
+    // Three values are listed; more collapse to first->...->last.
+    for (auto& e : ev)
+        if (auto* sb = std::get_if<StepBegin>(&e)) sb->tau = std::array{0.91f, 0.92f, 0.93f, 0.94f}[size_t(sb->step - 1)];
+    CHECK(run_label(fold(ev)) == "dyllm tau 0.91->...->0.94");
+    for (auto& e : ev)
+        if (auto* sb = std::get_if<StepBegin>(&e)) sb->tau = sb->step == 1 ? 0.95f : sb->step == 2 ? 0.97f : 0.99f;
+    CHECK(run_label(fold(ev)) == "dyllm tau 0.95->0.97->0.99");
+
+    // Before its first step a run shows RunBegin's tau.
+    RunHistory fresh;
+    fresh.apply(ev.front());
+    CHECK(run_label(fresh) == "dyllm tau 0.95");
+    CHECK(run_state_note(fresh) == "running");
+
+    // A 2-step run cancelled (replaced by a restart) next to a complete original run.
+    RunList list;
+    add_run(list, list.expect({"", "p", ""}), "original");
+    add_run(list, list.expect({"", "p", ""}), "dyllm", Ending::Cancelled, 2);
+    add_run(list, list.expect({"", "p", ""}), "dyllm", Ending::Running, 3);
+    CHECK(run_state_note(list[0].history).empty());
+    CHECK(run_state_note(list[1].history) == "aborted at step 2");
+    CHECK(run_state_note(list[2].history) == "running");
+    const RunCompare aborted = compare_runs(list[0].history, list[1].history);
+    CHECK(aborted.speedup_note == "run B aborted at step 2");
+    CHECK(!aborted.speedup_valid());
+    CHECK(compare_runs(list[1].history, list[0].history).speedup_note == "run A aborted at step 2");
+    CHECK(compare_runs(list[0].history, list[2].history).speedup_note == "run B running");
+    CHECK(!compare_runs(list[0].history, list[2].history).speedup_valid());
+}
+
+TEST_CASE("timed notice: set and cleared on one clock, gone after its time", "[app_model]") {
+    TimedNotice n;
+    CHECK(!n.visible());
+    n.show("wrote 7 files to /tmp/x", 1000.0);
+    n.expire(1000.0 + 1.0 / 60);  // the next frame: it stayed (it vanished here when set from ImGui::GetTime())
+    CHECK(n.visible());
+    CHECK(n.text() == "wrote 7 files to /tmp/x");
+    n.expire(1000.0 + TimedNotice::kDefaultSeconds - 0.01);
+    CHECK(n.visible());
+    n.expire(1000.0 + TimedNotice::kDefaultSeconds + 0.01);
+    CHECK(!n.visible());
+    n.show("short", 5.0, 1.0);
+    n.expire(5.5);
+    CHECK(n.visible());
+    n.expire(6.5);
+    CHECK(n.text().empty());
+}
+
+TEST_CASE("canvas chips: end of text collapses to one chip; a stop at EOS is found", "[app_model]") {
+    constexpr int32_t kEos = 99;
+    auto cell = [](int32_t tok, int32_t step) {
+        CanvasCell c;
+        c.token = tok, c.unmask_step = step;
+        return c;
+    };
+    const CanvasCell mask{};
+    // answer 5 7, then EOS EOS, a mask, then EOS x 3
+    std::vector<CanvasCell> cells = {cell(5, 1), cell(7, 2), cell(kEos, 1), cell(kEos, 1), mask,
+                                     cell(kEos, 1), cell(kEos, 1), cell(kEos, 1)};
+    auto chips = canvas_chips(cells, kEos);
+    REQUIRE(chips.size() == 5);
+    CHECK(!chips[0].end_run);
+    CHECK(chips[2].end_run);
+    CHECK(chips[2].first == 2);
+    CHECK(chips[2].count == 2);
+    CHECK(!chips[3].end_run);  // the mask
+    CHECK(chips[4].first == 5);
+    CHECK(chips[4].n_eos == 3);
+    CHECK(end_chip_text(chips[4]) == "<eos> x 3");
+    // Every position is in exactly one chip, in order.
+    int32_t next = 0;
+    for (const auto& c : chips) {
+        CHECK(c.first == next);
+        next += c.count;
+    }
+    CHECK(next == int32_t(cells.size()));
+    // A lone EOS stays an ordinary cell; no eos id: nothing collapses.
+    CHECK(canvas_chips({cell(5, 1), cell(kEos, 1)}, kEos).size() == 2);
+    CHECK(canvas_chips(cells, -1).size() == cells.size());
+    // Stopped at the EOS at position 2: everything after is one chip, masks counted as never decoded.
+    chips = canvas_chips(cells, kEos, 2);
+    REQUIRE(chips.size() == 3);
+    CHECK(chips[2].first == 2);
+    CHECK(chips[2].count == 6);
+    CHECK(chips[2].n_eos == 5);
+    CHECK(chips[2].n_masked == 1);
+    CHECK(end_chip_text(chips[2]) == "<eos> x 5, 1 never decoded");
+
+    // eos_stop on a run of 4 positions: step 1 unmasks an EOS at 1 (a mask before it: no stop), step 2 the answer at
+    // 0 (prefix complete, but the sampler only tests new EOS), step 3 an EOS at 2 with no mask before it: the sequence
+    // stops at step 3 with position 3 still masked.
+    std::vector<EventRecord> ev;
+    RunBegin rb;
+    rb.method = "dyllm", rb.n_layer = 1, rb.n_seq = 1, rb.gen_length = 4, rb.steps = 4, rb.prompt_lengths = {2};
+    ev.push_back(rb);
+    for (int k = 1; k <= 3; ++k) {
+        StepBegin sb;
+        sb.step = k, sb.tau = 0.99f;
+        ev.push_back(sb);
+        UnmaskRecord u;
+        u.step = k, u.positions = {k == 1 ? 1 : k == 2 ? 0 : 2}, u.tokens = {k == 2 ? 5 : kEos}, u.scores = {0.9f};
+        ev.push_back(u);
+        StepEnd se;
+        se.step = k, se.wall_ns = 1000;
+        ev.push_back(se);
+    }
+    RunEnd re;
+    re.steps = 3;
+    ev.push_back(re);
+    const EosStop st = eos_stop(fold(ev), 0, kEos);
+    CHECK(st.step == 3);      // the last step, not step 2 where the prefix up to the first EOS was complete
+    CHECK(st.position == 1);  // the text ends at the first EOS; position 3 was never decoded
+    CHECK(eos_stop(fold(ev), 0, 7).step == 0);  // another eos id: no stop
+    std::get<RunEnd>(ev.back()).cancelled = true;
+    CHECK(eos_stop(fold(ev), 0, kEos).step == 0);  // cancelled: masks left for another reason
+    std::get<RunEnd>(ev.back()).cancelled = false;
+    std::get<RunBegin>(ev.front()).env = {{"ignore_eos", "true"}};
+    CHECK(eos_stop(fold(ev), 0, kEos).step == 0);
+    ev.pop_back();  // still running: not stopped
+    std::get<RunBegin>(ev.front()).env.clear();
+    CHECK(eos_stop(fold(ev), 0, kEos).step == 0);
+}
+
+TEST_CASE("axis ticks: 1-2-5 steps and decades", "[app_model]") {
+    CHECK(linear_ticks(10.0, 5) == std::vector<double>{0, 2, 4, 6, 8, 10});
+    CHECK(linear_ticks(0.7, 3) == std::vector<double>{0, 0.5});
+    CHECK(linear_ticks(950.0, 4) == std::vector<double>{0, 500});  // 237.5 per tick rounds up to 500
+    CHECK(linear_ticks(0.0, 4) == std::vector<double>{0});
+    CHECK(linear_ticks(3.0, 3) == std::vector<double>{0, 1, 2, 3});
+    CHECK(decade_ticks(0.004, 2.5) == std::vector<double>{0.01, 0.1, 1});
+    CHECK(decade_ticks(0.002, 0.005) == std::vector<double>{0.001});  // no decade inside: the one below
+    CHECK(decade_ticks(0, 1).empty());
+    CHECK(tick_label(0.30000000000000004) == "0.3");
+    CHECK(tick_label(500) == "500");
+    CHECK(tick_label(0.001) == "0.001");
+}
+
+TEST_CASE("frame throttle: full rate while working and after input, waits when idle", "[app_model]") {
+    FrameThrottle t;
+    CHECK(t.wait_before_frame(true) == 0);
+    for (int i = 0; i < FrameThrottle::kActiveFrames; ++i) CHECK(t.wait_before_frame(false) == 0);
+    const double w = t.wait_before_frame(false);
+    CHECK(w == FrameThrottle::kIdleWaitS);
+    t.woke(w, w);  // timed out: still idle
+    CHECK(t.wait_before_frame(false) == FrameThrottle::kIdleWaitS);
+    t.woke(0.01, w);  // input arrived: a few frames at full rate
+    for (int i = 0; i < FrameThrottle::kActiveFrames; ++i) CHECK(t.wait_before_frame(false) == 0);
+    CHECK(t.wait_before_frame(false) > 0);
+    CHECK(t.wait_before_frame(true) == 0);  // work resumes at once
 }

@@ -4,7 +4,9 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <thread>
 
@@ -24,6 +26,7 @@ StudioOptions tiny_options() {
     o.params.steps        = 8;
     o.params.block_length = 8;
     o.threads      = 1;
+    o.speed        = 0;  // as fast as the engine goes (interactive sessions default to a watchable speed)
     return o;
 }
 
@@ -168,4 +171,62 @@ TEST_CASE("studio: a comparison whose run A is refused does not wait forever", "
     REQUIRE(frames_until(s, [&] { return !s.compare_queued; }));
     CHECK(s.runs.empty());
     CHECK(!s.message.empty());
+}
+
+TEST_CASE("studio: play speed is watchable interactively and unlimited in the headless modes", "[studio_runs]") {
+    StudioOptions o;
+    CHECK(play_speed(o) == kWatchableSpeed);
+    CHECK(kWatchableSpeed >= 3.f);
+    CHECK(kWatchableSpeed <= 4.f);
+    o.screenshot = "/tmp/x.png";
+    CHECK(play_speed(o) == 0.f);
+    o.screenshot.clear();
+    o.bench_frames = 100;
+    CHECK(play_speed(o) == 0.f);
+    o.speed = 12.f;  // --speed wins
+    CHECK(play_speed(o) == 12.f);
+    o.speed = 0.f;
+    o.bench_frames = 0;
+    CHECK(play_speed(o) == 0.f);
+}
+
+TEST_CASE("studio: Compare shows the new pair once it arrives, with older runs in the list", "[studio_runs]") {
+    Studio s(tiny_options());
+    set_prompt(s, "older run");
+    s.open(true);
+    REQUIRE(frames_until(s, [&] { return s.runs.size() == 1 && s.runs[0].history.finished(); }));
+    set_prompt(s, "another older run");
+    s.restart(true);
+    REQUIRE(frames_until(s, [&] { return s.runs.size() == 2 && s.runs[1].history.finished(); }));
+
+    set_prompt(s, "compare me");
+    s.start_compare(true, NAN);
+    // Every frame until the pair is in: never the two older runs (the panel used to pick them and keep them).
+    bool saw_old_pair = false;
+    REQUIRE(frames_until(s, [&] {
+        const ComparePair p = s.compare_pair();
+        if (p.a == 0 && p.b == 1) saw_old_pair = true;
+        return s.compare_finished();
+    }));
+    CHECK(!saw_old_pair);
+    const ComparePair p = s.compare_pair();
+    REQUIRE(p.a >= 0);
+    REQUIRE(p.b >= 0);
+    CHECK(!p.waiting);
+    CHECK(s.runs[size_t(p.a)].label == s.compare_labels[0]);
+    CHECK(s.runs[size_t(p.b)].label == s.compare_labels[1]);
+    CHECK(s.runs[size_t(p.a)].history.info().method == "original");
+    CHECK(s.runs[size_t(p.b)].request.prompt == "compare me");
+}
+
+TEST_CASE("studio: the export notice outlives the frames after it was set", "[studio_runs]") {
+    Studio s(tiny_options());
+    CHECK(std::filesystem::path(s.export_dir).is_absolute());  // the folder field starts at the working directory
+    s.show_notice("wrote 7 files to /tmp/somewhere");
+    for (int i = 0; i < 5; ++i) {
+        s.pump_events(1.0);
+        s.begin_frame();
+    }
+    CHECK(s.notice.visible());
+    CHECK(s.notice.text() == "wrote 7 files to /tmp/somewhere");
 }
