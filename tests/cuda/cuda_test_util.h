@@ -18,6 +18,7 @@
 #include "engine/backend.h"
 #include "engine/backend_cuda.h"
 #include "kernels/common/dtype_convert.h"
+#include "support/dtype_bytes.h"
 
 namespace dyllm::cuda_test {
 
@@ -47,33 +48,8 @@ inline std::vector<float> quantize(const std::vector<float>& v, DType dt) {
     return r;
 }
 
-// Host bytes of v in dtype.
-inline std::vector<uint8_t> encode(const std::vector<float>& v, DType dt) {
-    std::vector<uint8_t> bytes(v.size() * dtype_size(dt));
-    for (size_t i = 0; i < v.size(); ++i) {
-        if (dt == DType::F32) {
-            std::memcpy(bytes.data() + 4 * i, &v[i], 4);
-        } else {
-            const uint16_t h = dt == DType::BF16 ? f32_to_bf16(v[i]) : f32_to_f16(v[i]);
-            std::memcpy(bytes.data() + 2 * i, &h, 2);
-        }
-    }
-    return bytes;
-}
-
-inline std::vector<float> decode(const std::vector<uint8_t>& bytes, DType dt) {
-    std::vector<float> v(bytes.size() / dtype_size(dt));
-    for (size_t i = 0; i < v.size(); ++i) {
-        if (dt == DType::F32) {
-            std::memcpy(&v[i], bytes.data() + 4 * i, 4);
-        } else {
-            uint16_t h;
-            std::memcpy(&h, bytes.data() + 2 * i, 2);
-            v[i] = dt == DType::BF16 ? bf16_to_f32(h) : f16_to_f32(h);
-        }
-    }
-    return v;
-}
+using test::decode;
+using test::encode;
 
 // A [rows, cols] tensor of dtype on backend be holding v (rounded to dtype).
 inline Tensor make_tensor(Backend& be, DType dt, int64_t rows, int64_t cols, const std::vector<float>& v) {

@@ -29,6 +29,7 @@
 #include "engine/backend.h"
 #include "engine/errors.h"
 #include "kernels/common/dtype_convert.h"
+#include "support/dtype_bytes.h"
 #include "kernels/cpu/mat.h"
 #include "kernels/cpu/ref/attention.h"
 #include "kernels/cpu/ref/attention_approx.h"
@@ -126,32 +127,8 @@ inline std::vector<float> values(size_t n, uint32_t seed, DType dt = DType::F32,
     return v;
 }
 
-inline std::vector<uint8_t> encode(const std::vector<float>& v, DType dt) {
-    std::vector<uint8_t> bytes(v.size() * dtype_size(dt));
-    for (size_t i = 0; i < v.size(); ++i) {
-        if (dt == DType::F32) {
-            std::memcpy(bytes.data() + 4 * i, &v[i], 4);
-        } else {
-            const uint16_t h = dt == DType::BF16 ? f32_to_bf16(v[i]) : f32_to_f16(v[i]);
-            std::memcpy(bytes.data() + 2 * i, &h, 2);
-        }
-    }
-    return bytes;
-}
-
-inline std::vector<float> decode(const std::vector<uint8_t>& bytes, DType dt) {
-    std::vector<float> v(bytes.size() / dtype_size(dt));
-    for (size_t i = 0; i < v.size(); ++i) {
-        if (dt == DType::F32) {
-            std::memcpy(&v[i], bytes.data() + 4 * i, 4);
-        } else {
-            uint16_t h;
-            std::memcpy(&h, bytes.data() + 2 * i, 2);
-            v[i] = dt == DType::BF16 ? bf16_to_f32(h) : f16_to_f32(h);
-        }
-    }
-    return v;
-}
+using test::decode;
+using test::encode;
 
 // v rounded to dt (the shared RNE converters).
 inline std::vector<float> rounded(const std::vector<float>& v, DType dt) { return decode(encode(v, dt), dt); }
