@@ -110,12 +110,8 @@ int run_eval(const EvalOptions& o) {
             j["accuracy"]     = t.n ? double(t.correct) / t.n : 0.0;
             j["full_match"]   = t.n ? double(t.full) / t.n : 0.0;
             j["tokens_per_s"] = t.denoise_s > 0 ? double(t.generated_tokens) / t.denoise_s : 0.0;
-            j["method"]       = method_name(params.method);
-            j["tau"]          = params.method == Method::DyLLM ? nlohmann::ordered_json(tau) : nlohmann::ordered_json();
-            if (params.method == Method::DyLLM) j["approx"] = params.approx;  // false: the "Salient" ablation
-            j["steps"]        = params.steps;
-            j["gen_length"]   = params.gen_length;
-            j["block_length"] = params.block_length;
+            const nlohmann::ordered_json settings = params_to_json(params, family);
+            for (const auto& [key, value] : settings.items()) j[key] = value;  // every setting of the table
             j["shots"]        = o.shots < 0 ? nlohmann::ordered_json("file") : nlohmann::ordered_json(o.shots);
             j["batch"]        = o.batch;
             j["model"]        = model->name();
