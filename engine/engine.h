@@ -113,6 +113,7 @@ struct SequenceResult {
     std::string          text;         // decoded response (special tokens and masks skipped, cut at EOS)
     int32_t              steps_run = 0;
     bool                 finished_by_eos = false;
+    int32_t              masks_left = 0;   // response positions never decoded (after an EOS finish: expected)
 };
 
 struct GenerationResult {

@@ -351,6 +351,7 @@ GenerationResult Session::result() const {
         sr.token_ids.assign(s.tokens.begin() + s.P, s.tokens.end());
         sr.unmask_step = s.unmask_step, sr.scores = s.scores, sr.steps_run = s.steps_run;
         sr.finished_by_eos = s.by_eos;
+        sr.masks_left      = s.R - s.unmasked();
         for (int32_t t : sr.token_ids)
             r.non_eos_tokens += (t != cfg.eos_id && t != cfg.pad_id && t != cfg.mask_id);
         sr.text = decode_response(I.model, sr.token_ids);

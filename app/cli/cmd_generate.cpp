@@ -87,6 +87,7 @@ nlohmann::ordered_json result_to_json(const Model& model, const DiffusionParams&
         js["unmask_step"]     = s.unmask_step;
         js["steps_run"]       = s.steps_run;
         js["finished_by_eos"] = s.finished_by_eos;
+        js["masks_left"]      = s.masks_left;
         seqs.push_back(std::move(js));
     }
     j["sequences"]  = std::move(seqs);
@@ -123,14 +124,23 @@ int run_generate(const GenerateOptions& o) {
         const std::string out = result_to_json(*model, params, prompts, result, !o.prompt.no_chat).dump();
         std::fprintf(stdout, "%s\n", out.c_str());
         std::fflush(stdout);
-        return 0;
+    } else {
+        for (size_t i = 0; i < result.sequences.size(); ++i) {
+            if (result.sequences.size() > 1) std::fprintf(stdout, "--- sequence %zu ---\n", i);
+            std::fprintf(stdout, "%s\n", result.sequences[i].text.c_str());
+        }
+        std::fflush(stdout);
+        print_summary(*model, params, result);
     }
+    // A run that ends with masked positions and no end of text did not finish decoding: say so, exit non-zero.
     for (size_t i = 0; i < result.sequences.size(); ++i) {
-        if (result.sequences.size() > 1) std::fprintf(stdout, "--- sequence %zu ---\n", i);
-        std::fprintf(stdout, "%s\n", result.sequences[i].text.c_str());
+        const SequenceResult& s = result.sequences[i];
+        if (s.masks_left > 0 && !s.finished_by_eos) {
+            std::fprintf(stderr, "error: sequence %zu ended after %d steps with %d masked positions left\n", i,
+                         s.steps_run, s.masks_left);
+            return 1;
+        }
     }
-    std::fflush(stdout);
-    print_summary(*model, params, result);
     return 0;
 }
 
