@@ -1,6 +1,6 @@
 // DyLLM: T_full exact steps fill the caches; later steps recompute only the salient rows (attention context cosine
 // to the previous step below tau), reuse the cached FFN output of the others and update their attention context
-// through the salient columns (engine/README.md, "DyLLM").
+// through the salient columns (engine/README.md §a).
 #include "engine/methods/dyllm.h"
 
 #include <algorithm>
@@ -102,7 +102,7 @@ public:
     }
 
     // Response-only steps add the last prompt row for Dream, so the first response position reads its shifted logits
-    // (engine/README.md, decision 3).
+    // (engine/README.md decision 3).
     RowSet query_rows(const StepInput& in, StepKind kind) const override {
         if (kind == StepKind::SparseResponse) return response_rows(*in.lay, cfg_.family == Family::Dream);
         return all_rows(*in.lay);
