@@ -102,7 +102,7 @@ public:
     }
 
     // Response-only steps add the last prompt row for Dream, so the first response position reads its shifted logits
-    // (engine/README.md decision 3).
+    // (engine/README.md, decision 3).
     RowSet query_rows(const StepInput& in, StepKind kind) const override {
         if (kind == StepKind::SparseResponse) return response_rows(*in.lay, cfg_.family == Family::Dream);
         return all_rows(*in.lay);

@@ -67,7 +67,7 @@ static __global__ void score_logits_kernel(Mat logits, ScoreRule rule, const int
         if (rule == ScoreRule::Confidence) {
             score = 1.0f / l;  // exp(m - m) / l
         } else {
-            // Pass 3: sum_v p_v log(p_v + 1e-10) (engine/README.md §a.9 step 4).
+            // Pass 3: sum_v p_v log(p_v + 1e-10) (spec a.9 step 4).
             float h = 0.0f;
             for (int64_t v = threadIdx.x; v < logits.cols; v += blockDim.x)
                 if (!is_banned(banned, n_banned, int32_t(v))) h += neg_entropy_term(expf(row[v] - m) / l);
