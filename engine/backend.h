@@ -11,7 +11,7 @@
 // - Multi-head activations are [n_tokens, n_head * head_dim]; query head h reads KV head h / (n_head / n_kv_head) (GQA).
 // - Attention is bidirectional (no causal mask) and never crosses sequences: query row i belongs to sequence
 //   q_seq[i] and attends to key rows [cu_k[b], cu_k[b+1]) of the packed K/V.
-// - Every op accepts zero rows (empty salient sets are legal, spec project decision 8).
+// - Every op accepts zero rows (empty salient sets are legal, engine/README.md decision 8).
 // - A bad argument (shape, dtype the backend does not support(), view not on device(), index out of range, offsets
 //   decreasing, salient keys out of order, an output aliasing an input) is a caller bug: DYLLM_ASSERT names the op,
 //   the operand and the values.
@@ -38,7 +38,7 @@ bool op_supports_dtype(OpKind op, DType dtype);
 enum class BackendKind : uint8_t { Cpu, Cuda, Auto };
 const char* backend_kind_name(BackendKind k);
 
-// How the sampler scores a position (spec a.9 step 4).
+// How the sampler scores a position (engine/README.md §a.9 step 4).
 enum class ScoreKind : uint8_t {
     Confidence,     // LLaDA: softmax probability of the argmax token
     NegEntropy,     // Dream: sum_v p_v log(p_v + 1e-10), higher is more confident
@@ -95,7 +95,7 @@ public:
                    const TensorView& v, std::span<const int32_t> cu_k, AttentionShape shape,
                    const TensorView& out);
 
-    // DyLLM's column-sparse approximate attention (spec a.7 step 6, b.1):
+    // DyLLM's column-sparse approximate attention (engine/README.md §a.7 step 6, kernels/README.md §b.1):
     //   c_new[i] = c_old[i] + sum_{j in S(b)} softmax_j'(q_i . k_j' / sqrt(D))[j] * dv[s(j)]
     // where the softmax normaliser runs over ALL keys j' of sequence b = q_seq[i], and the sum over the salient keys of
     // b only: sal_k[cu_sal[b] .. cu_sal[b+1]) are their packed key rows (ascending), dv the matching rows of dv.
@@ -109,7 +109,7 @@ public:
     void gather_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& dst);
     void scatter_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& dst);
 
-    // Per-row cosine similarity over all columns, fp32 stats, squared norms clamped at 1e-8 (spec f.7).
+    // Per-row cosine similarity over all columns, fp32 stats, squared norms clamped at 1e-8 (kernels/README.md §f.7).
     // a, b: [n, w]; cos_out: n host floats.
     void cosine_rows(const TensorView& a, const TensorView& b, std::span<float> cos_out);
 

@@ -1,7 +1,7 @@
 // CudaBackend: the Backend interface on one CUDA device (built only with DYLLM_CUDA=ON). One stream, one cuBLAS
 // handle, device memory owned through unique_ptr/shared_ptr with cudaFree deleters; host index spans are uploaded
 // into reusable device buffers. Weights keep their stored BF16/F16 (F32 is converted to BF16); caches are BF16;
-// activations F32 with fp32 norms, RoPE, softmax and cosine statistics (spec project decision 9). Op arguments are
+// activations F32 with fp32 norms, RoPE, softmax and cosine statistics (engine/README.md decision 9). Op arguments are
 // checked once by the public Backend ops (engine/backend_checks.cpp); CUDA/cuBLAS failures throw BackendError.
 #define DYLLM_CUDA_ERROR ::dyllm::BackendError
 #include "kernels/cuda/cuda_check.cuh"
@@ -213,7 +213,8 @@ public:
             if (pw.host == host_weight.data && pw.host_dtype == host_weight.dtype && pw.rows == rows && pw.cols == cols)
                 return pw.device;
         if (host_weight.dtype == DType::F32) {
-            // F32 checkpoints are stored as BF16 on the device, like the reference's bf16 weights (spec f.10).
+            // F32 checkpoints are stored as BF16 on the device, like the reference's bf16 weights (kernels/README.md
+            // §f.10).
             std::vector<uint16_t> bf(size_t(rows * cols));
             const float*          src = host_weight.ptr<const float>();
             for (size_t i = 0; i < bf.size(); ++i) bf[i] = f32_to_bf16(src[i]);

@@ -36,7 +36,7 @@ struct DiffusionParams {
     int      gen_length   = 64;   // response length R
     int      steps        = 64;   // total denoising steps; n_u = gen_length / steps (must divide)
     int      block_length = 32;   // semi-autoregressive block (must divide gen_length)
-    float    conf_threshold = NAN;  // confidence-threshold parallel decoding when set (spec a.9 step 5)
+    float    conf_threshold = NAN;  // confidence-threshold parallel decoding when set (engine/README.md §a.9 step 5)
     float    temperature  = 0.f;  // 0: greedy; > 0: seeded sampling from softmax(logits / T)
     uint64_t seed         = 0;
     bool     ignore_eos   = false;
@@ -89,7 +89,7 @@ private:
 // spec unchanged when it is a path. Empty spec means the default built-in (tiny-llada).
 std::filesystem::path resolve_model_path(const std::string& spec);
 
-// Per-layer work of one step (accounting, issue 3).
+// Per-layer work of one step: the rows each stage recomputed and the FLOPs (the run's accounting).
 struct LayerAccount {
     int32_t query_rows = 0, kv_rows = 0, attn_exact_rows = 0, attn_approx_rows = 0, ffn_rows = 0;
     double  flops = 0;

@@ -13,7 +13,7 @@
 
 namespace dyllm {
 
-// The batch's packed row layout ("k-space", spec section 0): sequence b owns rows [cu[b], cu[b+1]).
+// The batch's packed row layout ("k-space", engine/README.md §0): sequence b owns rows [cu[b], cu[b+1]).
 struct BatchLayout {
     std::vector<int32_t> cu;          // [B+1]
     std::vector<int32_t> prompt_len;  // [B]

@@ -58,7 +58,7 @@ std::unique_ptr<Model> Model::load(const std::string& spec, BackendKind kind, in
     const auto tok_path = dir / "tokenizer.json";
     if (std::filesystem::exists(tok_path, ec)) {
         I.tokenizer = Tokenizer::load(tok_path);
-        // End-of-turn tokens end the visible text (spec c.1: <|eot_id|>; c.2: <|im_end|>).
+        // End-of-turn tokens end the visible text (engine/README.md §c.1: <|eot_id|>; §c.2: <|im_end|>).
         for (const char* name : {"<|eot_id|>", "<|im_end|>", "<|endoftext|>"}) {
             const int32_t id = I.tokenizer->token_id(name);
             if (id >= 0 && id != I.cfg.eos_id) I.cfg.extra_eos_ids.push_back(id);

@@ -102,7 +102,7 @@ int derived_default(const ParamSpec& s, const DiffusionParams& p) {
     return 0;
 }
 
-// Decision 5: 0.99 for the LLaDA family, 0.995 for Dream.
+// engine/README.md decision 5: 0.99 for the LLaDA family, 0.995 for Dream.
 float default_tau(Family f) { return f == Family::Dream ? 0.995f : 0.99f; }
 
 void validate_params(const DiffusionParams& p) {

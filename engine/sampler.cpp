@@ -150,7 +150,8 @@ std::vector<Sampler::Unmasked> Sampler::sample(Backend& be, EventSink* sink, int
             u.pos.push_back(c.pos), u.tokens.push_back(c.token), u.scores.push_back(c.score);
         }
         s.last_unmasked = u.pos;
-        std::sort(s.last_unmasked.begin(), s.last_unmasked.end());  // decision 2: S_0 in position order
+        // S_0 in position order (engine/README.md decision 2).
+        std::sort(s.last_unmasked.begin(), s.last_unmasked.end());
         s.steps_run = step;
         if (!p_.ignore_eos && finished_by_eos(s.response(), s.last_unmasked, cfg_.eos_id, cfg_.mask_id))
             s.finished = s.by_eos = true;

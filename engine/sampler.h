@@ -1,4 +1,4 @@
-// The whole denoising sampler (engine/README.md, "Sampler"): the decode state of each sequence, the
+// The whole denoising sampler (engine/README.md §a.9): the decode state of each sequence, the
 // semi-autoregressive candidate window, scoring of the candidates' logits (greedy on the backend, seeded sampling on
 // the host), the choice of positions to unmask (n_u or confidence threshold, deterministic tie-break), the commit and
 // EOS termination.
@@ -38,10 +38,10 @@ struct Candidate {
 // [0, block_length * (block_idx + 1)) clipped to the response.
 std::vector<int32_t> block_candidates(std::span<const int32_t> response, int32_t mask_id, int block_length);
 
-// Keeps candidate r (in order of score, higher first, then lower position: decision 4) when r < n_transfer or
-// score >= threshold, and only if its score > -inf. Default mode: n_transfer = n_u, threshold = +inf; threshold mode:
-// n_transfer = 1, threshold = the confidence threshold. Returns the kept ones in that order. The order is total: a
-// NaN score ranks below every number and is never kept.
+// Keeps candidate r (in order of score, higher first, then lower position: engine/README.md decision 4) when r <
+// n_transfer or score >= threshold, and only if its score > -inf. Default mode: n_transfer = n_u, threshold = +inf;
+// threshold mode: n_transfer = 1, threshold = the confidence threshold. Returns the kept ones in that order. The order
+// is total: a NaN score ranks below every number and is never kept.
 std::vector<Candidate> select_candidates(std::vector<Candidate> cands, int n_transfer, float threshold);
 
 // EOS termination: an EOS among the newly decoded positions, with no [MASK] before the first of them, finishes the

@@ -13,7 +13,7 @@
 
 namespace dyllm {
 
-// What kind of forward pass a denoising step ran (spec a.3, d, e).
+// What kind of forward pass a denoising step ran (engine/README.md §a.3, §d, §e).
 enum class StepKind : uint8_t {
     Full,              // exact dense forward over every row (original; DyLLM's first T_full steps)
     SparseFullQuery,   // DyLLM sparse step, every row a query (every fullq_every-th step)
@@ -39,7 +39,7 @@ inline const char* step_kind_name(StepKind k) {
     return "?";
 }
 
-// Op classes the timers and the Time panel group by (issue 5, DESIGN.md Time panel).
+// Op classes the timers and the Time panel group by (the studio's Time panel stacks them per step).
 enum class OpClass : uint8_t {
     Embed, Norm, Qkv, Rope, AttnExact, AttnApprox, OProj, Ffn, LmHead, Sampling, GatherScatter, Cosine, Other, Count
 };

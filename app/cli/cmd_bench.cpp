@@ -43,8 +43,8 @@ struct BenchOptions {
 };
 
 // The prompt used without --task: a few-shot arithmetic context in the shape of the GSM8K prompts the paper benchmarks
-// (spec g: "Question: ...\nAnswer:" few-shot examples), so that the prompt is longer than the response as in the
-// paper's setting.
+// (engine/README.md §g: "Question: ...\nAnswer:" few-shot examples), so that the prompt is longer than the response as
+// in the paper's setting.
 constexpr const char* kDefaultPrompt =
     "Question: Tom has 3 apples and buys 5 more. How many apples does he have?\nAnswer: 3 + 5 = 8. #### 8\n\n"
     "Question: A box holds 12 pens. Sara uses 4 of them. How many pens are left?\nAnswer: 12 - 4 = 8. #### 8\n\n"
@@ -254,7 +254,7 @@ std::vector<Config> expand_configs(const Model& model, const BenchOptions& o) {
     for (int steps : steps_list)
         for (int block : blocks_list)
             for (int batch : batch_list) {
-                // The baseline of this group first (project decision 6: original = every step dense).
+                // The baseline of this group first (engine/README.md decision 6: original = every step dense).
                 auto make = [&](Method m, double tau, bool print) {
                     DiffusionOptions d = o.fixed;
                     d.set(&DiffusionParams::steps, "steps", steps);

@@ -26,8 +26,8 @@ struct GenerateOptions {
     bool             json = false;
 };
 
-// Steps the progress bar counts to. Confidence-threshold decoding ignores the step budget (spec a.9 step 5) but takes
-// at least one token per step, so gen_length bounds it.
+// Steps the progress bar counts to. Confidence-threshold decoding ignores the step budget (engine/README.md §a.9 step
+// 5) but takes at least one token per step, so gen_length bounds it.
 int expected_steps(const DiffusionParams& p) { return std::isnan(p.conf_threshold) ? p.steps : p.gen_length; }
 
 void print_summary(const Model& model, const DiffusionParams& p, const GenerationResult& r) {

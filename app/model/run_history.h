@@ -46,7 +46,7 @@ struct StepData {
 // Aggregates over the steps 1..upto of a run.
 struct RunSummary {
     int32_t steps = 0;               // steps ended
-    int32_t forward_passes = 0;      // one per step of the batch (spec a.3)
+    int32_t forward_passes = 0;      // one per step of the batch (engine/README.md §a.3)
     int64_t tokens_committed = 0;    // unmasked so far, all sequences
     int64_t response_tokens = 0;     // gen_length x sequences
     double  denoise_seconds = 0;     // sum of step wall times

@@ -200,7 +200,7 @@ void Studio::begin_frame() {
         message           = status.error;
     }
     // Family default tau once a model is known, unless the user chose one.
-    // (spec project decision 5: LLaDA 0.99, Dream 0.995.)
+    // (engine/README.md decision 5: LLaDA 0.99, Dream 0.995.)
     if (!ui.tau_set && !status.family.empty())
         ui.tau = (status.family == "dream" || status.family == "Dream") ? 0.995f : 0.99f;
 

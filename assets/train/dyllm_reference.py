@@ -1,4 +1,4 @@
-# A plain torch re-implementation of DyLLM decoding (../shared/reference/dyllm-spec.md a.3-a.9, the project's
+# A plain torch re-implementation of DyLLM decoding (engine/README.md §a.3-§a.9 and its
 # decisions 2-5), written independently of the C++ engine to cross-check it on the built-in models: one sequence,
 # fp32, every step's per-layer cosines and salient sets recorded. `compare_dyllm.py` runs both and diffs them.
 import math
@@ -114,7 +114,7 @@ class Reference:
                 kind, rows = "full", list(range(L))
             elif s > fullq_every and s % fullq_every != 0:
                 kind = "sparse-response"
-                rows = list(range(P - 1 if self.fam.shift else P, L))  # decision 3: Dream adds row P-1
+                rows = list(range(P - 1 if self.fam.shift else P, L))  # engine/README.md decision 3: Dream adds row P-1
             else:
                 kind, rows = "sparse-fullq", list(range(L))
             h = m.wte(tok[rows])
@@ -123,7 +123,7 @@ class Reference:
                 for li, blk in enumerate(m.blocks):
                     h = self._layer_dense(li, blk, h, rows, pos, cache)
             else:
-                sal = sorted(last_unmasked)  # decision 2: the initial salient set sorted by position
+                sal = sorted(last_unmasked)  # engine/README.md decision 2: the initial salient set sorted by position
                 for li, blk in enumerate(m.blocks):
                     forced = None
                     if follow is not None:

@@ -47,8 +47,8 @@ def block_candidates(resp, mask_id, gen_length, block):
 
 
 def pick(scores, cand, n_u):
-    """Indices into cand of the n_u positions to unmask: higher score first, ties to the lower position (project
-    decision 4). scores[j] is the score of position cand[j]."""
+    """Indices into cand of the n_u positions to unmask: higher score first, ties to the lower position
+    (engine/README.md decision 4). scores[j] is the score of position cand[j]."""
     return sorted(range(len(cand)), key=lambda j: (-float(scores[j]), cand[j]))[:n_u]
 
 

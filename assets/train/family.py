@@ -1,5 +1,5 @@
 # Per-family conventions of the built-in models: special tokens, chat template (same strings the C++ engine applies,
-# spec c.1/c.2), response end tokens, and the exported config.json / tokenizer_config.json.
+# engine/README.md §c.1/§c.2), response end tokens, and the exported config.json / tokenizer_config.json.
 LLADA_SPECIALS = ["<|startoftext|>", "<|endoftext|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>",
                   "<|mdm_mask|>"]
 DREAM_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|mask|>"]

@@ -7,7 +7,7 @@ WALL=${1:-85}
 PY=/usr/bin/python3   # Debian's torch; the pyenv python3 on PATH has no torch
 W=assets/train_work
 mkdir -p $W
-# OPENBLAS_CORETYPE=Haswell (set on these machines) halves OpenBLAS speed (toolchain.md section 4).
+# OPENBLAS_CORETYPE=Haswell (set on these machines) halves OpenBLAS speed (measured on these machines).
 ENV="env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1"
 $PY assets/train/make_tasks.py
 for f in llada dream; do

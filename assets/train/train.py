@@ -62,7 +62,7 @@ def make_batch(rng, fam, tok, batch):
 
 
 def response_logits(model, fam, h, lp):
-    # Dream predicts position i from hidden row i-1 (spec c.2 logit shift); LLaDA from row i.
+    # Dream predicts position i from hidden row i-1 (engine/README.md §c.2 logit shift); LLaDA from row i.
     rows = h[:, lp - 1:lp - 1 + GEN_LENGTH] if fam.shift else h[:, lp:lp + GEN_LENGTH]
     return model.head(rows)
 

@@ -1,4 +1,4 @@
-// dLLM-Cache's refresh rule (engine/README.md, "dLLM-Cache"), exposed for tests.
+// dLLM-Cache's refresh rule (engine/README.md §e), exposed for tests.
 #pragma once
 
 namespace dyllm {

@@ -1,6 +1,6 @@
 // DyLLM: T_full exact steps fill the caches; later steps recompute only the salient rows (attention context cosine
 // to the previous step below tau), reuse the cached FFN output of the others and update their attention context
-// through the salient columns (engine/README.md, "DyLLM").
+// through the salient columns (engine/README.md §a).
 #include "engine/methods/dyllm.h"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// DyLLM's step schedule and sparse layer (engine/README.md, "DyLLM"), exposed for tests.
+// DyLLM's step schedule and sparse layer (engine/README.md §a), exposed for tests.
 #pragma once
 #include "engine/forward.h"
 #include "instrumentation/events.h"

@@ -32,7 +32,7 @@ public:
             const int32_t      start = (s.unmasked / p_.block_length) * p_.block_length;
             const int32_t      end   = dual_ ? std::min(s.gen_length, start + p_.block_length) : s.gen_length;
             int32_t            first = s.prompt_len + start;
-            if (dream && first > 0) --first;  // the shifted logits of the block's first position (engine/README.md)
+            if (dream && first > 0) --first;  // the shifted logits of the block's first position (engine/README.md §d)
             for (int32_t a = first; a < s.prompt_len + end; ++a) q.push(lay.cu[size_t(b)] + a, b, a);
         }
         return q;

@@ -1,7 +1,7 @@
-// Index bookkeeping of DyLLM's column-sparse approximate attention (spec b.1 steps 1-3), shared by the CUDA kernel and
-// CPU tests: keys are cut into 64-key tiles per sequence; each tile carries a 64-bit mask of its salient keys and the
-// dv row of its first salient key, so the kernel finds the dv row of salient key r as base + popcount(mask below r).
-// Also the query-tile plan of the tiled attention kernels (runs of query rows of one sequence).
+// Index bookkeeping of DyLLM's column-sparse approximate attention (kernels/README.md §b.1 steps 1-3), shared by the
+// CUDA kernel and CPU tests: keys are cut into 64-key tiles per sequence; each tile carries a 64-bit mask of its
+// salient keys and the dv row of its first salient key, so the kernel finds the dv row of salient key r as base +
+// popcount(mask below r). Also the query-tile plan of the tiled attention kernels (runs of query rows of one sequence).
 #pragma once
 #include <cstdint>
 #include <stdexcept>
@@ -12,7 +12,7 @@
 
 namespace dyllm {
 
-// Keys per mask word: one uint64 bit per key (the newer DyLLM kernels' 64-key words, spec b.1 step 1).
+// Keys per mask word: one uint64 bit per key (the newer DyLLM kernels' 64-key words, kernels/README.md §b.1 step 1).
 constexpr int kKeyTile = 64;
 
 DYLLM_HD int popcount64(uint64_t x) {
@@ -38,7 +38,8 @@ struct KeyTileMasks {
 
 // Builds the masks from the packed salient key rows sal_k (ascending within each sequence, inside its key range),
 // cu_sal: [B + 1] offsets into sal_k, cu_k: [B + 1] key offsets. Throws std::invalid_argument naming the first
-// violated condition (the kernel's rank lookup is only right for sorted, in-range, duplicate-free lists; spec f.9).
+// violated condition (the kernel's rank lookup is only right for sorted, in-range, duplicate-free lists;
+// kernels/README.md §f.9).
 inline KeyTileMasks build_key_tile_masks(const int32_t* sal_k, const int32_t* cu_sal, const int32_t* cu_k, int n_seq) {
     KeyTileMasks m;
     m.tile_off.assign(size_t(n_seq) + 1, 0);

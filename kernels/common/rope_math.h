@@ -7,7 +7,8 @@
 
 namespace dyllm {
 
-// Angle of pair i at position pos: pos * theta^(-2i / head_dim), the fp32 product HF computes (spec f.10).
+// Angle of pair i at position pos: pos * theta^(-2i / head_dim), the fp32 product HF computes (kernels/README.md
+// §f.10).
 DYLLM_HD float rope_angle(int pos, float inv_freq) { return float(pos) * inv_freq; }
 
 // Rotates one head in place: x[c], x[c + D/2] for c < D/2 (rotate-half). inv_freq: [D/2].

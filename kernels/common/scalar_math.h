@@ -39,14 +39,14 @@ DYLLM_HD float online_softmax_push(OnlineSoftmax& st, float s, float& p) {
     return scale;
 }
 
-// Cosine from (dot, |a|^2, |b|^2) with both squared norms clamped at 1e-8 (spec f.7).
+// Cosine from (dot, |a|^2, |b|^2) with both squared norms clamped at 1e-8 (kernels/README.md §f.7).
 DYLLM_HD float cosine_from_stats(float dot, float na2, float nb2) {
     const float a = na2 > 1e-8f ? na2 : 1e-8f;
     const float b = nb2 > 1e-8f ? nb2 : 1e-8f;
     return dot / (sqrtf(a) * sqrtf(b));
 }
 
-// Dream's negative-entropy term for one probability: p log(p + 1e-10) (spec a.9 step 4).
+// Dream's negative-entropy term for one probability: p log(p + 1e-10) (engine/README.md §a.9 step 4).
 DYLLM_HD float neg_entropy_term(float p) { return p * logf(p + 1e-10f); }
 
 }  // namespace dyllm

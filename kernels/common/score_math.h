@@ -1,6 +1,6 @@
 // Sampler scoring pieces: the argmax order (ties -> lowest id) shared by the CPU ops and the CUDA score_logits kernel,
-// and the candidate order (higher score first, then lower position; spec decision 4) and keep rule of spec a.9 step 5
-// that the host sampler's selection follows.
+// and the candidate order (higher score first, then lower position; engine/README.md decision 4) and keep rule of
+// engine/README.md §a.9 step 5 that the host sampler's selection follows.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -35,7 +35,7 @@ DYLLM_HD bool candidate_before(float score_a, int32_t pos_a, float score_b, int3
     return score_a > score_b || (score_a == score_b && pos_a < pos_b);
 }
 
-// Keep rule (spec a.9 step 5): rank < num_transfer or score >= threshold, and never a -inf score.
+// Keep rule (engine/README.md §a.9 step 5): rank < num_transfer or score >= threshold, and never a -inf score.
 DYLLM_HD bool candidate_kept(int rank, float score, int num_transfer, float conf_threshold) {
     if (!(score > -INFINITY)) return false;
     return rank < num_transfer || score >= conf_threshold;

@@ -63,7 +63,7 @@ struct AttnDims {
     int head_dim  = 0;
 };
 
-// How score_logits scores a row (spec a.9 step 4).
+// How score_logits scores a row (engine/README.md §a.9 step 4).
 enum class ScoreRule : uint8_t {
     Confidence,  // softmax probability of the argmax token (LLaDA)
     NegEntropy,  // sum_v p_v log(p_v + 1e-10) (Dream)

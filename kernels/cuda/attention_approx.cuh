@@ -1,4 +1,4 @@
-// DyLLM's column-sparse approximate attention on CUDA (spec a.7 step 6, b.1 steps 1-3): the softmax normaliser over
+// DyLLM's column-sparse approximate attention on CUDA (kernels/README.md §b.1 steps 1-3): the softmax normaliser over
 // every key of the query's sequence, the P x dV product only over the salient keys (64-key tiles with a bitmask),
 // c_new = c_old + that product, with optional fused per-token cosine statistics (dot, |new|^2, |old|^2).
 #pragma once

@@ -143,7 +143,8 @@ __device__ __forceinline__ void attention_tiled_body(const AttnArgs& a) {
                 }
             }
         } else {
-            // Column-sparse P x dV: only the tile's salient keys (spec b.1 step 3); tiles without any are skipped.
+            // Column-sparse P x dV: only the tile's salient keys (kernels/README.md §b.1 step 3); tiles without any are
+            // skipped.
             const int      kt   = a.tile_off[tile.seq] + t0 / kKeyTile;
             const uint64_t mask = a.key_mask[kt];
             if (mask == 0) continue;  // CTA-uniform

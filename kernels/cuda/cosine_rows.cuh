@@ -1,4 +1,5 @@
-// Per-row cosine similarity on CUDA: fp32 (dot, |a|^2, |b|^2) over all columns, then cosine_from_stats (spec f.7).
+// Per-row cosine similarity on CUDA: fp32 (dot, |a|^2, |b|^2) over all columns, then cosine_from_stats
+// (kernels/README.md §f.7).
 #pragma once
 #include <cuda_runtime_api.h>
 

@@ -1,5 +1,6 @@
-// Greedy logit scoring on CUDA (spec a.9 steps 3-4): argmax over the allowed ids (lowest id on ties) and its score,
-// the softmax probability (Confidence, LLaDA) or the negative entropy (Dream), the softmax over the allowed ids.
+// Greedy logit scoring on CUDA (engine/README.md §a.9 steps 3-4): argmax over the allowed ids (lowest id on ties) and
+// its score, the softmax probability (Confidence, LLaDA) or the negative entropy (Dream), the softmax over the allowed
+// ids.
 #pragma once
 #include <cuda_runtime_api.h>
 

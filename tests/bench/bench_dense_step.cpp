@@ -204,7 +204,7 @@ int main(int argc, char** argv) {
         const AttentionShape shape{int(n_head), int(n_head), hd};  // LLaDA: MHA
         const TensorView     none{};
 
-        // ---- one dense step (spec a.6), timed per op class ----
+        // ---- one dense step (engine/README.md §a.6), timed per op class ----
         Timer        tm;
         const double w0 = wall_s(), c0 = cpu_s();
         tm.run("embed", [&] { be->embed(table.view, ids, h); });

@@ -36,7 +36,7 @@ struct ModelShape {
     const char* name;
     int         n_embd, n_head, n_kv_head, head_dim, n_ff, n_vocab;
 };
-// From the models' config.json (spec section c): LLaDA-8B-Instruct and Dream-v0-Instruct-7B.
+// From the models' config.json (engine/README.md §c): LLaDA-8B-Instruct and Dream-v0-Instruct-7B.
 constexpr ModelShape kModels[] = {
     {"LLaDA-8B", 4096, 32, 32, 128, 12288, 126464},
     {"Dream-7B", 3584, 28, 4, 128, 18944, 152064},
@@ -146,7 +146,8 @@ void report(const char* model, const std::string& kernel, double ms, double flop
 
 void bench_model(const ModelShape& m, const Peaks& pk, cudaStream_t s, cublasHandle_t h) {
     Timer         timer(s);
-    const int     P = 256, R = 256, L = P + R;  // prompt 256 + response 256 (spec a.11 defaults), one sequence
+    // Prompt 256 + response 256 (the paper's generation length, engine/README.md §a.11), one sequence.
+    const int     P = 256, R = 256, L = P + R;
     const int64_t qd = int64_t(m.n_head) * m.head_dim, kvd = int64_t(m.n_kv_head) * m.head_dim;
 
     // ---- GEMMs: the backend's matmul (fp32 activation -> bf16 + cublasGemmEx) vs a plain bf16 cublasGemmEx ----

@@ -102,9 +102,9 @@ TEST_CASE("original and dyllm runs give the same tokens on CUDA and the CPU", "[
         }
     }
     // Logits up to the first differing step: within the bf16 budget. Each of the tiny model's 2-3 layers rounds its
-    // GEMM inputs and cached K/V/context to bf16 (2^-8 relative each, spec f.10), a handful of roundings compounding
-    // to a few percent of the logit scale at most; 0.05 * max|logit| + 0.05 also catches a broken kernel (O(1)
-    // relative errors).
+    // GEMM inputs and cached K/V/context to bf16 (2^-8 relative each, kernels/README.md §f.10), a handful of roundings
+    // compounding to a few percent of the logit scale at most; 0.05 * max|logit| + 0.05 also catches a broken kernel
+    // (O(1) relative errors).
     const int last = first_diff > 0 ? first_diff : (rc.logits.empty() ? 0 : rc.logits.rbegin()->first);
     double    delta_at_diff = 0;
     for (const auto& [step, lc] : rc.logits) {

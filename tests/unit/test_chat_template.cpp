@@ -1,5 +1,5 @@
-// Chat templates (spec c.1 LLaDA header-id template, c.2 Dream ChatML with the default system message): exact
-// strings, and the Dream template's token ids against the HF golden list when the Qwen tokenizer is available.
+// Chat templates (engine/README.md §c.1 LLaDA header-id template, §c.2 Dream ChatML with the default system message):
+// exact strings, and the Dream template's token ids against the HF golden list when the Qwen tokenizer is available.
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -15,7 +15,7 @@ TEST_CASE("LLaDA chat template: BOS, header ids, stripped message, assistant pro
     CHECK(apply_chat_template(Family::LLaDA, "What is 2+2?") ==
           "<|startoftext|><|start_header_id|>user<|end_header_id|>\n\nWhat is 2+2?<|eot_id|>"
           "<|start_header_id|>assistant<|end_header_id|>\n\n");
-    // content.strip() (spec c.1)
+    // content.strip() (engine/README.md §c.1)
     CHECK(apply_chat_template(Family::LLaDA, "  \n hi there \t\n") ==
           "<|startoftext|><|start_header_id|>user<|end_header_id|>\n\nhi there<|eot_id|>"
           "<|start_header_id|>assistant<|end_header_id|>\n\n");

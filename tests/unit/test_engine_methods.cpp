@@ -1,4 +1,4 @@
-// Exactness of the DyLLM sparse step and the baselines against dense decoding (issue 3, spec Appendix B), on tiny
+// Exactness of the DyLLM sparse step and the baselines against dense decoding (engine/README.md §v), on tiny
 // random checkpoints of both families. All computation is fp32 on the CPU backend, so "equal up to rounding" means
 // the only differences come from summation order (GEMM blocking over different row counts): ~1e-6 relative.
 #include <catch2/catch.hpp>
@@ -145,7 +145,7 @@ TEST_CASE("with approximate attention only layer 0's approximation differs from 
     p.tau = 1.01f, p.approx = true, p.fullq_every = 1, p.full_steps = 1;
     Run dy = run(*m, {prompt}, p);
     // Step 2 is the first sparse step and starts from the same canvas as original's step 2: the logits differ only
-    // through layer 0's approximate context for rows not decoded in step 1 (spec Appendix B item 2). Measure it.
+    // through layer 0's approximate context for rows not decoded in step 1 (engine/README.md §v item 2). Measure it.
     const double d     = max_abs_diff(dy.logits[2], orig.logits[2]);
     const double scale = max_abs(orig.logits[2]);
     INFO("step 2: max |logit diff| = " << d << " (logit scale " << scale << ")");

@@ -66,7 +66,7 @@ fs::path tiny_model(Family f) {
     auto it = dirs.find(f);
     if (it != dirs.end()) return it->second;
     const fs::path dir = dyllm::test::make_tiny_checkpoint(f, dyllm::DType::F32, 1, /*seed=*/1234);
-    // Head tensor names: LLaDA model.transformer.ff_out.weight (spec c.1), Dream lm_head.weight (spec c.2).
+    // Head tensor names: LLaDA model.transformer.ff_out.weight (engine/README.md §c.1), Dream lm_head.weight (§c.2).
     scale_tensor(dir / "model.safetensors",
                  f == Family::LLaDA ? "model.transformer.ff_out.weight" : "lm_head.weight", 10.0f);
     dirs[f] = dir;
@@ -158,7 +158,7 @@ TEST_CASE("generate --json: schema, unmask invariants, determinism", "[generate]
             CHECK(j["load_s"].get<double>() >= 0);
             CHECK(j["denoise_s"].get<double>() > 0);
             CHECK(j["tokens_per_s"].get<double>() > 0);
-            CHECK(j["forward_passes"] == 8);  // one forward per denoising step for both methods (spec a.3)
+            CHECK(j["forward_passes"] == 8);  // one forward per denoising step for both methods (engine/README.md §a.3)
 
             REQUIRE(j["sequences"].size() == 1);
             const json& s = j["sequences"][0];
@@ -173,7 +173,7 @@ TEST_CASE("generate --json: schema, unmask invariants, determinism", "[generate]
                 CHECK(st >= 1);
                 CHECK(st <= 8);
                 ++per_step[st];
-                // Semi-AR blocks (spec a.9 step 1): block b = pos / 8 is decoded in steps 4b+1 .. 4b+4.
+                // Semi-AR blocks (engine/README.md §a.9 step 1): block b = pos / 8 is decoded in steps 4b+1 .. 4b+4.
                 const int block = int(pos) / 8;
                 CHECK(st > 4 * block);
                 CHECK(st <= 4 * (block + 1));
@@ -247,7 +247,7 @@ TEST_CASE("a lock-step batch gives each prompt the result it gets alone", "[gene
                 INFO(dyllm::family_name(f) << " " << dyllm::method_name(m) << " gen " << sh.gen << " steps "
                                            << sh.steps << " block " << sh.block);
                 auto model = dyllm::Model::load(tiny_model(f).string(), dyllm::BackendKind::Cpu, 1);
-                // Prompts of different lengths: packed varlen rows, no padding (spec a.10).
+                // Prompts of different lengths: packed varlen rows, no padding (engine/README.md §a.10).
                 const auto pa = dyllm::encode_prompt(*model, "hi", true);
                 const auto pb = dyllm::encode_prompt(*model, "a rather longer prompt, to differ in length", true);
                 REQUIRE(pa.size() != pb.size());

@@ -1,6 +1,6 @@
 // Exact and approximate (DyLLM column-sparse) attention: the optimised kernels against the references over
 // varlen batches, GQA 1:1 / 4:1 / 7:1, odd head sizes, empty row and salient sets; hand-checked reference cases; and
-// the spec's key property: with keys unchanged, c_old + P dV equals exact attention with the new V.
+// the key property of kernels/README.md §b.1: with keys unchanged, c_old + P dV equals exact attention with the new V.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -168,7 +168,7 @@ TEST_CASE("optimised attention_approx equals the reference", "[kernels][attentio
 }
 
 TEST_CASE("approximate attention is exact when only V changed on the salient keys", "[kernels][attention_approx]") {
-    // Spec a.7 step 6 / b.1: with K unchanged, softmax weights are unchanged, so
+    // kernels/README.md §b.1: with K unchanged, softmax weights are unchanged, so
     // exact(q, K, V_old) + sum_{j in S} p_j (V_new - V_old)_j == exact(q, K, V_new).
     const size_t si        = GENERATE(range(size_t(0), shapes().size()));
     const int    sal_every = GENERATE(1, 2, 5);

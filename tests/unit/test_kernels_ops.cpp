@@ -228,7 +228,7 @@ TEST_CASE("optimised cosine equals the reference, norms clamped at 1e-8", "[kern
     }
 }
 
-TEST_CASE("reference cosine clamps tiny norms at 1e-8 (spec f.7)", "[kernels][ref]") {
+TEST_CASE("reference cosine clamps tiny norms at 1e-8 (kernels/README.md §f.7)", "[kernels][ref]") {
     // |a|^2 = |b|^2 = 1e-10 < 1e-8: cos = 1e-10 / 1e-8 = 0.01, not 1.
     std::vector<float> a = {1e-5f}, b = {1e-5f};
     float              c = 0;

@@ -1,5 +1,5 @@
 // Sampler decisions and step schedules: candidate window, tie-break, threshold mode, EOS rule, DyLLM step kinds
-// (spec a.3 examples) and the dLLM-Cache refresh rule.
+// (engine/README.md §a.3 examples) and the dLLM-Cache refresh rule.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -28,7 +28,7 @@ TEST_CASE("selection keeps n_u by score, ties to the lower position", "[sampler]
     auto k = select_candidates(c, 2, std::numeric_limits<float>::infinity());
     REQUIRE(k.size() == 2);
     CHECK(k[0].pos == 1);
-    CHECK(k[1].pos == 2);  // tie with pos 3 at 0.5: lower position first (project decision 4)
+    CHECK(k[1].pos == 2);  // tie with pos 3 at 0.5: lower position first (engine/README.md decision 4)
 }
 
 TEST_CASE("threshold mode takes the top-1 plus every score above the threshold", "[sampler]") {
@@ -52,7 +52,7 @@ TEST_CASE("EOS finishes only with no mask before it", "[sampler]") {
     CHECK_FALSE(finished_by_eos(r, std::vector<int32_t>{1}, E, M));  // only newly decoded EOS counts
 }
 
-TEST_CASE("DyLLM step kinds follow spec a.3", "[schedule]") {
+TEST_CASE("DyLLM step kinds follow the schedule of engine/README.md §a.3", "[schedule]") {
     auto seq = [](int tf, int n) {
         std::string s;
         for (int st = 1; st <= n; ++st) {

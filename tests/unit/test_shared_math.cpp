@@ -123,7 +123,7 @@ TEST_CASE("cosine_from_stats: the cosine, and the 1e-8 clamp of both squared nor
     CHECK(cosine_from_stats(2.0f, 4.0f, 1.0f) == Approx(1.0f));
     CHECK(cosine_from_stats(-1.0f, 1.0f, 1.0f) == Approx(-1.0f));
     CHECK(cosine_from_stats(0.0f, 1.0f, 1.0f) == 0.0f);
-    // Zero vectors: the clamp keeps the result finite (0 / 1e-8), never NaN (spec f.7).
+    // Zero vectors: the clamp keeps the result finite (0 / 1e-8), never NaN (kernels/README.md §f.7).
     CHECK(cosine_from_stats(0.0f, 0.0f, 0.0f) == 0.0f);
     CHECK(std::isfinite(cosine_from_stats(1e-12f, 1e-20f, 1e-20f)));
     // Below the clamp the norms count as 1e-8: dot / (1e-4 * 1e-4).
@@ -185,7 +185,7 @@ TEST_CASE("argmax order: first maximum wins; merges agree with the serial scan",
     CHECK(none.i == 0x7fffffff);
 }
 
-TEST_CASE("candidate order and keep rule (spec a.9 step 5, decision 4)", "[shared_math][score]") {
+TEST_CASE("candidate order and keep rule (engine/README.md §a.9 step 5, decision 4)", "[shared_math][score]") {
     CHECK(candidate_before(0.9f, 5, 0.8f, 1));
     CHECK(candidate_before(0.8f, 1, 0.8f, 5));  // tie: lower position first
     CHECK_FALSE(candidate_before(0.8f, 5, 0.8f, 1));
@@ -222,7 +222,7 @@ TEST_CASE("key-tile masks and ranks match a brute-force salient lookup", "[share
     CHECK(mask_rank(~0ull, 63) == 63);
     CHECK(mask_rank(0x8000000000000001ull, 63) == 1);
     CHECK(mask_rank(0x1ull, 0) == 0);
-    // Empty salient sets are legal (spec decision 8): all masks zero.
+    // Empty salient sets are legal (engine/README.md decision 8): all masks zero.
     const std::vector<int32_t> cu0 = {0, 0, 0, 0, 0};
     const KeyTileMasks         m0  = build_key_tile_masks(nullptr, cu0.data(), cu_k.data(), 4);
     CHECK(std::all_of(m0.mask.begin(), m0.mask.end(), [](uint64_t x) { return x == 0; }));
@@ -337,7 +337,7 @@ TEST_CASE("the approximate attention kernel's tiling equals the direct formula (
     for (float& v : dv) v = g(rng);
     const KeyTileMasks m = build_key_tile_masks(sal.data(), cu_sal.data(), cu_k.data(), 2);
 
-    // Direct formula in fp64 (spec a.7 step 6): softmax over all keys, sum over the salient ones.
+    // Direct formula in fp64 (kernels/README.md §b.1): softmax over all keys, sum over the salient ones.
     std::vector<double> s(static_cast<size_t>(lens[0]));
     double              mx = -INFINITY, l = 0;
     for (int j = 0; j < lens[0]; ++j) {

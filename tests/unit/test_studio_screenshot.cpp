@@ -166,7 +166,8 @@ TEST_CASE("dyllm-studio --screenshot renders every panel after 3 engine steps", 
     const auto model = test::make_tiny_checkpoint(Family::LLaDA);
     const std::string png = "studio_screenshot.png", log = "studio_screenshot.log";
     std::filesystem::remove(png);
-    // T_full = 1 so steps 2 and 3 are sparse DyLLM steps with cosine tests (spec a.3: step 1 is always FULL).
+    // T_full = 1 so steps 2 and 3 are sparse DyLLM steps with cosine tests (engine/README.md §a.3: step 1 is always
+    // FULL).
     const std::string args = "--screenshot " + png + " --frames 5 --step 3 --size 1600x1000 --full-steps 1 -m '" +
                              model.string() + "' -p 'Q: add 12+30'";
     const int rc = run_studio(studio, args, log);

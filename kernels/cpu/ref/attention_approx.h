@@ -1,4 +1,4 @@
-// Reference DyLLM column-sparse approximate attention (spec a.7 step 6, b.1).
+// Reference DyLLM column-sparse approximate attention (kernels/README.md §b.1).
 #pragma once
 #include "kernels/cpu/mat.h"
 

@@ -1,4 +1,4 @@
-// Reference cosine: fp64 statistics, the spec's 1e-8 clamp on each squared norm.
+// Reference cosine: fp64 statistics, the 1e-8 clamp on each squared norm (kernels/README.md §f.7).
 #include "kernels/cpu/ref/cosine.h"
 
 #include <algorithm>
@@ -15,7 +15,7 @@ void cosine_rows(CMatF a, CMatF b, float* cos_out) {
             na += x * x;
             nb += y * y;
         }
-        // Clamp at 1e-8: spec f.7 (rsqrt(max(n, 1e-8)) in the reference kernel).
+        // Clamp at 1e-8: kernels/README.md §f.7 (rsqrt(max(n, 1e-8)) in the reference kernel).
         cos_out[i] = float(dot / (std::sqrt(std::max(na, 1e-8)) * std::sqrt(std::max(nb, 1e-8))));
     }
 }

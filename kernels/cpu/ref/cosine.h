@@ -1,4 +1,4 @@
-// Reference per-row cosine similarity (spec a.7 step 7, f.7).
+// Reference per-row cosine similarity (kernels/README.md §f.7).
 #pragma once
 #include "kernels/cpu/mat.h"
 

@@ -31,7 +31,7 @@ void score_logits(CMatF logits, ScoreRule rule, const int32_t* banned, int64_t n
             double h = 0.0;
             for (int64_t v = 0; v < logits.cols; ++v) {
                 const double p = std::exp(double(r[v]) - m) / l;
-                h += p * std::log(p + 1e-10);  // spec a.9 step 4: log(p + 1e-10)
+                h += p * std::log(p + 1e-10);  // engine/README.md §a.9 step 4: log(p + 1e-10)
             }
             scores[i] = float(h);
         }

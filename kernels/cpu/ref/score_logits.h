@@ -1,4 +1,4 @@
-// Reference greedy scoring of logit rows (spec a.9 steps 3-4).
+// Reference greedy scoring of logit rows (engine/README.md §a.9 steps 3-4).
 #pragma once
 #include "kernels/cpu/mat.h"
 
