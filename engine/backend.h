@@ -1,4 +1,4 @@
-// The Backend interface (STYLE.md 2.2): one op per step of the forward passes, at op granularity, so the model code
+// The Backend interface: one op per step of the forward passes, at op granularity, so the model code
 // in engine/forward.cpp is written once and runs on the CPU or on CUDA. Each public op is non-virtual: it checks its
 // arguments once (engine/backend_checks.cpp, as ggml checks in its op constructors) and then calls the backend's
 // do_<op>(), so the backends cannot drift in what they accept. Index lists (token ids, positions, row indices,

@@ -1,6 +1,6 @@
 // The public Backend ops: each validates its arguments once, for every backend, and then calls the backend's do_<op>()
 // (ggml checks in its op constructors, once). A failed check is a caller bug: DYLLM_ASSERT names the op, the operand
-// and the values (STYLE.md 2.4).
+// and the values.
 #include <string>
 
 #include "engine/backend.h"

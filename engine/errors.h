@@ -1,4 +1,4 @@
-// Error kinds of the engine (STYLE.md 2.4): DYLLM_ASSERT for broken invariants (always on, aborts), LoadError for bad
+// Error kinds of the engine: DYLLM_ASSERT for broken invariants (always on, aborts), LoadError for bad
 // model files, InputError for bad user input, BackendError for CUDA/cuBLAS failures. Boundaries (CLI, app, tests) catch.
 #pragma once
 #include <cstdio>

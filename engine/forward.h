@@ -1,4 +1,4 @@
-// Forward-pass building blocks written once against Backend (STYLE.md 2.2): embedding, a dense layer over any set of
+// Forward-pass building blocks written once against Backend: embedding, a dense layer over any set of
 // query rows (original, DyLLM FULL steps, Fast-dLLM), the ops the methods build their own layers from
 // (engine/methods/), and the LM head. Every op is timed (ScopedOp) and counted (FLOPs, rows) for the accounting.
 #pragma once

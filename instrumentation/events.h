@@ -1,4 +1,4 @@
-// The engine's event stream (DESIGN.md Instrumentation, STYLE.md 2.7): plain event structs and the EventSink interface.
+// The engine's event stream: plain event structs and the EventSink interface.
 // Header-only with no dependencies, so the engine can emit events without linking any sink. Spans inside an event are
 // valid only during the call: a sink that keeps them must copy.
 #pragma once

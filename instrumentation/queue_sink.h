@@ -1,4 +1,4 @@
-// QueueSink: the engine -> UI bridge (STYLE.md 2.7). Every event becomes an EventRecord in a lock-free SPSC ring
+// QueueSink: the engine -> UI bridge. Every event becomes an EventRecord in a lock-free SPSC ring
 // (drops are counted, the engine never blocks on the UI); the newest canvas per sequence is also kept in a
 // mutex-guarded double buffer so the UI can redraw it every frame even when the ring dropped events.
 #pragma once

@@ -1,4 +1,4 @@
-// SpscRing: a bounded lock-free single-producer / single-consumer queue (STYLE.md 2.7). The engine thread pushes and
+// SpscRing: a bounded lock-free single-producer / single-consumer queue. The engine thread pushes and
 // never blocks (push fails when full, the caller counts the drop); the UI thread pops. Header-only.
 #pragma once
 #include <atomic>

@@ -1,4 +1,4 @@
-# Fails when a module reaches past its boundary (STYLE.md 2.1): engine/ and kernels/ must not mention imgui, GLFW,
+# Fails when a module reaches past its boundary: engine/ and kernels/ must not mention imgui, GLFW,
 # app/ or cupti; kernels/ must not include engine/ or instrumentation/.
 function(scan dir pattern what)
     file(GLOB_RECURSE files ${ROOT}/${dir}/*.h ${ROOT}/${dir}/*.cpp ${ROOT}/${dir}/*.cu ${ROOT}/${dir}/*.cuh)

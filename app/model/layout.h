@@ -1,4 +1,4 @@
-// Fixed top-level layout of dyllm-studio (DESIGN.md "The app"): panel rectangles computed from the window size.
+// Fixed top-level layout of dyllm-studio: panel rectangles computed from the window size.
 // Pure math without ImGui, so the screenshot test can find where each panel must be drawn.
 #pragma once
 

@@ -1,5 +1,5 @@
 // An immutable copy of a model's vocabulary made on the engine worker after a load, so the UI thread can show token
-// text without touching engine memory (STYLE.md 2.7: widgets never read engine memory).
+// text without touching engine memory (widgets never read engine memory).
 #pragma once
 #include <cstdint>
 #include <string>

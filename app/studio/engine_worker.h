@@ -1,6 +1,6 @@
 // The engine worker thread of dyllm-studio: owns the Model and the Session and executes a command queue (load, start,
 // play, pause, single step, set tau, speed). The UI thread never blocks on it: it posts commands, reads events from
-// the QueueSink and copies a small status struct under a mutex (STYLE.md 2.7).
+// the QueueSink and copies a small status struct under a mutex.
 #pragma once
 #include <atomic>
 #include <condition_variable>

@@ -1,5 +1,5 @@
 // Scalar math written once and called by the CPU reference, the optimised CPU ops and the CUDA kernels
-// (STYLE.md 2.6): SiLU, RoPE frequencies, the online-softmax update, sampler scores, cosine from statistics.
+// (kernels/README.md): SiLU, RoPE frequencies, the online-softmax update, sampler scores, cosine from statistics.
 #pragma once
 #include <cmath>
 

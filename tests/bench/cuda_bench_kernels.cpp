@@ -1,7 +1,7 @@
 // CUDA kernel benchmark on LLaDA-8B and Dream-7B shapes: each kernel timed with cudaEvents (median of repeats, L2
 // flushed before each repeat as llm.c's benchmark_kernel does), against a plain cuBLAS bf16 GEMM and the dense
 // attention baseline; prints achieved TFLOP/s and GB/s next to the device peaks. Without a device it says so and
-// exits 0 (it asserts nothing; STYLE.md 2.5: benchmarks are not tests).
+// exits 0 (it asserts nothing: benchmarks are not tests).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 

@@ -68,7 +68,7 @@ inline std::vector<float> fetch(Backend& be, const TensorView& t) {
 }
 
 // |got - ref| <= tol(i) for every element. Prints the first 5 mismatches, stops counting details after 10, and on
-// failure writes both tensors to test-failures/<name>.txt (STYLE.md 2.5).
+// failure writes both tensors to test-failures/<name>.txt.
 inline void check_close(const std::string& name, const std::vector<float>& got, const std::vector<float>& ref,
                         const std::function<double(size_t)>& tol) {
     REQUIRE(got.size() == ref.size());

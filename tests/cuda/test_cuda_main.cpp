@@ -1,5 +1,5 @@
 // main of test_cuda: runs the Catch2 session only when a CUDA device is present; otherwise prints why and returns 77,
-// which ctest's SKIP_RETURN_CODE reports as skipped (Catch2 v2 has no SKIP(); STYLE.md 2.6).
+// which ctest's SKIP_RETURN_CODE reports as skipped (Catch2 v2 has no SKIP()).
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 

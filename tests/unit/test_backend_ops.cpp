@@ -174,7 +174,7 @@ inline cpu::ConstMat cmat_any(const std::vector<float>& v, int64_t rows, int64_t
 }
 
 // |got - ref| <= tol(i) for every element (NaN fails). On failure: the first 5 mismatches in the message, and both
-// tensors in test-failures/<name>.txt (STYLE.md 2.5).
+// tensors in test-failures/<name>.txt.
 inline bool close(const std::string& name, const std::vector<float>& got, const std::vector<float>& ref,
                   const std::function<double(size_t)>& tol) {
     if (got.size() != ref.size()) {

@@ -224,7 +224,7 @@ TEST_CASE("generate prints the text on stdout and the perf summary on stderr", "
     CHECK(r.err.find("backend:") == std::string::npos);  // --backend cpu: nothing to fall back from
     CHECK(!r.out.empty());
 
-    // --backend auto without a CUDA device: the CPU, and exactly one line saying why (DESIGN.md "Command line").
+    // --backend auto without a CUDA device: the CPU, and exactly one line saying why (the command-line contract).
     if (dyllm::cuda_device_count() == 0) {
         const CliRun a = run_cli({"generate", "-m", tiny_model(Family::LLaDA).string(), "-p", "hi", "-n", "8", "-t",
                                   "1"});

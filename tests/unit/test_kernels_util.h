@@ -61,7 +61,7 @@ inline const char* elem_name(cpu::ElemType t) {
 }
 
 // Compares got against ref element by element. On failure prints the first 5 mismatches (stops counting detail
-// after 10) and writes both tensors to test-failures/<name>.txt in the working directory (STYLE.md 2.5).
+// after 10) and writes both tensors to test-failures/<name>.txt in the working directory.
 inline bool all_close(const std::string& name, const float* got, const float* ref, size_t n, double atol,
                       double rtol) {
     size_t             bad = 0;
