@@ -82,7 +82,14 @@ void add_diffusion_options(CLI::App& app, DiffusionOptions& o, DiffusionFlags wh
     scalar_set(app, "--threshold", o.threshold, o.threshold_set,
                "confidence-threshold parallel decoding (off by default)");
     scalar(app, "--temp", o.temperature, "sampling temperature (0 = greedy)");
-    scalar(app, "-s,--seed", o.seed, "random seed");
+    // CLI11 reads "-1" into a uint64_t as 2^64-1; a seed is refused when it is written negative.
+    scalar(app, "-s,--seed", o.seed, "random seed (>= 0)")
+        ->check(CLI::Validator(
+            [](std::string& v) {
+                const size_t b = v.find_first_not_of(" \t");
+                return b != std::string::npos && v[b] == '-' ? "must be >= 0 (got " + v + ")" : std::string();
+            },
+            "SEED >= 0", "seed"));
     app.add_flag("--ignore-eos", o.ignore_eos, "do not stop a sequence at EOS");
     scalar(app, "--kp", o.kp, "dLLM-Cache prompt refresh interval K_P");
     scalar(app, "--kr", o.kr, "dLLM-Cache response refresh interval K_R");
@@ -229,7 +236,10 @@ float effective_tau(const DiffusionParams& p, Family family) {
 
 std::unique_ptr<Model> load_model_for_cli(const ModelOptions& opts, bool quiet) {
     const BackendKind kind = parse_backend(opts.backend);
-    if (opts.threads < 0) throw InputError("--threads must be >= 0 (got " + std::to_string(opts.threads) + ")");
+    if (opts.threads < 0 || opts.threads > kMaxThreads) {
+        throw InputError("--threads must be in [0, " + std::to_string(kMaxThreads) + "] (0 = all cores; got " +
+                         std::to_string(opts.threads) + ")");
+    }
     if (!opts.model.empty()) {
         const std::filesystem::path dir = resolve_model_path(opts.model);
         std::error_code             ec;

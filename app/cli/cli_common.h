@@ -19,6 +19,10 @@ class App;
 
 namespace dyllm::cli {
 
+// Upper bound of --threads (CLI and studio): far above any core count this engine targets, low enough that a typo
+// (100000) is refused with one line instead of exhausting the system's thread limit.
+inline constexpr int kMaxThreads = 1024;
+
 // -m/--model, --backend, -t/--threads.
 struct ModelOptions {
     std::string model;              // checkpoint directory or built-in name; "" = default built-in (tiny-llada)

@@ -134,6 +134,11 @@ int main(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
         return cli.exit(e);
     }
+    // The CLI's bound (app/cli/cli_common.h kMaxThreads): a typo such as 100000 is one line, not a failed thread start.
+    if (opt.threads < 0 || opt.threads > 1024) {
+        std::fprintf(stderr, "dyllm-studio: --threads must be in [0, 1024] (0 = all cores; got %d)\n", opt.threads);
+        return 2;
+    }
     if (!size.empty() && std::sscanf(size.c_str(), "%dx%d", &opt.width, &opt.height) != 2) {
         std::fprintf(stderr, "dyllm-studio: --size '%s': expected WxH, e.g. 1600x1000\n", size.c_str());
         return 2;

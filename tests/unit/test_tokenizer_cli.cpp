@@ -85,6 +85,6 @@ TEST_CASE("dyllm tokenize on a tokenizer-only directory (runs only with DYLLM_CL
     d.write("tokenizer.json", "{\"model\": ");
     r = run_cli(m + " -p x");
     CHECK(r.rc == 2);
-    CHECK_THAT(r.out, Catch::Matchers::StartsWith("error: ") && Catch::Matchers::Contains("invalid JSON at byte"));
+    CHECK_THAT(r.out, Catch::Matchers::StartsWith("error: ") && Catch::Matchers::Contains("not valid JSON at byte"));
     CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1);
 }
