@@ -119,7 +119,7 @@ std::vector<SafetensorsEntry> parse_safetensors(const uint8_t* bytes, size_t siz
         if (dt_it == desc.end() || !dt_it->is_string()) throw LoadError(where + ": 'dtype' missing or not a string");
         const std::string& dt = dt_it->get_ref<const std::string&>();
         if (!parse_dtype(dt, &e.dtype)) {
-            throw LoadError(where + ": unsupported dtype " + json_excerpt(*dt_it) + " (supported: F32, F16, BF16)");
+            throw LoadError(where + ": unsupported dtype '" + text_excerpt(dt, 40) + "' (supported: F32, F16, BF16)");
         }
 
         const auto sh_it = desc.find("shape");
