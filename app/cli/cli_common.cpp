@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "engine/errors.h"
+#include "engine/io/json_file.h"
 
 namespace dyllm::cli {
 
@@ -295,10 +296,16 @@ std::vector<PromptInput> read_prompt_texts(const PromptOptions& o) {
         out.push_back({p, {}, false});
     }
     if (!o.file.empty()) {
-        std::ifstream in(o.file, std::ios::binary);
-        if (!in) throw InputError("-f " + o.file + ": cannot open (" + std::strerror(errno) + ")");
-        std::string line;
-        size_t      n_before = out.size();
+        // The engine's bounded reader: a FIFO or device given as -f is refused instead of blocking or reading forever.
+        std::string text;
+        try {
+            text = read_regular_file(o.file, 256ull << 20, "prompt");
+        } catch (const LoadError& e) {
+            throw InputError(std::string("-f: ") + e.what());
+        }
+        std::istringstream in(text);
+        std::string        line;
+        size_t             n_before = out.size();
         while (std::getline(in, line)) {
             if (!line.empty() && line.back() == '\r') line.pop_back();
             if (trim(line).empty()) continue;

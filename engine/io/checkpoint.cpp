@@ -72,8 +72,8 @@ void open_sharded(const fs::path& index_path, MappedCheckpoint& ck, std::map<std
             const fs::path p = index_path.parent_path() / shard;
             std::error_code ec;
             if (!fs::exists(fs::symlink_status(p, ec))) {
-                throw LoadError(index + ": shard '" + text_excerpt(shard) + "' (listed for tensor '" + text_excerpt(name) +
-                                "') does not exist in " + index_path.parent_path().string());
+                throw LoadError(index + ": shard '" + text_excerpt(shard) + "' (listed for tensor '" +
+                                text_excerpt(name) + "') does not exist in " + index_path.parent_path().string());
             }
             shard_index[shard] = ck.files_.size();
             ck.files_.push_back(SafetensorsFile::open(p));

@@ -60,7 +60,8 @@ public:
         const json& v = at(key);
         if (v.is_array() && extra) {
             // eos lists hold a handful of ids; a long one is not a config this loader reads.
-            if (v.size() > 1024) fail("key '" + std::string(key) + "' lists " + std::to_string(v.size()) + " ids (at most 1024)");
+            if (v.size() > 1024)
+                fail("key '" + std::string(key) + "' lists " + std::to_string(v.size()) + " ids (at most 1024)");
             if (v.empty()) fail("key '" + std::string(key) + "' is an empty list");
             for (size_t i = 1; i < v.size(); ++i) extra->push_back(int32_t(as_int(key, v[i])));
             return int32_t(as_int(key, v[0]));

@@ -98,7 +98,8 @@ json parse_json_text(std::string_view text, const std::string& label, const Json
         // depth is the number of containers open around this event; a container's start counts the one it opens.
         if ((ev == json::parse_event_t::object_start || ev == json::parse_event_t::array_start) && depth >= max_depth)
             throw DepthExceeded{depth + 1};
-        if (ev == json::parse_event_t::key && depth == 1 && on_top_key) on_top_key(parsed.get_ref<const std::string&>());
+        if (ev == json::parse_event_t::key && depth == 1 && on_top_key)
+            on_top_key(parsed.get_ref<const std::string&>());
         return true;
     };
     try {
@@ -151,8 +152,10 @@ std::string json_excerpt(const json& v, size_t max_chars) {
         std::string s = v.is_array() ? "[" : "{";
         for (auto it = v.begin(); it != v.end(); ++it) {
             if (it != v.begin()) s += ", ";
-            if (v.is_object())
-                s += json(text_excerpt(it.key(), max_chars)).dump(-1, ' ', false, json::error_handler_t::replace) + ": ";
+            if (v.is_object()) {
+                const json key(text_excerpt(it.key(), max_chars));
+                s += key.dump(-1, ' ', false, json::error_handler_t::replace) + ": ";
+            }
             s += json_excerpt(*it, max_chars);
         }
         return s + (v.is_array() ? "]" : "}");

@@ -94,7 +94,8 @@ std::vector<SafetensorsEntry> parse_safetensors(const uint8_t* bytes, size_t siz
     {
         std::set<std::string> seen;
         for (const auto& k : top_keys) {
-            if (!seen.insert(k).second) throw LoadError(label + ": duplicate tensor name '" + text_excerpt(k) + "' in the header");
+            if (!seen.insert(k).second)
+                throw LoadError(label + ": duplicate tensor name '" + text_excerpt(k) + "' in the header");
         }
     }
 

@@ -25,7 +25,8 @@ DiffusionParams params(int gen, int steps) {
 
 }  // namespace
 
-TEST_CASE("worker steps while the UI drains, sets tau live, cancels mid-run and restarts", "[engine][threads][handoff]") {
+TEST_CASE("worker steps while the UI drains, sets tau live, cancels mid-run and restarts",
+          "[engine][threads][handoff]") {
     const auto model = Model::load(test::make_tiny_checkpoint(Family::LLaDA).string(), BackendKind::Cpu, 2);
     const auto ids   = test::random_prompt(model->config(), 8, 3);
     QueueSink  sink(1 << 12);  // small: the ring wraps many times and may drop, which is counted, never a race

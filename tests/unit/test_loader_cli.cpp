@@ -140,6 +140,14 @@ TEST_CASE("FIFO, /dev/zero, directory and symlink loop in the model directory", 
     }
 }
 
+TEST_CASE("a FIFO given as the prompt file (-f) is refused, not waited on", "[loader][cli]") {
+    const fs::path d = tiny();
+    const fs::path f = test::make_temp_dir("fifo") / "prompts.txt";
+    REQUIRE(::mkfifo(f.c_str(), 0600) == 0);
+    const std::string args = "generate -m " + sh_quote(d.string()) + " --backend cpu -n 4 -f " + sh_quote(f.string());
+    require_one_line_error(run_cli(args), 2, {"-f: " + f.string() + ": is a FIFO"});
+}
+
 TEST_CASE("huge n_layers and an mlp_ratio overflow", "[loader][cli]") {
     {
         const fs::path d = tiny();
