@@ -17,6 +17,7 @@
 #include "engine/errors.h"
 #include "engine/params.h"
 #include "instrumentation/json_number.h"
+#include "engine/io/json_file.h"
 
 namespace dyllm::cli {
 
@@ -95,7 +96,10 @@ std::vector<std::string> split_list(const std::string& what, const std::string& 
 
 std::unique_ptr<Model> load_model_for_cli(const ModelOptions& opts, bool quiet) {
     const BackendKind kind = parse_backend(opts.backend);
-    if (opts.threads < 0) throw InputError("--threads must be >= 0 (got " + std::to_string(opts.threads) + ")");
+    if (opts.threads < 0 || opts.threads > kMaxThreads) {
+        throw InputError("--threads must be in [0, " + std::to_string(kMaxThreads) + "] (0 = all cores; got " +
+                         std::to_string(opts.threads) + ")");
+    }
     if (!opts.model.empty()) {
         const std::filesystem::path dir = resolve_model_path(opts.model);
         std::error_code             ec;
@@ -151,10 +155,16 @@ std::vector<PromptInput> read_prompt_texts(const PromptOptions& o) {
         out.push_back({p, {}, false});
     }
     if (!o.file.empty()) {
-        std::ifstream in(o.file, std::ios::binary);
-        if (!in) throw InputError("-f " + o.file + ": cannot open (" + std::strerror(errno) + ")");
-        std::string line;
-        size_t      n_before = out.size();
+        // The engine's bounded reader: a FIFO or device given as -f is refused instead of blocking or reading forever.
+        std::string text;
+        try {
+            text = read_regular_file(o.file, 256ull << 20, "prompt");
+        } catch (const LoadError& e) {
+            throw InputError(std::string("-f: ") + e.what());
+        }
+        std::istringstream in(text);
+        std::string        line;
+        size_t             n_before = out.size();
         while (std::getline(in, line)) {
             if (!line.empty() && line.back() == '\r') line.pop_back();
             if (trim(line).empty()) continue;

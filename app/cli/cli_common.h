@@ -21,6 +21,7 @@ class App;
 
 namespace dyllm::cli {
 
+
 // -m/--model, --backend, -t/--threads.
 struct ModelOptions {
     std::string model;              // checkpoint directory or built-in name; "" = default built-in (tiny-llada)

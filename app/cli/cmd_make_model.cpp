@@ -90,16 +90,18 @@ const CommandRegistrar kRegistrar{Command{
         app.add_option("--shards", o->shards, "number of safetensors files (>1 writes model.safetensors.index.json)")
             ->check(CLI::Range(1, 99999));
         app.add_option("--seed", o->seed, "random seed of the weights");
-        app.add_option("--layers", o->layers, "decoder layers (default: llada 2, dream 3)")->check(CLI::Range(1, 1 << 16));
-        app.add_option("--embd", o->embd, "hidden size (default 64)")->check(CLI::Range(1, 1 << 20));
-        app.add_option("--heads", o->heads, "attention heads (default 4)")->check(CLI::Range(1, 1 << 16));
+        app.add_option("--layers", o->layers, "decoder layers (default: llada 2, dream 3)")->check(CLI::Range(1, int(kMaxConfigLayers)));
+        app.add_option("--embd", o->embd, "hidden size (default 64)")->check(CLI::Range(1, int(kMaxConfigEmbd)));
+        app.add_option("--heads", o->heads, "attention heads (default 4)")->check(CLI::Range(1, int(kMaxConfigHeads)));
         app.add_option("--kv-heads", o->kv_heads, "key/value heads (default: llada = heads, dream = heads / 2)")
-            ->check(CLI::Range(1, 1 << 16));
-        app.add_option("--ffn", o->ffn, "SwiGLU hidden size (default 2 x embd)")->check(CLI::Range(1, 1 << 24));
+            ->check(CLI::Range(1, int(kMaxConfigHeads)));
+        app.add_option("--ffn", o->ffn, "SwiGLU hidden size (default 2 x embd)")->check(CLI::Range(1, int(kMaxConfigFf)));
         app.add_option("--vocab", o->vocab, "vocabulary rows (default 300; at least 256 bytes + the special tokens)")
-            ->check(CLI::Range(1, 1 << 24));
+            ->check(CLI::Range(1, int(kMaxConfigVocab)));
         app.add_flag("--tie", o->tie, "tie the LM head to the token embedding");
-        app.add_flag("--force", o->force, "overwrite a model already in the output directory");
+        app.add_flag("--force", o->force,
+                     "overwrite a model already in the output directory (files are replaced by rename, so a process "
+                     "that has the old model mapped keeps it)");
         return [o] { return run_make_model(*o); };
     }}};
 

@@ -42,6 +42,15 @@ void add_diffusion_options(CLI::App& app, DiffusionOptions& o, DiffusionFlags wh
                 } else {
                     CLI::Option* opt = scalar(app, names, o.params.*member, help, !spec.derived && spec.unset.empty());
                     opt->each(mark);
+                    // CLI11 reads "-1" into an unsigned as 2^64-1: an unsigned setting written negative is refused.
+                    if constexpr (std::is_unsigned_v<T>)
+                        opt->check(CLI::Validator(
+                            [](std::string& v) {
+                                const size_t at = v.find_first_not_of(" \t");
+                                return at != std::string::npos && v[at] == '-' ? "must be >= 0 (got " + v + ")"
+                                                                                : std::string();
+                            },
+                            "UINT >= 0", "non-negative"));
                 }
             },
             spec.member);

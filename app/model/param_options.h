@@ -12,6 +12,10 @@
 
 namespace dyllm::cli {
 
+// Upper bound of --threads (CLI and studio): far above any core count this engine targets, low enough that a typo
+// (100000) is refused with one line instead of exhausting the system's thread limit.
+inline constexpr int kMaxThreads = 1024;
+
 // A scalar flag given twice keeps the last value (llama.cpp's behaviour, handy for scripts that append overrides)
 // instead of CLI11's default error. `shown`: print the current value as the default in --help.
 template <class T>

@@ -4,13 +4,13 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <system_error>
 
 #include "engine/errors.h"
 #include "engine/io/asset_paths.h"
+#include "engine/io/json_file.h"
 
 namespace dyllm {
 
@@ -26,7 +26,7 @@ const nlohmann::json& require_key(const nlohmann::json& j, const char* key, cons
 
 std::string require_string(const nlohmann::json& j, const char* key, const std::string& at) {
     const auto& v = require_key(j, key, at);
-    if (!v.is_string()) throw LoadError(at + ": key \"" + key + "\" must be a string (got " + v.type_name() + ")");
+    if (!v.is_string()) throw LoadError(at + ": key \"" + key + "\" must be a string (got " + json_excerpt(v) + ")");
     return v.get<std::string>();
 }
 
@@ -35,24 +35,14 @@ bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' |
 }  // namespace
 
 TaskSuite load_task_file(const std::filesystem::path& jsonl) {
-    std::ifstream in(jsonl, std::ios::binary);
-    if (!in) throw LoadError(jsonl.string() + ": cannot open task file");
-    TaskSuite suite;
+    TaskSuite           suite;
+    std::vector<size_t> lines;  // line number of each item
     suite.name = jsonl.stem().string();
     suite.file = jsonl;
-    std::string line;
-    size_t      n = 0;
-    while (std::getline(in, line)) {
-        ++n;
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        if (std::all_of(line.begin(), line.end(), is_space)) continue;
+    // The engine's one JSON reader: regular files only (a FIFO never blocks), a size cap, nesting bounded, and every
+    // parser error (bad JSON, 1e400) as one "<file>:<line>: ..." line.
+    read_jsonl_file(jsonl, kMaxTaskFileBytes, "task", [&](size_t n, const nlohmann::json& j) {
         const std::string at = where(jsonl, n);
-        nlohmann::json    j;
-        try {
-            j = nlohmann::json::parse(line);
-        } catch (const nlohmann::json::parse_error& e) {
-            throw LoadError(at + ": not valid JSON (" + e.what() + ")");
-        }
         if (!j.is_object()) throw LoadError(at + ": expected a JSON object, got " + std::string(j.type_name()));
         TaskItem item;
         item.prompt = require_string(j, "prompt", at);
@@ -60,15 +50,25 @@ TaskSuite load_task_file(const std::filesystem::path& jsonl) {
         item.task   = require_string(j, "task", at);
         const auto& s = require_key(j, "shots", at);
         if (!s.is_number_integer())
-            throw LoadError(at + ": key \"shots\" must be an integer (got " + std::string(s.type_name()) + ")");
+            throw LoadError(at + ": key \"shots\" must be an integer (got " + json_excerpt(s) + ")");
         const int64_t shots = s.get<int64_t>();
         if (shots < 0 || shots > 1000)
             throw LoadError(at + ": \"shots\" must be in [0, 1000] (got " + std::to_string(shots) + ")");
         item.shots  = static_cast<int>(shots);
         item.source = jsonl.filename().string() + ":" + std::to_string(n);
         suite.items.push_back(std::move(item));
-    }
+        lines.push_back(n);
+    });
     if (suite.items.empty()) throw LoadError(jsonl.string() + ": task file has no items");
+    // An item's own shot count must leave it out of its examples (build_prompt's rule); said here with file:line,
+    // not later as a --shots error the user never typed.
+    for (size_t i = 0; i < suite.items.size(); ++i) {
+        if (size_t(suite.items[i].shots) >= suite.items.size()) {
+            throw LoadError(where(jsonl, lines[i]) + ": \"shots\" = " + std::to_string(suite.items[i].shots) +
+                            " needs more items than the file's " +
+                            std::to_string(suite.items.size()) + " (an item cannot be its own example)");
+        }
+    }
     return suite;
 }
 

@@ -61,6 +61,12 @@ int parse_options(int argc, char** argv, StudioOptions& opt) {
         std::fprintf(stderr, "dyllm-studio: error: %s\n", e.what());
         return 2;
     }
+    // The CLI's bound (cli::kMaxThreads): a typo such as 100000 is one line, not a failed thread start.
+    if (opt.threads < 0 || opt.threads > cli::kMaxThreads) {
+        std::fprintf(stderr, "dyllm-studio: --threads must be in [0, %d] (0 = all cores; got %d)\n", cli::kMaxThreads,
+                     opt.threads);
+        return 2;
+    }
     if (!size.empty() && std::sscanf(size.c_str(), "%dx%d", &opt.width, &opt.height) != 2) {
         std::fprintf(stderr, "dyllm-studio: --size '%s': expected WxH, e.g. 1600x1000\n", size.c_str());
         return 2;

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/io/atomic_file.h"
 #include "engine/io/checkpoint.h"
 #include "engine/io/checkpoint_layout.h"
 #include "engine/io/checkpoint_writer.h"
@@ -101,12 +102,11 @@ std::vector<SpecialToken> family_specials(const ModelConfig& c) {
             {"<|mask|>", c.mask_id}};
 }
 
+// Temporary name + rename(): a reader never sees half a file, and one that holds the old file keeps it.
 void write_text(const fs::path& path, const std::string& text) {
-    std::ofstream f(path, std::ios::binary | std::ios::trunc);
-    if (!f) throw LoadError(path.string() + ": cannot open for writing: " + std::strerror(errno));
-    f << text;
-    f.flush();
-    if (!f) throw LoadError(path.string() + ": write failed: " + std::strerror(errno));
+    AtomicFile f(path);
+    f.stream() << text;
+    f.commit();
 }
 
 void store(const float* src, size_t n, DType dtype, uint8_t* out) {

@@ -3,13 +3,12 @@
 #include "engine/io/config.h"
 
 #include <cmath>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/errors.h"
+#include "engine/io/json_file.h"
 
 namespace dyllm {
 
@@ -22,20 +21,24 @@ class ConfigReader {
 public:
     ConfigReader(const json& j, std::string file, const char* family) : j_(j), file_(std::move(file)), family_(family) {}
 
-    bool has(const char* key) const { return j_.contains(key) && !j_[key].is_null(); }
+    bool has(const char* key) const {
+        auto it = j_.find(key);
+        return it != j_.end() && !it->is_null();
+    }
+    const json& at(const char* key) const { return *j_.find(key); }  // only after has(key)
 
     [[noreturn]] void fail(const std::string& msg) const { throw LoadError(file_ + ": " + msg); }
 
     int64_t get_int(const char* key) const {
         if (!has(key)) fail("key '" + std::string(key) + "' missing (needed for " + family_ + ")");
-        return as_int(key, j_[key]);
+        return as_int(key, at(key));
     }
-    int64_t get_int(const char* key, int64_t fallback) const { return has(key) ? as_int(key, j_[key]) : fallback; }
+    int64_t get_int(const char* key, int64_t fallback) const { return has(key) ? as_int(key, at(key)) : fallback; }
 
     double get_float(const char* key, double fallback) const {
         if (!has(key)) return fallback;
-        const json& v = j_[key];
-        if (!v.is_number()) fail("key '" + std::string(key) + "' = " + v.dump() + " is not a number");
+        const json& v = at(key);
+        if (!v.is_number()) fail("key '" + std::string(key) + "' = " + json_excerpt(v) + " is not a number");
         return v.get<double>();
     }
     double get_float(const char* key) const {
@@ -45,8 +48,8 @@ public:
 
     bool get_bool(const char* key, bool fallback) const {
         if (!has(key)) return fallback;
-        const json& v = j_[key];
-        if (!v.is_boolean()) fail("key '" + std::string(key) + "' = " + v.dump() + " is not true/false");
+        const json& v = at(key);
+        if (!v.is_boolean()) fail("key '" + std::string(key) + "' = " + json_excerpt(v) + " is not true/false");
         return v.get<bool>();
     }
 
@@ -54,8 +57,11 @@ public:
     // rest go to `extra`. Absent or null gives `fallback`.
     int32_t get_token_id(const char* key, int32_t fallback, std::vector<int32_t>* extra = nullptr) const {
         if (!has(key)) return fallback;
-        const json& v = j_[key];
+        const json& v = at(key);
         if (v.is_array() && extra) {
+            // eos lists hold a handful of ids; a long one is not a config this loader reads.
+            if (v.size() > 1024)
+                fail("key '" + std::string(key) + "' lists " + std::to_string(v.size()) + " ids (at most 1024)");
             if (v.empty()) fail("key '" + std::string(key) + "' is an empty list");
             for (size_t i = 1; i < v.size(); ++i) extra->push_back(int32_t(as_int(key, v[i])));
             return int32_t(as_int(key, v[0]));
@@ -65,8 +71,9 @@ public:
 
     std::string get_string(const char* key) const {
         if (!has(key)) return {};
-        if (!j_[key].is_string()) fail("key '" + std::string(key) + "' = " + j_[key].dump() + " is not a string");
-        return j_[key].get<std::string>();
+        const json& v = at(key);
+        if (!v.is_string()) fail("key '" + std::string(key) + "' = " + json_excerpt(v) + " is not a string");
+        return v.get<std::string>();
     }
 
 private:
@@ -74,7 +81,7 @@ private:
         if (v.is_number_integer()) {
             const int64_t x = v.get<int64_t>();
             if (x > std::numeric_limits<int32_t>::max() || x < std::numeric_limits<int32_t>::min()) {
-                fail("key '" + std::string(key) + "' = " + v.dump() + " is out of range");
+                fail("key '" + std::string(key) + "' = " + json_excerpt(v) + " is out of range");
             }
             return x;
         }
@@ -83,7 +90,7 @@ private:
             const double d = v.get<double>();
             if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 2147483647.0) return int64_t(d);
         }
-        fail("key '" + std::string(key) + "' = " + v.dump() + " is not an integer");
+        fail("key '" + std::string(key) + "' = " + json_excerpt(v) + " is not an integer");
     }
 
     const json& j_;
@@ -92,9 +99,10 @@ private:
 };
 
 bool array_contains(const json& j, const char* key, const char* value) {
-    if (!j.contains(key) || !j[key].is_array()) return false;
-    for (const auto& v : j[key]) {
-        if (v.is_string() && v.get<std::string>() == value) return true;
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_array()) return false;
+    for (const auto& v : *it) {
+        if (v.is_string() && v.get_ref<const std::string&>() == value) return true;
     }
     return false;
 }
@@ -124,7 +132,15 @@ void parse_llada(const ConfigReader& r, ModelConfig& c) {
     if (r.has("mlp_hidden_size")) {
         c.n_ff = int(r.get_int("mlp_hidden_size"));
     } else if (r.has("mlp_ratio")) {
-        c.n_ff = int(r.get_int("mlp_ratio") * c.n_embd);  // OLMo: hidden = mlp_ratio * d_model when no size is given
+        // OLMo: hidden = mlp_ratio * d_model when no size is given. Both are int32, so the int64 product is exact; it
+        // is bounded here, before it becomes an int.
+        const int64_t ratio = r.get_int("mlp_ratio"), ff = ratio * int64_t(c.n_embd);
+        if (ratio <= 0) r.fail("key 'mlp_ratio' = " + std::to_string(ratio) + " must be positive");
+        if (ff > kMaxConfigFf) {
+            r.fail("mlp_ratio * d_model = " + std::to_string(ratio) + " * " + std::to_string(c.n_embd) + " = " +
+                   std::to_string(ff) + " exceeds the limit " + std::to_string(kMaxConfigFf) + " of the mlp hidden size");
+        }
+        c.n_ff = int(ff);
     } else {
         r.fail("key 'mlp_hidden_size' missing and no 'mlp_ratio' either (needed for LLaDA)");
     }
@@ -143,7 +159,8 @@ void parse_llada(const ConfigReader& r, ModelConfig& c) {
 
 // Dream-v0-Instruct-7B's config.json (Qwen2 key names, spec c.2). Defaults are Qwen2Config's unless noted.
 void parse_dream(const ConfigReader& r, const json& j, ModelConfig& c) {
-    if (r.has("rope_scaling")) r.fail("key 'rope_scaling' = " + j["rope_scaling"].dump() + " is not supported (expected null)");
+    if (r.has("rope_scaling"))
+        r.fail("key 'rope_scaling' = " + json_excerpt(j.at("rope_scaling")) + " is not supported (expected null)");
     if (r.has("hidden_act") && r.get_string("hidden_act") != "silu") {
         r.fail("key 'hidden_act' = '" + r.get_string("hidden_act") + "' is not supported (expected 'silu')");
     }
@@ -189,30 +206,18 @@ int64_t ModelConfig::n_params() const {
 
 ModelConfig parse_config(const std::filesystem::path& config_json) {
     const std::string file = config_json.string();
-    std::ifstream     in(config_json, std::ios::binary);
-    if (!in) {
-        throw LoadError(file + ": cannot open (" +
-                        (std::filesystem::exists(config_json) ? "unreadable" : "no such file") + ")");
-    }
-    std::stringstream ss;
-    ss << in.rdbuf();
-    json j;
-    try {
-        j = json::parse(ss.str());
-    } catch (const json::exception& e) {
-        throw LoadError(file + ": not valid JSON: " + e.what());
-    }
-    if (!j.is_object()) throw LoadError(file + ": top level is not a JSON object");
+    const json        j    = read_json_file(config_json, kMaxConfigJsonBytes, "config.json");
+    if (!j.is_object()) throw LoadError(file + ": top level is not a JSON object (got " + j.type_name() + ")");
 
     ModelConfig c;
-    if (j.contains("model_type") && j["model_type"].is_string()) c.model_type = j["model_type"].get<std::string>();
+    if (auto it = j.find("model_type"); it != j.end() && it->is_string()) c.model_type = it->get<std::string>();
     const std::string& mt = c.model_type;
     if (mt == "llada" || mt == "LLaDA" || array_contains(j, "architectures", "LLaDAModelLM")) {
         c.family = Family::LLaDA;
     } else if (mt == "Dream" || mt == "dream" || array_contains(j, "architectures", "DreamModel")) {
         c.family = Family::Dream;
     } else {
-        const std::string arch = j.contains("architectures") ? j["architectures"].dump() : std::string("absent");
+        const std::string arch = j.contains("architectures") ? json_excerpt(j.at("architectures")) : std::string("absent");
         throw LoadError(file + ": unknown model family: model_type '" + mt + "', architectures " + arch +
                         " (expected model_type 'llada' / architectures LLaDAModelLM, or model_type 'Dream' / DreamModel)");
     }
@@ -233,21 +238,30 @@ ModelConfig parse_config(const std::filesystem::path& config_json) {
     auto positive = [&](const char* key, int64_t v) {
         if (v <= 0) r.fail("key '" + std::string(key) + "' = " + std::to_string(v) + " must be positive");
     };
-    positive(k_embd, c.n_embd);
-    positive(k_lay, c.n_layer);
-    positive(k_head, c.n_head);
-    positive(k_kv, c.n_kv_head);
-    positive(k_ff, c.n_ff);
-    positive("vocab_size", c.vocab_size);
-    positive(k_nv, c.n_vocab);
-    positive(k_pos, c.max_position);
+    // Sizes are bounded here, before the checkpoint loader allocates anything from them (per-layer tables, tensor
+    // specs) and before any product of two of them is formed.
+    auto sized = [&](const char* key, int64_t v, int64_t max) {
+        positive(key, v);
+        if (v > max) {
+            r.fail("key '" + std::string(key) + "' = " + std::to_string(v) + " exceeds the limit " + std::to_string(max) +
+                   " (corrupt config.json?)");
+        }
+    };
+    sized(k_embd, c.n_embd, kMaxConfigEmbd);
+    sized(k_lay, c.n_layer, kMaxConfigLayers);
+    sized(k_head, c.n_head, kMaxConfigHeads);
+    sized(k_kv, c.n_kv_head, kMaxConfigHeads);
+    sized(k_ff, c.n_ff, kMaxConfigFf);
+    sized("vocab_size", c.vocab_size, kMaxConfigVocab);
+    sized(k_nv, c.n_vocab, kMaxConfigVocab);
+    sized(k_pos, c.max_position, kMaxConfigPositions);
     if (c.n_head % c.n_kv_head != 0) {
         r.fail("key '" + std::string(k_kv) + "' = " + std::to_string(c.n_kv_head) + " does not divide " + k_head + " = " +
                std::to_string(c.n_head));
     }
     if (r.has("head_dim")) {
         c.head_dim = int(r.get_int("head_dim"));
-        positive("head_dim", c.head_dim);
+        sized("head_dim", c.head_dim, kMaxConfigHeadDim);
     } else {
         if (c.n_embd % c.n_head != 0) {
             r.fail("key '" + std::string(k_head) + "' = " + std::to_string(c.n_head) + " does not divide " + k_embd + " = " +

@@ -38,7 +38,19 @@ struct ModelConfig {
     int64_t n_params() const;
 };
 
-// Parses config.json. Throws LoadError naming the file and the key for a missing or invalid value.
+// Upper bounds of config.json sizes, checked before anything is allocated from them. Far above released models
+// (LLaDA-8B: 32 layers, d_model 4096, vocab 126464; the largest open models: ~128 layers, d_model 16384, vocab 256k)
+// and low enough that every weight-count product of them fits in int64.
+inline constexpr int64_t kMaxConfigLayers    = 4096;
+inline constexpr int64_t kMaxConfigEmbd      = 1 << 18;
+inline constexpr int64_t kMaxConfigHeads     = 4096;
+inline constexpr int64_t kMaxConfigHeadDim   = 4096;
+inline constexpr int64_t kMaxConfigFf        = 1 << 20;
+inline constexpr int64_t kMaxConfigVocab     = 1 << 24;
+inline constexpr int64_t kMaxConfigPositions = 1 << 24;
+
+// Parses config.json (through the bounded JSON reader: regular file, size cap, depth cap). Throws LoadError naming
+// the file and the key for a missing, invalid or out-of-limit value.
 ModelConfig parse_config(const std::filesystem::path& config_json);
 
 }  // namespace dyllm

@@ -16,9 +16,24 @@
 namespace dyllm {
 
 MappedFile MappedFile::open(const std::filesystem::path& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw LoadError(path.string() + ": cannot open: " + std::strerror(errno));
+    // stat() first so a FIFO or device is refused without being opened; O_NONBLOCK + fstat() after open() in case the
+    // path was replaced in between (open() of a FIFO without O_NONBLOCK waits for a writer forever).
     struct stat st {};
+    auto refuse_type = [&](mode_t m) {
+        if (S_ISDIR(m)) throw LoadError(path.string() + ": is a directory, expected a safetensors file");
+        throw LoadError(path.string() + ": not a regular file (" +
+                        (S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
+                                                                                               : "a socket") +
+                        "), expected a safetensors file");
+    };
+    auto refuse_errno = [&](const char* verb, int err) {
+        if (err == ELOOP) throw LoadError(path.string() + ": symlink loop (too many levels of symbolic links)");
+        throw LoadError(path.string() + ": cannot " + verb + ": " + std::strerror(err));
+    };
+    if (::stat(path.c_str(), &st) != 0) refuse_errno("open", errno);
+    if (!S_ISREG(st.st_mode)) refuse_type(st.st_mode);
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) refuse_errno("open", errno);
     if (::fstat(fd, &st) != 0) {
         const int err = errno;
         ::close(fd);
@@ -26,7 +41,7 @@ MappedFile MappedFile::open(const std::filesystem::path& path) {
     }
     if (!S_ISREG(st.st_mode)) {
         ::close(fd);
-        throw LoadError(path.string() + ": not a regular file");
+        refuse_type(st.st_mode);
     }
     MappedFile m;
     m.path_ = path;

@@ -9,8 +9,10 @@ namespace dyllm {
 
 class MappedFile {
 public:
-    // Maps `path` read-only (PROT_READ, MAP_PRIVATE). Throws LoadError "<path>: cannot open: <strerror>" (or mmap/fstat)
-    // on failure. An empty file maps to data() == nullptr, size() == 0.
+    // Maps `path` read-only (PROT_READ, MAP_PRIVATE). Only regular files: a directory, FIFO, device or socket (also
+    // behind a symlink, e.g. to /dev/zero) is refused without blocking. Throws LoadError "<path>: cannot open:
+    // <strerror>" (or mmap/fstat, "symlink loop", "is a directory", "not a regular file") on
+    // failure. An empty file maps to data() == nullptr, size() == 0.
     static MappedFile open(const std::filesystem::path& path);
 
     MappedFile() = default;

@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/errors.h"
+#include "engine/io/atomic_file.h"
+#include "engine/io/json_file.h"
 
 namespace dyllm {
 
@@ -82,24 +84,18 @@ std::vector<SafetensorsEntry> parse_safetensors(const uint8_t* bytes, size_t siz
 
     // Parse with a callback that sees every top-level key, because nlohmann keeps only the last of duplicate keys.
     std::vector<std::string> top_keys;
-    json                     header;
-    try {
-        json::parser_callback_t cb = [&top_keys](int depth, json::parse_event_t ev, json& parsed) {
-            if (ev == json::parse_event_t::key && depth == 1) top_keys.push_back(parsed.get<std::string>());
-            return true;
-        };
-        header = json::parse(bytes + 8, bytes + 8 + header_len, cb);
-    } catch (const json::exception& e) {
-        throw LoadError(label + ": header (" + std::to_string(header_len) + " bytes after the length) is not valid JSON: " +
-                        e.what());
-    }
+    const json               header = parse_json_text(
+        std::string_view(reinterpret_cast<const char*>(bytes) + 8, size_t(header_len)),
+        label + ": header (" + std::to_string(header_len) + " bytes after the length)",
+        [&top_keys](const std::string& k) { top_keys.push_back(k); });
     if (!header.is_object()) {
         throw LoadError(label + ": header JSON is not an object (got " + std::string(header.type_name()) + ")");
     }
     {
         std::set<std::string> seen;
         for (const auto& k : top_keys) {
-            if (!seen.insert(k).second) throw LoadError(label + ": duplicate tensor name '" + k + "' in the header");
+            if (!seen.insert(k).second)
+                throw LoadError(label + ": duplicate tensor name '" + text_excerpt(k) + "' in the header");
         }
     }
 
@@ -109,46 +105,58 @@ std::vector<SafetensorsEntry> parse_safetensors(const uint8_t* bytes, size_t siz
         if (name == "__metadata__") {
             if (!desc.is_object()) throw LoadError(label + ": '__metadata__' is not an object");
             if (metadata) {
-                for (const auto& [k, v] : desc.items()) (*metadata)[k] = v.is_string() ? v.get<std::string>() : v.dump();
+                // The format says string -> string; anything else is kept as a short excerpt, never dumped whole.
+                for (auto it = desc.begin(); it != desc.end(); ++it)
+                    (*metadata)[it.key()] = it->is_string() ? it->get<std::string>() : json_excerpt(*it, 200);
             }
             continue;
         }
-        const std::string where = label + ": tensor '" + name + "'";
+        const std::string where = label + ": tensor '" + text_excerpt(name) + "'";
         if (!desc.is_object()) throw LoadError(where + ": header entry is not an object");
         SafetensorsEntry e;
         e.name = name;
 
-        if (!desc.contains("dtype") || !desc["dtype"].is_string()) throw LoadError(where + ": 'dtype' missing or not a string");
-        const std::string dt = desc["dtype"].get<std::string>();
+        const auto dt_it = desc.find("dtype");
+        if (dt_it == desc.end() || !dt_it->is_string()) throw LoadError(where + ": 'dtype' missing or not a string");
+        const std::string& dt = dt_it->get_ref<const std::string&>();
         if (!parse_dtype(dt, &e.dtype)) {
-            throw LoadError(where + ": unsupported dtype '" + dt + "' (supported: F32, F16, BF16)");
+            throw LoadError(where + ": unsupported dtype '" + text_excerpt(dt, 40) + "' (supported: F32, F16, BF16)");
         }
 
-        if (!desc.contains("shape") || !desc["shape"].is_array()) throw LoadError(where + ": 'shape' missing or not an array");
-        const json& sh = desc["shape"];
+        const auto sh_it = desc.find("shape");
+        if (sh_it == desc.end() || !sh_it->is_array()) throw LoadError(where + ": 'shape' missing or not an array");
+        const json& sh = *sh_it;
         if (sh.size() > 4) {
-            throw LoadError(where + ": shape " + sh.dump() + " has " + std::to_string(sh.size()) +
-                            " dimensions; at most 4 are supported");
+            throw LoadError(where + ": shape has " + std::to_string(sh.size()) + " dimensions; at most 4 are supported");
         }
+        // Only ever printed after every entry was found to be an integer (a flat list of at most 4 numbers).
+        auto shape_text = [&sh] {
+            std::string t = "[";
+            for (size_t k = 0; k < sh.size(); ++k) t += (k ? ", " : "") + json_excerpt(sh[k]);
+            return t + "]";
+        };
         // numel * element size must fit in the data section; checking each product against that bound avoids overflow.
         uint64_t need = dtype_size(e.dtype);
         bool     zero = false;
         for (const auto& d : sh) {
-            if (!d.is_number_unsigned()) throw LoadError(where + ": shape " + sh.dump() + " is not a list of non-negative integers");
+            if (!d.is_number_unsigned()) {
+                throw LoadError(where + ": shape entry " + json_excerpt(d) + " is not a non-negative integer");
+            }
             const uint64_t v = d.get<uint64_t>();
-            if (v > uint64_t(INT64_MAX)) throw LoadError(where + ": shape " + sh.dump() + " has a dimension too large");
+            if (v > uint64_t(INT64_MAX)) throw LoadError(where + ": shape " + shape_text() + " has a dimension too large");
             e.shape.push_back(int64_t(v));
             if (v == 0) zero = true;
             else if (need != UINT64_MAX) need = need > data_size / v ? UINT64_MAX : need * v;  // saturate: > data
         }
         if (zero) need = 0;
 
-        if (!desc.contains("data_offsets") || !desc["data_offsets"].is_array() || desc["data_offsets"].size() != 2 ||
-            !desc["data_offsets"][0].is_number_unsigned() || !desc["data_offsets"][1].is_number_unsigned()) {
+        const auto off = desc.find("data_offsets");
+        if (off == desc.end() || !off->is_array() || off->size() != 2 || !(*off)[0].is_number_unsigned() ||
+            !(*off)[1].is_number_unsigned()) {
             throw LoadError(where + ": 'data_offsets' missing or not a pair of non-negative integers");
         }
-        e.begin = desc["data_offsets"][0].get<uint64_t>();
-        e.end   = desc["data_offsets"][1].get<uint64_t>();
+        e.begin = (*off)[0].get<uint64_t>();
+        e.end   = (*off)[1].get<uint64_t>();
         if (e.begin > e.end) {
             throw LoadError(where + ": data_offsets " + range_string(e.begin, e.end) + " end before they begin");
         }
@@ -186,7 +194,8 @@ std::vector<SafetensorsEntry> parse_safetensors(const uint8_t* bytes, size_t siz
         const auto* a = by_offset[i - 1];
         const auto* b = by_offset[i];
         if (b->begin < a->end) {
-            throw LoadError(label + ": tensors '" + a->name + "' " + range_string(a->begin, a->end) + " and '" + b->name +
+            throw LoadError(label + ": tensors '" + text_excerpt(a->name) + "' " + range_string(a->begin, a->end) +
+                            " and '" + text_excerpt(b->name) +
                             "' " + range_string(b->begin, b->end) + " overlap in the data section");
         }
     }
@@ -232,17 +241,20 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Safe
     std::string text = header.dump();
     text.append((8 - (text.size() % 8)) % 8, ' ');  // the 8-byte length + padded header keep the data 8-aligned
 
-    std::ofstream f(path, std::ios::binary | std::ios::trunc);
-    if (!f) throw LoadError(path.string() + ": cannot open for writing: " + std::strerror(errno));
-    uint8_t len[8];
+    // Written under a temporary name and renamed into place: a process that has the old file mapped keeps reading the
+    // old bytes instead of taking SIGBUS when the file is truncated under it.
+    AtomicFile     file(path);
+    std::ofstream& f = file.stream();
+    uint8_t        len[8];
     for (int i = 0; i < 8; ++i) len[i] = uint8_t(uint64_t(text.size()) >> (8 * i));
     f.write(reinterpret_cast<const char*>(len), 8);
     f.write(text.data(), std::streamsize(text.size()));
     if (!fill) {
-        f.close();
+        file.close();
         std::error_code ec;
-        std::filesystem::resize_file(path, 8 + text.size() + offset, ec);  // extends with zeros, sparse where possible
+        std::filesystem::resize_file(file.temp_path(), 8 + text.size() + offset, ec);  // zeros, sparse where possible
         if (ec) throw LoadError(path.string() + ": cannot extend to " + std::to_string(offset) + " data bytes: " + ec.message());
+        file.commit();
         return;
     }
     std::vector<uint8_t> buf;
@@ -258,8 +270,7 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Safe
         f.write(reinterpret_cast<const char*>(buf.data()), std::streamsize(sizes[i]));
         pos += sizes[i];
     }
-    f.flush();
-    if (!f) throw LoadError(path.string() + ": write failed: " + std::strerror(errno));
+    file.commit();
 }
 
 }  // namespace dyllm

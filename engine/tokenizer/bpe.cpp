@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <queue>
 
+#include "engine/io/json_file.h"
 #include "engine/tokenizer/tokenizer_json.h"
 #include "engine/tokenizer/utf8.h"
 
@@ -24,20 +25,25 @@ BpeModel::BpeModel(Vocab vocab, const std::vector<std::pair<std::string, std::st
     : vocab_(std::move(vocab)), opt_(std::move(opt)) {
     if (!opt_.unk_token.empty()) {
         unk_id_ = vocab_.find(opt_.unk_token);
-        if (unk_id_ < 0) throw LoadError(where + ".unk_token: '" + opt_.unk_token + "' is not in the vocabulary");
+        if (unk_id_ < 0)
+            throw LoadError(where + ".unk_token: '" + text_excerpt(opt_.unk_token) + "' is not in the vocabulary");
     }
     merges_.reserve(merges.size());
     std::string concat;
     for (size_t r = 0; r < merges.size(); ++r) {
-        const auto& [a, b] = merges[r];
+        // Plain references, not a structured binding: clang < 16 cannot capture structured bindings in a lambda.
+        const std::string& a = merges[r].first;
+        const std::string& b = merges[r].second;
         // The message prefix is built only on failure: this loop runs ~150k-280k times per load.
-        auto w = [&] { return where + ".merges[" + std::to_string(r) + "] (\"" + a + " " + b + "\")"; };
+        auto w = [&] {
+            return where + ".merges[" + std::to_string(r) + "] (\"" + text_excerpt(a) + " " + text_excerpt(b) + "\")";
+        };
         const int32_t ia = vocab_.find(a), ib = vocab_.find(b);
-        if (ia < 0) throw LoadError(w() + ": token '" + a + "' is not in the vocabulary");
-        if (ib < 0) throw LoadError(w() + ": token '" + b + "' is not in the vocabulary");
+        if (ia < 0) throw LoadError(w() + ": token '" + text_excerpt(a) + "' is not in the vocabulary");
+        if (ib < 0) throw LoadError(w() + ": token '" + text_excerpt(b) + "' is not in the vocabulary");
         concat.assign(a).append(b);
         const int32_t inew = vocab_.find(concat);
-        if (inew < 0) throw LoadError(w() + ": merged token '" + concat + "' is not in the vocabulary");
+        if (inew < 0) throw LoadError(w() + ": merged token '" + text_excerpt(concat) + "' is not in the vocabulary");
         merges_[pair_key(ia, ib)] = Merge{int32_t(r), inew};  // a repeated pair keeps its last rank, as in HF
     }
 }
@@ -165,12 +171,13 @@ std::unique_ptr<BpeModel> make_bpe_model(const json& model, const std::string& w
             const std::string& s  = m.get_ref<const std::string&>();
             const size_t       sp = s.find(' ');
             if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos)
-                throw LoadError(w() + ": expected \"left right\" with exactly one space, got \"" + s + "\"");
+                throw LoadError(w() + ": expected \"left right\" with exactly one space, got \"" + text_excerpt(s) + "\"");
             merges.emplace_back(s.substr(0, sp), s.substr(sp + 1));
         } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
             merges.emplace_back(m[0].get<std::string>(), m[1].get<std::string>());
         } else {
-            throw LoadError(w() + ": expected a \"left right\" string or a [\"left\", \"right\"] pair, got " + m.dump());
+            throw LoadError(w() + ": expected a \"left right\" string or a [\"left\", \"right\"] pair, got " +
+                            json_excerpt(m));
         }
     }
     return std::make_unique<BpeModel>(std::move(vocab), merges, std::move(opt), where);

@@ -2,9 +2,7 @@
 // added tokens first, then normalizer -> pre-tokenizer -> model (BPE/WordLevel); decode through the decoder.
 #include "engine/tokenizer/tokenizer.h"
 
-#include <fstream>
-#include <sstream>
-
+#include "engine/io/json_file.h"
 #include "engine/tokenizer/byte_unicode.h"
 #include "engine/tokenizer/tokenizer_added.h"
 #include "engine/tokenizer/tokenizer_json.h"
@@ -21,29 +19,24 @@ namespace {
 // The decoders in use by byte-level BPE files (ByteLevel) and the HF default when "decoder" is null.
 enum class DecoderKind { JoinWithSpace, ByteLevel };
 
-DecoderKind parse_decoder(const json& j, const std::string& where) {
+DecoderKind parse_decoder(const json& j, const std::string& where, int depth = 0) {
     if (j.is_null()) return DecoderKind::JoinWithSpace;  // HF: tokens joined with " " when no decoder is set
+    if (depth >= tokjson::kMaxNesting) throw LoadError(where + ": Sequence decoders nested too deep");
     const std::string type = tokjson::require_string(j, "type", where);
     if (type == "ByteLevel") return DecoderKind::ByteLevel;
     if (type == "Sequence") {
         const json& ds = tokjson::require(j, "decoders", where);
-        if (ds.is_array() && ds.size() == 1) return parse_decoder(ds[0], where + ".decoders[0]");
+        if (ds.is_array() && ds.size() == 1) return parse_decoder(ds[0], where + ".decoders[0]", depth + 1);
         throw LoadError(where + ": only a Sequence holding a single supported decoder is supported");
     }
-    throw LoadError(where + ": unsupported decoder type '" + type + "' (supported: ByteLevel, none)");
+    throw LoadError(where + ": unsupported decoder type '" + text_excerpt(type) + "' (supported: ByteLevel, none)");
 }
 
-json read_json(const std::filesystem::path& path) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw LoadError(path.string() + ": cannot open file");
-    std::stringstream ss;
-    ss << f.rdbuf();
-    const std::string text = ss.str();
-    try {
-        return json::parse(text);
-    } catch (const json::parse_error& e) {
-        throw LoadError(path.string() + ": invalid JSON at byte " + std::to_string(e.byte) + ": " + e.what());
-    }
+// A key that may be absent: null when it is (a reference into root, never a copy of the sub-object).
+const json& optional_key(const json& root, const char* key) {
+    static const json kNull;
+    auto it = root.find(key);
+    return it == root.end() ? kNull : *it;
 }
 
 class HfTokenizer final : public Tokenizer {
@@ -134,12 +127,12 @@ public:
 
     void add_token(AddedToken t, const std::string& where) {
         if (t.id < 0 || t.id > kMaxTokenId)
-            throw LoadError(where + ": added token '" + t.content + "' has id " + std::to_string(t.id) +
+            throw LoadError(where + ": added token '" + text_excerpt(t.content) + "' has id " + std::to_string(t.id) +
                             ", outside [0, " + std::to_string(kMaxTokenId) + "]");
         if (size_t(t.id) >= added_index.size()) added_index.resize(size_t(t.id) + 1, -1);
         if (added_index[t.id] >= 0)
             throw LoadError(where + ": duplicate id " + std::to_string(t.id) + " for added tokens '" +
-                            added[added_index[t.id]].content + "' and '" + t.content + "'");
+                            text_excerpt(added[added_index[t.id]].content) + "' and '" + text_excerpt(t.content) + "'");
         added_index[t.id] = int32_t(added.size());
         added.push_back(std::move(t));
     }
@@ -159,12 +152,12 @@ AddedToken parse_added_token(const json& j, int64_t id, const std::string& where
 // tokenizer_config.json (transformers): added_tokens_decoder may list tokens tokenizer.json lacks; eos_token and
 // additional_special_tokens mark tokens special. Everything here is optional.
 void apply_tokenizer_config(HfTokenizer& tok, const std::filesystem::path& path) {
-    const json        cfg = read_json(path);
+    const json        cfg = read_json_file(path, kMaxTokenizerConfigJsonBytes, "tokenizer_config.json");
     const std::string f   = path.string();
     if (!cfg.is_object()) throw LoadError(f + ": expected a JSON object, got " + cfg.type_name());
     if (auto it = cfg.find("added_tokens_decoder"); it != cfg.end() && it->is_object()) {
         for (auto e = it->begin(); e != it->end(); ++e) {
-            const std::string where = f + ": added_tokens_decoder." + e.key();
+            const std::string where = f + ": added_tokens_decoder." + text_excerpt(e.key());
             int64_t           id    = -1;
             try {
                 size_t used = 0;
@@ -182,8 +175,12 @@ void apply_tokenizer_config(HfTokenizer& tok, const std::filesystem::path& path)
     }
     auto mark_special = [&](const json& v) {
         std::string name;
-        if (v.is_string()) name = v.get<std::string>();
-        else if (v.is_object() && v.contains("content") && v["content"].is_string()) name = v["content"].get<std::string>();
+        if (v.is_string()) {
+            name = v.get<std::string>();
+        } else if (v.is_object()) {
+            auto c = v.find("content");
+            if (c != v.end() && c->is_string()) name = c->get<std::string>();
+        }
         for (auto& a : tok.added)
             if (!name.empty() && a.content == name) a.special = true;
     };
@@ -198,17 +195,15 @@ void apply_tokenizer_config(HfTokenizer& tok, const std::filesystem::path& path)
 std::unique_ptr<Tokenizer> Tokenizer::load(const std::filesystem::path& tokenizer_json) {
     const std::string f = tokenizer_json.string();
     std::error_code   ec;
-    if (!std::filesystem::exists(tokenizer_json, ec)) throw LoadError(f + ": tokenizer file not found");
-    if (std::filesystem::is_directory(tokenizer_json, ec))
-        throw LoadError(f + ": is a directory, expected a tokenizer.json file");
-    const json root = read_json(tokenizer_json);
+    // read_json_file refuses directories, FIFOs, devices, symlink loops and oversized files with one line each.
+    const json root = read_json_file(tokenizer_json, kMaxTokenizerJsonBytes, "tokenizer.json");
     if (!root.is_object()) throw LoadError(f + ": expected a JSON object at the top level, got " + root.type_name());
 
     auto tok           = std::make_unique<HfTokenizer>();
     tok->model         = make_tokenizer_model(tokjson::require(root, "model", f), f + ": model");
-    tok->normalizer    = make_normalizer(root.value("normalizer", json()), f + ": normalizer");
-    tok->pre_tokenizer = make_pre_tokenizer(root.value("pre_tokenizer", json()), f + ": pre_tokenizer");
-    tok->decoder       = parse_decoder(root.value("decoder", json()), f + ": decoder");
+    tok->normalizer    = make_normalizer(optional_key(root, "normalizer"), f + ": normalizer");
+    tok->pre_tokenizer = make_pre_tokenizer(optional_key(root, "pre_tokenizer"), f + ": pre_tokenizer");
+    tok->decoder       = parse_decoder(optional_key(root, "decoder"), f + ": decoder");
 
     if (auto it = root.find("added_tokens"); it != root.end() && !it->is_null()) {
         if (!it->is_array()) throw LoadError(f + ": added_tokens: expected an array, got " + it->type_name());
@@ -216,12 +211,13 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::filesystem::path& tokenize
             const json&       a     = (*it)[k];
             const std::string where = f + ": added_tokens[" + std::to_string(k) + "]";
             const json&       jid   = tokjson::require(a, "id", where);
-            if (!jid.is_number_integer()) throw LoadError(where + ".id: expected an integer, got " + jid.dump());
+            if (!jid.is_number_integer()) throw LoadError(where + ".id: expected an integer, got " + json_excerpt(jid));
             tok->add_token(parse_added_token(a, jid.get<int64_t>(), where), where);
         }
     }
     const auto cfg = tokenizer_json.parent_path() / "tokenizer_config.json";
-    if (std::filesystem::is_regular_file(cfg, ec)) apply_tokenizer_config(*tok, cfg);
+    // Present in any form (a FIFO, a directory, a dangling link): read, so that the reader refuses it with one line.
+    if (std::filesystem::exists(std::filesystem::symlink_status(cfg, ec))) apply_tokenizer_config(*tok, cfg);
     tok->matcher = AddedTokenMatcher(tok->added);
     return tok;
 }

@@ -10,6 +10,10 @@ namespace dyllm::tokjson {
 
 using nlohmann::json;
 
+// Sequence normalizers / pre-tokenizers / decoders nest a level or two in real files; deeper nesting is refused
+// (each level also lengthens the key path carried into messages).
+inline constexpr int kMaxNesting = 16;
+
 inline const char* type_name(const json& j) { return j.type_name(); }
 
 inline const json& require(const json& obj, const char* key, const std::string& where) {

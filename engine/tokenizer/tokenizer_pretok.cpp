@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "engine/io/json_file.h"
 #include "engine/tokenizer/byte_unicode.h"
 #include "engine/tokenizer/tokenizer_nfc.h"
 #include "engine/tokenizer/tokenizer_json.h"
@@ -196,8 +197,11 @@ public:
 
 }  // namespace
 
-std::unique_ptr<TokenizerNormalizer> make_normalizer(const json& j, const std::string& where) {
+std::unique_ptr<TokenizerNormalizer> make_normalizer(const json& j, const std::string& where, int depth) {
     if (j.is_null()) return nullptr;
+    // Bounded so the key path in `where` (one segment per level) and the recursion stay short.
+    if (depth >= tokjson::kMaxNesting)
+        throw LoadError(where + ": Sequence normalizers nested deeper than " + std::to_string(tokjson::kMaxNesting));
     const std::string type = tokjson::require_string(j, "type", where);
     if (type == "NFC") return std::make_unique<NfcNormalizer>();
     if (type == "Sequence") {
@@ -205,23 +209,25 @@ std::unique_ptr<TokenizerNormalizer> make_normalizer(const json& j, const std::s
         const json& steps = tokjson::require(j, "normalizers", where);
         if (!steps.is_array()) throw LoadError(where + ".normalizers: expected an array");
         for (size_t k = 0; k < steps.size(); ++k) {
-            auto n = make_normalizer(steps[k], where + ".normalizers[" + std::to_string(k) + "]");
+            auto n = make_normalizer(steps[k], where + ".normalizers[" + std::to_string(k) + "]", depth + 1);
             if (n) seq->steps.push_back(std::move(n));
         }
         return seq;
     }
-    throw LoadError(where + ": unsupported normalizer type '" + type + "' (supported: NFC, Sequence)");
+    throw LoadError(where + ": unsupported normalizer type '" + text_excerpt(type) + "' (supported: NFC, Sequence)");
 }
 
-std::unique_ptr<PreTokenizer> make_pre_tokenizer(const json& j, const std::string& where) {
+std::unique_ptr<PreTokenizer> make_pre_tokenizer(const json& j, const std::string& where, int depth) {
     if (j.is_null()) return nullptr;
+    if (depth >= tokjson::kMaxNesting)
+        throw LoadError(where + ": Sequence pre_tokenizers nested deeper than " + std::to_string(tokjson::kMaxNesting));
     const std::string type = tokjson::require_string(j, "type", where);
     if (type == "Sequence") {
         auto        seq   = std::make_unique<SequencePreTokenizer>();
         const json& steps = tokjson::require(j, "pretokenizers", where);
         if (!steps.is_array()) throw LoadError(where + ".pretokenizers: expected an array");
         for (size_t k = 0; k < steps.size(); ++k) {
-            auto p = make_pre_tokenizer(steps[k], where + ".pretokenizers[" + std::to_string(k) + "]");
+            auto p = make_pre_tokenizer(steps[k], where + ".pretokenizers[" + std::to_string(k) + "]", depth + 1);
             if (p) seq->steps.push_back(std::move(p));
         }
         return seq;
@@ -256,7 +262,7 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const json& j, const std::strin
     if (type == "WhitespaceSplit")  // HF: split on char::is_whitespace, dropping it
         return std::make_unique<SplitPreTokenizer>(
             PatternSplit(std::make_unique<TokenizerRegex>(R"(\s)", where), {}, Behavior::Removed, false));
-    throw LoadError(where + ": unsupported pre_tokenizer type '" + type +
+    throw LoadError(where + ": unsupported pre_tokenizer type '" + text_excerpt(type) +
                     "' (supported: ByteLevel, Split, Digits, Whitespace, WhitespaceSplit, Sequence)");
 }
 

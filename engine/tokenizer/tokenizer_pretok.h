@@ -30,7 +30,8 @@ public:
 // Build from the "normalizer" / "pre_tokenizer" JSON value; nullptr for JSON null. `where` names the file and key
 // for errors ("tokenizer.json: pre_tokenizer"). Throws LoadError for an unknown type, a missing or ill-typed field,
 // or a regex that fails to compile.
-std::unique_ptr<TokenizerNormalizer> make_normalizer(const nlohmann::json& j, const std::string& where);
-std::unique_ptr<PreTokenizer>        make_pre_tokenizer(const nlohmann::json& j, const std::string& where);
+std::unique_ptr<TokenizerNormalizer> make_normalizer(const nlohmann::json& j, const std::string& where,
+                                                     int depth = 0);  // depth: Sequence nesting so far
+std::unique_ptr<PreTokenizer>        make_pre_tokenizer(const nlohmann::json& j, const std::string& where, int depth = 0);
 
 }  // namespace dyllm

@@ -3,7 +3,15 @@
 #pragma once
 #include <cstdint>
 
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+// Sanitizer builds go without: their instrumented ifunc resolvers run before the sanitizer runtime is up (TSan crashes
+// at load). GCC defines __SANITIZE_*__; clang answers __has_feature.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define DYLLM_SANITIZED_BUILD 1
+#endif
+#endif
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) && \
+    !defined(DYLLM_SANITIZED_BUILD)
 // One clone per ISA level, picked at load time by the dynamic loader (ifunc): AVX-512, AVX2+FMA, or baseline SSE2.
 #define DYLLM_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else

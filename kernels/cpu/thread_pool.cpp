@@ -2,6 +2,9 @@
 // task count and an atomic counter from which the caller and the workers take task indices.
 #include "kernels/cpu/thread_pool.h"
 
+#include <stdexcept>
+#include <string>
+
 namespace dyllm::cpu {
 
 namespace {
@@ -10,17 +13,31 @@ thread_local int  t_thread_index = 0;      // the pool thread index of the task 
 }
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
-    for (int t = 1; t < n_threads_; ++t) workers_.emplace_back([this, t] { worker_loop(t); });
+    // When the system refuses a thread part-way (std::system_error, EAGAIN), the members the started workers wait on
+    // must outlive them: stop and join what was started, then report, instead of unwinding under them.
+    try {
+        workers_.reserve(size_t(n_threads_ - 1));
+        for (int t = 1; t < n_threads_; ++t) workers_.emplace_back([this, t] { worker_loop(t); });
+    } catch (const std::exception& e) {
+        const size_t started = workers_.size();
+        stop_and_join();
+        throw std::runtime_error("could not start " + std::to_string(n_threads_) + " threads (" +
+                                 std::to_string(started + 1) + " running): " + e.what());
+    }
 }
 
-ThreadPool::~ThreadPool() {
+void ThreadPool::stop_and_join() {
     {
         std::lock_guard<std::mutex> lk(mu_);
         stop_ = true;
     }
     wake_.notify_all();
-    for (auto& w : workers_) w.join();
+    for (auto& w : workers_)
+        if (w.joinable()) w.join();
+    workers_.clear();
 }
+
+ThreadPool::~ThreadPool() { stop_and_join(); }
 
 void ThreadPool::run_tasks(int thread) {
     t_in_pool_task = true;

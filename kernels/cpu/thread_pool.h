@@ -13,7 +13,8 @@ namespace dyllm::cpu {
 
 class ThreadPool {
 public:
-    // n_threads >= 1 counts the caller: n_threads - 1 workers are started.
+    // n_threads >= 1 counts the caller: n_threads - 1 workers are started. When the system cannot start them all, the
+    // ones started are joined and std::runtime_error "could not start N threads (...): <reason>" is thrown.
     explicit ThreadPool(int n_threads);
     ~ThreadPool();
     ThreadPool(const ThreadPool&)            = delete;
@@ -29,6 +30,7 @@ public:
 
 private:
     void worker_loop(int thread);
+    void stop_and_join();
     void run_tasks(int thread);
 
     int                      n_threads_;

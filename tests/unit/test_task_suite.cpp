@@ -44,12 +44,12 @@ TEST_CASE("task file loads items and skips blank lines", "[task_suite]") {
     const auto p = write_temp("ok.jsonl",
                               "{\"prompt\": \"Q: sort 3 1\", \"answer\": \"1 3\", \"task\": \"sort\", \"shots\": 0}\n"
                               "\n"
-                              "{\"prompt\": \"Q: x\", \"answer\": \"y\", \"task\": \"t\", \"shots\": 2, \"extra\": 1}\n");
+                              "{\"prompt\": \"Q: x\", \"answer\": \"y\", \"task\": \"t\", \"shots\": 1, \"extra\": 1}\n");
     const TaskSuite s = load_task_file(p);
     REQUIRE(s.name == "ok");
     REQUIRE(s.items.size() == 2);
     CHECK(s.items[0].answer == "1 3");
-    CHECK(s.items[1].shots == 2);
+    CHECK(s.items[1].shots == 1);
     CHECK(s.items[1].source == "ok.jsonl:3");
 }
 
