@@ -46,7 +46,8 @@ struct DiffusionParams {
     int    full_steps  = 4;    // T_full (>= 1: the first step fills the caches)
     int    fullq_every = 4;    // full-query sparse step period (the `> P && % P != 0` rule)
     bool   approx      = true; // false: the paper's "Salient" ablation (exact attention for every query)
-    bool   dream_prompt_row = true;  // Dream response-only steps also query row P-1 (decision 3); false: as the authors
+    // Dream response-only steps also query row P-1 (engine/README.md decision 3); false: as the authors' code.
+    bool   dream_prompt_row = true;
 
     int   kp  = 50;     // dLLM-Cache prompt refresh interval K_P
     int   kr  = 7;      // dLLM-Cache response refresh interval K_R

@@ -91,7 +91,8 @@ void Sampler::score(Backend& be, EventSink* sink, int32_t step, const Tensor& lo
     be.download(logits, host.data());
     std::vector<double> pr(static_cast<size_t>(V));
     for (size_t r = 0; r < tok.size(); ++r) {
-        // The draw never picks [MASK]; the score's softmax runs over every id, [MASK] included (decision 11).
+        // The draw never picks [MASK]; the score's softmax runs over every id, [MASK] included
+        // (engine/README.md decision 11).
         const float* x  = host.data() + r * size_t(V);
         double       mx = -INFINITY;
         for (int64_t v = 0; v < V; ++v) mx = std::max(mx, double(x[v]) / p_.temperature);

@@ -1,4 +1,5 @@
-// Tensor names and shapes of the LLaDA (spec c.1) and Dream/Qwen2 (spec c.2) checkpoints; expected_tensor_names.
+// Tensor names and shapes of the LLaDA and Dream/Qwen2 checkpoints (engine/README.md §c.1, §c.2);
+// expected_tensor_names.
 #include "engine/io/checkpoint_layout.h"
 
 #include "engine/io/checkpoint.h"
@@ -38,7 +39,7 @@ std::vector<TensorSpec> expected_tensor_specs(const ModelConfig& c) {
             }
             add(b + "attn_out.weight", {E, Q}, embd + ", " + q, R::Wo, i);
             add(b + "ff_norm.weight", {E}, embd, R::FfnNorm, i);
-            add(b + "ff_proj.weight", {F, E}, ff + ", " + embd, R::WGate, i);  // the gate (through SiLU), spec c.1
+            add(b + "ff_proj.weight", {F, E}, ff + ", " + embd, R::WGate, i);  // the gate (through SiLU), §c.1
             add(b + "up_proj.weight", {F, E}, ff + ", " + embd, R::WUp, i);
             add(b + "ff_out.weight", {E, F}, embd + ", " + ff, R::WDown, i);
         }

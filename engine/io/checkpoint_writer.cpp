@@ -93,11 +93,11 @@ struct SpecialToken {
 };
 
 std::vector<SpecialToken> family_specials(const ModelConfig& c) {
-    if (c.family == Family::LLaDA) {  // spec c.1 special tokens
+    if (c.family == Family::LLaDA) {  // engine/README.md §c.1 special tokens
         return {{"<|startoftext|>", c.bos_id},   {"<|endoftext|>", c.eos_id}, {"<|start_header_id|>", -1},
                 {"<|end_header_id|>", -1},      {"<|eot_id|>", -1},         {"<|mdm_mask|>", c.mask_id}};
     }
-    // spec c.2: <|endoftext|> is Dream's bos, eos and pad.
+    // engine/README.md §c.2: <|endoftext|> is Dream's bos, eos and pad.
     return {{"<|endoftext|>", c.eos_id >= 0 ? c.eos_id : c.bos_id}, {"<|im_start|>", -1}, {"<|im_end|>", -1},
             {"<|mask|>", c.mask_id}};
 }
@@ -132,7 +132,7 @@ void store(const float* src, size_t n, DType dtype, uint8_t* out) {
 
 void write_config_json(const fs::path& path, const ModelConfig& c) {
     json j;
-    if (c.family == Family::LLaDA) {  // LLaDA-8B-Instruct's keys (spec c.1)
+    if (c.family == Family::LLaDA) {  // LLaDA-8B-Instruct's keys (engine/README.md §c.1)
         j["architectures"]        = {"LLaDAModelLM"};
         j["model_type"]           = "llada";
         j["d_model"]              = c.n_embd;
@@ -159,7 +159,7 @@ void write_config_json(const fs::path& path, const ModelConfig& c) {
         j["attention_layer_norm"] = false;
         j["input_emb_norm"]       = false;
         j["scale_logits"]         = false;
-    } else {  // Dream-v0-Instruct-7B's Qwen2 keys (spec c.2)
+    } else {  // Dream-v0-Instruct-7B's Qwen2 keys (engine/README.md §c.2)
         j["architectures"]           = {"DreamModel"};
         j["model_type"]              = "Dream";
         j["hidden_size"]             = c.n_embd;
@@ -204,7 +204,7 @@ ModelConfig small_config(Family f, int n_layer, int n_embd, int n_head, int n_kv
     c.n_ff       = n_ff;
     c.n_vocab    = n_vocab;
     c.vocab_size = n_vocab;
-    if (f == Family::LLaDA) {  // spec c.1
+    if (f == Family::LLaDA) {  // engine/README.md §c.1
         c.rope_theta   = 500000.f;
         c.norm_eps     = 1e-5f;
         c.max_position = 4096;
@@ -213,7 +213,7 @@ ModelConfig small_config(Family f, int n_layer, int n_embd, int n_head, int n_kv
         c.eos_id       = 257;
         c.pad_id       = 257;
         c.mask_id      = 261;
-    } else {  // spec c.2 (max_position kept small: a tiny model never sees 131072 positions)
+    } else {  // engine/README.md §c.2 (max_position kept small: a tiny model never sees 131072 positions)
         c.rope_theta   = 1e6f;
         c.norm_eps     = 1e-6f;
         c.max_position = 4096;

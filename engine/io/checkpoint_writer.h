@@ -18,7 +18,8 @@ int byte_level_special_count(Family f);
 // A small config of the family for random-weight checkpoints (tests, benchmarks, `dyllm make-model`). Special ids
 // follow the byte-level layout: LLaDA 256 <|startoftext|> (bos), 257 <|endoftext|> (eos, pad), 258-260 header/eot,
 // 261 <|mdm_mask|>; Dream 256 <|endoftext|> (bos, eos, pad), 257 <|im_start|>, 258 <|im_end|>, 259 <|mask|>.
-// LLaDA: rope_theta 5e5, eps 1e-5, no biases, untied (spec c.1); Dream: rope_theta 1e6, eps 1e-6, qkv biases (c.2).
+// LLaDA: rope_theta 5e5, eps 1e-5, no biases, untied (engine/README.md §c.1); Dream: rope_theta 1e6, eps 1e-6,
+// qkv biases (§c.2).
 // Throws InputError when n_vocab is below 256 + byte_level_special_count(f).
 ModelConfig small_config(Family f, int n_layer, int n_embd, int n_head, int n_kv_head, int n_ff, int n_vocab);
 

@@ -107,8 +107,8 @@ bool array_contains(const json& j, const char* key, const char* value) {
     return false;
 }
 
-// LLaDA-8B-Instruct's config.json (OLMo key names, spec c.1). Defaults are those of LLaDA's configuration_llada.py
-// unless noted.
+// LLaDA-8B-Instruct's config.json (OLMo key names, engine/README.md §c.1). Defaults are those of LLaDA's
+// configuration_llada.py unless noted.
 void parse_llada(const ConfigReader& r, ModelConfig& c) {
     // Features this engine does not implement would silently change the maths: refuse them by name.
     if (r.get_bool("include_bias", false)) r.fail("key 'include_bias' = true (biases on every linear) is not supported");
@@ -146,18 +146,20 @@ void parse_llada(const ConfigReader& r, ModelConfig& c) {
     }
     c.vocab_size = int(r.get_int("vocab_size"));
     c.n_vocab    = int(r.get_int("embedding_size", c.vocab_size));  // the embedding may be padded past vocab_size
-    c.rope_theta = float(r.get_float("rope_theta", 1e6));           // spec c.3: DyLLM falls back to 1e6
+    c.rope_theta = float(r.get_float("rope_theta", 1e6));           // engine/README.md §c.3: DyLLM's fallback
     c.norm_eps   = float(r.get_float("rms_norm_eps", 1e-5));        // configuration_llada.py default
     c.max_position = int(r.get_int("max_sequence_length", 1024));   // configuration_llada.py default
     c.qkv_bias       = r.get_bool("include_qkv_bias", false);
     c.tie_embeddings = r.get_bool("weight_tying", false);
-    c.mask_id = r.get_token_id("mask_token_id", 126336);  // spec c.1: <|mdm_mask|>, hard-coded in LLaDA's generate.py
+    // <|mdm_mask|>, hard-coded in LLaDA's generate.py (engine/README.md §c.1).
+    c.mask_id = r.get_token_id("mask_token_id", 126336);
     c.eos_id  = r.get_token_id("eos_token_id", -1, &c.extra_eos_ids);
     c.pad_id  = r.get_token_id("pad_token_id", -1);
     c.bos_id  = r.get_token_id("bos_token_id", -1);
 }
 
-// Dream-v0-Instruct-7B's config.json (Qwen2 key names, spec c.2). Defaults are Qwen2Config's unless noted.
+// Dream-v0-Instruct-7B's config.json (Qwen2 key names, engine/README.md §c.2). Defaults are Qwen2Config's unless
+// noted.
 void parse_dream(const ConfigReader& r, const json& j, ModelConfig& c) {
     if (r.has("rope_scaling"))
         r.fail("key 'rope_scaling' = " + json_excerpt(j.at("rope_scaling")) + " is not supported (expected null)");
@@ -171,12 +173,12 @@ void parse_dream(const ConfigReader& r, const json& j, ModelConfig& c) {
     c.n_ff      = int(r.get_int("intermediate_size"));
     c.vocab_size = int(r.get_int("vocab_size"));
     c.n_vocab    = c.vocab_size;
-    c.rope_theta = float(r.get_float("rope_theta", 1e6));            // spec c.3: DyLLM falls back to 1e6
+    c.rope_theta = float(r.get_float("rope_theta", 1e6));            // engine/README.md §c.3: DyLLM's fallback
     c.norm_eps   = float(r.get_float("rms_norm_eps", 1e-6));         // Qwen2Config default
     c.max_position = int(r.get_int("max_position_embeddings", 32768));  // Qwen2Config default
-    c.qkv_bias       = true;  // Qwen2 attention: q/k/v always carry biases (spec c.2)
+    c.qkv_bias       = true;  // Qwen2 attention: q/k/v always carry biases (engine/README.md §c.2)
     c.tie_embeddings = r.get_bool("tie_word_embeddings", false);
-    c.mask_id = r.get_token_id("mask_token_id", 151666);  // spec c.2: <|mask|>
+    c.mask_id = r.get_token_id("mask_token_id", 151666);  // engine/README.md §c.2: <|mask|>
     c.eos_id  = r.get_token_id("eos_token_id", -1, &c.extra_eos_ids);
     c.pad_id  = r.get_token_id("pad_token_id", -1);
     c.bos_id  = r.get_token_id("bos_token_id", -1);

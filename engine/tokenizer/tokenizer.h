@@ -31,7 +31,8 @@ public:
     virtual int         vocab_size() const = 0;  // highest id + 1
 };
 
-// The family's chat template applied to one user message, with the assistant generation prompt (spec c.1, c.2):
+// The family's chat template applied to one user message, with the assistant generation prompt
+// (engine/README.md §c.1, §c.2):
 // LLaDA: <|startoftext|><|start_header_id|>user<|end_header_id|>\n\n{msg}<|eot_id|><|start_header_id|>assistant...
 // Dream: ChatML with the default system message.
 std::string apply_chat_template(Family family, std::string_view user_message);

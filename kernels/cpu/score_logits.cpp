@@ -27,7 +27,8 @@ void score_row(const float* r, int64_t n_vocab, const uint8_t* ban, ScoreRule ru
         score = -INFINITY;
         return;
     }
-    // The softmax runs over every id, banned ones included (decision 11), relative to the maximum over every id.
+    // The softmax runs over every id, banned ones included (engine/README.md decision 11), relative to the maximum over
+    // every id.
     const float top = m;
     for (int64_t v = 0; v < n_vocab; ++v) m = std::max(m, r[v]);
     double l = 0.0;

@@ -57,8 +57,8 @@ static __global__ void score_logits_kernel(Mat logits, ScoreRule rule, const int
             }
             continue;
         }
-        // Pass 2: softmax normaliser over the WHOLE vocabulary, banned ids included (decision 11: the official
-        // samplers' softmax), relative to the maximum over every id.
+        // Pass 2: softmax normaliser over the WHOLE vocabulary, banned ids included (the official samplers'
+        // softmax, engine/README.md decision 11), relative to the maximum over every id.
         float mx = -INFINITY;
         for (int64_t v = threadIdx.x; v < logits.cols; v += blockDim.x) mx = fmaxf(mx, row[v]);
         const float m = block_max(mx, scratch);

@@ -190,7 +190,7 @@ TEST_CASE("expected tensor names of the real models", "[checkpoint]") {
     ModelConfig l = test::tiny_config(Family::LLaDA);
     l.n_layer     = 32;
     const auto ln = expected_tensor_names(l);
-    CHECK(ln.size() == 1 + 32 * 9 + 2);  // wte, 9 per block, ln_f, ff_out (spec c.1)
+    CHECK(ln.size() == 1 + 32 * 9 + 2);  // wte, 9 per block, ln_f, ff_out (engine/README.md §c.1)
     CHECK(ln.front() == "model.transformer.wte.weight");
     CHECK(std::find(ln.begin(), ln.end(), "model.transformer.blocks.31.ff_proj.weight") != ln.end());
     CHECK(std::find(ln.begin(), ln.end(), "model.transformer.blocks.0.attn_out.weight") != ln.end());
@@ -199,7 +199,7 @@ TEST_CASE("expected tensor names of the real models", "[checkpoint]") {
     ModelConfig d = test::tiny_config(Family::Dream);
     d.n_layer     = 28;
     const auto dn = expected_tensor_names(d);
-    CHECK(dn.size() == 1 + 28 * 12 + 2);  // embed, 12 per layer (incl. 3 biases), norm, lm_head (spec c.2)
+    CHECK(dn.size() == 1 + 28 * 12 + 2);  // embed, 12 per layer (incl. 3 biases), norm, lm_head (§c.2)
     CHECK(std::find(dn.begin(), dn.end(), "model.layers.27.self_attn.k_proj.bias") != dn.end());
     CHECK(std::find(dn.begin(), dn.end(), "model.layers.0.mlp.down_proj.weight") != dn.end());
     CHECK(dn.back() == "lm_head.weight");
@@ -254,12 +254,13 @@ size_t resident_bytes() {  // /proc/self/statm: size resident shared text lib da
 }
 }  // namespace
 
-// Hidden (Catch2 "[.]" tag): run with `test_checkpoint "[.big]"`. Writes LLaDA-8B's full layout (spec c.1: 291 bf16
-// tensors, 16,031,162,368 data bytes, 6 shards) as sparse files, which take almost no disk blocks on ext4/xfs/tmpfs.
+// Hidden (Catch2 "[.]" tag): run with `test_checkpoint "[.big]"`. Writes LLaDA-8B's full layout
+// (engine/README.md §c.1: 291 bf16 tensors, 16,031,162,368 data bytes, 6 shards) as sparse files, which take almost
+// no disk blocks on ext4/xfs/tmpfs.
 TEST_CASE("an LLaDA-8B-sized checkpoint opens by mapping, not copying", "[.big][checkpoint]") {
     const fs::path dir = test::make_temp_dir("llada8b");
     ModelConfig    cfg = small_config(Family::LLaDA, 32, 4096, 32, 32, 12288, 126464);
-    cfg.mask_id = 126336;  // spec c.1 ids
+    cfg.mask_id = 126336;  // engine/README.md §c.1 ids
     cfg.eos_id = cfg.pad_id = 126081;
     cfg.bos_id = 126080;
     write_config_json(dir / "config.json", cfg);

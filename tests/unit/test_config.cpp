@@ -1,5 +1,5 @@
-// config.json parsing: the real LLaDA-8B / Dream-7B configs (spec c.1, c.2), family defaults, writer round trip, and
-// one LoadError per invalid or missing key, each naming the file and the key.
+// config.json parsing: the real LLaDA-8B / Dream-7B configs (engine/README.md §c.1, §c.2), family defaults, writer
+// round trip, and one LoadError per invalid or missing key, each naming the file and the key.
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// LLaDA-8B-Instruct config.json, the keys of spec c.1 verbatim.
+// LLaDA-8B-Instruct config.json, the keys of engine/README.md §c.1 verbatim.
 json llada_8b() {
     return json::parse(R"({
       "architectures": ["LLaDAModelLM"], "model_type": "llada", "activation_type": "silu", "alibi": false,
@@ -28,7 +28,7 @@ json llada_8b() {
       "rope": true, "rope_theta": 500000.0, "scale_logits": false, "vocab_size": 126464, "weight_tying": false })");
 }
 
-// Dream-v0-Instruct-7B config.json with the values of spec c.2.
+// Dream-v0-Instruct-7B config.json with the values of engine/README.md §c.2.
 json dream_7b() {
     return json::parse(R"({
       "architectures": ["DreamModel"], "model_type": "Dream", "hidden_size": 3584, "num_hidden_layers": 28,
@@ -60,7 +60,7 @@ void require_error(const json& j, std::initializer_list<std::string> fragments) 
 
 }  // namespace
 
-TEST_CASE("LLaDA-8B config.json parses to the spec c.1 architecture", "[config]") {
+TEST_CASE("LLaDA-8B config.json parses to the architecture of engine/README.md §c.1", "[config]") {
     const ModelConfig c = parse_config(write_json(llada_8b(), "llada8b"));
     CHECK(c.family == Family::LLaDA);
     CHECK(c.model_type == "llada");
@@ -80,11 +80,12 @@ TEST_CASE("LLaDA-8B config.json parses to the spec c.1 architecture", "[config]"
     CHECK(c.mask_id == 126336);
     CHECK(c.eos_id == 126081);
     CHECK(c.pad_id == 126081);
-    // spec c.1: bf16 weights, total_size 16,031,162,368 bytes in model.safetensors.index.json = 2 bytes x n_params.
+    // engine/README.md §c.1: bf16 weights, total_size 16,031,162,368 bytes in model.safetensors.index.json
+    // = 2 bytes x n_params.
     CHECK(c.n_params() * 2 == 16031162368LL);
 }
 
-TEST_CASE("Dream-7B config.json parses to the spec c.2 architecture", "[config]") {
+TEST_CASE("Dream-7B config.json parses to the architecture of engine/README.md §c.2", "[config]") {
     const ModelConfig c = parse_config(write_json(dream_7b(), "dream7b"));
     CHECK(c.family == Family::Dream);
     CHECK(c.n_embd == 3584);
@@ -104,8 +105,8 @@ TEST_CASE("Dream-7B config.json parses to the spec c.2 architecture", "[config]"
     CHECK(c.mask_id == 151666);
     CHECK(c.eos_id == 151643);
     CHECK(c.bos_id == 151643);
-    // Computed by hand from the spec c.2 shapes (embedding + head 2 x 152064 x 3584, 28 layers of 233,057,792, final
-    // norm); agrees with the 7.61B of the Qwen2.5-7B model card, the same architecture.
+    // Computed by hand from the shapes of engine/README.md §c.2 (embedding + head 2 x 152064 x 3584, 28 layers of
+    // 233,057,792, final norm); agrees with the 7.61B of the Qwen2.5-7B model card, the same architecture.
     CHECK(c.n_params() == 7615616512LL);
 }
 
@@ -126,8 +127,8 @@ TEST_CASE("family defaults when optional keys are absent", "[config]") {
     json l = llada_8b();
     for (const char* k : {"mask_token_id", "rope_theta", "mlp_hidden_size", "n_kv_heads", "embedding_size"}) l.erase(k);
     const ModelConfig c = parse_config(write_json(l, "def"));
-    CHECK(c.mask_id == 126336);       // spec c.1
-    CHECK(c.rope_theta == 1e6f);      // spec c.3: DyLLM's fallback
+    CHECK(c.mask_id == 126336);       // engine/README.md §c.1
+    CHECK(c.rope_theta == 1e6f);      // engine/README.md §c.3: DyLLM's fallback
     CHECK(c.n_ff == 4 * 4096);        // mlp_ratio * d_model
     CHECK(c.n_kv_head == 32);         // MHA
     CHECK(c.n_vocab == 126464);       // = vocab_size
@@ -135,8 +136,8 @@ TEST_CASE("family defaults when optional keys are absent", "[config]") {
     json d = dream_7b();
     for (const char* k : {"mask_token_id", "rope_theta", "num_key_value_heads"}) d.erase(k);
     const ModelConfig e = parse_config(write_json(d, "def"));
-    CHECK(e.mask_id == 151666);  // spec c.2
-    CHECK(e.rope_theta == 1e6f);  // spec c.3
+    CHECK(e.mask_id == 151666);  // engine/README.md §c.2
+    CHECK(e.rope_theta == 1e6f);  // engine/README.md §c.3
     CHECK(e.n_kv_head == 28);
 }
 

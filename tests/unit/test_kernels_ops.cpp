@@ -288,8 +288,9 @@ TEST_CASE("score_logits: lowest id on ties, probabilities and entropy by hand, a
     ref::score_logits(cmatf(l, 1, 4), ScoreRule::NegEntropy, nullptr, 0, &tr, &sr);
     CHECK(s == Approx(h).epsilon(1e-6));
     CHECK(sr == Approx(h).epsilon(1e-6));
-    // Banning id 1 moves the tie to id 2; the softmax still runs over every id, id 1 included (decision 11), so
-    // the confidence is p(2) of the full distribution, not renormalised without id 1.
+    // Banning id 1 moves the tie to id 2; the softmax still runs over every id, id 1 included
+    // (engine/README.md decision 11), so the confidence is p(2) of the full distribution, not renormalised without
+    // id 1.
     const int32_t ban1 = 1;
     score_logits(cmatf(l, 1, 4), ScoreRule::Confidence, &ban1, 1, &t, &s, pool);
     ref::score_logits(cmatf(l, 1, 4), ScoreRule::Confidence, &ban1, 1, &tr, &sr);

@@ -1,4 +1,4 @@
-// The `dyllm` binary on corrupted or extreme inputs (issue 14): each case ends with exactly one line "error: ..."
+// The `dyllm` binary on corrupted or extreme inputs: each case ends with exactly one line "error: ..."
 // naming the file or knob, a non-zero exit code, and within 20 s (run under `timeout`, so a hang fails the test
 // instead of stalling ctest). Needs DYLLM_CLI (set by ctest when dyllm is built); skipped (exit 77) without it.
 #include "tests/support/skippable_main.h"

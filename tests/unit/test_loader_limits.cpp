@@ -1,4 +1,4 @@
-// Loaders never crash or hang (issue 14): deep JSON in every file kind, FIFOs, /dev/zero and symlink loops, a
+// Loaders never crash or hang: deep JSON in every file kind, FIFOs, /dev/zero and symlink loops, a
 // directory named config.json, sizes over the limits, numbers out of range, empty vocabularies, deep Sequence
 // normalizers, the thread pool when threads cannot start, and atomic checkpoint writes. Each case asserts the one
 // LoadError line and the names in it.
