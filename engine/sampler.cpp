@@ -8,6 +8,7 @@
 
 #include "engine/errors.h"
 #include "engine/op_scope.h"
+#include "kernels/common/score_math.h"
 
 namespace dyllm {
 
@@ -32,16 +33,11 @@ std::vector<Candidate> select_candidates(std::vector<Candidate> cands, int n_tra
     // NaN ranks lowest, so the comparison is a strict weak order whatever the scores hold.
     auto key = [](float s) { return std::isnan(s) ? -std::numeric_limits<float>::infinity() : s; };
     std::sort(cands.begin(), cands.end(), [&](const Candidate& a, const Candidate& b) {
-        const float ka = key(a.score), kb = key(b.score);
-        if (ka != kb) return ka > kb;
-        return a.pos < b.pos;
+        return candidate_before(key(a.score), a.pos, key(b.score), b.pos);
     });
     std::vector<Candidate> keep;
-    for (size_t r = 0; r < cands.size(); ++r) {
-        const Candidate& c = cands[r];
-        if (!(c.score > -std::numeric_limits<float>::infinity())) continue;
-        if (int(r) < n_transfer || c.score >= threshold) keep.push_back(c);
-    }
+    for (size_t r = 0; r < cands.size(); ++r)
+        if (candidate_kept(int(r), cands[r].score, n_transfer, threshold)) keep.push_back(cands[r]);
     return keep;
 }
 
