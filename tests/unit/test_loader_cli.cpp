@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/tiny_models.h"
+#include "tests/support/text_file.h"
 
 using namespace dyllm;
 using json   = nlohmann::json;
@@ -23,16 +24,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using test::sh_quote;
+using test::slurp;
+using test::spit;
+
+
 struct Run {
     int         rc = -1;
     std::string out;  // stdout + stderr
 };
-
-std::string sh_quote(const std::string& s) {
-    std::string q = "'";
-    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return q + "'";
-}
 
 Run run_cli(const std::string& args) {
     Run         r;
@@ -59,15 +59,6 @@ void require_one_line_error(const Run& r, int code, std::initializer_list<std::s
         CHECK(r.out.find(f) != std::string::npos);
     }
 }
-
-std::string slurp(const fs::path& p) {
-    std::ifstream     in(p, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-void spit(const fs::path& p, const std::string& s) { std::ofstream(p, std::ios::binary | std::ios::trunc) << s; }
 
 void set_raw(const fs::path& file, const std::string& key, const std::string& raw) {
     json j = json::parse(slurp(file));

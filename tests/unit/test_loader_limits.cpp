@@ -26,6 +26,7 @@
 #include "engine/tokenizer/tokenizer.h"
 #include "kernels/cpu/thread_pool.h"
 #include "tests/support/tiny_models.h"
+#include "tests/support/text_file.h"
 
 using namespace dyllm;
 using json   = nlohmann::json;
@@ -33,17 +34,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using test::slurp;
+using test::spit;
+
+
 // 100k levels: the depth that overflowed the stack (about 85k levels, 170 KB) with room to spare.
 std::string deep_array(size_t depth = 100000) { return std::string(depth, '[') + std::string(depth, ']'); }
-
-std::string slurp(const fs::path& p) {
-    std::ifstream     in(p, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-void spit(const fs::path& p, const std::string& s) { std::ofstream(p, std::ios::binary | std::ios::trunc) << s; }
 
 // The message of the LoadError fn throws; fails the test when it throws nothing or something else. The message must
 // be one line.

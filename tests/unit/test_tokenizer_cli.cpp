@@ -2,6 +2,7 @@
 // --family, --show-tokens, and one-line errors. Runs the binary named by DYLLM_CLI (set by CMake when the dyllm
 // target is built); without the binary the test exits 77 and ctest reports it skipped.
 #include "tests/support/skippable_main.h"
+#include "tests/support/text_file.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -13,17 +14,12 @@ using namespace dyllm::test;
 
 namespace {
 
+
+
 struct Run {
     int         rc = -1;
     std::string out;  // stdout and stderr together
 };
-
-// Single-quotes an argument for /bin/sh.
-std::string sh_quote(const std::string& s) {
-    std::string q = "'";
-    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return q + "'";
-}
 
 Run run_cli(const std::string& args) {
     Run   r;
