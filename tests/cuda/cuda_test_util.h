@@ -51,21 +51,12 @@ inline std::vector<float> quantize(const std::vector<float>& v, DType dt) {
 using test::decode;
 using test::encode;
 
-// A [rows, cols] tensor of dtype on backend be holding v (rounded to dtype).
+// A [rows, cols] tensor of dtype on backend be holding v (rounded to dtype); the values a tensor holds.
 inline Tensor make_tensor(Backend& be, DType dt, int64_t rows, int64_t cols, const std::vector<float>& v) {
     REQUIRE(v.size() == size_t(rows * cols));
-    Tensor t = be.alloc(dt, rows, cols);
-    const std::vector<uint8_t> bytes = encode(v, dt);
-    be.upload(t.view(), bytes.data());
-    return t;
+    return test::upload_values(be, dt, rows, cols, v);
 }
-
-inline std::vector<float> fetch(Backend& be, const TensorView& t) {
-    be.synchronize();
-    std::vector<uint8_t> bytes(t.bytes());
-    be.download(t, bytes.data());
-    return decode(bytes, t.dtype);
-}
+inline std::vector<float> fetch(Backend& be, const TensorView& t) { return test::download_values(be, t); }
 
 // |got - ref| <= tol(i) for every element. Prints the first 5 mismatches, stops counting details after 10, and on
 // failure writes both tensors to test-failures/<name>.txt.

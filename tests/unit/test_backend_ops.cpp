@@ -133,22 +133,12 @@ using test::encode;
 // v rounded to dt (the shared RNE converters).
 inline std::vector<float> rounded(const std::vector<float>& v, DType dt) { return decode(encode(v, dt), dt); }
 
-// A [rows, cols] activation or cache tensor of dtype dt on the backend holding v.
+// A [rows, cols] activation or cache tensor of dtype dt on the backend holding v; the values a tensor holds.
 inline Tensor put(Backend& be, DType dt, int64_t rows, int64_t cols, const std::vector<float>& v) {
     REQUIRE(v.size() == size_t(rows * cols));
-    Tensor                     t     = be.alloc(dt, rows, cols);
-    const std::vector<uint8_t> bytes = encode(v, dt);
-    be.upload(t.view(), bytes.data());
-    return t;
+    return test::upload_values(be, dt, rows, cols, v);
 }
-
-// The values a backend tensor holds, widened to fp32.
-inline std::vector<float> get(Backend& be, const TensorView& t) {
-    be.synchronize();
-    std::vector<uint8_t> bytes(t.bytes());
-    be.download(t, bytes.data());
-    return decode(bytes, t.dtype);
-}
+inline std::vector<float> get(Backend& be, const TensorView& t) { return test::download_values(be, t); }
 
 // A weight as the backend prepares it (CUDA stores F32 weights as BF16) and the values it really holds, which the
 // reference then uses: the comparison measures the op, not the backend's choice of weight storage.
