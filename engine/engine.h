@@ -54,6 +54,7 @@ struct DiffusionParams {
     float rho = 0.25f;  // dLLM-Cache adaptive transfer ratio
 
     bool measure_cosine = false;  // histograms for methods without saliency (costs an extra cosine per layer)
+    bool measure_drift  = false;  // DyLLM: exact attention for the approximated rows, measured (engine/methods/drift.h)
 };
 
 // Throws InputError naming the setting (by its command-line flag), its value and the allowed range: the table's

@@ -58,6 +58,7 @@ struct SaliencyOutcome {
     RowSet             tested;    // the query rows that were tested
     std::vector<float> cosines;   // one per tested row
     RowSet             salient;   // S_l
+    std::vector<float> drift;     // measure_drift: approx-vs-exact context cosine per tested row, NaN where exact
 };
 
 class Forward {

@@ -46,6 +46,9 @@ const ParamSpec kTable[] = {
     {"rho", "--rho", "dLLM-Cache adaptive transfer ratio", &P::rho, 0, 1},
     {"measure_cosine", "--measure-cosine", "cosine histograms for methods without saliency (an extra cosine per layer)",
      &P::measure_cosine},
+    {"measure_drift", "--measure-drift", "dyllm: also compute exact attention for the rows the approximation serves "
+     "and report the approx-vs-exact context cosine per layer (measured only: same decode, FLOPs not counted)",
+     &P::measure_drift},
 };
 // clang-format on
 

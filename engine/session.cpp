@@ -8,6 +8,7 @@
 
 #include "engine/errors.h"
 #include "engine/forward.h"
+#include "engine/methods/drift.h"
 #include "engine/methods/method.h"
 #include "engine/model_impl.h"
 #include "engine/op_scope.h"
@@ -115,14 +116,19 @@ struct Session::Impl {
             LayerSaliency e;
             e.step = step, e.layer = l, e.seq = live[size_t(b)], e.tau = t;
             std::vector<int32_t> pos, sal;
-            std::vector<float>   cos;
+            std::vector<float>   cos, drift;
+            const size_t         i0 = i;
             for (; i < o.tested.size() && o.tested.seq[i] == b; ++i) pos.push_back(o.tested.pos[i]), cos.push_back(o.cosines[i]);
+            if (!o.drift.empty()) drift.assign(o.drift.begin() + long(i0), o.drift.begin() + long(i));
             for (; j < o.salient.size() && o.salient.seq[j] == b; ++j) sal.push_back(o.salient.pos[j]);
             e.n_rows = int32_t(pos.size()), e.n_salient = int32_t(sal.size());
             e.hist = histogram(cos);
             e.row_positions = pos;
             if (sink->wants_cosines()) e.cosines = cos;
             e.salient_positions = sal;
+            const DriftSummary ds = summarize_drift(drift);
+            e.drift_hist = ds.hist, e.drift_count = ds.count, e.drift_min = ds.min, e.drift_mean = ds.mean;
+            if (sink->wants_cosines()) e.drift = drift;
             if (lay.n_seq() == 1) {
                 e.ffn_rows = A.ffn_rows, e.kv_rows = A.kv_rows, e.attn_exact_rows = A.attn_exact_rows;
                 e.attn_approx_rows = A.attn_approx_rows;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <string>
@@ -62,6 +63,12 @@ struct StepInfo {
     const StepEnd*   end   = nullptr;
     int64_t          last_op_end_ns = std::numeric_limits<int64_t>::min();
     int64_t          n_rows = 0, n_salient = 0;
+    // Drift per layer over the step's sequences (only layers with approximated rows measured).
+    struct Drift {
+        int64_t count = 0;
+        double  min = 1, sum = 0;
+    };
+    std::map<int32_t, Drift> drift;
 };
 
 // The events sorted out by what each track needs, and the trace base.
@@ -72,6 +79,8 @@ struct Gathered {
     std::map<int32_t, StepInfo>     steps;  // by step number, ascending
     std::vector<const OpTiming*>    ops;
     std::string                     method;
+    int32_t                         n_layer = 0;
+    bool                            has_drift = false;  // some layer of some step measured drift
     int64_t                         base = 0;  // earliest timed event: timestamps start near 0, ns fractions survive
 };
 
@@ -94,11 +103,20 @@ Gathered gather(const std::vector<EventRecord>& events, const std::vector<Kernel
             auto& s = g.steps[e->step];
             s.n_rows += e->n_rows;
             s.n_salient += e->n_salient;
+            if (e->drift_count > 0 && std::isfinite(e->drift_min) && std::isfinite(e->drift_mean)) {
+                auto& d = s.drift[e->layer];
+                d.count += e->drift_count;
+                d.min = std::min(d.min, double(e->drift_min));
+                d.sum += double(e->drift_mean) * e->drift_count;
+                g.has_drift = true;
+            }
+            g.n_layer = std::max(g.n_layer, e->layer + 1);
         } else if (auto* e = std::get_if<ErrorRecord>(&r)) {
             g.errors.push_back(e);
         }
     }
     g.method = g.run_begin ? g.run_begin->method : std::string();
+    if (g.run_begin) g.n_layer = std::max(g.n_layer, g.run_begin->n_layer);
     int64_t base = std::numeric_limits<int64_t>::max();
     for (const auto& [n, s] : g.steps) {
         if (s.begin) base = std::min(base, s.begin->t_ns);
@@ -152,6 +170,13 @@ void add_steps(const Gathered& g, Track& track, Counters& counters, Span& span) 
         }
         args["n_rows_tested"] = s.n_rows;
         args["n_salient"]     = s.n_salient;
+        if (!s.drift.empty()) {
+            int64_t n = 0;
+            double  mn = 1;
+            for (const auto& [l, d] : s.drift) n += d.count, mn = std::min(mn, d.min);
+            args["drift_rows"]    = n;
+            args["drift_min_cos"] = jnum(mn);
+        }
         if (s.end) {
             const StepEnd& e         = *s.end;
             args["wall_ns"]          = e.wall_ns;
@@ -183,6 +208,17 @@ void add_steps(const Gathered& g, Track& track, Counters& counters, Span& span) 
         };
         if (s.begin) counter("tau", t0, float_for_json(s.begin->tau));
         if (s.n_rows > 0) counter("salient_fraction", t0, double(s.n_salient) / double(s.n_rows));
+        // Drift per layer (approx-vs-exact context cosine): a layer with no approximated row at this step is exact (1).
+        if (g.has_drift && s.begin)
+            for (int32_t l = 0; l < g.n_layer; ++l) {
+                char name[2][48];
+                std::snprintf(name[0], sizeof name[0], "drift_min_cos L%02d", l);
+                std::snprintf(name[1], sizeof name[1], "drift_mean_cos L%02d", l);
+                const auto it = s.drift.find(l);
+                const bool has = it != s.drift.end() && it->second.count > 0;
+                counter(name[0], t0, has ? it->second.min : 1.0);
+                counter(name[1], t0, has ? it->second.sum / double(it->second.count) : 1.0);
+            }
         if (s.end) {
             // Running average over the steps so far (committed tokens / summed step wall time): converges to the
             // run's tokens/s and is not dominated by the noise of a single step.

@@ -1,6 +1,6 @@
-// Chrome Trace Event exporter (JSON object form): opens in Perfetto, chrome://tracing and Tracy's importer.
-// Tracks: run, steps, engine ops per device, GPU kernels/memcpy/memset (when CUPTI collected any); counters for tau,
-// salient fraction and tokens/s; the RunBegin environment in "metadata" and as the first event's args.
+// Chrome Trace Event exporter (JSON object form) for Perfetto, chrome://tracing and Tracy's importer. Tracks: run,
+// steps, engine ops per device, GPU kernels/memcpy/memset (CUPTI); counters for tau, salient fraction, tokens/s and
+// per-layer drift (when measured); the RunBegin environment in "metadata" and as the first event's args.
 #pragma once
 #include <ostream>
 #include <vector>

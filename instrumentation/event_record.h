@@ -17,6 +17,10 @@ struct LayerSaliencyRecord {
     std::vector<float>   cosines;
     std::vector<int32_t> salient_positions;
     int32_t              ffn_rows = 0, kv_rows = 0, attn_exact_rows = 0, attn_approx_rows = 0;
+    CosineHistogram      drift_hist{};  // drift (events.h): approx-vs-exact cosines of the approximated rows
+    int32_t              drift_count = 0;
+    float                drift_min = NAN, drift_mean = NAN;
+    std::vector<float>   drift;
 };
 
 struct UnmaskRecord {
@@ -54,6 +58,8 @@ inline LayerSaliencyRecord to_record(const LayerSaliency& e) {
     r.salient_positions.assign(e.salient_positions.begin(), e.salient_positions.end());
     r.ffn_rows = e.ffn_rows, r.kv_rows = e.kv_rows, r.attn_exact_rows = e.attn_exact_rows;
     r.attn_approx_rows = e.attn_approx_rows;
+    r.drift_hist = e.drift_hist, r.drift_count = e.drift_count, r.drift_min = e.drift_min, r.drift_mean = e.drift_mean;
+    r.drift.assign(e.drift.begin(), e.drift.end());
     return r;
 }
 

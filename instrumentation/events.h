@@ -122,6 +122,12 @@ struct LayerSaliency {
     int32_t         kv_rows = 0;      // rows whose K/V were recomputed
     int32_t         attn_exact_rows = 0;
     int32_t         attn_approx_rows = 0;
+    // Drift (opt-in measure_drift, DyLLM sparse layers): cosine between each approximated row's context and exact
+    // attention over the same caches, on the bins of hist. drift_count = 0: nothing approximated, or not measured.
+    CosineHistogram        drift_hist{};
+    int32_t                drift_count = 0;
+    float                  drift_min = NAN, drift_mean = NAN;
+    std::span<const float> drift;  // one per tested row, NaN where exact (empty: not measured or !wants_cosines())
 };
 
 struct Unmask {

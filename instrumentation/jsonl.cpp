@@ -34,19 +34,28 @@ Json op_json(const OpTiming& o) {
 }
 
 Json layer_json(const LayerSaliencyRecord& l) {
-    return Json{{"layer", l.layer},
-                {"seq", l.seq},
-                {"n_rows", l.n_rows},
-                {"n_salient", l.n_salient},
-                {"tau", jfloat(l.tau)},
-                {"hist", l.hist},
-                {"row_positions", l.row_positions},
-                {"cosines", jfloats(l.cosines)},
-                {"salient_positions", l.salient_positions},
-                {"ffn_rows", l.ffn_rows},
-                {"kv_rows", l.kv_rows},
-                {"attn_exact_rows", l.attn_exact_rows},
-                {"attn_approx_rows", l.attn_approx_rows}};
+    Json j = Json{{"layer", l.layer},
+                  {"seq", l.seq},
+                  {"n_rows", l.n_rows},
+                  {"n_salient", l.n_salient},
+                  {"tau", jfloat(l.tau)},
+                  {"hist", l.hist},
+                  {"row_positions", l.row_positions},
+                  {"cosines", jfloats(l.cosines)},
+                  {"salient_positions", l.salient_positions},
+                  {"ffn_rows", l.ffn_rows},
+                  {"kv_rows", l.kv_rows},
+                  {"attn_exact_rows", l.attn_exact_rows},
+                  {"attn_approx_rows", l.attn_approx_rows}};
+    // Drift only where it was measured (opt-in), so runs without it write what they always wrote.
+    if (l.drift_count > 0 || !l.drift.empty()) {
+        j["drift_hist"]  = l.drift_hist;
+        j["drift_count"] = l.drift_count;
+        j["drift_min"]   = jfloat(l.drift_min);
+        j["drift_mean"]  = jfloat(l.drift_mean);
+        j["drift"]       = jfloats(l.drift);
+    }
+    return j;
 }
 
 Json unmask_json(const UnmaskRecord& u) {
@@ -217,14 +226,7 @@ public:
         l.n_rows    = integer<int32_t>(j, "n_rows");
         l.n_salient = integer<int32_t>(j, "n_salient");
         l.tau       = float(number(j, "tau"));
-        const Json& h = array(j, "hist");
-        if (h.size() != l.hist.size())
-            fail("field 'hist' has " + std::to_string(h.size()) + " bins, expected " + std::to_string(kCosineBins) +
-                 " (kCosineBins)");
-        for (size_t b = 0; b < h.size(); ++b) {
-            if (!h[b].is_number_unsigned()) fail("field 'hist' must hold non-negative integers, got " + h[b].dump());
-            l.hist[b] = h[b].get<uint32_t>();
-        }
+        l.hist      = histogram(j, "hist");
         l.row_positions     = ints(j, "row_positions");
         l.cosines           = floats(j, "cosines");
         l.salient_positions = ints(j, "salient_positions");
@@ -232,7 +234,27 @@ public:
         l.kv_rows           = integer<int32_t>(j, "kv_rows");
         l.attn_exact_rows   = integer<int32_t>(j, "attn_exact_rows");
         l.attn_approx_rows  = integer<int32_t>(j, "attn_approx_rows");
+        if (j.contains("drift_count")) {  // absent in files older than the drift measurement, and when not measured
+            l.drift_hist  = histogram(j, "drift_hist");
+            l.drift_count = integer<int32_t>(j, "drift_count");
+            l.drift_min   = float(number(j, "drift_min"));
+            l.drift_mean  = float(number(j, "drift_mean"));
+            l.drift       = floats(j, "drift");
+        }
         return l;
+    }
+    CosineHistogram histogram(const Json& j, const char* key) const {
+        const Json&     h = array(j, key);
+        CosineHistogram out{};
+        if (h.size() != out.size())
+            fail("field '" + std::string(key) + "' has " + std::to_string(h.size()) + " bins, expected " +
+                 std::to_string(kCosineBins) + " (kCosineBins)");
+        for (size_t b = 0; b < h.size(); ++b) {
+            if (!h[b].is_number_unsigned())
+                fail("field '" + std::string(key) + "' must hold non-negative integers, got " + h[b].dump());
+            out[b] = h[b].get<uint32_t>();
+        }
+        return out;
     }
     UnmaskRecord unmask(const Json& j, int32_t step) const {
         UnmaskRecord u;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "engine/methods/drift.h"
 #include "engine/methods/method.h"
 
 namespace dyllm {
@@ -16,7 +17,7 @@ StepKind dyllm_step_kind(int step, int full_steps, int fullq_every) {
 }
 
 void dyllm_sparse_layer(Forward& fwd, int l, Tensor& h, const BatchLayout& lay, const RowSet& q, const RowSet& s_prev,
-                        LayerCache& c, float tau, bool approx, SaliencyOutcome& out) {
+                        LayerCache& c, float tau, bool approx, SaliencyOutcome& out, bool drift) {
     const ModelConfig&  cfg = fwd.config();
     const LayerWeights& L  = fwd.weights().layers[size_t(l)];
     const int64_t       n  = int64_t(q.size());
@@ -27,6 +28,7 @@ void dyllm_sparse_layer(Forward& fwd, int l, Tensor& h, const BatchLayout& lay, 
     out.tested  = q;
     out.salient = RowSet{};
     out.cosines.clear();
+    out.drift.clear();
     if (n == 0) return;
 
     // 1-2: norm and Q for every query row; K/V only for S_{l-1}.
@@ -64,6 +66,7 @@ void dyllm_sparse_layer(Forward& fwd, int l, Tensor& h, const BatchLayout& lay, 
         fwd.attention(l, Q, q, c, lay, c_new);
         A.attn_exact_rows += int32_t(n);
     }
+    if (drift && approx) measure_drift(fwd, Q, q, s_prev, c, lay, c_new, out.drift);  // only measured, not used
 
     // 7-8: one cosine per token over all heads; S_l = {cos < tau}; the cache keeps the (approximate) context.
     fwd.cosine(l, c_new, c_old, out.cosines);
@@ -122,7 +125,8 @@ public:
         RowSet s = salient_seed(in);
         for (int l = 0; l < cfg_.n_layer; ++l) {
             SaliencyOutcome o;
-            dyllm_sparse_layer(fwd, l, h, lay, q, s, caches[size_t(l)], in.tau, p_.approx, o);
+            dyllm_sparse_layer(fwd, l, h, lay, q, s, caches[size_t(l)], in.tau, p_.approx, o,
+                               p_.measure_drift && in.observed);
             report(l, o);
             s = std::move(o.salient);
         }

@@ -10,6 +10,7 @@
 #include "engine/engine.h"
 #include "engine/forward.h"
 #include "engine/methods/dyllm.h"
+#include "instrumentation/recorder.h"
 #include "support/tiny_models.h"
 
 using namespace dyllm;
@@ -377,6 +378,132 @@ TEST_CASE("a batch in lock-step gives each prompt what it gets alone", "[batch]"
         CHECK(compare_logits(a, 0, ab, 0) >= 8);
         CHECK(compare_logits(b, 0, ab, 1) >= 8);
     }
+}
+
+TEST_CASE("drift cosines match a plain recomputation; measuring changes no output and no FLOP count", "[dyllm][drift]") {
+    const Family fam = GENERATE(Family::LLaDA, Family::Dream);
+    auto         m   = Model::load(peaked_checkpoint(fam, 43).string());
+    const auto&  cfg = m->config();
+    Backend&     be  = m->backend();
+    const int    N = 28, P = 20;
+    BatchLayout  lay;
+    lay.cu = {0, N}, lay.prompt_len = {P}, lay.tokens = random_prompt(cfg, N, 14);
+    auto alloc_cache = [&] {
+        LayerCache c;
+        c.k = be.alloc(be.cache_dtype(), N, cfg.kv_dim()), c.v = be.alloc(be.cache_dtype(), N, cfg.kv_dim());
+        c.ctx = be.alloc(be.cache_dtype(), N, cfg.q_dim()), c.ffn = be.alloc(be.cache_dtype(), N, cfg.n_embd);
+        return c;
+    };
+    auto host = [&](const Tensor& t) {
+        std::vector<float> v(size_t(t.rows() * t.cols()));
+        be.download(t, v.data());
+        return v;
+    };
+    // Three identical caches after a dense pass: approximate with drift, approximate without, exact.
+    Forward      fwd(cfg, m->weights(), be, nullptr);
+    const RowSet q = all_rows(lay);
+    LayerCache   a = alloc_cache(), b = alloc_cache(), e = alloc_cache();
+    Tensor       h0 = fwd.embed(lay, q);
+    fwd.layer_dense(0, h0, lay, q, a, true, true);
+    for (LayerCache* c : {&b, &e})
+        for (auto [src, dst] : {std::pair{&a.k, &c->k}, {&a.v, &c->v}, {&a.ctx, &c->ctx}, {&a.ffn, &c->ffn}})
+            be.copy(*src, *dst);
+
+    // Two tokens decoded "in the previous step": S_{-1} = their rows, the other 26 rows are approximated.
+    RowSet s;
+    for (int r : {21, 25}) {
+        lay.tokens[size_t(r)] = (lay.tokens[size_t(r)] + 1) % cfg.vocab_size;
+        if (lay.tokens[size_t(r)] == cfg.mask_id) lay.tokens[size_t(r)] = (lay.tokens[size_t(r)] + 1) % cfg.vocab_size;
+        s.push(r, 0, r);
+    }
+    Tensor          ha = fwd.embed(lay, q), hb = fwd.embed(lay, q), he = fwd.embed(lay, q);
+    SaliencyOutcome oa, ob, oe;
+    const double    f0 = fwd.account(0).flops;
+    dyllm_sparse_layer(fwd, 0, ha, lay, q, s, a, 0.99f, true, oa, /*drift=*/true);
+    const double f1 = fwd.account(0).flops;
+    dyllm_sparse_layer(fwd, 0, hb, lay, q, s, b, 0.99f, true, ob);
+    const double f2 = fwd.account(0).flops;
+    dyllm_sparse_layer(fwd, 0, he, lay, q, s, e, 0.99f, false, oe, /*drift=*/true);
+
+    // Measured only: the same outputs, caches, salient set and FLOP count as without the measurement.
+    CHECK(f1 - f0 == f2 - f1);
+    CHECK(host(ha) == host(hb));
+    CHECK(host(a.ctx) == host(b.ctx));
+    CHECK(oa.salient.rows == ob.salient.rows);
+    CHECK(ob.drift.empty());
+    CHECK(oe.drift.empty());  // exact attention everywhere: nothing approximated, nothing measured
+
+    // Plain recomputation: cosine in double between each row's approximate context (a) and its exact one (e).
+    const std::vector<float> Ca = host(a.ctx), Ce = host(e.ctx);
+    REQUIRE(oa.drift.size() == size_t(N));
+    const int D      = cfg.q_dim();
+    double    lowest = 1;
+    for (int i = 0; i < N; ++i) {
+        if (i == 21 || i == 25) {
+            CHECK(std::isnan(oa.drift[size_t(i)]));  // exact rows are not measured
+            continue;
+        }
+        double ab = 0, aa = 0, ee = 0;
+        for (int c = 0; c < D; ++c) {
+            const double x = Ca[size_t(i * D + c)], y = Ce[size_t(i * D + c)];
+            ab += x * y, aa += x * x, ee += y * y;
+        }
+        const double ref = ab / std::sqrt(aa * ee);
+        lowest           = std::min(lowest, ref);
+        // fp32 dot products over q_dim <= 128 terms against double: ~1e-6; 1e-5 leaves room for the norms' rounding.
+        CHECK(oa.drift[size_t(i)] == Approx(ref).margin(1e-5));
+    }
+    INFO("lowest approx-vs-exact cosine: " << lowest);
+    CHECK(lowest < 1.0);  // the approximation really differs from exact attention here (two keys changed)
+}
+
+TEST_CASE("a run measuring drift decodes the same tokens and reports every approximated row", "[dyllm][drift]") {
+    const Family fam    = GENERATE(Family::LLaDA, Family::Dream);
+    auto         m      = Model::load(peaked_checkpoint(fam, 47).string());
+    const auto   prompt = random_prompt(m->config(), 20, 6);
+    auto go = [&](bool approx, bool drift, std::vector<LayerSaliencyRecord>& layers) {
+        DiffusionParams p = base_params(Method::DyLLM);
+        p.approx = approx, p.measure_drift = drift;
+        RecordingSink rec;
+        Session       s(*m, &rec);
+        s.start({prompt}, p);
+        s.run();
+        for (const auto& ev : rec.events())
+            if (auto* l = std::get_if<LayerSaliencyRecord>(&ev)) layers.push_back(*l);
+        return s.result();
+    };
+    std::vector<LayerSaliencyRecord> off, on, exact;
+    const GenerationResult r_off = go(true, false, off), r_on = go(true, true, on), r_exact = go(false, true, exact);
+    CHECK(r_on.sequences[0].token_ids == r_off.sequences[0].token_ids);
+    CHECK(r_on.sequences[0].unmask_step == r_off.sequences[0].unmask_step);
+    REQUIRE(r_on.steps.size() == r_off.steps.size());
+    for (size_t i = 0; i < r_on.steps.size(); ++i) CHECK(r_on.steps[i].flops == r_off.steps[i].flops);
+
+    int64_t measured = 0;
+    REQUIRE(on.size() == off.size());
+    for (const auto& l : off) CHECK(l.drift_count == 0);
+    for (const auto& l : exact) CHECK(l.drift_count == 0);  // --no-approx: no approximated row to measure
+    for (const auto& l : on) {
+        INFO("step " << l.step << " layer " << l.layer);
+        CHECK(l.drift_count == l.attn_approx_rows);  // one sequence: the layer's approximated rows, every one
+        uint32_t in_hist = 0;
+        for (uint32_t c : l.drift_hist) in_hist += c;
+        CHECK(int32_t(in_hist) == l.drift_count);
+        measured += l.drift_count;
+        if (l.drift_count == 0) continue;
+        REQUIRE(l.drift.size() == l.row_positions.size());
+        int32_t finite = 0;
+        for (float v : l.drift) {
+            if (std::isnan(v)) continue;
+            ++finite;
+            CHECK(v >= -1.f);
+            CHECK(v <= 1.f + 1e-6f);  // a cosine; fp32 rounding may reach just above 1
+        }
+        CHECK(finite == l.drift_count);
+        CHECK(l.drift_min <= l.drift_mean);
+        CHECK(l.drift_mean <= 1.f + 1e-6f);
+    }
+    CHECK(measured > 0);
 }
 
 TEST_CASE("bad parameters and prompts give one clear error", "[params]") {

@@ -2,7 +2,9 @@
 // monotone ts per track, no NaN/inf); JSONL writes the env line then one line per step and round-trips exactly.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <sstream>
 #include <string>
@@ -318,6 +320,96 @@ TEST_CASE("jsonl: write -> read -> write is the identity, and the events come ba
         CHECK(la[i]->cosines == lb[i]->cosines);  // float -> JSON double -> float is exact
         CHECK(la[i]->step == lb[i]->step);
     }
+}
+
+TEST_CASE("jsonl and chrome trace carry the drift measurement; runs without it write no drift fields", "[trace][drift]") {
+    SyntheticRunSpec sp;
+    sp.n_seq = 2, sp.steps = 4, sp.gen_length = 12;
+    auto ev = synthetic_events(sp);
+    // Drift on every layer from step 2 on: the non-salient rows approximated, cosines a little below 1.
+    std::map<std::pair<int, int>, float> lowest;  // (step, layer) -> min over sequences
+    for (auto& e : ev) {
+        auto* l = std::get_if<LayerSaliencyRecord>(&e);
+        if (!l || l->step < 2) continue;
+        l->drift.assign(l->row_positions.size(), NAN);
+        double sum = 0;
+        for (size_t i = 0; i < l->drift.size(); ++i) {
+            if (std::find(l->salient_positions.begin(), l->salient_positions.end(), l->row_positions[i]) !=
+                l->salient_positions.end())
+                continue;
+            const float v = 1.f - 0.001f * float(i % 7) - 0.01f * float(l->layer) - 0.02f * float(l->seq);
+            l->drift[i]   = v;
+            ++l->drift_hist[size_t(cosine_bin(v))];
+            l->drift_min = l->drift_count == 0 ? v : std::min(l->drift_min, v);
+            sum += v;
+            ++l->drift_count;
+        }
+        if (l->drift_count == 0) continue;
+        l->drift_mean = float(sum / l->drift_count);
+        auto [it, fresh] = lowest.try_emplace({l->step, l->layer}, l->drift_min);
+        if (!fresh) it->second = std::min(it->second, l->drift_min);
+    }
+    REQUIRE(!lowest.empty());
+
+    // JSONL: drift fields only on measured layers, and write -> read -> write is the identity.
+    std::ostringstream a;
+    write_jsonl(a, ev);
+    std::istringstream lines(a.str());
+    size_t             with = 0, without = 0;
+    for (std::string line; std::getline(lines, line);) {
+        const json j = json::parse(line);
+        if (j["type"] != "step") continue;
+        for (const auto& l : j["layers"]) (l.contains("drift_hist") ? with : without)++;
+    }
+    CHECK(with > 0);
+    CHECK(without == size_t(sp.n_layer * sp.n_seq));  // step 1 measured nothing
+    std::istringstream in(a.str());
+    const auto         back = read_jsonl(in);
+    std::ostringstream b;
+    write_jsonl(b, back);
+    CHECK(a.str() == b.str());
+    std::vector<const LayerSaliencyRecord*> la, lb;
+    for (const auto& e : ev) if (auto* l = std::get_if<LayerSaliencyRecord>(&e)) la.push_back(l);
+    for (const auto& e : back) if (auto* l = std::get_if<LayerSaliencyRecord>(&e)) lb.push_back(l);
+    REQUIRE(la.size() == lb.size());
+    for (size_t i = 0; i < la.size(); ++i) {
+        CHECK(la[i]->drift_hist == lb[i]->drift_hist);
+        CHECK(la[i]->drift_count == lb[i]->drift_count);
+        CHECK((la[i]->drift_count == 0 || la[i]->drift_min == lb[i]->drift_min));
+        CHECK((la[i]->drift_count == 0 || la[i]->drift_mean == lb[i]->drift_mean));
+        REQUIRE(la[i]->drift.size() == lb[i]->drift.size());
+        for (size_t k = 0; k < la[i]->drift.size(); ++k)  // NaN (exact rows) travels as null
+            CHECK((la[i]->drift[k] == lb[i]->drift[k] || (std::isnan(la[i]->drift[k]) && std::isnan(lb[i]->drift[k]))));
+    }
+
+    // Chrome trace: one min and one mean counter per layer at every step (1 where nothing was approximated).
+    const json                                     j = chrome_json(ev);
+    std::map<std::string, std::vector<double>>     counters;
+    int64_t                                        drift_rows = 0;
+    for (const auto& e : j["traceEvents"]) {
+        if (e["ph"] == "C") counters[e["name"]].push_back(e["args"]["value"]);
+        if (e["ph"] == "X" && e["cat"] == "step" && e["args"].contains("drift_rows")) drift_rows += e["args"]["drift_rows"].get<int64_t>();
+    }
+    int64_t expect_rows = 0;
+    for (const auto* l : la) expect_rows += l->drift_count;
+    CHECK(drift_rows == expect_rows);
+    for (int l = 0; l < sp.n_layer; ++l) {
+        char name[32];
+        std::snprintf(name, sizeof name, "drift_min_cos L%02d", l);
+        const auto& v = counters[name];
+        REQUIRE(v.size() == size_t(sp.steps));
+        CHECK(v[0] == 1.0);  // step 1: nothing approximated
+        for (int st = 2; st <= sp.steps; ++st) {
+            auto it = lowest.find({st, l});
+            CHECK(v[size_t(st - 1)] == Approx(it == lowest.end() ? 1.0 : double(it->second)).epsilon(1e-6));
+        }
+        std::snprintf(name, sizeof name, "drift_mean_cos L%02d", l);
+        CHECK(counters[name].size() == size_t(sp.steps));
+    }
+    // Without drift the trace has no drift counters.
+    const json plain = chrome_json(synthetic_events(sp));
+    for (const auto& e : plain["traceEvents"])
+        if (e["ph"] == "C") CHECK(e["name"].get<std::string>().rfind("drift", 0) != 0);
 }
 
 TEST_CASE("jsonl: bad input gives one error naming the line and the field", "[trace][jsonl]") {
