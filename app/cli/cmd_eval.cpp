@@ -15,6 +15,7 @@
 #include "app/cli/command.h"
 #include "engine/engine.h"
 #include "engine/errors.h"
+#include "instrumentation/drift_tally.h"
 #include "app/model/task_suite.h"
 
 namespace dyllm::cli {
@@ -40,7 +41,8 @@ struct TaskScore {
     int64_t     forward_passes = 0;
 };
 
-TaskScore eval_task(const Model& model, const TaskSuite& suite, const DiffusionParams& params, const EvalOptions& o) {
+TaskScore eval_task(const Model& model, const TaskSuite& suite, const DiffusionParams& params, const EvalOptions& o,
+                    EventSink* sink) {
     const size_t n = o.limit > 0 ? std::min(suite.items.size(), size_t(o.limit)) : suite.items.size();
     TaskScore    sc;
     sc.name = suite.name;
@@ -57,7 +59,7 @@ TaskScore eval_task(const Model& model, const TaskSuite& suite, const DiffusionP
     for (size_t b0 = 0; b0 < n; b0 += size_t(o.batch)) {
         const size_t b1 = std::min(n, b0 + size_t(o.batch));
         std::vector<std::vector<int32_t>> chunk(prompts.begin() + long(b0), prompts.begin() + long(b1));
-        Session session(model);
+        Session session(model, sink);
         session.start(chunk, params);
         session.run();
         const GenerationResult r = session.result();
@@ -99,9 +101,11 @@ int run_eval(const EvalOptions& o) {
     const Family family = model->config().family;
     const float  tau    = effective_tau(params, family);
     std::vector<TaskScore> scores;
+    std::vector<DriftTally> drift(suites.size());  // --measure-drift: per task, summed over its items
     for (const auto& s : suites) {
         if (!o.json) std::fprintf(stderr, "eval: %s (%zu items)...\n", s.name.c_str(), s.items.size());
-        scores.push_back(eval_task(*model, s, params, o));
+        DriftTally* d = params.measure_drift ? &drift[scores.size()] : nullptr;
+        scores.push_back(eval_task(*model, s, params, o, d));
         if (o.json) {
             const TaskScore&       t = scores.back();
             nlohmann::ordered_json j;
@@ -145,6 +149,9 @@ int run_eval(const EvalOptions& o) {
         std::printf("| %s | %d | %.3f | %.3f | %.1f | %.2f |\n", t.name.c_str(), t.n,
                     t.n ? double(t.correct) / t.n : 0.0, t.n ? double(t.full) / t.n : 0.0,
                     t.denoise_s > 0 ? double(t.generated_tokens) / t.denoise_s : 0.0, t.denoise_s);
+    for (size_t i = 0; params.measure_drift && i < suites.size(); ++i)
+        std::printf("\ndrift on %s: approx-vs-exact context cosine of the approximated rows (tau %.4g)\n%s",
+                    suites[i].name.c_str(), tau, drift[i].table().c_str());
     return 0;
 }
 

@@ -15,6 +15,7 @@
 #include "app/cli/progress.h"
 #include "engine/engine.h"
 #include "engine/errors.h"
+#include "instrumentation/drift_tally.h"
 
 namespace dyllm::cli {
 namespace {
@@ -57,6 +58,15 @@ void print_summary(const Model& model, const DiffusionParams& p, const Generatio
     if (r.total_dense_flops > 0)
         std::fprintf(stderr, "flops         = %10.3g (%.3f of dense)\n", r.total_flops,
                      r.total_flops / r.total_dense_flops);
+}
+
+// Per layer: the DriftTally's sums (--measure-drift).
+nlohmann::ordered_json drift_json(const DriftTally& t) {
+    nlohmann::ordered_json a = nlohmann::ordered_json::array();
+    for (const LayerDriftTally& l : t.layers())
+        a.push_back({{"approx_rows", l.approx_rows}, {"below_tau", l.below_tau}, {"stable_below_tau", l.stable_below},
+                     {"min_cos", l.min}, {"mean_cos", l.approx_rows ? l.sum / double(l.approx_rows) : 1.0}});
+    return a;
 }
 
 nlohmann::ordered_json result_to_json(const Model& model, const DiffusionParams& p, const std::vector<PromptInput>& prompts,
@@ -109,7 +119,8 @@ int run_generate(const GenerateOptions& o) {
     ids.reserve(prompts.size());
     for (const auto& p : prompts) ids.push_back(p.ids);
 
-    Session session(*model);
+    DriftTally drift;  // --measure-drift: the engine reports drift through a sink; this one sums it per layer
+    Session    session(*model, params.measure_drift ? &drift : nullptr);
     session.start(ids, params);
     {
         ProgressLine progress(stderr, !o.json && is_terminal(stderr));
@@ -121,7 +132,9 @@ int run_generate(const GenerateOptions& o) {
     const GenerationResult result = session.result();
 
     if (o.json) {
-        const std::string out = result_to_json(*model, params, prompts, result, !o.prompt.no_chat).dump();
+        nlohmann::ordered_json j = result_to_json(*model, params, prompts, result, !o.prompt.no_chat);
+        if (params.measure_drift) j["drift"] = drift_json(drift);
+        const std::string out = j.dump();
         std::fprintf(stdout, "%s\n", out.c_str());
         std::fflush(stdout);
     } else {
@@ -131,6 +144,9 @@ int run_generate(const GenerateOptions& o) {
         }
         std::fflush(stdout);
         print_summary(*model, params, result);
+        if (params.measure_drift)
+            std::fprintf(stderr, "\ndrift: approx-vs-exact context cosine of the approximated rows (tau %.4g)\n%s",
+                         effective_tau(params, model->config().family), drift.table().c_str());
     }
     // A run that ends with masked positions and no end of text did not finish decoding: say so, exit non-zero.
     for (size_t i = 0; i < result.sequences.size(); ++i) {

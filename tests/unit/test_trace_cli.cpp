@@ -97,6 +97,39 @@ TEST_CASE("dyllm trace writes a Chrome trace and a JSONL of the run", "[trace][c
     CHECK(step_ends == 8);
 }
 
+TEST_CASE("--measure-drift reaches the trace, the JSONL and dyllm generate's report", "[trace][cli][drift]") {
+    if (!have_cli()) return;
+    const fs::path ckpt = test::make_tiny_checkpoint(Family::LLaDA);
+    const fs::path out  = test::make_temp_dir("trace-cli-drift");
+    const std::vector<std::string> run = {"-m", ckpt.string(), "--prompt-ids", "5,6,7,8", "-n", "8", "--steps", "8",
+                                          "--block-length", "8", "--ignore-eos", "--backend", "cpu", "--measure-drift"};
+    std::vector<std::string> args = {"trace", "-o", (out / "t.json").string(), "--jsonl", (out / "s.jsonl").string()};
+    args.insert(args.end(), run.begin(), run.end());
+    CliRun r = run_cli(out, args);
+    INFO("stdout: " << r.out << "\nstderr: " << r.err);
+    REQUIRE(r.status == 0);
+    std::ifstream in(out / "s.jsonl");
+    int64_t       measured = 0;
+    for (const auto& e : read_jsonl(in))
+        if (auto* l = std::get_if<LayerSaliencyRecord>(&e)) measured += l->drift_count;
+    CHECK(measured > 0);  // steps 5..8 are sparse: layer 0 approximates every row but the one decoded before
+    size_t     counters = 0;
+    const auto trace    = nlohmann::json::parse(slurp(out / "t.json"));
+    for (const auto& e : trace["traceEvents"])
+        counters += e.value("name", "").rfind("drift_min_cos L", 0) == 0;
+    CHECK(counters == 8 * 2);  // one per step and layer (the tiny model has 2 layers)
+
+    args = {"generate", "--json"};
+    args.insert(args.end(), run.begin(), run.end());
+    r = run_cli(out, args);
+    REQUIRE(r.status == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    REQUIRE(j["drift"].is_array());
+    REQUIRE(!j["drift"].empty());
+    CHECK(j["drift"][0]["approx_rows"].get<int64_t>() > 0);
+    CHECK(j["drift"][0]["min_cos"].get<double>() <= 1.0);
+}
+
 TEST_CASE("dyllm trace: unwritable output and missing -o fail with one clear error", "[trace][cli]") {
     if (!have_cli()) return;
     const fs::path out = test::make_temp_dir("trace-cli-bad");
