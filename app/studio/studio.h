@@ -91,6 +91,7 @@ struct Studio {
     bool hist_log_y = false;
     bool lsal_log_y = false;
     bool time_log_y = false;  // linear: bar heights are times (log mode scales each bar's total)
+    int  drift_mean = 0;      // Drift over steps: 0 the lowest cosine per layer, 1 the mean
     bool show_explain = false, show_compare = false, show_export = false;
     ComparePick cmp_pick;             // the runs Compare shows (by label)
     ComparePair compare_pair() const { return resolve_compare(runs, cmp_pick); }
@@ -151,11 +152,16 @@ void draw_cosine(Studio& s, const Rect& r);
 void draw_salient(Studio& s, const Rect& r);
 void draw_lsal(Studio& s, const Rect& r);
 void draw_time(Studio& s, const Rect& r);
+void draw_drift(Studio& s, const Rect& r);
 void draw_scrubber(Studio& s, const Rect& r);
 void draw_explain(Studio& s);
 void draw_compare(Studio& s);
 void draw_export(Studio& s);
 void draw_studio(Studio& s, float width, float height);  // the whole frame (view.cpp)
+
+// Drift (view_drift.cpp): whether the run measured it (measure_drift), and a layer's approximated rows below tau.
+bool    drift_measured(const RunHistory& h);
+int32_t drift_below_tau(const LayerSaliencyRecord& rec);
 
 // Short teaching text of a panel (view_explain.cpp), also shown as the "(?)" tooltip in each panel's title row.
 const char* explain_text(const char* panel);

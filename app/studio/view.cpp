@@ -2,6 +2,8 @@
 // (token history, Explain, Compare, Export).
 #include <imgui.h>
 
+#include <cmath>
+
 #include "app/studio/studio.h"
 
 namespace dyllm::app {
@@ -29,7 +31,13 @@ void draw_studio(Studio& s, float width, float height) {
     panel("Prompt", L.prompt, 0, [&] { draw_prompt(s, L.prompt); });
     panel("Canvas", L.canvas, 0, [&] { draw_canvas(s, L.canvas); });
     panel("Summary", L.summary, 0, [&] { draw_summary(s, L.summary); });
-    panel("Cosine histograms", L.cosine, ImGuiWindowFlags_NoScrollbar, [&] { draw_cosine(s, L.cosine); });
+    // A run that measured drift gives the lower part of the cosine band to the drift lines.
+    const RunEntry* shown  = s.shown_run();
+    const bool      drift  = shown && drift_measured(shown->history);
+    Rect            cosine = L.cosine, lines = L.cosine;
+    if (drift) cosine.h = std::floor(L.cosine.h * 0.55f), lines.y += cosine.h, lines.h -= cosine.h;
+    panel("Cosine histograms", cosine, ImGuiWindowFlags_NoScrollbar, [&] { draw_cosine(s, cosine); });
+    if (drift) panel("Drift over steps", lines, ImGuiWindowFlags_NoScrollbar, [&] { draw_drift(s, lines); });
     panel("Salient map", L.salient, ImGuiWindowFlags_NoScrollbar, [&] { draw_salient(s, L.salient); });
     panel("L_sal per layer", L.lsal, ImGuiWindowFlags_NoScrollbar, [&] { draw_lsal(s, L.lsal); });
     panel("Time", L.time, ImGuiWindowFlags_NoScrollbar, [&] { draw_time(s, L.time); });

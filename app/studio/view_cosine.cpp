@@ -1,11 +1,12 @@
-// Cosine histograms panel: per-layer small multiples of the attention-context cosine between consecutive steps, on
-// the log10(1 - cos) bins of events.h, with tau as a red line you can drag (sets tau live), the salient side shaded,
-// the share of salient rows per layer in each title, and a log-y toggle.
+// Cosine histograms panel: per-layer small multiples of the attention-context cosine between consecutive steps on the
+// log10(1 - cos) bins of events.h, tau as a red line you can drag (sets tau live), salient side shaded, log-y toggle;
+// with drift measured, each layer's approx-vs-exact cosine histogram beside it (and the checkbox that turns it on).
 #include <imgui.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
 
 #include "app/studio/plot.h"
 #include "app/studio/studio.h"
@@ -34,12 +35,97 @@ int step_with_saliency(const RunHistory& h, int seq, int k) {
     return 0;
 }
 
+// Draws the first of the texts that fits in width w (the last one regardless).
+void fit_text(ImDrawList* dl, ImVec2 p, float w, ImU32 col, std::initializer_list<const char*> texts) {
+    const char* pick = "";
+    for (const char* t : texts) {
+        pick = t;
+        if (ImGui::CalcTextSize(t).x <= w) break;
+    }
+    dl->AddText(p, col, pick);
+}
+
+// Bars of one histogram in plot area a: colour lo for the bins left of x_tau, hi for those right of it.
+void draw_bins(ImDrawList* dl, const PlotArea& a, const CosineHistogram& hist, float x_tau, bool log_y, ImU32 lo,
+               ImU32 hi) {
+    auto     x_of = [&](float xv) { return a.p0.x + (xv - kXMin) / (kXMax - kXMin) * a.w(); };
+    uint32_t maxc = 1;
+    for (auto c : hist) maxc = std::max(maxc, c);
+    auto y_of = [&](uint32_t c) {
+        const float f = log_y ? std::log1p(float(c)) / std::log1p(float(maxc)) : float(c) / float(maxc);
+        return a.p1.y - f * (a.h() - 2);
+    };
+    for (int b = 0; b < kCosineBins; ++b) {
+        if (hist[b] == 0) continue;
+        const float x0 = x_of(kXMin + 0.5f * b), x1 = x_of(kXMin + 0.5f * (b + 1));
+        dl->AddRectFilled(ImVec2(x0 + 1, y_of(hist[b])), ImVec2(x1 - 1, a.p1.y),
+                          kXMin + 0.5f * (b + 0.5f) > x_tau ? hi : lo);
+    }
+}
+
+// Shaded side of tau, decade grid and the tau line of a histogram area.
+void draw_frame(ImDrawList* dl, const PlotArea& a, float x_tau, ImU32 shade) {
+    auto x_of = [&](float xv) { return a.p0.x + (xv - kXMin) / (kXMax - kXMin) * a.w(); };
+    dl->AddRectFilled(ImVec2(x_of(x_tau), a.p0.y), a.p1, shade);
+    for (float dec = -7.f; dec <= 0.f; dec += 1.f)
+        dl->AddLine(ImVec2(x_of(dec), a.p0.y), ImVec2(x_of(dec), a.p1.y), kColGrid);
+}
+
+// The drift histogram of one layer (approx-vs-exact context cosine of its approximated rows) in cell [c0, c0 + size).
+void draw_drift_hist(Studio& s, int l, const LayerSaliencyRecord* rec, ImVec2 c0, ImVec2 size, float x_tau) {
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    char        t[3][64];
+    if (rec && rec->drift_count > 0) {
+        const double pct = 100.0 * drift_below_tau(*rec) / rec->drift_count;
+        std::snprintf(t[0], sizeof t[0], "drift %.0f%% < tau, min %.3f", pct, double(rec->drift_min));
+        std::snprintf(t[1], sizeof t[1], "drift %.0f%% < tau", pct);
+        std::snprintf(t[2], sizeof t[2], "%.0f%% < tau", pct);
+    } else {
+        std::snprintf(t[0], sizeof t[0], "%s", rec ? "drift: none approximated" : "drift: not tested");
+        std::snprintf(t[1], sizeof t[1], "%s", rec ? "drift: none" : "drift: -");
+        std::snprintf(t[2], sizeof t[2], "%s", rec ? "exact" : "-");
+    }
+    fit_text(dl, ImVec2(c0.x + 4, c0.y), size.x - 8, IM_COL32(230, 150, 180, 255), {t[0], t[1], t[2]});
+    const float title_h = ImGui::GetTextLineHeight() + 2;
+    ImGui::SetCursorScreenPos(ImVec2(c0.x + 4, c0.y + title_h));
+    char id[16];
+    std::snprintf(id, sizeof id, "##d%d", l);
+    const PlotArea a = plot_area(id, size.x - 10, size.y - title_h - 6);
+    draw_frame(dl, a, x_tau, IM_COL32(230, 60, 110, 24));
+    if (rec && rec->drift_count > 0)
+        draw_bins(dl, a, rec->drift_hist, x_tau, s.hist_log_y, IM_COL32(110, 190, 170, 255),
+                  IM_COL32(230, 70, 120, 255));
+    else empty_note(a, rec ? "exact" : "-");
+    const float x = a.p0.x + (x_tau - kXMin) / (kXMax - kXMin) * a.w();
+    dl->AddLine(ImVec2(x, a.p0.y), ImVec2(x, a.p1.y), kColTau, 2.f);
+    dl->AddRect(a.p0, a.p1, kColAxis);
+    if (a.hovered && rec && rec->drift_count > 0) {
+        const int     b     = std::clamp(int((a.mouse.x - a.p0.x) / a.w() * kCosineBins), 0, kCosineBins - 1);
+        const int32_t below = drift_below_tau(*rec);
+        ImGui::SetTooltip("layer %d drift, bin %d: approx-vs-exact cos in [%.7f, %.7f)\n%u of %d approximated rows "
+                          "(%.1f%%)\nbelow tau: %d rows (%.1f%%); min %.5f, mean %.5f\nthe approximation served these "
+                          "rows; exact attention was computed only to measure it",
+                          l, b, cosine_bin_lower_cos(b), cosine_bin_upper_cos(b), rec->drift_hist[b], rec->drift_count,
+                          100.0 * rec->drift_hist[b] / rec->drift_count, below, 100.0 * below / rec->drift_count,
+                          double(rec->drift_min), double(rec->drift_mean));
+    }
+}
+
 }  // namespace
 
 void draw_cosine(Studio& s, const Rect& r) {
     help_marker("Cosine histograms");
     ImGui::SameLine();
     ImGui::Checkbox("log y", &s.hist_log_y);
+    ImGui::SameLine();
+    // Applies to the next run (restart): the flags' --measure-drift is the starting value.
+    if (ImGui::Checkbox("measure drift (exact attention for approximated rows)", &s.ui.base.measure_drift))
+        s.params_dirty = true;
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("DyLLM: every sparse layer also computes exact attention for the rows whose context the\n"
+                          "approximation served, and shows the cosine between the approximate and the exact context\n"
+                          "(histograms beside these, lines in 'Drift over steps'). Measured only: the decode and the\n"
+                          "FLOP count stay the same; the steps take longer. Applies from the next run (restart).");
     RunEntry* run = s.shown_run();
     if (!run || !run->history.has_run() || run->history.n_layer() <= 0) {
         ImGui::SameLine();
@@ -67,6 +153,7 @@ void draw_cosine(Studio& s, const Rect& r) {
 
     const StepData* st    = h.step(k);
     const int       nl    = h.n_layer();
+    const bool      drift = drift_measured(h);  // each cell: saliency histogram | drift histogram
     const ImVec2    avail = ImGui::GetContentRegionAvail();
     // Grid: cells about 1.7x wider than tall (readable bars), with few empty cells (chosen from screenshots).
     int   cols = 1;
@@ -74,7 +161,7 @@ void draw_cosine(Studio& s, const Rect& r) {
     for (int c = 1; c <= nl; ++c) {
         const int   rr    = (nl + c - 1) / c;
         const float ratio = (avail.x / c) / std::max(avail.y / rr, 1.f);
-        const float score = std::fabs(std::log(ratio / 1.7f)) + 1.5f * float(rr * c - nl) / float(nl);
+        const float score = std::fabs(std::log(ratio / (drift ? 3.4f : 1.7f))) + 1.5f * float(rr * c - nl) / float(nl);
         if (score < best) {
             best = score;
             cols = c;
@@ -82,6 +169,7 @@ void draw_cosine(Studio& s, const Rect& r) {
     }
     const int rows   = (nl + cols - 1) / cols;
     const float cw   = avail.x / cols, chh = avail.y / rows;
+    const float hw   = drift ? cw * 0.5f : cw;  // width of one histogram
     const ImVec2 origin = ImGui::GetCursorScreenPos();
     ImDrawList*  dl     = ImGui::GetWindowDrawList();
     const float  x_tau  = tau_to_x(tau);
@@ -90,38 +178,29 @@ void draw_cosine(Studio& s, const Rect& r) {
         const int    cx = l % cols, cy = l / cols;
         const ImVec2 c0(origin.x + cx * cw, origin.y + cy * chh);
         const auto*  rec = st->layer(s.seq, l);
-        char title[96];
-        if (rec && rec->n_rows > 0)
-            std::snprintf(title, sizeof title, "L%d  %.0f%% salient (%d/%d)", l, 100.0 * rec->n_salient / rec->n_rows,
-                          rec->n_salient, rec->n_rows);
-        else std::snprintf(title, sizeof title, "L%d  (not tested)", l);
-        dl->AddText(ImVec2(c0.x + 4, c0.y), IM_COL32(220, 220, 220, 255), title);
+        char title[3][96];
+        if (rec && rec->n_rows > 0) {
+            const double pct = 100.0 * rec->n_salient / rec->n_rows;
+            std::snprintf(title[0], sizeof title[0], "L%d  %.0f%% salient (%d/%d)", l, pct, rec->n_salient,
+                          rec->n_rows);
+            std::snprintf(title[1], sizeof title[1], "L%d  %.0f%% salient", l, pct);
+            std::snprintf(title[2], sizeof title[2], "L%d %.0f%%", l, pct);
+        } else {
+            std::snprintf(title[0], sizeof title[0], "L%d  (not tested)", l);
+            std::snprintf(title[1], sizeof title[1], "L%d", l);
+            std::snprintf(title[2], sizeof title[2], "L%d", l);
+        }
+        fit_text(dl, ImVec2(c0.x + 4, c0.y), hw - 8, IM_COL32(220, 220, 220, 255), {title[0], title[1], title[2]});
         const float title_h = ImGui::GetTextLineHeight() + 2;
         ImGui::SetCursorScreenPos(ImVec2(c0.x + 4, c0.y + title_h));
         char id[16];
         std::snprintf(id, sizeof id, "##h%d", l);
-        PlotArea a = plot_area(id, cw - 10, chh - title_h - 6);
+        PlotArea a = plot_area(id, hw - 10, chh - title_h - 6);
         auto x_of = [&](float xv) { return a.p0.x + (xv - kXMin) / (kXMax - kXMin) * a.w(); };
-        // Salient side of tau (1 - cos > 1 - tau): shaded.
-        dl->AddRectFilled(ImVec2(x_of(x_tau), a.p0.y), a.p1, IM_COL32(255, 90, 70, 28));
-        for (float dec = -7.f; dec <= 0.f; dec += 1.f) dl->AddLine(ImVec2(x_of(dec), a.p0.y), ImVec2(x_of(dec), a.p1.y), kColGrid);
-        if (rec) {
-            uint32_t maxc = 1;
-            for (auto c : rec->hist) maxc = std::max(maxc, c);
-            auto y_of = [&](uint32_t c) {
-                const float f = s.hist_log_y ? std::log1p(float(c)) / std::log1p(float(maxc)) : float(c) / float(maxc);
-                return a.p1.y - f * (a.h() - 2);
-            };
-            for (int b = 0; b < kCosineBins; ++b) {
-                if (rec->hist[b] == 0) continue;
-                const float x0 = x_of(kXMin + 0.5f * b), x1 = x_of(kXMin + 0.5f * (b + 1));
-                const bool  sal = kXMin + 0.5f * (b + 0.5f) > x_tau;
-                dl->AddRectFilled(ImVec2(x0 + 1, y_of(rec->hist[b])), ImVec2(x1 - 1, a.p1.y),
-                                  sal ? IM_COL32(245, 150, 60, 255) : IM_COL32(90, 150, 230, 255));
-            }
-        } else {
-            empty_note(a, "not tested");
-        }
+        draw_frame(dl, a, x_tau, IM_COL32(255, 90, 70, 28));  // salient side of tau (1 - cos > 1 - tau) shaded
+        if (rec)
+            draw_bins(dl, a, rec->hist, x_tau, s.hist_log_y, IM_COL32(90, 150, 230, 255), IM_COL32(245, 150, 60, 255));
+        else empty_note(a, "not tested");
         dl->AddLine(ImVec2(x_of(x_tau), a.p0.y), ImVec2(x_of(x_tau), a.p1.y), kColTau, 2.f);
         dl->AddRect(a.p0, a.p1, kColAxis);
 
@@ -143,6 +222,7 @@ void draw_cosine(Studio& s, const Rect& r) {
             s.worker.set_tau(s.ui.tau);
             s.tau_drag = NAN;
         }
+        if (drift) draw_drift_hist(s, l, rec, ImVec2(c0.x + hw, c0.y), ImVec2(hw, chh), x_tau);
     }
     (void)r;
 }

@@ -30,6 +30,14 @@ constexpr Entry kEntries[] = {
      "is why the x axis is log10(1 - cos) - the left edge is 1 - cos = 1e-7, the right edge cos <= 0. Tokens right of "
      "the red tau line (cos < tau) are salient: their FFN and exact attention are recomputed; the rest reuse cached "
      "results. Drag the line to change tau; it applies from the next step."},
+    {"Drift over steps",
+     "With 'measure drift' on, every sparse layer also computes exact attention for the rows whose context DyLLM "
+     "approximated (the rows not recomputed at the previous layer) and measures the cosine between the approximate "
+     "and the exact context; it is only measured, the decode is unchanged. The histograms beside the cosine "
+     "histograms show it per layer at the shown step; the lines show the lowest (or mean) cosine per layer over the "
+     "steps. Rows below the red tau line carry a context that is off by more than the cosine test tolerates, yet the "
+     "test compares it with the previous step's cached (also approximate) context and cannot see that: the error "
+     "accumulates."},
     {"Salient map",
      "Which rows each layer recomputed. Layer 0 starts from the tokens unmasked in the previous step; a token that is "
      "salient at layer l also gets fresh K/V at layer l+1, so changes propagate upward only where they matter. "
