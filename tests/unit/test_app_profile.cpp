@@ -6,6 +6,8 @@
 #include <cmath>
 #include <vector>
 
+#include "app/model/op_names.h"
+#include "app/model/op_stats.h"
 #include "app/model/roofline.h"
 #include "app/model/sgemm_probe.h"
 #include "engine/backend.h"
@@ -21,7 +23,163 @@ StepRecord rec(StepKind k, double flops, double seconds) {
     return r;
 }
 
+// A GEMM op as engine/forward.cpp times it: flops = 2 m n k.
+OpTiming gemm(int layer, OpClass c, int rows, int n, int k, int64_t dur_ns = 1000) {
+    OpTiming o;
+    o.layer = layer, o.op = c, o.rows = rows, o.flops = 2.0 * rows * n * k, o.dur_ns = dur_ns;
+    o.bytes = 4.0 * (double(n) * k + double(rows) * k + double(rows) * n);
+    return o;
+}
+OpTiming plain(int layer, OpClass c, int rows, int64_t dur_ns = 1000) {
+    OpTiming o;
+    o.layer = layer, o.op = c, o.rows = rows, o.dur_ns = dur_ns;
+    return o;
+}
+
+std::vector<OpName> names_of(const std::vector<NamedOp>& v) {
+    std::vector<OpName> r;
+    for (const auto& n : v) r.push_back(n.name);
+    return r;
+}
+
+// n_embd 64, q_dim 64, kv_dim 32 (GQA), n_ff 96, vocab 300.
+constexpr int kD = 64, kKv = 32, kFf = 96, kVocab = 300;
+
+// One dense layer as Forward::layer_dense emits it, then the head.
+std::vector<OpTiming> dense_layer_ops(int l, int rows) {
+    return {plain(l, OpClass::Norm, rows),         gemm(l, OpClass::Qkv, rows, kD, kD),
+            gemm(l, OpClass::Qkv, rows, kKv, kD),  gemm(l, OpClass::Qkv, rows, kKv, kD),
+            plain(l, OpClass::Rope, rows),         plain(l, OpClass::GatherScatter, rows),
+            plain(l, OpClass::GatherScatter, rows), plain(l, OpClass::AttnExact, rows),
+            gemm(l, OpClass::OProj, rows, kD, kD), plain(l, OpClass::Norm, rows),
+            gemm(l, OpClass::Ffn, rows, kFf, kD),  gemm(l, OpClass::Ffn, rows, kFf, kD),
+            plain(l, OpClass::Ffn, rows),          gemm(l, OpClass::Ffn, rows, kD, kFf)};
+}
+
 }  // namespace
+
+TEST_CASE("op names: the model's names and GEMM shapes from the op order", "[app][profile]") {
+    SECTION("dense layers and the head") {
+        std::vector<OpTiming> ops = {plain(-1, OpClass::Embed, 10)};
+        for (int l = 0; l < 2; ++l)
+            for (const auto& o : dense_layer_ops(l, 10)) ops.push_back(o);
+        ops.push_back(gemm(-1, OpClass::LmHead, 4, kVocab, kD));
+        const auto n = name_ops(ops, kD);
+        using N = OpName;
+        const std::vector<OpName> layer = {N::Norm, N::Q, N::K, N::V, N::Rope, N::GatherScatter, N::GatherScatter,
+                                           N::AttnExact, N::O, N::Norm, N::Gate, N::Up, N::SiluMul, N::Down};
+        std::vector<OpName> want = {N::Embed};
+        for (int l = 0; l < 2; ++l) want.insert(want.end(), layer.begin(), layer.end());
+        want.push_back(N::LmHead);
+        CHECK(names_of(n) == want);
+        // Shapes: M = rows; the side that is not n_embd from the FLOPs.
+        CHECK((n[2].m == 10 && n[2].n == kD && n[2].k == kD));      // q
+        CHECK((n[3].n == kKv && n[3].k == kD));                     // k (GQA: narrower)
+        CHECK((n[9].n == kD && n[9].k == kD));                      // o
+        CHECK((n[11].n == kFf && n[11].k == kD));                   // gate
+        CHECK((n[14].n == kD && n[14].k == kFf));                   // down
+        CHECK((n.back().m == 4 && n.back().n == kVocab && n.back().k == kD));
+        CHECK_FALSE(n[5].is_gemm());  // rope
+        CHECK_FALSE(n[13].is_gemm()); // silu_mul
+        // Without n_embd: the names stay, the shapes go.
+        const auto bare = name_ops(ops, 0);
+        CHECK(names_of(bare) == want);
+        CHECK_FALSE(bare[2].is_gemm());
+    }
+    SECTION("dyllm sparse layer: q of the query rows, then k, v of the salient rows") {
+        const std::vector<OpTiming> ops = {plain(0, OpClass::Norm, 4),        gemm(0, OpClass::Qkv, 4, kD, kD),
+                                           plain(0, OpClass::Rope, 4),        plain(0, OpClass::Norm, 2),
+                                           gemm(0, OpClass::Qkv, 2, kKv, kD), gemm(0, OpClass::Qkv, 2, kKv, kD),
+                                           plain(0, OpClass::Rope, 2),        plain(0, OpClass::AttnApprox, 4),
+                                           gemm(0, OpClass::OProj, 4, kD, kD)};
+        const auto n = name_ops(ops, kD);
+        CHECK(n[1].name == OpName::Q);
+        CHECK(n[4].name == OpName::K);
+        CHECK(n[5].name == OpName::V);
+        CHECK(n[4].m == 2);
+        CHECK(n[7].name == OpName::AttnApprox);
+    }
+    SECTION("dLLM-Cache without v: q, k, then a separate v") {
+        const std::vector<OpTiming> ops = {gemm(1, OpClass::Qkv, 4, kD, kD), gemm(1, OpClass::Qkv, 4, kKv, kD),
+                                           plain(1, OpClass::Rope, 4), gemm(1, OpClass::Qkv, 3, kKv, kD)};
+        CHECK(names_of(name_ops(ops, kD)) == std::vector<OpName>{OpName::Q, OpName::K, OpName::Rope, OpName::V});
+    }
+    for (size_t i = 0; i < kOpNames; ++i) CHECK(std::string(op_name_text(OpName(i))) != "?");
+    CHECK(op_name_class(OpName::Down) == OpClass::Ffn);
+    CHECK(op_name_class(OpName::V) == OpClass::Qkv);
+}
+
+TEST_CASE("op stats: count, total, mean, median, min, max, share and rates per op, sortable and filterable",
+          "[app][profile]") {
+    RunHistory h;
+    RunBegin   rb;
+    rb.method = "original", rb.n_layer = 2, rb.n_seq = 1, rb.gen_length = 4, rb.steps = 3;
+    rb.prompt_lengths = {6};
+    rb.env = {{"n_embd", std::to_string(kD)}};
+    h.apply(rb);
+    // Three steps of two dense layers (every op 1 us); the q projection of layer 1 takes 3, 4 and 20 us.
+    const int64_t q1_ns[3] = {3000, 4000, 20000};
+    for (int k = 1; k <= 3; ++k) {
+        StepBegin sb;
+        sb.step = k;
+        h.apply(sb);
+        for (int l = 0; l < 2; ++l)
+            for (OpTiming o : dense_layer_ops(l, 10)) {
+                o.step = k;
+                if (l == 1 && o.op == OpClass::Qkv && o.flops == 2.0 * 10 * kD * kD) o.dur_ns = q1_ns[k - 1];
+                h.apply(o);
+            }
+        StepEnd se;
+        se.step = k, se.wall_ns = 1'000'000;
+        h.apply(se);
+    }
+    REQUIRE(run_n_embd(h) == kD);
+
+    auto find = [](const std::vector<OpStat>& v, const std::string& label) -> const OpStat* {
+        for (const auto& s : v)
+            if (s.label == label) return &s;
+        return nullptr;
+    };
+    const auto by_layer = op_stats(h, 1, 3, true);
+    const OpStat* q1 = find(by_layer, "q L1");
+    REQUIRE(q1);
+    CHECK(q1->count == 3);
+    CHECK(q1->total_s == Approx(27e-6));
+    CHECK(q1->mean_s == Approx(9e-6));
+    CHECK(q1->median_s == Approx(4e-6));
+    CHECK(q1->min_s == Approx(3e-6));
+    CHECK(q1->max_s == Approx(20e-6));
+    CHECK((q1->m == 10 && q1->n == kD && q1->k == kD));
+    // GFLOP/s from the engine's FLOPs over the summed time: 3 x 2*10*64*64 FLOPs in 27 us.
+    CHECK(q1->gflops_per_s() == Approx(3 * 2.0 * 10 * kD * kD / 27e-6 * 1e-9));
+    CHECK(q1->gbytes_per_s() > 0);
+    double share = 0;
+    for (const auto& s : by_layer) share += s.share;
+    CHECK(share == Approx(1.0));
+
+    // Grouped by name: both layers' q (3 x 1 us + 27 us); one step only; a range past the end is clamped.
+    const auto by_name = op_stats(h, 1, 3, false);
+    REQUIRE(find(by_name, "q"));
+    CHECK(find(by_name, "q")->count == 6);
+    CHECK(find(by_name, "q")->total_s == Approx(30e-6));
+    CHECK(find(by_name, "q L1") == nullptr);
+    CHECK(find(op_stats(h, 3, 99, false), "q")->count == 2);
+    CHECK(op_stats(h, 5, 9, false).empty());
+
+    auto sorted = by_name;
+    sort_stats(sorted, StatColumn::Total, false);
+    for (size_t i = 1; i < sorted.size(); ++i) CHECK(sorted[i - 1].total_s >= sorted[i].total_s);
+    CHECK(sorted.front().label == "q");  // the slow layer-1 q dominates
+    sort_stats(sorted, StatColumn::Label, true);
+    CHECK(sorted.front().label == "norm");  // model order: embed is absent, norm is the first op of a layer
+    sort_stats(sorted, StatColumn::Max, true);
+    CHECK(sorted.back().label == "q");
+
+    int shown = 0;
+    for (const auto& s : by_name) shown += stat_matches(s, "ATTN");
+    CHECK(shown == 1);  // attn_exact only
+    CHECK(stat_matches(by_name.front(), ""));
+}
 
 TEST_CASE("roofline: steps split into dense and cached by kind", "[app][profile]") {
     const std::vector<StepRecord> steps = {rec(StepKind::Full, 8e9, 1.0), rec(StepKind::SparseResponse, 1e9, 0.5),
