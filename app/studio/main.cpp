@@ -48,6 +48,8 @@ int parse_options(int argc, char** argv, StudioOptions& opt) {
         ->check(CLI::NonNegativeNumber);
     cli.add_option("--bench-frames", opt.bench_frames, "render N frames while generating, print frame-time stats")
         ->check(CLI::NonNegativeNumber);
+    cli.add_option("--tab", opt.tab, "bottom band tab to open: time, op-stats, tune")
+        ->check(CLI::IsMember({"time", "op-stats", "tune"}));
     cli.add_option("--size", size, "window size WxH (default 1600x1000)");
     cli.add_option("-t,--threads", opt.threads, "engine CPU threads (0 = all cores)");
     try {

@@ -32,6 +32,7 @@ struct StudioOptions {
     float       speed = -1;                // --speed: steps/s limit (0 = unlimited; -1 = not given, see play_speed)
     bool        compare = false;           // --compare: original vs current settings, Compare window open
     std::string export_dir;                // --export-dir: headless runs write every export there before exiting
+    std::string tab;                       // --tab: the bottom band's tab to open first (time, op-stats, tune)
     DiffusionParams params;            // the diffusion flags (engine/params.h), resolved and validated
 };
 
@@ -91,6 +92,12 @@ struct Studio {
     bool hist_log_y = false;
     bool lsal_log_y = false;
     bool time_log_y = false;  // linear: bar heights are times (log mode scales each bar's total)
+    bool tab_applied = false; // --tab selected once
+    int  time_steps = 1;      // steps laid back to back in the Time panel's timeline
+    char op_filter[64] = {};  // Op stats find box
+    bool stats_by_layer = false, stats_whole_run = true;
+    int  stats_sort_col = 0;  // StatColumn (app/model/op_stats.h)
+    bool stats_sort_asc = true;
     bool show_explain = false, show_compare = false, show_export = false;
     ComparePick cmp_pick;             // the runs Compare shows (by label)
     ComparePair compare_pair() const { return resolve_compare(runs, cmp_pick); }

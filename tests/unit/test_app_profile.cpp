@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "app/model/axis_ticks.h"
 #include "app/model/op_names.h"
 #include "app/model/op_stats.h"
 #include "app/model/roofline.h"
@@ -222,4 +223,20 @@ TEST_CASE("sgemm probe: the model's GEMM shapes, timed through the CPU backend",
     CHECK(p.gflops_per_s == Approx(fl / s * 1e-9));
     const std::vector<GemmShape> bad = {{"empty", 0, 4, 4}};
     CHECK_THROWS_WITH(measure_sgemm(*be, bad, 0.001), Catch::Contains("shape 'empty'"));
+}
+
+TEST_CASE("range ticks: a zoomed time ruler", "[app][profile]") {
+    auto same = [](const std::vector<double>& a, const std::vector<double>& b) {
+        if (a.size() != b.size()) return false;
+        for (size_t i = 0; i < a.size(); ++i)
+            if (a[i] != Approx(b[i])) return false;
+        return true;
+    };
+    CHECK(same(range_ticks(0.3, 1.25, 5), {0.4, 0.6, 0.8, 1.0, 1.2}));
+    CHECK(same(range_ticks(0.3, 1.25, 4), {0.5, 1.0}));  // a 0.2375 step rounds up to 0.5
+    CHECK(same(range_ticks(10, 20, 2), {10, 15, 20}));
+    CHECK(range_ticks(1, 1, 4).empty());
+    CHECK(range_ticks(2, 1, 4).empty());
+    for (double t : range_ticks(0.0137, 0.0291, 5)) CHECK((t >= 0.0137 && t <= 0.0291));
+    CHECK(linear_ticks(1.0, 2) == std::vector<double>{0, 0.5, 1.0});  // unchanged by the shared step helper
 }
