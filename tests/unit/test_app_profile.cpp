@@ -10,6 +10,8 @@
 #include "app/model/op_names.h"
 #include "app/model/op_stats.h"
 #include "app/model/roofline.h"
+#include "app/model/tau_scale.h"
+#include "app/model/tau_sweep.h"
 #include "app/model/sgemm_probe.h"
 #include "engine/backend.h"
 
@@ -239,4 +241,61 @@ TEST_CASE("range ticks: a zoomed time ruler", "[app][profile]") {
     CHECK(range_ticks(2, 1, 4).empty());
     for (double t : range_ticks(0.0137, 0.0291, 5)) CHECK((t >= 0.0137 && t <= 0.0291));
     CHECK(linear_ticks(1.0, 2) == std::vector<double>{0, 0.5, 1.0});  // unchanged by the shared step helper
+}
+
+TEST_CASE("tau slider: log(1 - tau) puts 0.9, 0.99, 0.999 evenly apart", "[app][profile]") {
+    const float u9 = tau_to_slider(0.9f), u99 = tau_to_slider(0.99f), u999 = tau_to_slider(0.999f);
+    // float tau carries ~7 digits: 1 - 0.999f is exact to ~6e-5 relative, far below a pixel of the slider.
+    CHECK(u99 - u9 == Approx(1.0).epsilon(1e-3));
+    CHECK(u999 - u99 == Approx(1.0).epsilon(1e-3));
+    for (float t : {0.9f, 0.95f, 0.98f, 0.99f, 0.995f, 0.9975f, 0.999f, 0.9999f})
+        CHECK(slider_to_tau(tau_to_slider(t)) == Approx(t).epsilon(1e-6));
+    CHECK(tau_to_slider(0.5f) == kTauSliderMin);  // clamped to the slider's range
+    CHECK(tau_to_slider(1.0f) == kTauSliderMax);
+    CHECK(tau_to_slider(NAN) == kTauSliderMax);
+    CHECK(slider_to_tau(99.f) == Approx(0.99999f));
+}
+
+TEST_CASE("tau sweep: reference first, one run per tau, answers scored, Pareto front marked", "[app][profile]") {
+    TauSweep sw;
+    sw.begin({0.9f, 0.99f, 0.999f});
+    CHECK(sw.runs() == 4);
+    CHECK(sw.active());
+    auto point = [](bool ref, float tau, double ff, std::vector<int32_t> tok, std::string text) {
+        SweepPoint p;
+        p.reference = ref, p.tau = tau, p.flops_fraction = ff, p.tokens = std::move(tok), p.text = std::move(text);
+        return p;
+    };
+    const SweepPoint pts[] = {point(true, NAN, 1.0, {1, 2, 3, 4}, "10"),
+                              point(false, 0.9f, 0.2, {1, 9, 9, 4}, "19"),   // cheapest, half the tokens
+                              point(false, 0.99f, 0.3, {1, 2, 3, 4}, "10"),  // same answer, 30% of the work
+                              point(false, 0.999f, 0.5, {1, 2, 3, 4}, "10")};  // same answer, more work: dominated
+    for (int i = 0; i < 4; ++i) {
+        const int r = sw.next();
+        REQUIRE(r == i);
+        CHECK(sw.next() == -1);  // one run at a time
+        if (i == 0) CHECK(std::isnan(sw.tau_of(r)));
+        else CHECK(sw.tau_of(r) == pts[i].tau);
+        sw.finished(&pts[i]);
+    }
+    CHECK_FALSE(sw.active());
+    CHECK(sw.next() == -1);
+    const auto& p = sw.points();
+    REQUIRE(p.size() == 4);
+    CHECK(p[0].same_answer);
+    CHECK_FALSE(p[1].same_answer);
+    CHECK(p[1].agreement == Approx(0.5));
+    CHECK(p[2].agreement == Approx(1.0));
+    CHECK((!p[0].pareto && p[1].pareto && p[2].pareto && !p[3].pareto));
+
+    // A refused reference ends the sweep (nothing to compare against); a cancelled point is never on the front.
+    sw.begin({0.9f});
+    REQUIRE(sw.next() == 0);
+    sw.finished(nullptr);
+    CHECK_FALSE(sw.active());
+    std::vector<SweepPoint> v = {pts[0], pts[1]};
+    v[1].cancelled = true;
+    score_sweep(v);
+    CHECK(v[0].pareto);
+    CHECK_FALSE(v[1].pareto);
 }
