@@ -356,7 +356,7 @@ void draw_time(Studio& s, const Rect& r) {
     auto pick = [&](const char* name) {
         return !s.tab_applied && s.opts.tab == name ? ImGuiTabItemFlags_SetSelected : ImGuiTabItemFlags_None;
     };
-    const ImGuiTabItemFlags f_time = pick("time"), f_stats = pick("op-stats");
+    const ImGuiTabItemFlags f_time = pick("time"), f_stats = pick("op-stats"), f_tune = pick("tune");
     s.tab_applied = true;
     if (ImGui::BeginTabItem("Time", nullptr, f_time)) {
         ImGui::SameLine();
@@ -401,6 +401,10 @@ void draw_time(Studio& s, const Rect& r) {
     }
     if (ImGui::BeginTabItem("Op stats", nullptr, f_stats)) {
         if (h) op_stats_table(s, *h);
+        ImGui::EndTabItem();
+    }
+    if (ImGui::BeginTabItem("Tune", nullptr, f_tune)) {
+        draw_tune(s);
         ImGui::EndTabItem();
     }
     ImGui::EndTabBar();
