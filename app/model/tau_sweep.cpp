@@ -39,13 +39,13 @@ void score_sweep(std::vector<SweepPoint>& pts) {
 void TauSweep::begin(std::vector<float> taus) {
     taus_ = std::move(taus);
     points_.clear();
-    next_ = 0, waiting_ = false;
+    next_ = 0, waiting_ = false, begun_ = true;
 }
 
 float TauSweep::tau_of(int run) const { return run >= 1 && run <= int(taus_.size()) ? taus_[size_t(run - 1)] : NAN; }
 
 int TauSweep::next() {
-    if (waiting_ || next_ >= runs()) return -1;
+    if (!begun_ || waiting_ || next_ >= runs()) return -1;
     waiting_ = true;
     return next_++;
 }

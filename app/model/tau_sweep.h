@@ -33,7 +33,7 @@ void score_sweep(std::vector<SweepPoint>& pts);
 class TauSweep {
 public:
     void  begin(std::vector<float> taus);  // clears the points; run 0 is the reference, then one run per tau
-    bool  active() const { return next_ < runs() || waiting_; }
+    bool  active() const { return begun_ && (next_ < runs() || waiting_); }  // false before the first begin()
     int   runs() const { return int(taus_.size()) + 1; }
     float tau_of(int run) const;           // NaN for run 0 (the reference)
     // The run to start now, or -1 while one is running or when all have run.
@@ -47,7 +47,7 @@ private:
     std::vector<float>      taus_;
     std::vector<SweepPoint> points_;
     int                     next_ = 0;
-    bool                    waiting_ = false;
+    bool                    waiting_ = false, begun_ = false;
 };
 
 }  // namespace dyllm::app

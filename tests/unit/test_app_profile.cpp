@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "app/model/axis_ticks.h"
+#include "app/model/layout.h"
 #include "app/model/op_names.h"
 #include "app/model/op_stats.h"
 #include "app/model/roofline.h"
@@ -258,6 +259,8 @@ TEST_CASE("tau slider: log(1 - tau) puts 0.9, 0.99, 0.999 evenly apart", "[app][
 
 TEST_CASE("tau sweep: reference first, one run per tau, answers scored, Pareto front marked", "[app][profile]") {
     TauSweep sw;
+    CHECK_FALSE(sw.active());  // nothing runs before begin(): the studio polls every frame
+    CHECK(sw.next() == -1);
     sw.begin({0.9f, 0.99f, 0.999f});
     CHECK(sw.runs() == 4);
     CHECK(sw.active());
@@ -298,4 +301,17 @@ TEST_CASE("tau sweep: reference first, one run per tau, answers scored, Pareto f
     score_sweep(v);
     CHECK(v[0].pareto);
     CHECK_FALSE(v[1].pareto);
+}
+
+TEST_CASE("layout: the bottom band's splitter share, clamped; the bands still tile the body", "[app][profile]") {
+    const StudioLayout d = compute_layout(1280, 720, false);
+    const StudioLayout t = compute_layout(1280, 720, false, 0.5f);
+    CHECK(t.time.h > d.time.h);
+    CHECK(t.time.y + t.time.h == Approx(t.scrubber.y));
+    CHECK(t.cosine.y + t.cosine.h == Approx(t.time.y));
+    CHECK(t.prompt.h == Approx(t.cosine.h));  // the two upper bands share the rest equally
+    const float body = t.scrubber.y - t.prompt.y;
+    CHECK(t.time.h == Approx(0.5f * body));
+    CHECK(compute_layout(1280, 720, false, 5.f).time.h == Approx(kBottomMax * body));  // clamped
+    CHECK(compute_layout(1280, 720, false, 0.f).time.h == Approx(kBottomMin * body));
 }
