@@ -359,7 +359,6 @@ void draw_time(Studio& s, const Rect& r) {
     const ImGuiTabItemFlags f_time = pick("time"), f_stats = pick("op-stats"), f_tune = pick("tune");
     s.tab_applied = true;
     if (ImGui::BeginTabItem("Time", nullptr, f_time)) {
-        ImGui::SameLine();
         ImGui::Checkbox("log y##time", &s.time_log_y);
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip("log y: each bar's total on a log axis (its op classes keep their shares of the bar),\n"
