@@ -1,13 +1,17 @@
 // `dyllm bench`: llama-bench-style sweep over methods x tau x steps x block length x batch. Each configuration runs one
 // warm-up and REPS timed generations on the same prompts; rows report the median tokens/s and its spread, the
 // speed-up against `original` measured in the same run with the same other knobs, forward passes, the share of rows
-// recomputed, and the accuracy when a task suite is used. Output: markdown table, CSV or JSON.
+// recomputed, the accuracy when a task suite is used, and roofline figures: FLOPs per token, FLOPs vs a dense forward,
+// achieved GFLOP/s (whole run, dense steps, cached steps) and their share of the machine's sgemm rate, measured in the
+// same run on the model's GEMM shapes. Output: markdown table, CSV or JSON, to stdout or to a file (-o FILE.csv).
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -15,12 +19,15 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "app/cli/cli_common.h"
 #include "app/cli/command.h"
 #include "engine/engine.h"
 #include "engine/errors.h"
+#include "app/model/roofline.h"
+#include "app/model/sgemm_probe.h"
 #include "app/model/task_suite.h"
 
 namespace dyllm::cli {
@@ -35,7 +42,7 @@ struct BenchOptions {
     std::string      blocks;   // "" = min(32, gen length)
     std::string      batches = "1";
     int              reps    = 3;  // llama-bench uses 5; 3 keeps a CPU sweep short (the spread is reported)
-    std::string      output  = "md";
+    std::string      output  = "md";  // md | csv | json, or a file name ending in .md/.csv/.json
     std::string      task;
     int              limit = 0;
     std::vector<std::string> prompts;  // overrides the built-in prompt
@@ -67,6 +74,10 @@ struct Row {
     double recompute = 1, cache_bytes = 0;
     std::optional<double> speedup;
     std::optional<double> accuracy;
+    // Roofline (app/model/roofline.h): medians over the reps of the achieved rates; FLOPs are deterministic.
+    double flops_per_token = 0, flops_vs_dense = 1;
+    double gflops = 0, gflops_dense = 0, gflops_cached = 0;
+    int    dense_steps = 0, cached_steps = 0;
 };
 
 double median(std::vector<double> v) {
@@ -154,6 +165,8 @@ TaskWork load_task_work(const Model& model, const BenchOptions& o, int max_gen_l
 struct RepTotals {
     int64_t generated = 0, non_eos = 0;
     double  denoise_s = 0, recompute_weighted = 0, cache_bytes = 0;
+    double  flops = 0, dense_flops = 0;
+    app::RooflineSplit split;
     int     nfe = 0, correct = 0, n = 0;
 };
 
@@ -174,6 +187,15 @@ Row run_config(const Model& model, const BenchOptions& o, const Config& cfg, con
             t.recompute_weighted += r.recompute_fraction * double(r.sequences.size());
             t.cache_bytes = std::max(t.cache_bytes, r.cache_bytes);
             t.nfe += r.forward_passes;
+            t.flops += r.total_flops;
+            t.dense_flops += r.total_dense_flops;
+            const app::RooflineSplit sp = app::split_steps(r.steps);
+            for (auto [acc, part] : {std::pair{&t.split.all, &sp.all}, std::pair{&t.split.dense, &sp.dense},
+                                     std::pair{&t.split.cached, &sp.cached}}) {
+                acc->flops += part->flops;
+                acc->seconds += part->seconds;
+                acc->steps += part->steps;
+            }
             for (size_t i = 0; i < r.sequences.size(); ++i) {
                 if (task) t.correct += answer_matches(r.sequences[i].text, task->answers[b0 + i]);
                 ++t.n;
@@ -182,7 +204,7 @@ Row run_config(const Model& model, const BenchOptions& o, const Config& cfg, con
         return t;
     };
     (void)run_rep();  // warm-up: first-touch of weights and caches, thread pool start
-    std::vector<double> tps, non_eos, denoise;
+    std::vector<double> tps, non_eos, denoise, gf, gf_dense, gf_cached;
     Row                 row;
     row.cfg = cfg;
     double recompute_sum = 0, accuracy_sum = 0;
@@ -195,7 +217,18 @@ Row run_config(const Model& model, const BenchOptions& o, const Config& cfg, con
         accuracy_sum += t.n ? double(t.correct) / double(t.n) : 0.0;
         row.nfe         = t.nfe;
         row.cache_bytes = std::max(row.cache_bytes, t.cache_bytes);
+        // Whole run: accounted FLOPs over the denoising time (the tokens/s clock); dense/cached: over their steps.
+        gf.push_back(t.denoise_s > 0 ? t.flops / t.denoise_s * 1e-9 : 0.0);
+        gf_dense.push_back(t.split.dense.gflops_per_s());
+        gf_cached.push_back(t.split.cached.gflops_per_s());
+        row.flops_per_token = t.generated > 0 ? t.flops / double(t.generated) : 0.0;
+        row.flops_vs_dense  = t.dense_flops > 0 ? t.flops / t.dense_flops : 1.0;
+        row.dense_steps     = t.split.dense.steps;
+        row.cached_steps    = t.split.cached.steps;
     }
+    row.gflops        = median(gf);
+    row.gflops_dense  = median(gf_dense);
+    row.gflops_cached = median(gf_cached);
     row.tps_median  = median(tps);
     row.tps_sd      = sample_sd(tps);
     row.tps_min     = *std::min_element(tps.begin(), tps.end());
@@ -277,7 +310,7 @@ std::vector<Config> expand_configs(const Model& model, const BenchOptions& o) {
     return out;
 }
 
-nlohmann::ordered_json row_json(const Row& r, const Model& model) {
+nlohmann::ordered_json row_json(const Row& r, const Model& model, double sgemm_gflops) {
     nlohmann::ordered_json j;
     j["method"] = method_name(r.cfg.method);
     if (std::isnan(r.cfg.tau))
@@ -293,6 +326,19 @@ nlohmann::ordered_json row_json(const Row& r, const Model& model) {
     j["nfe"]                = r.nfe;
     j["recompute_fraction"] = r.recompute;
     j["accuracy"]           = r.accuracy ? nlohmann::ordered_json(*r.accuracy) : nlohmann::ordered_json(nullptr);
+    j["flops_per_token"]    = r.flops_per_token;
+    j["flops_vs_dense"]     = r.flops_vs_dense;
+    j["gflops"]             = r.gflops;
+    j["gflops_dense"]       = r.dense_steps ? nlohmann::ordered_json(r.gflops_dense) : nlohmann::ordered_json(nullptr);
+    j["gflops_cached"]      = r.cached_steps ? nlohmann::ordered_json(r.gflops_cached) : nlohmann::ordered_json(nullptr);
+    j["pct_sgemm"]          = app::percent_of(r.gflops, sgemm_gflops);
+    j["pct_sgemm_dense"]    = r.dense_steps ? nlohmann::ordered_json(app::percent_of(r.gflops_dense, sgemm_gflops))
+                                            : nlohmann::ordered_json(nullptr);
+    j["pct_sgemm_cached"]   = r.cached_steps ? nlohmann::ordered_json(app::percent_of(r.gflops_cached, sgemm_gflops))
+                                             : nlohmann::ordered_json(nullptr);
+    j["sgemm_gflops"]       = sgemm_gflops;
+    j["dense_steps"]        = r.dense_steps;
+    j["cached_steps"]       = r.cached_steps;
     j["tokens_per_s_sd"]    = r.tps_sd;
     j["tokens_per_s_min"]   = r.tps_min;
     j["tokens_per_s_max"]   = r.tps_max;
@@ -310,28 +356,46 @@ std::string fmt(const char* f, double v) {
     return buf;
 }
 
-void print_md(const std::vector<Row>& rows, int reps) {
-    std::printf("| method | tau | gen | steps | block | batch | tok/s (median of %d) | speed-up | nfe | recompute | "
-                "accuracy |\n",
-                reps);
-    std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-    for (const Row& r : rows) {
-        std::printf("| %s | %s | %d | %d | %d | %d | %s ± %s | %s | %d | %s | %s |\n", method_name(r.cfg.method),
-                    std::isnan(r.cfg.tau) ? "-" : fmt("%.4g", r.cfg.tau).c_str(), r.cfg.gen_length, r.cfg.steps,
-                    r.cfg.block_length, r.cfg.batch, fmt("%.2f", r.tps_median).c_str(), fmt("%.2f", r.tps_sd).c_str(),
-                    r.speedup ? fmt("%.2fx", *r.speedup).c_str() : "-", r.nfe, fmt("%.3f", r.recompute).c_str(),
-                    r.accuracy ? fmt("%.3f", *r.accuracy).c_str() : "-");
-    }
+// "a / b" of the dense and cached parts, "-" for a part the method never ran.
+std::string pair_text(const char* f, bool has_a, double a, bool has_b, double b) {
+    return (has_a ? fmt(f, a) : std::string("-")) + " / " + (has_b ? fmt(f, b) : std::string("-"));
 }
 
-void print_csv(const std::vector<Row>& rows, const Model& model) {
-    bool header = false;
+std::string format_md(const std::vector<Row>& rows, int reps, double sgemm) {
+    std::string out;
+    out += "| method | tau | gen | steps | block | batch | tok/s (median of " + std::to_string(reps) +
+           ") | speed-up | nfe | recompute | FLOPs/tok | FLOPs vs dense | GFLOP/s | dense / cached GFLOP/s | "
+           "% sgemm | dense / cached % sgemm | accuracy |\n";
+    out += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     for (const Row& r : rows) {
-        const auto j = row_json(r, model);
+        const bool d = r.dense_steps > 0, c = r.cached_steps > 0;
+        char       line[768];
+        std::snprintf(
+            line, sizeof line, "| %s | %s | %d | %d | %d | %d | %s ± %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+            method_name(r.cfg.method), std::isnan(r.cfg.tau) ? "-" : fmt("%.4g", r.cfg.tau).c_str(), r.cfg.gen_length,
+            r.cfg.steps, r.cfg.block_length, r.cfg.batch, fmt("%.2f", r.tps_median).c_str(),
+            fmt("%.2f", r.tps_sd).c_str(), r.speedup ? fmt("%.2fx", *r.speedup).c_str() : "-", r.nfe,
+            fmt("%.3f", r.recompute).c_str(), fmt("%.3g", r.flops_per_token).c_str(),
+            fmt("%.3f", r.flops_vs_dense).c_str(), fmt("%.2f", r.gflops).c_str(),
+            pair_text("%.2f", d, r.gflops_dense, c, r.gflops_cached).c_str(),
+            fmt("%.0f%%", app::percent_of(r.gflops, sgemm)).c_str(),
+            pair_text("%.0f%%", d, app::percent_of(r.gflops_dense, sgemm), c, app::percent_of(r.gflops_cached, sgemm))
+                .c_str(),
+            r.accuracy ? fmt("%.3f", *r.accuracy).c_str() : "-");
+        out += line;
+    }
+    return out;
+}
+
+std::string format_csv(const std::vector<Row>& rows, const Model& model, double sgemm) {
+    std::string out;
+    bool        header = false;
+    for (const Row& r : rows) {
+        const auto j = row_json(r, model, sgemm);
         if (!header) {
             std::string h;
             for (auto it = j.begin(); it != j.end(); ++it) h += (h.empty() ? "" : ",") + it.key();
-            std::printf("%s\n", h.c_str());
+            out += h + "\n";
             header = true;
         }
         std::string line;
@@ -349,16 +413,38 @@ void print_csv(const std::vector<Row>& rows, const Model& model) {
                 line += it->dump();
             }
         }
-        std::printf("%s\n", line.c_str());
+        out += line + "\n";
     }
+    return out;
+}
+
+// -o: a format name prints to stdout; a file name picks the format by its extension (the markdown table still goes to
+// stdout, so a terminal run shows the result).
+struct OutputTarget {
+    std::string format;  // md | csv | json
+    std::string file;    // "" = stdout only
+};
+
+OutputTarget parse_output(const std::string& o) {
+    if (o == "md" || o == "csv" || o == "json") return {o, ""};
+    const std::string ext = std::filesystem::path(o).extension().string();
+    if (ext == ".md" || ext == ".csv" || ext == ".json") return {ext.substr(1), o};
+    throw InputError("-o/--output must be md, csv, json or a file name ending in .md, .csv or .json (got '" + o +
+                     "')");
 }
 
 int run_bench(const BenchOptions& o) {
-    if (o.output != "md" && o.output != "csv" && o.output != "json")
-        throw InputError("-o/--output must be md, csv or json (got '" + o.output + "')");
+    const OutputTarget target = parse_output(o.output);
     if (o.limit < 0) throw InputError("--limit must be >= 0 (got " + std::to_string(o.limit) + ")");
     if (o.limit > 0 && o.task.empty()) throw InputError("--limit needs --task");
     if (!o.task.empty() && !o.prompts.empty()) throw InputError("-p and --task exclude each other");
+    std::ofstream file;
+    if (!target.file.empty()) {  // opened before the runs, so a bad path fails in a second, not after the sweep
+        file.open(target.file, std::ios::binary | std::ios::trunc);
+        if (!file)
+            throw InputError("-o " + target.file + ": cannot open for writing (" +
+                             std::error_code(errno, std::generic_category()).message() + ")");
+    }
     std::unique_ptr<Model> model   = load_model_for_cli(o.model);
     const std::vector<Config> cfgs = expand_configs(*model, o);  // validates every configuration before any run
     std::optional<TaskWork>   task;
@@ -367,8 +453,23 @@ int run_bench(const BenchOptions& o) {
     std::fprintf(stderr, "bench: model %s (%s), backend %s, %zu configurations, %d reps + 1 warm-up each\n",
                  model->name().c_str(), family_name(model->config().family), model->backend().description().c_str(),
                  cfgs.size(), o.reps);
+    // The peak the GFLOP/s columns are a share of: the dense step's GEMMs (rows = prompt + response of one sequence)
+    // through the same backend and threads, 0.2 s per shape (a few hundred calls on tiny models, a handful on 8B).
+    const int64_t rows = int64_t((task ? task->prompts : bench_prompts(*model, o, 1, cfgs.front().gen_length))
+                                     .front()
+                                     .size()) +
+                         cfgs.front().gen_length;
+    const auto            shapes = app::model_gemm_shapes(model->config(), rows);
+    const app::SgemmProbe probe  = app::measure_sgemm(model->backend(), shapes, 0.2);
+    std::string           detail;
+    for (const auto& g : probe.shapes)
+        detail += (detail.empty() ? "" : ", ") + g.shape.name + " " + std::to_string(g.shape.m) + "x" +
+                  std::to_string(g.shape.n) + "x" + std::to_string(g.shape.k) + " " + fmt("%.1f", g.gflops_per_s());
+    std::fprintf(stderr, "bench: sgemm rate %.1f GFLOP/s through the backend's matmul (m x n x k: %s)\n",
+                 probe.gflops_per_s, detail.c_str());
+
     const bool          tty = is_terminal(stderr);
-    std::vector<Row>    rows;
+    std::vector<Row>    rows_out;
     std::optional<double> baseline;
     for (size_t i = 0; i < cfgs.size(); ++i) {
         const Config& c = cfgs[i];
@@ -379,18 +480,27 @@ int run_bench(const BenchOptions& o) {
         if (c.method == Method::Original) baseline = row.tps_median > 0 ? std::optional<double>(row.tps_median)
                                                                         : std::nullopt;
         if (baseline) row.speedup = row.tps_median / *baseline;
-        if (c.print) rows.push_back(row);
+        if (c.print) rows_out.push_back(row);
     }
     if (tty) std::fprintf(stderr, "\n");
 
-    if (o.output == "json") {
-        nlohmann::ordered_json arr = nlohmann::ordered_json::array();
-        for (const Row& r : rows) arr.push_back(row_json(r, *model));
-        std::printf("%s\n", arr.dump(2).c_str());
-    } else if (o.output == "csv") {
-        print_csv(rows, *model);
+    auto format = [&](const std::string& f) {
+        if (f == "json") {
+            nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+            for (const Row& r : rows_out) arr.push_back(row_json(r, *model, probe.gflops_per_s));
+            return arr.dump(2) + "\n";
+        }
+        if (f == "csv") return format_csv(rows_out, *model, probe.gflops_per_s);
+        return format_md(rows_out, o.reps, probe.gflops_per_s);
+    };
+    if (target.file.empty()) {
+        std::fputs(format(target.format).c_str(), stdout);
     } else {
-        print_md(rows, o.reps);
+        file << format(target.format);
+        file.close();
+        if (!file) throw InputError("-o " + target.file + ": write failed");
+        std::fputs(format("md").c_str(), stdout);
+        std::fprintf(stderr, "bench: wrote %s\n", target.file.c_str());
     }
     std::fflush(stdout);
     return 0;
@@ -405,7 +515,8 @@ const CommandRegistrar kRegistrar{Command{
         app.add_option("--methods", o->methods, "comma-separated methods; original always runs first per group "
                                                 "(for speed-ups) but is printed only when listed")
             ->capture_default_str();
-        app.add_option("--tau", o->taus, "comma-separated tau values for dyllm rows (default: family default)");
+        app.add_option("--tau", o->taus,
+                       "comma-separated tau values, a sweep: one dyllm row per tau (default: family default)");
         app.add_option("--steps", o->steps, "comma-separated step counts (default: gen length)");
         app.add_option("--block-length", o->blocks, "comma-separated block lengths (default: min(32, gen))");
         app.add_option("--batch", o->batches,
@@ -413,7 +524,10 @@ const CommandRegistrar kRegistrar{Command{
             ->capture_default_str();
         app.add_option("-r,--reps", o->reps, "timed repetitions per configuration (plus one warm-up)")
             ->capture_default_str();
-        app.add_option("-o,--output", o->output, "md | csv | json")->capture_default_str();
+        app.add_option("-o,--output", o->output,
+                       "md | csv | json (stdout), or FILE.md / FILE.csv / FILE.json (the table in that format; the "
+                       "markdown table still goes to stdout)")
+            ->capture_default_str();
         app.add_option("--task", o->task, "task suite whose held-out prompts are used (accuracy reported)");
         app.add_option("--limit", o->limit, "items per task suite (0 = all)");
         app.add_option("-p,--prompt", o->prompts, "prompt text instead of the built-in one (repeatable)")

@@ -5,7 +5,7 @@
 
 namespace dyllm::app {
 
-StudioLayout compute_layout(float width, float height, bool message_bar) {
+StudioLayout compute_layout(float width, float height, bool message_bar, float bottom_frac) {
     StudioLayout L;
     const float w = std::max(width, 200.f);
     const float h = std::max(height, 200.f);
@@ -17,8 +17,9 @@ StudioLayout compute_layout(float width, float height, bool message_bar) {
     const float body_h = std::max(L.scrubber.y - body_y, 60.f);
     // Band heights: the token canvas and the saliency plots are the reason the app exists, the Time band can be
     // smaller (fractions tuned on 1600x1000 screenshots).
-    const float band1 = body_h * 0.36f;
-    const float band2 = body_h * 0.36f;
+    const float f     = std::clamp(bottom_frac, kBottomMin, kBottomMax);
+    const float band1 = body_h * (1.f - f) * 0.5f;
+    const float band2 = band1;
     const float band3 = body_h - band1 - band2;
 
     const float prompt_w  = w * 0.21f;

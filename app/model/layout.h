@@ -28,6 +28,9 @@ constexpr float kControlsHeight   = 64.f;
 constexpr float kMessageBarHeight = 26.f;
 constexpr float kScrubberHeight   = 40.f;
 
-StudioLayout compute_layout(float width, float height, bool message_bar);
+// bottom_frac: the bottom (Time/Op stats/Tune) band's share of the body height, clamped to [kBottomMin, kBottomMax]
+// (the splitter above it sets it).
+constexpr float kBottomDefault = 0.28f, kBottomMin = 0.15f, kBottomMax = 0.7f;
+StudioLayout compute_layout(float width, float height, bool message_bar, float bottom_frac = kBottomDefault);
 
 }  // namespace dyllm::app

@@ -48,7 +48,7 @@ void Headless::start(Studio& s) {
     t_start_ = now_s();
     // Screenshot: K steps one by one (paused), then render. Bench: play at once. Compare: both runs play to the end.
     s.open(!shot_);
-    if (shot_ && !o_.compare)
+    if (shot_ && !o_.compare && !o_.sweep)
         for (int k = 0; k < o_.step; ++k) s.worker.step_once();
 }
 
@@ -61,7 +61,9 @@ void Headless::before_frame(Studio& s) {
     // Re-read the status after seeing the worker idle: the copy from begin_frame() may predate its last command
     // (e.g. still "ready" from the load while the start was executing).
     s.status = s.worker.status();
-    if (o_.compare) {
+    if (o_.sweep) {
+        if (idle && !s.sweep.active()) ready_ = true;
+    } else if (o_.compare) {
         // Ready when run B of the comparison has its RunEnd (or the runs were refused).
         if (idle && (s.compare_finished() || run_refused(s.status.state))) ready_ = true;
     } else if (idle && (seen >= o_.step || run_refused(s.status.state) || s.status.run_done)) {

@@ -48,6 +48,11 @@ int parse_options(int argc, char** argv, StudioOptions& opt) {
         ->check(CLI::NonNegativeNumber);
     cli.add_option("--bench-frames", opt.bench_frames, "render N frames while generating, print frame-time stats")
         ->check(CLI::NonNegativeNumber);
+    cli.add_option("--ui-scale", opt.ui_scale, "text and bar scale (Ctrl +/- in the app)")
+        ->check(CLI::Range(double(kUiScaleMin), double(kUiScaleMax)));
+    cli.add_flag("--sweep", opt.sweep, "run the Tune tab's tau sweep of the prompt at start and show the tab");
+    cli.add_option("--tab", opt.tab, "bottom band tab to open: time, op-stats, tune")
+        ->check(CLI::IsMember({"time", "op-stats", "tune"}));
     cli.add_option("--size", size, "window size WxH (default 1600x1000)");
     cli.add_option("-t,--threads", opt.threads, "engine CPU threads (0 = all cores)");
     try {
@@ -76,6 +81,7 @@ int parse_options(int argc, char** argv, StudioOptions& opt) {
                      opt.width, opt.height);
         return 2;
     }
+    if (opt.sweep && opt.tab.empty()) opt.tab = "tune";
     return -1;
 }
 
@@ -117,6 +123,7 @@ int main(int argc, char** argv) {
 
     {
         Studio s(opt);
+        set_ui_scale(s, opt.ui_scale);
         if (headless.enabled()) headless.start(s);
         else s.open(true);
 

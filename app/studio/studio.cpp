@@ -98,6 +98,7 @@ void Studio::open(bool autoplay) {
     if (ui.speed > 0) worker.set_speed(ui.speed);
     if (opts.compare) start_compare(true, NAN);
     else restart(autoplay);
+    if (opts.sweep) start_sweep();
 }
 
 StartRequest Studio::make_request(bool autoplay) const {
@@ -139,6 +140,11 @@ void Studio::start_run(StartRequest req, RunRequest what) {
 void Studio::restart(bool autoplay) {
     message.clear();
     compare_queued = false;  // a restart replaces a comparison still waiting for its run B
+    if (sweep.active()) {     // and a sweep
+        sweep.cancel();
+        sweep_label.clear();
+        worker.set_speed(ui.speed);
+    }
     start_run(make_request(autoplay), make_run_request(""));
     params_dirty  = false;
     follow_live   = true;
@@ -164,6 +170,58 @@ void Studio::start_compare(bool original_a, float tau_b) {
     follow_live   = true;
     shown_run_idx = -1;
     show_compare  = true;
+}
+
+void Studio::start_sweep() {
+    message.clear();
+    compare_queued = false;
+    sweep.begin(default_sweep_taus());
+    sweep_label.clear();
+    worker.set_speed(0);  // the sweep is for its points, not for watching
+    advance_sweep();
+}
+
+void Studio::advance_sweep() {
+    if (!sweep.active()) return;
+    if (!sweep_label.empty()) {
+        const RunEntry* r = runs.find(sweep_label);
+        if (r && r->history.finished()) {
+            const RunHistory& h = r->history;
+            SweepPoint        p;
+            p.reference      = h.info().method == "original";
+            p.tau            = p.reference ? NAN : sweep.tau_of(sweep_run);
+            const RunSummary sum = h.summary();
+            p.flops_fraction = sum.flops_fraction;
+            p.tokens_per_s   = sum.tokens_per_s;
+            p.cancelled      = h.run_end().cancelled;
+            if (!h.run_end().texts.empty()) p.text = h.run_end().texts[0];
+            if (h.n_seq() > 0)
+                for (const TokenInfo& t : h.tokens(0)) p.tokens.push_back(t.token);
+            sweep.finished(&p);
+            sweep_label.clear();
+        } else if (!r && !worker.busy() && worker.sink().queued() == 0) {
+            sweep.finished(nullptr);  // refused (bad settings): the error is in the message bar
+            sweep_label.clear();
+        } else {
+            return;  // still running
+        }
+    }
+    const int k = sweep.next();
+    if (k < 0) {
+        worker.set_speed(ui.speed);
+        return;
+    }
+    StartRequest req  = make_request(true);
+    req.params.method = k == 0 ? Method::Original : Method::DyLLM;
+    if (k > 0) req.params.tau = sweep.tau_of(k);
+    RunRequest what = make_run_request("sweep");
+    what.prompt     = req.prompt;
+    req.label       = runs.expect(std::move(what));
+    sweep_label     = req.label;
+    sweep_run       = k;
+    worker.start(std::move(req));
+    follow_live   = true;
+    shown_run_idx = -1;
 }
 
 bool Studio::compare_finished() {
@@ -225,6 +283,7 @@ void Studio::begin_frame() {
             cmp_pick.drop_pair();
         }
     }
+    advance_sweep();
     if (RunEntry* r = shown_run()) {
         const int last = r->history.step_count();
         int       ended = last;
@@ -241,6 +300,7 @@ void Studio::show_notice(std::string text) { notice.show(std::move(text), now_s(
 
 bool Studio::working() {
     return status.state == WorkerState::Playing || status.state == WorkerState::Loading || compare_queued ||
+           sweep.active() ||
            worker.sink().queued() > 0;
 }
 

@@ -11,6 +11,7 @@
 #include "app/model/layout.h"
 #include "app/model/run_history.h"
 #include "app/model/run_list.h"
+#include "app/model/tau_sweep.h"
 #include "app/model/task_examples.h"
 #include "app/model/timed_notice.h"
 #include "app/model/vocab.h"
@@ -32,6 +33,9 @@ struct StudioOptions {
     float       speed = -1;                // --speed: steps/s limit (0 = unlimited; -1 = not given, see play_speed)
     bool        compare = false;           // --compare: original vs current settings, Compare window open
     std::string export_dir;                // --export-dir: headless runs write every export there before exiting
+    float       ui_scale = 1.f;            // --ui-scale
+    bool        sweep = false;             // --sweep: run the Tune tab's tau sweep at start (and open the tab)
+    std::string tab;                       // --tab: the bottom band's tab to open first (time, op-stats, tune)
     DiffusionParams params;            // the diffusion flags (engine/params.h), resolved and validated
 };
 
@@ -92,6 +96,14 @@ struct Studio {
     bool lsal_log_y = false;
     bool time_log_y = false;  // linear: bar heights are times (log mode scales each bar's total)
     int  drift_mean = 0;      // Drift over steps: 0 the lowest cosine per layer, 1 the mean
+    bool  tab_applied = false;             // --tab selected once
+    float bottom_frac = kBottomDefault;    // bottom band's share of the body (splitter above it)
+    float ui_scale    = 1.f;               // text and widget scale (Ctrl +/-, View menu)
+    int  time_steps = 1;      // steps laid back to back in the Time panel's timeline
+    char op_filter[64] = {};  // Op stats find box
+    bool stats_by_layer = false, stats_whole_run = true;
+    int  stats_sort_col = 0;  // StatColumn (app/model/op_stats.h)
+    bool stats_sort_asc = true;
     bool show_explain = false, show_compare = false, show_export = false;
     ComparePick cmp_pick;             // the runs Compare shows (by label)
     ComparePair compare_pair() const { return resolve_compare(runs, cmp_pick); }
@@ -100,6 +112,9 @@ struct Studio {
     RunRequest   compare_second_request;
     std::string  compare_labels[2];   // labels of the newest comparison's runs A and B
     float tau_drag = NAN;             // tau while a histogram line is being dragged
+    TauSweep    sweep;                // Tune panel: original + dyllm at a few taus on the current prompt
+    std::string sweep_label;          // label of the sweep run in flight ("" when none)
+    int         sweep_run = -1;       // its index in the sweep (0: the original reference)
 
     // Per-frame copies from the worker.
     WorkerStatus                 status;
@@ -133,6 +148,10 @@ struct Studio {
     // Two runs of the current prompt, B started after A finishes: original vs current settings (original_a), or the
     // current settings vs the same with tau = tau_b.
     void start_compare(bool original_a, float tau_b);
+    // Tau sweep of the current prompt at full speed (the play speed comes back when it ends); advance_sweep() runs
+    // in begin_frame and starts each run once the previous one has ended.
+    void start_sweep();
+    void advance_sweep();
     // Writes every CSV table, the Chrome trace and the JSONL of the shown run into dir; returns the files written
     // (an error goes to the message bar).
     std::vector<std::string> export_all(const std::string& dir);
@@ -151,13 +170,16 @@ void draw_summary(Studio& s, const Rect& r);
 void draw_cosine(Studio& s, const Rect& r);
 void draw_salient(Studio& s, const Rect& r);
 void draw_lsal(Studio& s, const Rect& r);
-void draw_time(Studio& s, const Rect& r);
 void draw_drift(Studio& s, const Rect& r);
+void draw_time(Studio& s, const Rect& r);  // the bottom band: Time, Op stats and Tune tabs
+void draw_tune(Studio& s);
 void draw_scrubber(Studio& s, const Rect& r);
 void draw_explain(Studio& s);
 void draw_compare(Studio& s);
 void draw_export(Studio& s);
 void draw_studio(Studio& s, float width, float height);  // the whole frame (view.cpp)
+constexpr float kUiScaleMin = 0.8f, kUiScaleMax = 1.8f;
+void set_ui_scale(Studio& s, float scale);  // text and bar sizes (Ctrl +/-/0 and the View menu)
 
 // Drift (view_drift.cpp): whether the run measured it (measure_drift), and a layer's approximated rows below tau.
 bool    drift_measured(const RunHistory& h);

@@ -1,7 +1,9 @@
-// The studio frame: fixed panel windows at the rectangles of compute_layout(), plus the floating windows
-// (token history, Explain, Compare, Export).
+// The studio frame: fixed panel windows at the rectangles of compute_layout(), a splitter above the bottom band, the
+// UI scale keys (Ctrl +/-/0), plus the floating windows (token history, Explain, Compare, Export).
+#include <GLFW/glfw3.h>
 #include <imgui.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "app/studio/studio.h"
@@ -22,10 +24,53 @@ void panel(const char* name, const Rect& r, ImGuiWindowFlags extra, F&& body) {
     ImGui::End();
 }
 
+// The layout at 1/scale, scaled back up: the fixed bars grow with the text, the bands keep their shares.
+StudioLayout scaled_layout(const Studio& s, float width, float height) {
+    const float  k = s.ui_scale;
+    StudioLayout L = compute_layout(width / k, height / k, !s.message.empty(), s.bottom_frac);
+    for (Rect* r : {&L.controls, &L.prompt, &L.canvas, &L.summary, &L.cosine, &L.salient, &L.lsal, &L.time, &L.scrubber})
+        *r = Rect{r->x * k, r->y * k, r->w * k, r->h * k};
+    return L;
+}
+
+// Drag the border above the bottom band to give Time / Op stats / Tune more or less height.
+void bottom_splitter(Studio& s, const StudioLayout& L) {
+    const float grip = 6.f;
+    ImGui::SetNextWindowPos(ImVec2(L.time.x, L.time.y - grip * 0.5f));
+    ImGui::SetNextWindowSize(ImVec2(L.time.w, grip));
+    ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(0, 0));
+    ImGui::PushStyleVar(ImGuiStyleVar_WindowMinSize, ImVec2(1, 1));
+    if (ImGui::Begin("##bottom_split", nullptr, kPanelFlags | ImGuiWindowFlags_NoTitleBar |
+                                                  ImGuiWindowFlags_NoBackground | ImGuiWindowFlags_NoScrollbar)) {
+        ImGui::InvisibleButton("##split", ImVec2(L.time.w, grip));
+        if (ImGui::IsItemHovered() || ImGui::IsItemActive()) ImGui::SetMouseCursor(ImGuiMouseCursor_ResizeNS);
+        if (ImGui::IsItemActive()) {
+            const float body = L.scrubber.y - L.prompt.y;
+            s.bottom_frac    = std::clamp(s.bottom_frac - ImGui::GetIO().MouseDelta.y / std::max(body, 1.f),
+                                          kBottomMin, kBottomMax);
+        }
+        if (ImGui::IsItemHovered() && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) s.bottom_frac = kBottomDefault;
+    }
+    ImGui::End();
+    ImGui::PopStyleVar(2);
+}
+
 }  // namespace
 
+void set_ui_scale(Studio& s, float scale) {
+    s.ui_scale                       = std::clamp(scale, kUiScaleMin, kUiScaleMax);
+    ImGui::GetIO().FontGlobalScale = s.ui_scale;
+}
+
 void draw_studio(Studio& s, float width, float height) {
-    const StudioLayout L = compute_layout(width, height, !s.message.empty());
+    const ImGuiIO& io = ImGui::GetIO();
+    if (io.KeyCtrl) {  // GLFW key codes: the ImGui 1.86 GLFW backend indexes KeysDown by them
+        if (ImGui::IsKeyPressed(GLFW_KEY_EQUAL) || ImGui::IsKeyPressed(GLFW_KEY_KP_ADD)) set_ui_scale(s, s.ui_scale + 0.1f);
+        if (ImGui::IsKeyPressed(GLFW_KEY_MINUS) || ImGui::IsKeyPressed(GLFW_KEY_KP_SUBTRACT))
+            set_ui_scale(s, s.ui_scale - 0.1f);
+        if (ImGui::IsKeyPressed(GLFW_KEY_0)) set_ui_scale(s, 1.f);
+    }
+    const StudioLayout L = scaled_layout(s, width, height);
     panel("##controls", L.controls, ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoScrollbar,
           [&] { draw_controls(s, L.controls); });
     panel("Prompt", L.prompt, 0, [&] { draw_prompt(s, L.prompt); });
@@ -43,6 +88,7 @@ void draw_studio(Studio& s, float width, float height) {
     panel("Time", L.time, ImGuiWindowFlags_NoScrollbar, [&] { draw_time(s, L.time); });
     panel("##scrubber", L.scrubber, ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoScrollbar,
           [&] { draw_scrubber(s, L.scrubber); });
+    bottom_splitter(s, L);
     draw_token_history(s);
     if (s.show_explain) draw_explain(s);
     if (s.show_compare) draw_compare(s);

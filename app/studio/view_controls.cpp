@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "app/studio/plot.h"
+#include "app/model/tau_scale.h"
 #include "app/studio/studio.h"
 
 namespace dyllm::app {
@@ -73,12 +74,15 @@ void draw_controls(Studio& s, const Rect& r) {
     ImGui::TextUnformatted("tau");
     ImGui::SameLine();
     ImGui::SetNextItemWidth(170);
-    float tau = s.ui.tau;
-    // Range: 0.9 is already far below the paper's settings (0.98-0.9975); 0.99999 makes nearly every token salient.
-    if (ImGui::SliderFloat("##tau", &tau, 0.9f, 0.99999f, "%.5f")) {
-        s.ui.tau     = tau;
+    // On log(1 - tau) (app/model/tau_scale.h): 0.9, 0.99, 0.999 evenly apart. Range: 0.9 is already far below the
+    // paper's settings (0.98-0.9975); 0.99999 makes nearly every token salient.
+    float u = tau_to_slider(s.ui.tau);
+    char  shown[32];
+    std::snprintf(shown, sizeof shown, "%.5f", s.ui.tau);  // no '%' left: ImGui prints it as the label
+    if (ImGui::SliderFloat("##tau", &u, kTauSliderMin, kTauSliderMax, shown)) {
+        s.ui.tau     = slider_to_tau(u);
         s.ui.tau_set = true;
-        s.worker.set_tau(tau);  // live: applies from the next step
+        s.worker.set_tau(s.ui.tau);  // live: applies from the next step
     }
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip("cosine threshold: a token whose attention context moved (cos < tau) is salient and\n"

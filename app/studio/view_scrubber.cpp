@@ -82,6 +82,15 @@ void draw_scrubber(Studio& s, const Rect& r) {
     ImGui::SameLine();
     if (ImGui::Button("Export")) s.show_export = !s.show_export;
     ImGui::SameLine();
+    if (ImGui::Button("View")) ImGui::OpenPopup("##viewmenu");
+    if (ImGui::BeginPopup("##viewmenu")) {
+        if (ImGui::MenuItem("Larger text", "Ctrl +", false, s.ui_scale < kUiScaleMax)) set_ui_scale(s, s.ui_scale + 0.1f);
+        if (ImGui::MenuItem("Smaller text", "Ctrl -", false, s.ui_scale > kUiScaleMin)) set_ui_scale(s, s.ui_scale - 0.1f);
+        if (ImGui::MenuItem("Reset text size", "Ctrl 0")) set_ui_scale(s, 1.f);
+        if (ImGui::MenuItem("Reset bottom band height", "double-click its border")) s.bottom_frac = kBottomDefault;
+        ImGui::EndPopup();
+    }
+    ImGui::SameLine();
     if (s.notice.visible()) {
         // The full path is in the Export window and the tooltip; here the end of it, which says the most.
         const std::string& t     = s.notice.text();

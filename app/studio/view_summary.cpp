@@ -33,7 +33,9 @@ void row(const char* label, const char* fmt, ...) {
     ImGui::TableNextColumn();
     va_list args;
     va_start(args, fmt);
+    ImGui::PushTextWrapPos(0.f);  // wrap at the column's edge instead of running out of the panel
     ImGui::TextV(fmt, args);
+    ImGui::PopTextWrapPos();
     va_end(args);
 }
 
@@ -53,8 +55,9 @@ void draw_summary(Studio& s, const Rect& r) {
     ImGui::TextDisabled("%s, %s%s", run_label(h).c_str(), h.finished() ? "finished" : "running",
                         s.view_step < h.step_count() ? " (up to the shown step)" : "");
     if (ImGui::BeginTable("##sum", 2, ImGuiTableFlags_SizingStretchProp)) {
-        ImGui::TableSetupColumn("k", 0, 0.85f);
-        ImGui::TableSetupColumn("v", 0, 2.0f);
+        // Labels at their full width (they were cut at 1280x720); values take the rest and wrap.
+        ImGui::TableSetupColumn("k", ImGuiTableColumnFlags_WidthFixed, ImGui::CalcTextSize("rows recomputed").x + 4);
+        ImGui::TableSetupColumn("v", ImGuiTableColumnFlags_WidthStretch);
         row("tokens/s", "%.1f  (%d tokens, %s)", sum.tokens_per_s, int(sum.tokens_committed),
             fmt_ms(sum.denoise_seconds).c_str());
         const std::string note = run_state_note(h);

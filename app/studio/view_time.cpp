@@ -1,14 +1,19 @@
-// Time panel: per-step stacked bars by op class (click a bar to show that step), the op timeline of the shown step
-// (rows = layers, wheel to zoom, drag to pan, double-click to reset), and the top op classes of the step and the run.
-// CUPTI kernels are greyed out without a GPU.
+// Time panel. Overview tab: per-step stacked bars by op class (click a bar to show that step), the op timeline of one
+// or several steps back to back under a ms ruler (rows = layers, wheel to zoom, drag to pan, double-click to reset),
+// the top op classes. Op stats tab: per-op table (q/k/v/o/gate/up/down...) with GFLOP/s and GB/s, sortable, filtered.
 #include <imgui.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "app/model/axis_ticks.h"
+#include "app/model/op_names.h"
+#include "app/model/op_stats.h"
 #include "app/studio/plot.h"
 #include "app/studio/studio.h"
 
@@ -108,71 +113,189 @@ void stacked_bars(Studio& s, const RunHistory& h, float w, float hgt) {
     }
 }
 
+// "q 40x128x128  2.1 GFLOP/s  5.3 GB/s" details of one op.
+std::string op_detail(const OpTiming& o, const NamedOp& n) {
+    char buf[160];
+    const double t = double(o.dur_ns) * 1e-9;
+    int          k = std::snprintf(buf, sizeof buf, "%s", op_name_text(n.name));
+    if (n.is_gemm()) k += std::snprintf(buf + k, sizeof buf - size_t(k), "  M x N x K = %lld x %lld x %lld",
+                                        (long long)n.m, (long long)n.n, (long long)n.k);
+    if (t > 0 && o.flops > 0) k += std::snprintf(buf + k, sizeof buf - size_t(k), "  %.2f GFLOP/s", o.flops / t * 1e-9);
+    if (t > 0 && o.bytes > 0) std::snprintf(buf + k, sizeof buf - size_t(k), "  %.2f GB/s", o.bytes / t * 1e-9);
+    return buf;
+}
+
+// The op timeline of steps [view_step - n + 1, view_step] laid back to back (the idle time between steps, e.g. the
+// play-speed wait, is left out), under a ms ruler with step boundaries.
 void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
     static TimelineView v;
-    PlotArea            a  = plot_area("##timeline", w, hgt);
-    ImDrawList*         dl = ImGui::GetWindowDrawList();
-    const StepData* sd = h.step(s.view_step);
-    if (!sd || sd->ops.empty()) {
-        empty_note(a, sd ? "no op timings for this step" : "no step selected");
+    static int          last_lo = -1, last_hi = -1;
+    const float         ruler_h = ImGui::GetTextLineHeight() + 4;
+    PlotArea            a       = plot_area("##timeline", w, hgt);
+    ImDrawList*         dl      = ImGui::GetWindowDrawList();
+    const int           hi = s.view_step, lo = std::max(1, s.view_step - std::max(s.time_steps, 1) + 1);
+    if (lo != last_lo || hi != last_hi) v = TimelineView{}, last_lo = lo, last_hi = hi;  // zoom reset per step
+    struct Placed {
+        const OpTiming* op;
+        NamedOp         name;
+        int64_t         x0;  // ns from the start of the laid-out range
+    };
+    std::vector<Placed>                   placed;
+    std::vector<std::pair<int64_t, int>>  bounds;  // (ns, step) where each step starts
+    int64_t                               offset = 0;
+    const int                             n_embd = run_n_embd(h);
+    for (int k = lo; k <= hi; ++k) {
+        const StepData* sd = h.step(k);
+        if (!sd || sd->ops.empty()) continue;
+        int64_t t0 = sd->ops.front().t_begin_ns, t1 = t0;
+        for (const auto& o : sd->ops) t0 = std::min(t0, o.t_begin_ns), t1 = std::max(t1, o.t_begin_ns + o.dur_ns);
+        bounds.emplace_back(offset, k);
+        const auto names = name_ops(sd->ops, n_embd);
+        for (size_t i = 0; i < sd->ops.size(); ++i) placed.push_back({&sd->ops[i], names[i], offset + sd->ops[i].t_begin_ns - t0});
+        offset += std::max<int64_t>(t1 - t0, 1);
+    }
+    if (placed.empty()) {
+        empty_note(a, h.step(s.view_step) ? "no op timings for this step" : "no step selected");
         return;
     }
-    int64_t t0 = sd->ops.front().t_begin_ns, t1 = t0;
-    for (const auto& o : sd->ops) {
-        t0 = std::min(t0, o.t_begin_ns);
-        t1 = std::max(t1, o.t_begin_ns + o.dur_ns);
-    }
-    const double span = double(std::max<int64_t>(t1 - t0, 1));
+    const double span = double(offset);
     if (a.hovered) {
         const float wheel = ImGui::GetIO().MouseWheel;
         if (wheel != 0) {  // zoom around the mouse
-            const float fx   = (a.mouse.x - a.p0.x) / a.w();
-            const float at   = v.offset + fx / v.zoom;
-            v.zoom           = std::clamp(v.zoom * (wheel > 0 ? 1.25f : 0.8f), 1.f, 2000.f);
-            v.offset         = at - fx / v.zoom;
+            const float fx = (a.mouse.x - a.p0.x) / a.w();
+            const float at = v.offset + fx / v.zoom;
+            v.zoom         = std::clamp(v.zoom * (wheel > 0 ? 1.25f : 0.8f), 1.f, 5000.f);
+            v.offset       = at - fx / v.zoom;
         }
         if (ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) v = TimelineView{};
     }
-    if (a.active && ImGui::IsMouseDragging(ImGuiMouseButton_Left)) {
-        v.offset -= ImGui::GetIO().MouseDelta.x / a.w() / v.zoom;
-    }
+    if (a.active && ImGui::IsMouseDragging(ImGuiMouseButton_Left)) v.offset -= ImGui::GetIO().MouseDelta.x / a.w() / v.zoom;
     v.offset = std::clamp(v.offset, 0.f, 1.f - 1.f / v.zoom);
     const int   nl      = std::max(h.n_layer(), 1);
     const int   n_lanes = nl + 1;  // lane 0: outside the layers (embed, lm_head, sampling)
-    const float lane_h  = a.h() / n_lanes;
-    auto        x_of    = [&](int64_t t) { return a.p0.x + float(((double(t - t0) / span) - v.offset) * v.zoom) * a.w(); };
+    const float y_top   = a.p0.y + ruler_h;
+    const float lane_h  = (a.p1.y - y_top) / n_lanes;
+    auto x_of = [&](double ns) { return a.p0.x + float(((ns / span) - v.offset) * v.zoom) * a.w(); };
     dl->PushClipRect(a.p0, a.p1, true);
-    const OpTiming* hovered = nullptr;
-    for (const auto& o : sd->ops) {
-        const int   lane = o.layer < 0 ? 0 : std::min(o.layer + 1, nl);
-        const float x0 = x_of(o.t_begin_ns), x1 = std::max(x_of(o.t_begin_ns + o.dur_ns), x0 + 1.f);
-        const float y0 = a.p0.y + lane * lane_h;
-        dl->AddRectFilled(ImVec2(x0, y0 + 1), ImVec2(x1, y0 + lane_h - 1), op_class_color(int(o.op)));
-        if (a.hovered && a.mouse.x >= x0 && a.mouse.x < x1 && a.mouse.y >= y0 && a.mouse.y < y0 + lane_h) hovered = &o;
+    // Ruler: ms ticks over the visible window, step boundaries as full-height lines.
+    const double vis0 = v.offset * span * 1e-6, vis1 = (v.offset + 1.0 / v.zoom) * span * 1e-6;  // ms
+    const int    max_ticks = std::max(2, int(a.w() / 70));
+    for (double t : range_ticks(vis0, vis1, max_ticks)) {
+        const float x = x_of(t * 1e6);
+        dl->AddLine(ImVec2(x, y_top - 4), ImVec2(x, a.p1.y), kColGrid);
+        dl->AddText(ImVec2(x + 2, a.p0.y + 1), IM_COL32(170, 170, 170, 255), (tick_label(t) + " ms").c_str());
     }
-    // Lane labels (every lane when they fit).
+    dl->AddLine(ImVec2(a.p0.x, y_top), ImVec2(a.p1.x, y_top), kColAxis);
+    const Placed* hovered = nullptr;
+    for (const auto& p : placed) {
+        const OpTiming& o    = *p.op;
+        const int       lane = o.layer < 0 ? 0 : std::min(o.layer + 1, nl);
+        const float     x0 = x_of(double(p.x0)), x1 = std::max(x_of(double(p.x0 + o.dur_ns)), x0 + 1.f);
+        if (x1 < a.p0.x || x0 > a.p1.x) continue;
+        const float y0 = y_top + lane * lane_h;
+        dl->AddRectFilled(ImVec2(x0, y0 + 1), ImVec2(x1, y0 + lane_h - 1), op_class_color(int(o.op)));
+        // The op's name inside its box when it fits (q, k, v, gate, up, down...).
+        const char* nm = op_name_text(p.name.name);
+        if (x1 - x0 > ImGui::CalcTextSize(nm).x + 4 && lane_h >= ImGui::GetTextLineHeight())
+            dl->AddText(ImVec2(x0 + 2, y0 + (lane_h - ImGui::GetTextLineHeight()) * 0.5f), IM_COL32(20, 20, 20, 255), nm);
+        if (a.hovered && a.mouse.x >= x0 && a.mouse.x < x1 && a.mouse.y >= y0 && a.mouse.y < y0 + lane_h) hovered = &p;
+    }
+    for (const auto& [ns, k] : bounds) {
+        const float x = x_of(double(ns));
+        if (ns > 0) dl->AddLine(ImVec2(x, a.p0.y), ImVec2(x, a.p1.y), kColCursor, 1.5f);
+        if (bounds.size() > 1) {
+            char sl[16];
+            std::snprintf(sl, sizeof sl, "s%d", k);
+            dl->AddText(ImVec2(x + 2, y_top + 1), IM_COL32(255, 255, 255, 200), sl);
+        }
+    }
     const int label_every = std::max(1, int(13.f / std::max(lane_h, 0.1f)) + 1);
     for (int lane = 0; lane < n_lanes; lane += label_every) {
         char ln[16];
         if (lane == 0) std::snprintf(ln, sizeof ln, "-");
         else std::snprintf(ln, sizeof ln, "L%d", lane - 1);
-        dl->AddText(ImVec2(a.p0.x + 2, a.p0.y + lane * lane_h + std::max(0.f, (lane_h - 13) * 0.5f)),
+        dl->AddText(ImVec2(a.p0.x + 2, y_top + lane * lane_h + std::max(0.f, (lane_h - 13) * 0.5f)),
                     IM_COL32(230, 230, 230, 200), ln);
     }
     dl->PopClipRect();
     dl->AddRect(a.p0, a.p1, kColAxis);
-    char lbl[96];
-    std::snprintf(lbl, sizeof lbl, "step %d: %s span, %zu ops, lanes: top = outside layers, then L0..L%d", s.view_step,
-                  fmt_ms(span * 1e-9).c_str(), sd->ops.size(), nl - 1);
+    char lbl[128];
+    if (lo == hi)
+        std::snprintf(lbl, sizeof lbl, "step %d: %s of ops; lanes: top = outside layers, then L0..L%d", hi,
+                      fmt_ms(span * 1e-9).c_str(), nl - 1);
+    else
+        std::snprintf(lbl, sizeof lbl, "steps %d-%d back to back (idle gaps left out): %s of ops", lo, hi,
+                      fmt_ms(span * 1e-9).c_str());
     dl->AddText(ImVec2(a.p0.x, a.p1.y + 1), IM_COL32(150, 150, 150, 255), lbl);
     if (hovered) {
-        ImGui::SetTooltip("%s  layer %d\n%s  (+%s from step start)\nrows %d  flops %s  bytes %s", op_class_name(hovered->op),
-                          hovered->layer, fmt_ms(hovered->dur_ns * 1e-9).c_str(),
-                          fmt_ms((hovered->t_begin_ns - t0) * 1e-9).c_str(), hovered->rows,
-                          fmt_si(hovered->flops).c_str(), fmt_si(hovered->bytes, "B").c_str());
+        const OpTiming& o = *hovered->op;
+        ImGui::SetTooltip("%s\nstep %d  layer %d  rows %d\n%s  flops %s  bytes %s", op_detail(o, hovered->name).c_str(),
+                          o.step, o.layer, o.rows, fmt_ms(double(o.dur_ns) * 1e-9).c_str(), fmt_si(o.flops).c_str(),
+                          fmt_si(o.bytes, "B").c_str());
     } else if (a.hovered) {
         ImGui::SetTooltip("wheel: zoom, drag: pan, double-click: reset");
     }
+}
+
+// Per-op table over this step or the whole run: sortable by any column (click a header), filtered by the find box.
+void op_stats_table(Studio& s, const RunHistory& h) {
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 10);
+    ImGui::InputTextWithHint("##findop", "find op (q, ffn, L3...)", s.op_filter, sizeof s.op_filter);
+    ImGui::SameLine();
+    ImGui::Checkbox("per layer", &s.stats_by_layer);
+    ImGui::SameLine();
+    ImGui::Checkbox("whole run", &s.stats_whole_run);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("off: the shown step only");
+    ImGui::SameLine();
+    ImGui::TextDisabled("GFLOP/s, GB/s: engine FLOPs and bytes over summed time (attention records no bytes)");
+    const int lo = s.stats_whole_run ? 1 : s.view_step, hi = s.stats_whole_run ? h.step_count() : s.view_step;
+    std::vector<OpStat> stats = op_stats(h, lo, hi, s.stats_by_layer);
+    constexpr ImGuiTableFlags kFlags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollY |
+                                       ImGuiTableFlags_Sortable | ImGuiTableFlags_SizingStretchProp |
+                                       ImGuiTableFlags_Resizable;
+    if (!ImGui::BeginTable("##opstats", 11, kFlags, ImVec2(0, ImGui::GetContentRegionAvail().y))) return;
+    ImGui::TableSetupScrollFreeze(0, 1);
+    ImGui::TableSetupColumn("op", ImGuiTableColumnFlags_DefaultSort, 1.3f, int(StatColumn::Label));
+    ImGui::TableSetupColumn("M x N x K", ImGuiTableColumnFlags_NoSort, 1.6f, 100);
+    ImGui::TableSetupColumn("n", 0, 0.6f, int(StatColumn::Count));
+    ImGui::TableSetupColumn("total ms", 0, 1.f, int(StatColumn::Total));
+    ImGui::TableSetupColumn("mean ms", 0, 1.f, int(StatColumn::Mean));
+    ImGui::TableSetupColumn("median", 0, 1.f, int(StatColumn::Median));
+    ImGui::TableSetupColumn("min", 0, 1.f, int(StatColumn::Min));
+    ImGui::TableSetupColumn("max", 0, 1.f, int(StatColumn::Max));
+    ImGui::TableSetupColumn("share %", 0, 0.9f, int(StatColumn::Share));
+    ImGui::TableSetupColumn("GFLOP/s", 0, 1.f, int(StatColumn::GFlops));
+    ImGui::TableSetupColumn("GB/s", 0, 0.9f, int(StatColumn::GBytes));
+    ImGui::TableHeadersRow();
+    if (ImGuiTableSortSpecs* sp = ImGui::TableGetSortSpecs(); sp && sp->SpecsCount > 0) {
+        s.stats_sort_col = int(sp->Specs[0].ColumnUserID);
+        s.stats_sort_asc = sp->Specs[0].SortDirection == ImGuiSortDirection_Ascending;
+    }
+    sort_stats(stats, StatColumn(s.stats_sort_col), s.stats_sort_asc);
+    for (const OpStat& st : stats) {
+        if (!stat_matches(st, s.op_filter)) continue;
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        ImGui::ColorButton("##c", ImGui::ColorConvertU32ToFloat4(op_class_color(int(op_name_class(st.name)))),
+                           ImGuiColorEditFlags_NoTooltip, ImVec2(10, 10));
+        ImGui::SameLine();
+        ImGui::TextUnformatted(st.label.c_str());
+        ImGui::TableNextColumn();
+        if (st.m > 0) ImGui::Text("%lldx%lldx%lld", (long long)st.m, (long long)st.n, (long long)st.k);
+        ImGui::TableNextColumn();
+        ImGui::Text("%d", st.count);
+        for (double v : {st.total_s, st.mean_s, st.median_s, st.min_s, st.max_s}) {
+            ImGui::TableNextColumn();
+            ImGui::Text("%.3f", v * 1e3);
+        }
+        ImGui::TableNextColumn();
+        ImGui::Text("%.1f", st.share * 100);
+        ImGui::TableNextColumn();
+        if (st.flops > 0) ImGui::Text("%.2f", st.gflops_per_s());
+        ImGui::TableNextColumn();
+        if (st.bytes > 0) ImGui::Text("%.2f", st.gbytes_per_s());
+    }
+    ImGui::EndTable();
 }
 
 void top_ops(Studio& s, const RunHistory& h) {
@@ -225,43 +348,65 @@ void top_ops(Studio& s, const RunHistory& h) {
 
 void draw_time(Studio& s, const Rect& r) {
     help_marker("Time");
-    ImGui::SameLine();
-    ImGui::Checkbox("log y##time", &s.time_log_y);
-    if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("log y: each bar's total on a log axis (its op classes keep their shares of the bar),\n"
-                          "so sparse steps stay readable next to the FULL ones");
     RunEntry* run = s.shown_run();
-    if (!run || !run->history.has_run()) return;
-    const RunHistory& h = run->history;
+    const RunHistory* h = run && run->history.has_run() ? &run->history : nullptr;
     ImGui::SameLine();
-    // Legend of op classes that occur in this run.
-    const RunSummary sum = h.summary();
-    for (size_t c = 0; c < kOpClasses; ++c) {
-        if (sum.op_seconds[c] <= 0) continue;
+    if (!ImGui::BeginTabBar("##timetabs")) return;
+    // --tab: select that tab on the first frame only, so clicks choose afterwards.
+    auto pick = [&](const char* name) {
+        return !s.tab_applied && s.opts.tab == name ? ImGuiTabItemFlags_SetSelected : ImGuiTabItemFlags_None;
+    };
+    const ImGuiTabItemFlags f_time = pick("time"), f_stats = pick("op-stats"), f_tune = pick("tune");
+    s.tab_applied = true;
+    if (ImGui::BeginTabItem("Time", nullptr, f_time)) {
+        ImGui::Checkbox("log y##time", &s.time_log_y);
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("log y: each bar's total on a log axis (its op classes keep their shares of the bar),\n"
+                              "so sparse steps stay readable next to the FULL ones");
         ImGui::SameLine();
-        ImGui::ColorButton("##lg", ImGui::ColorConvertU32ToFloat4(op_class_color(int(c))),
-                           ImGuiColorEditFlags_NoTooltip, ImVec2(10, 10));
-        ImGui::SameLine(0, 3);
-        ImGui::TextUnformatted(op_class_name(OpClass(c)));
+        ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5);
+        ImGui::SliderInt("steps in timeline", &s.time_steps, 1, 8);
+        if (h) {
+            // Legend of op classes that occur in this run.
+            const RunSummary sum = h->summary();
+            for (size_t c = 0; c < kOpClasses; ++c) {
+                if (sum.op_seconds[c] <= 0) continue;
+                ImGui::SameLine();
+                ImGui::ColorButton("##lg", ImGui::ColorConvertU32ToFloat4(op_class_color(int(c))),
+                                   ImGuiColorEditFlags_NoTooltip, ImVec2(10, 10));
+                ImGui::SameLine(0, 3);
+                ImGui::TextUnformatted(op_class_name(OpClass(c)));
+            }
+            const ImVec2 avail = ImGui::GetContentRegionAvail();
+            const float  w1 = avail.x * 0.30f, w2 = avail.x * 0.46f, w3 = avail.x - w1 - w2 - 16;
+            const float  ph = avail.y - ImGui::GetTextLineHeight() - 2;
+            ImGui::BeginGroup();
+            stacked_bars(s, *h, w1, ph);
+            ImGui::GetWindowDrawList()->AddText(ImVec2(ImGui::GetItemRectMin().x, ImGui::GetItemRectMax().y + 1),
+                                                IM_COL32(150, 150, 150, 255),
+                                                s.time_log_y ? "ms per step (log), by op class; white tick: wall"
+                                                             : "ms per step by op class; white tick: wall time");
+            ImGui::EndGroup();
+            ImGui::SameLine();
+            ImGui::BeginGroup();
+            timeline(s, *h, w2, ph);
+            ImGui::EndGroup();
+            ImGui::SameLine();
+            ImGui::BeginChild("##topops_child", ImVec2(w3, avail.y), false);
+            top_ops(s, *h);
+            ImGui::EndChild();
+        }
+        ImGui::EndTabItem();
     }
-    const ImVec2 avail = ImGui::GetContentRegionAvail();
-    const float  w1 = avail.x * 0.36f, w2 = avail.x * 0.38f, w3 = avail.x - w1 - w2 - 16;
-    const float  ph = avail.y - 16;
-    ImGui::BeginGroup();
-    stacked_bars(s, h, w1, ph);
-    ImGui::GetWindowDrawList()->AddText(ImVec2(ImGui::GetItemRectMin().x, ImGui::GetItemRectMax().y + 1),
-                                        IM_COL32(150, 150, 150, 255),
-                                        s.time_log_y ? "ms per step (log), by op class; white tick: wall time"
-                                                     : "ms per step by op class; white tick: wall time");
-    ImGui::EndGroup();
-    ImGui::SameLine();
-    ImGui::BeginGroup();
-    timeline(s, h, w2, ph);
-    ImGui::EndGroup();
-    ImGui::SameLine();
-    ImGui::BeginChild("##topops_child", ImVec2(w3, avail.y), false);
-    top_ops(s, h);
-    ImGui::EndChild();
+    if (ImGui::BeginTabItem("Op stats", nullptr, f_stats)) {
+        if (h) op_stats_table(s, *h);
+        ImGui::EndTabItem();
+    }
+    if (ImGui::BeginTabItem("Tune", nullptr, f_tune)) {
+        draw_tune(s);
+        ImGui::EndTabItem();
+    }
+    ImGui::EndTabBar();
     (void)r;
 }
 

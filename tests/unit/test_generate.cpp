@@ -344,7 +344,8 @@ TEST_CASE("bad input: non-zero exit and one clear error line", "[generate][cli]"
         {{"generate", "-m", g, "--prompt-ids", "1,2,99999", "-n", "8"}, "outside the vocabulary"},
         {{"generate", "-m", g}, "no prompt"},
         {{"generate", "-m", g, "-p", "x", "--backend", "tpu"}, "--backend must be cpu, cuda or auto"},
-        {{"bench", "-m", g, "-n", "8", "-o", "xml"}, "-o/--output must be md, csv or json"},
+        {{"bench", "-m", g, "-n", "8", "-o", "xml"}, "-o/--output must be md, csv, json or a file name"},
+        {{"bench", "-m", g, "-n", "8", "-o", "/nonexistent/dir/t.csv"}, "-o /nonexistent/dir/t.csv: cannot open"},
         {{"bench", "-m", g, "-n", "8", "--steps", "3"}, "--steps 3 does not divide --gen-length 8"},
         {{"bench", "-m", g, "-n", "8", "--tau", "0.9,nan"}, "--tau must be a finite number"},
         {{"bench", "-m", g, "-n", "8", "--methods", "original,warp"}, "unknown method 'warp'"},
@@ -382,7 +383,10 @@ TEST_CASE("bench: rows carry the documented keys; original is the speed-up basel
                                               "batch",    "tokens_per_s", "speedup", "nfe", "recompute_fraction",
                                               "accuracy"};
     const std::set<std::string> extras = {"tokens_per_s_sd", "tokens_per_s_min", "tokens_per_s_max",
-                                          "non_eos_tokens_per_s", "denoise_s", "cache_bytes", "model", "backend"};
+                                          "non_eos_tokens_per_s", "denoise_s", "cache_bytes", "model", "backend",
+                                          "flops_per_token", "flops_vs_dense", "gflops", "gflops_dense",
+                                          "gflops_cached", "pct_sgemm", "pct_sgemm_dense", "pct_sgemm_cached",
+                                          "sgemm_gflops", "dense_steps", "cached_steps"};
     for (const json& row : rows) {
         std::set<std::string> keys;
         for (auto it = row.begin(); it != row.end(); ++it) keys.insert(it.key());
@@ -396,15 +400,34 @@ TEST_CASE("bench: rows carry the documented keys; original is the speed-up basel
         CHECK(row["tokens_per_s_min"].get<double>() <= row["tokens_per_s"].get<double>());
         CHECK(row["tokens_per_s_max"].get<double>() >= row["tokens_per_s"].get<double>());
         const double speedup = row["speedup"].get<double>();
+        // Roofline: every step is dense or cached; rates are positive; the share is of the same run's sgemm rate.
+        CHECK(row["dense_steps"].get<int>() + row["cached_steps"].get<int>() == row["nfe"].get<int>());
+        CHECK(row["flops_per_token"].get<double>() > 0);
+        CHECK(row["gflops"].get<double>() > 0);
+        CHECK(row["sgemm_gflops"].get<double>() > 0);
+        CHECK(row["pct_sgemm"].get<double>() ==
+              Approx(100.0 * row["gflops"].get<double>() / row["sgemm_gflops"].get<double>()));
         if (row["method"] == "original") {
             CHECK(row["tau"].is_null());
             CHECK(speedup == Approx(1.0));
             CHECK(row["nfe"] == row["steps"]);
             CHECK(row["recompute_fraction"].get<double>() == Approx(1.0));
+            CHECK(row["flops_vs_dense"].get<double>() == Approx(1.0));
+            CHECK(row["cached_steps"] == 0);
+            CHECK(row["gflops_cached"].is_null());
+            CHECK(row["gflops_dense"].get<double>() > 0);
         } else {
             CHECK(row["method"] == "dyllm");
             CHECK(row["tau"].is_number());
             CHECK(speedup > 0);
+            // T_full is 4: the 4-step runs are all dense; a sparse step, when one ran, does less than dense work.
+            if (row["steps"] == 4) CHECK(row["cached_steps"] == 0);
+            if (row["cached_steps"].get<int>() > 0) {
+                CHECK(row["flops_vs_dense"].get<double>() < 1.0);
+                CHECK(row["gflops_cached"].get<double>() > 0);
+            } else {
+                CHECK(row["gflops_cached"].is_null());
+            }
         }
     }
     // Group order: original first, then the dyllm rows of the same step count.
@@ -430,7 +453,24 @@ TEST_CASE("bench: rows carry the documented keys; original is the speed-up basel
     const auto md_lines = nonempty_lines(md.out);
     REQUIRE(md_lines.size() == 4);  // header, separator, original, dyllm
     CHECK(md_lines[0].rfind("| method | tau |", 0) == 0);
+    CHECK(md_lines[0].find("| GFLOP/s | dense / cached GFLOP/s | % sgemm |") != std::string::npos);
     CHECK(md_lines[2].find("| original |") == 0);
+    CHECK(md.err.find("bench: sgemm rate ") != std::string::npos);
+
+    // -o FILE.csv: a tau sweep written as CSV, one row per tau; the markdown table still goes to stdout.
+    const fs::path out_csv = fs::temp_directory_path() / "dyllm_bench_sweep.csv";
+    fs::remove(out_csv);
+    const CliRun sweep = run_cli({"bench", "-m", dir, "-n", "8", "--methods", "dyllm", "--tau", "0.9,0.99,0.999",
+                                  "-r", "1", "-o", out_csv.string(), "--backend", "cpu", "-t", "1"});
+    INFO(sweep.err);
+    REQUIRE(sweep.status == 0);
+    const auto file_lines = nonempty_lines(slurp(out_csv));
+    REQUIRE(file_lines.size() == 4);  // header + one row per tau
+    CHECK(file_lines[0].rfind("method,tau,", 0) == 0);
+    CHECK(file_lines[1].rfind("\"dyllm\",0.9,", 0) == 0);
+    CHECK(file_lines[3].rfind("\"dyllm\",0.999,", 0) == 0);
+    CHECK(nonempty_lines(sweep.out).size() == 5);  // markdown: header, separator, 3 rows
+    fs::remove(out_csv);
 }
 
 TEST_CASE("bench --task: accuracy is reported on the suite's held-out items", "[bench][cli]") {

@@ -1,0 +1,94 @@
+// Per-op statistics over a range of steps (app/model/op_stats.h).
+#include "app/model/op_stats.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <utility>
+
+namespace dyllm::app {
+
+int run_n_embd(const RunHistory& h) {
+    const std::string v = h.env("n_embd");
+    try {
+        return v.empty() ? 0 : std::max(0, std::stoi(v));
+    } catch (...) {
+        return 0;  // a malformed environment value only costs the shapes
+    }
+}
+
+std::vector<OpStat> op_stats(const RunHistory& h, int lo, int hi, bool by_layer) {
+    const int n_embd = run_n_embd(h);
+    lo = std::max(lo, 1), hi = std::min(hi, h.step_count());
+    std::map<std::pair<int, int>, std::vector<double>> durs;  // (name, layer) -> durations
+    std::map<std::pair<int, int>, OpStat>              acc;
+    double                                             all = 0;
+    for (int k = lo; k <= hi; ++k) {
+        const StepData* sd = h.step(k);
+        if (!sd) continue;
+        const auto names = name_ops(sd->ops, n_embd);
+        for (size_t i = 0; i < sd->ops.size(); ++i) {
+            const OpTiming& o   = sd->ops[i];
+            const NamedOp&  nm  = names[i];
+            const auto      key = std::make_pair(int(nm.name), by_layer ? o.layer : -2);
+            OpStat&         s   = acc[key];
+            const double    t   = double(o.dur_ns) * 1e-9;
+            s.name = nm.name, s.layer = key.second;
+            s.flops += o.flops, s.bytes += o.bytes, s.total_s += t;
+            if (nm.is_gemm() && nm.m >= s.m) s.m = nm.m, s.n = nm.n, s.k = nm.k;
+            durs[key].push_back(t);
+            all += t;
+        }
+    }
+    std::vector<OpStat> out;
+    for (auto& [key, s] : acc) {
+        std::vector<double>& d = durs[key];
+        std::sort(d.begin(), d.end());
+        s.count    = int(d.size());
+        s.mean_s   = s.total_s / double(d.size());
+        s.median_s = d.size() % 2 ? d[d.size() / 2] : 0.5 * (d[d.size() / 2 - 1] + d[d.size() / 2]);
+        s.min_s = d.front(), s.max_s = d.back();
+        s.share = all > 0 ? s.total_s / all : 0.0;
+        s.label = op_name_text(s.name);
+        if (s.layer >= 0) s.label += " L" + std::to_string(s.layer);
+        out.push_back(std::move(s));
+    }
+    return out;
+}
+
+void sort_stats(std::vector<OpStat>& v, StatColumn c, bool ascending) {
+    auto key = [c](const OpStat& s) -> double {
+        switch (c) {
+            case StatColumn::Count: return s.count;
+            case StatColumn::Total: return s.total_s;
+            case StatColumn::Mean: return s.mean_s;
+            case StatColumn::Median: return s.median_s;
+            case StatColumn::Min: return s.min_s;
+            case StatColumn::Max: return s.max_s;
+            case StatColumn::Share: return s.share;
+            case StatColumn::GFlops: return s.gflops_per_s();
+            case StatColumn::GBytes: return s.gbytes_per_s();
+            case StatColumn::Label: break;
+        }
+        return 0.0;
+    };
+    std::stable_sort(v.begin(), v.end(), [&](const OpStat& a, const OpStat& b) {
+        if (c == StatColumn::Label) {  // model order (op name, then layer), not alphabetical
+            const auto ka = std::make_pair(int(a.name), a.layer), kb = std::make_pair(int(b.name), b.layer);
+            return ascending ? ka < kb : kb < ka;
+        }
+        return ascending ? key(a) < key(b) : key(b) < key(a);
+    });
+}
+
+bool stat_matches(const OpStat& s, std::string_view filter) {
+    if (filter.empty()) return true;
+    auto lower = [](std::string_view t) {
+        std::string r(t);
+        for (char& ch : r) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+        return r;
+    };
+    return lower(s.label).find(lower(filter)) != std::string::npos;
+}
+
+}  // namespace dyllm::app

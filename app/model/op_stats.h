@@ -1,0 +1,39 @@
+// Per-op statistics of a run for the Time panel's table: count, total, mean, median, min, max, share of the timed
+// total, GFLOP/s and GB/s, grouped by op name (or by op name and layer) over a range of steps, sortable and filterable.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "app/model/op_names.h"
+#include "app/model/run_history.h"
+
+namespace dyllm::app {
+
+struct OpStat {
+    std::string label;        // "q", or "q L3" when grouped by layer
+    OpName      name  = OpName::Other;
+    int         layer = -2;   // -2: every layer; -1: outside the layers
+    int         count = 0;
+    double      total_s = 0, mean_s = 0, median_s = 0, min_s = 0, max_s = 0;
+    double      share = 0;    // of the summed time of every op in the range, 0..1
+    double      flops = 0, bytes = 0;
+    int64_t     m = 0, n = 0, k = 0;  // GEMM shape of the largest call (0: not a GEMM)
+    double gflops_per_s() const { return total_s > 0 ? flops / total_s * 1e-9 : 0.0; }
+    double gbytes_per_s() const { return total_s > 0 ? bytes / total_s * 1e-9 : 0.0; }
+};
+
+// Stats over steps [lo, hi] (clamped to the run), in op-name order (then layer).
+std::vector<OpStat> op_stats(const RunHistory& h, int lo, int hi, bool by_layer);
+
+enum class StatColumn : uint8_t { Label, Count, Total, Mean, Median, Min, Max, Share, GFlops, GBytes };
+void sort_stats(std::vector<OpStat>& v, StatColumn c, bool ascending);
+
+// Case-insensitive substring match of the filter against the label; "" matches everything.
+bool stat_matches(const OpStat& s, std::string_view filter);
+
+// n_embd from the run's environment (RunBegin env "n_embd"); 0 when absent.
+int run_n_embd(const RunHistory& h);
+
+}  // namespace dyllm::app

@@ -1,0 +1,317 @@
+// The profiler side of app/model without a window: the dense/cached roofline split, the sgemm probe through the CPU
+// backend, op names and GEMM shapes from the op stream, per-op statistics, the tau slider scale and the sweep's
+// Pareto front.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <vector>
+
+#include "app/model/axis_ticks.h"
+#include "app/model/layout.h"
+#include "app/model/op_names.h"
+#include "app/model/op_stats.h"
+#include "app/model/roofline.h"
+#include "app/model/tau_scale.h"
+#include "app/model/tau_sweep.h"
+#include "app/model/sgemm_probe.h"
+#include "engine/backend.h"
+
+using namespace dyllm;
+using namespace dyllm::app;
+
+namespace {
+
+StepRecord rec(StepKind k, double flops, double seconds) {
+    StepRecord r;
+    r.kind = k, r.flops = flops, r.seconds = seconds;
+    return r;
+}
+
+// A GEMM op as engine/forward.cpp times it: flops = 2 m n k.
+OpTiming gemm(int layer, OpClass c, int rows, int n, int k, int64_t dur_ns = 1000) {
+    OpTiming o;
+    o.layer = layer, o.op = c, o.rows = rows, o.flops = 2.0 * rows * n * k, o.dur_ns = dur_ns;
+    o.bytes = 4.0 * (double(n) * k + double(rows) * k + double(rows) * n);
+    return o;
+}
+OpTiming plain(int layer, OpClass c, int rows, int64_t dur_ns = 1000) {
+    OpTiming o;
+    o.layer = layer, o.op = c, o.rows = rows, o.dur_ns = dur_ns;
+    return o;
+}
+
+std::vector<OpName> names_of(const std::vector<NamedOp>& v) {
+    std::vector<OpName> r;
+    for (const auto& n : v) r.push_back(n.name);
+    return r;
+}
+
+// n_embd 64, q_dim 64, kv_dim 32 (GQA), n_ff 96, vocab 300.
+constexpr int kD = 64, kKv = 32, kFf = 96, kVocab = 300;
+
+// One dense layer as Forward::layer_dense emits it, then the head.
+std::vector<OpTiming> dense_layer_ops(int l, int rows) {
+    return {plain(l, OpClass::Norm, rows),         gemm(l, OpClass::Qkv, rows, kD, kD),
+            gemm(l, OpClass::Qkv, rows, kKv, kD),  gemm(l, OpClass::Qkv, rows, kKv, kD),
+            plain(l, OpClass::Rope, rows),         plain(l, OpClass::GatherScatter, rows),
+            plain(l, OpClass::GatherScatter, rows), plain(l, OpClass::AttnExact, rows),
+            gemm(l, OpClass::OProj, rows, kD, kD), plain(l, OpClass::Norm, rows),
+            gemm(l, OpClass::Ffn, rows, kFf, kD),  gemm(l, OpClass::Ffn, rows, kFf, kD),
+            plain(l, OpClass::Ffn, rows),          gemm(l, OpClass::Ffn, rows, kD, kFf)};
+}
+
+}  // namespace
+
+TEST_CASE("op names: the model's names and GEMM shapes from the op order", "[app][profile]") {
+    SECTION("dense layers and the head") {
+        std::vector<OpTiming> ops = {plain(-1, OpClass::Embed, 10)};
+        for (int l = 0; l < 2; ++l)
+            for (const auto& o : dense_layer_ops(l, 10)) ops.push_back(o);
+        ops.push_back(gemm(-1, OpClass::LmHead, 4, kVocab, kD));
+        const auto n = name_ops(ops, kD);
+        using N = OpName;
+        const std::vector<OpName> layer = {N::Norm, N::Q, N::K, N::V, N::Rope, N::GatherScatter, N::GatherScatter,
+                                           N::AttnExact, N::O, N::Norm, N::Gate, N::Up, N::SiluMul, N::Down};
+        std::vector<OpName> want = {N::Embed};
+        for (int l = 0; l < 2; ++l) want.insert(want.end(), layer.begin(), layer.end());
+        want.push_back(N::LmHead);
+        CHECK(names_of(n) == want);
+        // Shapes: M = rows; the side that is not n_embd from the FLOPs.
+        CHECK((n[2].m == 10 && n[2].n == kD && n[2].k == kD));      // q
+        CHECK((n[3].n == kKv && n[3].k == kD));                     // k (GQA: narrower)
+        CHECK((n[9].n == kD && n[9].k == kD));                      // o
+        CHECK((n[11].n == kFf && n[11].k == kD));                   // gate
+        CHECK((n[14].n == kD && n[14].k == kFf));                   // down
+        CHECK((n.back().m == 4 && n.back().n == kVocab && n.back().k == kD));
+        CHECK_FALSE(n[5].is_gemm());  // rope
+        CHECK_FALSE(n[13].is_gemm()); // silu_mul
+        // Without n_embd: the names stay, the shapes go.
+        const auto bare = name_ops(ops, 0);
+        CHECK(names_of(bare) == want);
+        CHECK_FALSE(bare[2].is_gemm());
+    }
+    SECTION("dyllm sparse layer: q of the query rows, then k, v of the salient rows") {
+        const std::vector<OpTiming> ops = {plain(0, OpClass::Norm, 4),        gemm(0, OpClass::Qkv, 4, kD, kD),
+                                           plain(0, OpClass::Rope, 4),        plain(0, OpClass::Norm, 2),
+                                           gemm(0, OpClass::Qkv, 2, kKv, kD), gemm(0, OpClass::Qkv, 2, kKv, kD),
+                                           plain(0, OpClass::Rope, 2),        plain(0, OpClass::AttnApprox, 4),
+                                           gemm(0, OpClass::OProj, 4, kD, kD)};
+        const auto n = name_ops(ops, kD);
+        CHECK(n[1].name == OpName::Q);
+        CHECK(n[4].name == OpName::K);
+        CHECK(n[5].name == OpName::V);
+        CHECK(n[4].m == 2);
+        CHECK(n[7].name == OpName::AttnApprox);
+    }
+    SECTION("dLLM-Cache without v: q, k, then a separate v") {
+        const std::vector<OpTiming> ops = {gemm(1, OpClass::Qkv, 4, kD, kD), gemm(1, OpClass::Qkv, 4, kKv, kD),
+                                           plain(1, OpClass::Rope, 4), gemm(1, OpClass::Qkv, 3, kKv, kD)};
+        CHECK(names_of(name_ops(ops, kD)) == std::vector<OpName>{OpName::Q, OpName::K, OpName::Rope, OpName::V});
+    }
+    for (size_t i = 0; i < kOpNames; ++i) CHECK(std::string(op_name_text(OpName(i))) != "?");
+    CHECK(op_name_class(OpName::Down) == OpClass::Ffn);
+    CHECK(op_name_class(OpName::V) == OpClass::Qkv);
+}
+
+TEST_CASE("op stats: count, total, mean, median, min, max, share and rates per op, sortable and filterable",
+          "[app][profile]") {
+    RunHistory h;
+    RunBegin   rb;
+    rb.method = "original", rb.n_layer = 2, rb.n_seq = 1, rb.gen_length = 4, rb.steps = 3;
+    rb.prompt_lengths = {6};
+    rb.env = {{"n_embd", std::to_string(kD)}};
+    h.apply(rb);
+    // Three steps of two dense layers (every op 1 us); the q projection of layer 1 takes 3, 4 and 20 us.
+    const int64_t q1_ns[3] = {3000, 4000, 20000};
+    for (int k = 1; k <= 3; ++k) {
+        StepBegin sb;
+        sb.step = k;
+        h.apply(sb);
+        for (int l = 0; l < 2; ++l)
+            for (OpTiming o : dense_layer_ops(l, 10)) {
+                o.step = k;
+                if (l == 1 && o.op == OpClass::Qkv && o.flops == 2.0 * 10 * kD * kD) o.dur_ns = q1_ns[k - 1];
+                h.apply(o);
+            }
+        StepEnd se;
+        se.step = k, se.wall_ns = 1'000'000;
+        h.apply(se);
+    }
+    REQUIRE(run_n_embd(h) == kD);
+
+    auto find = [](const std::vector<OpStat>& v, const std::string& label) -> const OpStat* {
+        for (const auto& s : v)
+            if (s.label == label) return &s;
+        return nullptr;
+    };
+    const auto by_layer = op_stats(h, 1, 3, true);
+    const OpStat* q1 = find(by_layer, "q L1");
+    REQUIRE(q1);
+    CHECK(q1->count == 3);
+    CHECK(q1->total_s == Approx(27e-6));
+    CHECK(q1->mean_s == Approx(9e-6));
+    CHECK(q1->median_s == Approx(4e-6));
+    CHECK(q1->min_s == Approx(3e-6));
+    CHECK(q1->max_s == Approx(20e-6));
+    CHECK((q1->m == 10 && q1->n == kD && q1->k == kD));
+    // GFLOP/s from the engine's FLOPs over the summed time: 3 x 2*10*64*64 FLOPs in 27 us.
+    CHECK(q1->gflops_per_s() == Approx(3 * 2.0 * 10 * kD * kD / 27e-6 * 1e-9));
+    CHECK(q1->gbytes_per_s() > 0);
+    double share = 0;
+    for (const auto& s : by_layer) share += s.share;
+    CHECK(share == Approx(1.0));
+
+    // Grouped by name: both layers' q (3 x 1 us + 27 us); one step only; a range past the end is clamped.
+    const auto by_name = op_stats(h, 1, 3, false);
+    REQUIRE(find(by_name, "q"));
+    CHECK(find(by_name, "q")->count == 6);
+    CHECK(find(by_name, "q")->total_s == Approx(30e-6));
+    CHECK(find(by_name, "q L1") == nullptr);
+    CHECK(find(op_stats(h, 3, 99, false), "q")->count == 2);
+    CHECK(op_stats(h, 5, 9, false).empty());
+
+    auto sorted = by_name;
+    sort_stats(sorted, StatColumn::Total, false);
+    for (size_t i = 1; i < sorted.size(); ++i) CHECK(sorted[i - 1].total_s >= sorted[i].total_s);
+    CHECK(sorted.front().label == "q");  // the slow layer-1 q dominates
+    sort_stats(sorted, StatColumn::Label, true);
+    CHECK(sorted.front().label == "norm");  // model order: embed is absent, norm is the first op of a layer
+    sort_stats(sorted, StatColumn::Max, true);
+    CHECK(sorted.back().label == "q");
+
+    int shown = 0;
+    for (const auto& s : by_name) shown += stat_matches(s, "ATTN");
+    CHECK(shown == 1);  // attn_exact only
+    CHECK(stat_matches(by_name.front(), ""));
+}
+
+TEST_CASE("roofline: steps split into dense and cached by kind", "[app][profile]") {
+    const std::vector<StepRecord> steps = {rec(StepKind::Full, 8e9, 1.0), rec(StepKind::SparseResponse, 1e9, 0.5),
+                                           rec(StepKind::BlockRefresh, 4e9, 0.5), rec(StepKind::BlockCached, 1e9, 0.25),
+                                           rec(StepKind::CacheRefresh, 2e9, 0.5), rec(StepKind::CachePartial, 1e9, 0.25)};
+    const RooflineSplit sp = split_steps(steps);
+    CHECK(sp.all.steps == 6);
+    CHECK(sp.dense.steps == 3);
+    CHECK(sp.cached.steps == 3);
+    CHECK(sp.dense.flops == 14e9);
+    CHECK(sp.dense.seconds == 2.0);
+    CHECK(sp.dense.gflops_per_s() == Approx(7.0));
+    CHECK(sp.cached.gflops_per_s() == Approx(3.0));
+    CHECK(sp.all.gflops_per_s() == Approx(17.0 / 3.0));
+    CHECK(percent_of(50, 200) == Approx(25.0));
+    CHECK(percent_of(50, 0) == 0.0);  // no peak measured: no share, not inf
+    CHECK(split_steps({}).all.gflops_per_s() == 0.0);
+    CHECK_FALSE(is_dense_step(StepKind::SparseFullQuery));  // every row a query, but K/V and FFN from caches
+}
+
+TEST_CASE("sgemm probe: the model's GEMM shapes, timed through the CPU backend", "[app][profile]") {
+    ModelConfig cfg;
+    cfg.n_embd = 64, cfg.n_head = 4, cfg.n_kv_head = 2, cfg.head_dim = 16, cfg.n_ff = 96;
+    const auto shapes = model_gemm_shapes(cfg, 40);
+    REQUIRE(shapes.size() == 3);
+    CHECK(shapes[0].n == 64);  // q_dim = n_head x head_dim
+    CHECK(shapes[1].n == 96);
+    CHECK(shapes[2].k == 96);
+    CHECK(shapes[1].flops() == 2.0 * 40 * 96 * 64);
+    auto be = make_backend(BackendKind::Cpu, 1);
+    // 1 ms per shape: enough for the >= 3 calls the median needs; the rate's size is the bench's business.
+    const SgemmProbe p = measure_sgemm(*be, shapes, 0.001);
+    REQUIRE(p.shapes.size() == 3);
+    double fl = 0, s = 0;
+    for (const auto& g : p.shapes) {
+        CHECK(g.seconds > 0);
+        CHECK(g.gflops_per_s() > 0);
+        fl += g.shape.flops(), s += g.seconds;
+    }
+    CHECK(p.gflops_per_s == Approx(fl / s * 1e-9));
+    const std::vector<GemmShape> bad = {{"empty", 0, 4, 4}};
+    CHECK_THROWS_WITH(measure_sgemm(*be, bad, 0.001), Catch::Contains("shape 'empty'"));
+}
+
+TEST_CASE("range ticks: a zoomed time ruler", "[app][profile]") {
+    auto same = [](const std::vector<double>& a, const std::vector<double>& b) {
+        if (a.size() != b.size()) return false;
+        for (size_t i = 0; i < a.size(); ++i)
+            if (a[i] != Approx(b[i])) return false;
+        return true;
+    };
+    CHECK(same(range_ticks(0.3, 1.25, 5), {0.4, 0.6, 0.8, 1.0, 1.2}));
+    CHECK(same(range_ticks(0.3, 1.25, 4), {0.5, 1.0}));  // a 0.2375 step rounds up to 0.5
+    CHECK(same(range_ticks(10, 20, 2), {10, 15, 20}));
+    CHECK(range_ticks(1, 1, 4).empty());
+    CHECK(range_ticks(2, 1, 4).empty());
+    for (double t : range_ticks(0.0137, 0.0291, 5)) CHECK((t >= 0.0137 && t <= 0.0291));
+    CHECK(linear_ticks(1.0, 2) == std::vector<double>{0, 0.5, 1.0});  // unchanged by the shared step helper
+}
+
+TEST_CASE("tau slider: log(1 - tau) puts 0.9, 0.99, 0.999 evenly apart", "[app][profile]") {
+    const float u9 = tau_to_slider(0.9f), u99 = tau_to_slider(0.99f), u999 = tau_to_slider(0.999f);
+    // float tau carries ~7 digits: 1 - 0.999f is exact to ~6e-5 relative, far below a pixel of the slider.
+    CHECK(u99 - u9 == Approx(1.0).epsilon(1e-3));
+    CHECK(u999 - u99 == Approx(1.0).epsilon(1e-3));
+    for (float t : {0.9f, 0.95f, 0.98f, 0.99f, 0.995f, 0.9975f, 0.999f, 0.9999f})
+        CHECK(slider_to_tau(tau_to_slider(t)) == Approx(t).epsilon(1e-6));
+    CHECK(tau_to_slider(0.5f) == kTauSliderMin);  // clamped to the slider's range
+    CHECK(tau_to_slider(1.0f) == kTauSliderMax);
+    CHECK(tau_to_slider(NAN) == kTauSliderMax);
+    CHECK(slider_to_tau(99.f) == Approx(0.99999f));
+}
+
+TEST_CASE("tau sweep: reference first, one run per tau, answers scored, Pareto front marked", "[app][profile]") {
+    TauSweep sw;
+    CHECK_FALSE(sw.active());  // nothing runs before begin(): the studio polls every frame
+    CHECK(sw.next() == -1);
+    sw.begin({0.9f, 0.99f, 0.999f});
+    CHECK(sw.runs() == 4);
+    CHECK(sw.active());
+    auto point = [](bool ref, float tau, double ff, std::vector<int32_t> tok, std::string text) {
+        SweepPoint p;
+        p.reference = ref, p.tau = tau, p.flops_fraction = ff, p.tokens = std::move(tok), p.text = std::move(text);
+        return p;
+    };
+    const SweepPoint pts[] = {point(true, NAN, 1.0, {1, 2, 3, 4}, "10"),
+                              point(false, 0.9f, 0.2, {1, 9, 9, 4}, "19"),   // cheapest, half the tokens
+                              point(false, 0.99f, 0.3, {1, 2, 3, 4}, "10"),  // same answer, 30% of the work
+                              point(false, 0.999f, 0.5, {1, 2, 3, 4}, "10")};  // same answer, more work: dominated
+    for (int i = 0; i < 4; ++i) {
+        const int r = sw.next();
+        REQUIRE(r == i);
+        CHECK(sw.next() == -1);  // one run at a time
+        if (i == 0) CHECK(std::isnan(sw.tau_of(r)));
+        else CHECK(sw.tau_of(r) == pts[i].tau);
+        sw.finished(&pts[i]);
+    }
+    CHECK_FALSE(sw.active());
+    CHECK(sw.next() == -1);
+    const auto& p = sw.points();
+    REQUIRE(p.size() == 4);
+    CHECK(p[0].same_answer);
+    CHECK_FALSE(p[1].same_answer);
+    CHECK(p[1].agreement == Approx(0.5));
+    CHECK(p[2].agreement == Approx(1.0));
+    CHECK((!p[0].pareto && p[1].pareto && p[2].pareto && !p[3].pareto));
+
+    // A refused reference ends the sweep (nothing to compare against); a cancelled point is never on the front.
+    sw.begin({0.9f});
+    REQUIRE(sw.next() == 0);
+    sw.finished(nullptr);
+    CHECK_FALSE(sw.active());
+    std::vector<SweepPoint> v = {pts[0], pts[1]};
+    v[1].cancelled = true;
+    score_sweep(v);
+    CHECK(v[0].pareto);
+    CHECK_FALSE(v[1].pareto);
+}
+
+TEST_CASE("layout: the bottom band's splitter share, clamped; the bands still tile the body", "[app][profile]") {
+    const StudioLayout d = compute_layout(1280, 720, false);
+    const StudioLayout t = compute_layout(1280, 720, false, 0.5f);
+    CHECK(t.time.h > d.time.h);
+    CHECK(t.time.y + t.time.h == Approx(t.scrubber.y));
+    CHECK(t.cosine.y + t.cosine.h == Approx(t.time.y));
+    CHECK(t.prompt.h == Approx(t.cosine.h));  // the two upper bands share the rest equally
+    const float body = t.scrubber.y - t.prompt.y;
+    CHECK(t.time.h == Approx(0.5f * body));
+    CHECK(compute_layout(1280, 720, false, 5.f).time.h == Approx(kBottomMax * body));  // clamped
+    CHECK(compute_layout(1280, 720, false, 0.f).time.h == Approx(kBottomMin * body));
+}
