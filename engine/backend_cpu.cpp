@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -127,10 +128,13 @@ public:
                                                   std::to_string(cols) + "]");
         const size_t bytes = size_t(rows) * size_t(cols) * dtype_size(dtype);
         const size_t alloc = std::max<size_t>(64, (bytes + 63) / 64 * 64);  // 64-byte lines, never a null pointer
-        void*        p     = std::aligned_alloc(64, alloc);
+        // Aligned operator new (not aligned_alloc): tensor memory then goes through the C++ allocation functions,
+        // which a test can replace to prove that the step loop allocates none (tests/unit/test_step_allocations.cpp).
+        void* p = ::operator new(alloc, std::align_val_t(64), std::nothrow);
         if (!p) throw BackendError("cpu backend: out of memory allocating " + std::to_string(bytes) + " bytes");
         std::memset(p, 0, alloc);
-        return Tensor(TensorView::matrix(p, dtype, Device::Cpu, rows, cols), std::shared_ptr<void>(p, std::free));
+        return Tensor(TensorView::matrix(p, dtype, Device::Cpu, rows, cols),
+                      std::shared_ptr<void>(p, [](void* q) { ::operator delete(q, std::align_val_t(64)); }));
     }
     void upload(const TensorView& dst, const void* host_src) override {
         DYLLM_ASSERT(dst.device == Device::Cpu && dst.contiguous(), "upload: destination " + shp(dst) +
