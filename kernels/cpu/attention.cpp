@@ -16,11 +16,16 @@ void attention(CMatF q, const int32_t* q_seq, CMatF k, CMatF v, const int32_t* c
     thread_local detail::AttnPlan plan;  // kept between calls (called from the engine's thread)
     detail::plan_attention(plan, q_seq, q.rows, cu_k, n_seq, dims.n_head, R);
     const int D = dims.head_dim;
-    pool.parallel_for(int64_t(plan.tasks.size()), detail::plan_work(plan, cu_k, D), [&, &plan = plan](int64_t ti, int) {
-        thread_local detail::AttnScratch s;  // this pool thread's scratch, kept between calls
+    // One scratch per pool thread, sized here on the calling thread (so a worker's first task never allocates) and
+    // kept between calls: after the first call of the largest shape nothing is allocated.
+    thread_local std::vector<detail::AttnScratch> scratch;
+    if (scratch.size() < size_t(pool.size())) scratch.resize(size_t(pool.size()));
+    for (auto& sc : scratch) sc.size_for(R, plan.max_keys, D, int64_t(detail::kKeyTile) * D);
+    pool.parallel_for(int64_t(plan.tasks.size()), detail::plan_work(plan, cu_k, D),
+                      [&, &plan = plan, sp = scratch.data()](int64_t ti, int thread) {
+        detail::AttnScratch& s = sp[thread];
         const detail::AttnTask& t  = plan.tasks[size_t(ti)];
         const int64_t           k0 = cu_k[t.seq], k1 = cu_k[t.seq + 1], nk = k1 - k0;
-        s.size_for(R, plan.max_keys, D, int64_t(detail::kKeyTile) * D);
         const int32_t* rows = plan.order.data() + t.first;
         detail::softmax_block(q, rows, t.n, t.head, k, k0, k1, dims, s.p.data(), nk, s.l.data(), s.kt.data());
         const int64_t kv_off = int64_t(t.head / (dims.n_head / dims.n_kv_head)) * D;
