@@ -26,10 +26,10 @@ private:
     void (*call_)(const void*, int64_t, int);
 };
 
-// Below this much work (in fp32 element-operations: an FMA or an element of a streaming op counts 1) a split across
-// threads costs more than it saves. Measured with tests/bench/bench_thread_pool.cpp on the shared 2-core AMD EPYC dev
-// machine (AVX-512): a parallel_for hand-off (wake a sleeping worker, run, join) takes 15-40 us, the time of 60-160 k
-// such operations on one core; an op is split only when each thread gets at least that much.
+// Below this much work per thread (in streaming fp32 element-operations) a split costs more than it saves. Measured
+// with tests/bench/bench_thread_pool.cpp on the shared 2-core AMD EPYC dev machine (AVX-512, under load): a hand-off
+// (wake a sleeping worker, run, join) takes about 13 us; an elementwise op over n floats split over 2 threads runs at
+// 0.50x (n = 64 Ki), 0.71x (128 Ki) and 1.53x (256 Ki) of one thread, so each thread needs at least 128 Ki.
 constexpr int64_t kMinSplitWork = 1 << 17;
 
 class ThreadPool {
