@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -34,6 +35,10 @@ using cpu::CMatF;
 using cpu::ConstMat;
 using cpu::ElemType;
 using cpu::MatF;
+
+// A GEMM's FMAs per unit of kMinSplitWork (thread_pool.h: streaming element-operations): single-thread sgemm does
+// about 50 GFMA/s here against about 4 G elements/s for a streaming op (tests/bench/bench_thread_pool.cpp).
+constexpr int64_t kGemmWorkPerOp = 12;
 
 // The views below were validated by the public Backend ops (engine/backend_checks.cpp): host memory, float storage,
 // contiguous columns, rows at a fixed stride. These only turn them into kernels/cpu matrix descriptors.
@@ -106,7 +111,7 @@ F32Out f32_out(const TensorView& v) {
 class CpuBackend final : public Backend {
 public:
     explicit CpuBackend(int n_threads) : n_threads_(n_threads), pool_(n_threads) {
-        cpu::blas_set_threads(n_threads);
+        cpu::blas_set_threads(1);  // every BLAS call runs on the thread that makes it; the pool splits (do_matmul)
         const std::string cfg = cpu::blas_config();  // "OpenBLAS 0.3.21 DYNAMIC_ARCH ..."
         const size_t      sp  = cfg.find(' ', cfg.find(' ') + 1);
         blas_name_            = cfg.substr(0, sp);
@@ -127,10 +132,13 @@ public:
                                                   std::to_string(cols) + "]");
         const size_t bytes = size_t(rows) * size_t(cols) * dtype_size(dtype);
         const size_t alloc = std::max<size_t>(64, (bytes + 63) / 64 * 64);  // 64-byte lines, never a null pointer
-        void*        p     = std::aligned_alloc(64, alloc);
+        // Aligned operator new (not aligned_alloc): tensor memory then goes through the C++ allocation functions,
+        // which a test can replace to prove that the step loop allocates none (tests/unit/test_step_allocations.cpp).
+        void* p = ::operator new(alloc, std::align_val_t(64), std::nothrow);
         if (!p) throw BackendError("cpu backend: out of memory allocating " + std::to_string(bytes) + " bytes");
         std::memset(p, 0, alloc);
-        return Tensor(TensorView::matrix(p, dtype, Device::Cpu, rows, cols), std::shared_ptr<void>(p, std::free));
+        return Tensor(TensorView::matrix(p, dtype, Device::Cpu, rows, cols),
+                      std::shared_ptr<void>(p, [](void* q) { ::operator delete(q, std::align_val_t(64)); }));
     }
     void upload(const TensorView& dst, const void* host_src) override {
         DYLLM_ASSERT(dst.device == Device::Cpu && dst.contiguous(), "upload: destination " + shp(dst) +
@@ -164,7 +172,27 @@ protected:
             bm.rows = 1;
             bm.cols = wm.rows;
         }
-        cpu::matmul(cmat(x), wm, bm, mat(y), pool_);
+        // The engine's pool splits the product by columns of y (rows of W), one single-threaded BLAS call per slice:
+        // OpenBLAS's own threads would spin (sched_yield) after every call, beside the pool's workers, on the same
+        // cores (engine/README.md §t). Each slice packs its own W rows once; x is small next to W on every shape here.
+        const int64_t m     = wm.rows;
+        const int     parts = pool_.split_threads(x.rows() * x.cols() * m / kGemmWorkPerOp);
+        if (parts <= 1) return cpu::matmul(cmat(x), wm, bm, mat(y), pool_);
+        const int64_t step     = ((m + parts - 1) / parts + 63) / 64 * 64;  // whole 64-column panels per slice
+        const int64_t n_slices = (m + step - 1) / step;
+        const MatF    ym       = mat(y);
+        pool_.parallel_for(n_slices, [&](int64_t sl, int) {
+            const int64_t m0 = sl * step, mb = std::min(step, m - m0);
+            ConstMat      ws = wm;
+            ws.data          = wm.row_ptr(m0);
+            ws.rows          = mb;
+            ConstMat bs      = bm;
+            if (bs.data) {
+                bs.data = static_cast<const char*>(bm.data) + m0 * int64_t(cpu::elem_size(bm.type));
+                bs.cols = mb;
+            }
+            cpu::matmul(cmat(x), ws, bs, MatF{ym.data + m0, ym.rows, mb, ym.ld}, pool_);
+        });
     }
 
     void do_rms_norm(const TensorView& x, const TensorView& w, float eps, const TensorView& y) override {

@@ -7,7 +7,8 @@
 
 namespace dyllm {
 
-// n_threads 0 = std::thread::hardware_concurrency(). Also sets OpenBLAS's (process-wide) thread count to n_threads.
+// n_threads 0 = std::thread::hardware_concurrency(). Sets OpenBLAS (process-wide) to one thread: the backend splits
+// GEMMs over its own pool (engine/README.md §t).
 std::unique_ptr<Backend> make_cpu_backend(int n_threads = 0);
 
 }  // namespace dyllm

@@ -59,12 +59,13 @@ TensorView empty_view() { return TensorView{}; }
 
 }  // namespace
 
-Forward::Forward(const ModelConfig& cfg, const ModelWeights& w, Backend& be, EventSink* sink)
-    : cfg_(cfg), w_(w), be_(be), sink_(sink), acc_(size_t(cfg.n_layer)) {}
+Forward::Forward(const ModelConfig& cfg, const ModelWeights& w, Backend& be, EventSink* sink, Workspace* ws)
+    : cfg_(cfg), w_(w), be_(be), sink_(sink), acc_(size_t(cfg.n_layer)), ws_(ws) {}
 
 void Forward::begin_step() {
     acc_.assign(size_t(cfg_.n_layer), LayerAccount{});
     head_flops_ = 0;
+    if (ws_) ws_->reset();
 }
 
 double Forward::flops() const {
@@ -109,12 +110,12 @@ void Forward::cosine(int l, const TensorView& a, const TensorView& b, std::vecto
 }
 
 Tensor Forward::embed(const BatchLayout& lay, const RowSet& q) {
-    Tensor               h = alloc(int64_t(q.size()), cfg_.n_embd);
-    std::vector<int32_t> ids(q.size());
-    for (size_t i = 0; i < q.size(); ++i) ids[i] = lay.tokens[size_t(q.rows[i])];
-    if (!ids.empty()) {
-        ScopedOp s(sink_, step_, -1, OpClass::Embed, 0, double(h.view().bytes()), int32_t(ids.size()));
-        be_.embed(w_.tok_embd, ids, h);
+    Tensor h = alloc(int64_t(q.size()), cfg_.n_embd);
+    ids_.resize(q.size());
+    for (size_t i = 0; i < q.size(); ++i) ids_[i] = lay.tokens[size_t(q.rows[i])];
+    if (!ids_.empty()) {
+        ScopedOp s(sink_, step_, -1, OpClass::Embed, 0, double(h.view().bytes()), int32_t(ids_.size()));
+        be_.embed(w_.tok_embd, ids_, h);
     }
     return h;
 }
@@ -163,8 +164,11 @@ void Forward::attention_approx(int l, const TensorView& q, const RowSet& rows, c
                                const TensorView& c_old, const TensorView& c_new) {
     if (rows.empty()) return;
     // q K^T over every key of the row's sequence, then P dV over its salient keys.
-    const std::vector<int32_t> cu_sal = salient.seq_offsets(lay.n_seq());
-    double                     fl     = 0;
+    std::vector<int32_t>& cu_sal = cu_sal_;  // salient.seq_offsets(), without a fresh vector per call
+    cu_sal.assign(size_t(lay.n_seq()) + 1, 0);
+    for (int32_t s : salient.seq) cu_sal[size_t(s) + 1]++;
+    for (int b = 0; b < lay.n_seq(); ++b) cu_sal[size_t(b) + 1] += cu_sal[size_t(b)];
+    double fl = 0;
     for (int32_t s : rows.seq)
         fl += 2.0 * double(cfg_.q_dim()) * double(lay.seq_len(s) + (cu_sal[size_t(s) + 1] - cu_sal[size_t(s)]));
     ScopedOp sc(sink_, step_, l, OpClass::AttnApprox, fl, 0, int32_t(rows.size()));

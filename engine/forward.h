@@ -9,6 +9,7 @@
 #include "engine/io/checkpoint.h"
 #include "engine/io/config.h"
 #include "engine/engine.h"
+#include "engine/workspace.h"
 #include "instrumentation/events.h"
 
 namespace dyllm {
@@ -63,10 +64,13 @@ struct SaliencyOutcome {
 
 class Forward {
 public:
-    Forward(const ModelConfig& cfg, const ModelWeights& w, Backend& be, EventSink* sink);
+    // ws: where the temporaries come from (one Workspace per run, so a steady run allocates nothing); null = the
+    // backend's own allocations.
+    Forward(const ModelConfig& cfg, const ModelWeights& w, Backend& be, EventSink* sink, Workspace* ws = nullptr);
 
     void set_step(int32_t step) { step_ = step; }
-    void begin_step();                         // resets the accounting
+    void set_sink(EventSink* sink) { sink_ = sink; }
+    void begin_step();                         // resets the accounting (and coalesces the workspace)
     const std::vector<LayerAccount>& accounts() const { return acc_; }
     double flops() const;
 
@@ -93,8 +97,9 @@ public:
 
     // Building blocks for the methods' own layers (engine/methods/): each op timed (ScopedOp) and its FLOPs counted
     // in the layer's account (l = -1: the LM head).
-    Tensor alloc(int64_t rows, int64_t cols) { return be_.alloc(DType::F32, rows, cols); }
-    Tensor alloc_cache(int64_t rows, int64_t cols) { return be_.alloc(be_.cache_dtype(), rows, cols); }
+    // Temporaries (contents undefined until written): from the workspace when there is one.
+    Tensor alloc(int64_t rows, int64_t cols) { return alloc_as(DType::F32, rows, cols); }
+    Tensor alloc_cache(int64_t rows, int64_t cols) { return alloc_as(be_.cache_dtype(), rows, cols); }
     void   norm(int l, const TensorView& x, const TensorView& w, const TensorView& y);
     void   matmul(int l, OpClass op, const TensorView& x, const TensorView& w, const TensorView& b, const TensorView& y);
     // q, k, v projections (+ bias, RoPE at rows' positions) of x: [n, n_embd]; any output may be null.
@@ -113,6 +118,8 @@ public:
     void   scatter(int l, const TensorView& src, const std::vector<int32_t>& idx, const TensorView& dst);
 
 private:
+    Tensor alloc_as(DType t, int64_t rows, int64_t cols) { return ws_ ? ws_->alloc(t, rows, cols) : be_.alloc(t, rows, cols); }
+
     const ModelConfig&  cfg_;
     const ModelWeights& w_;
     Backend&            be_;
@@ -120,6 +127,8 @@ private:
     int32_t             step_ = 0;
     std::vector<LayerAccount> acc_;
     double              head_flops_ = 0;
+    Workspace*          ws_ = nullptr;
+    std::vector<int32_t> ids_, cu_sal_;  // per-call index scratch, kept between steps
 };
 
 }  // namespace dyllm

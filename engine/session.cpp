@@ -47,6 +47,10 @@ struct Session::Impl {
     size_t                  peak_cache_bytes = 0;
     std::unique_ptr<DecodingMethod> method;
     std::unique_ptr<Sampler>        sampler;
+    // One workspace and forward pass per run: the step loop's temporaries come from the workspace, which is sized by
+    // the first step and reused, so a steady run allocates no tensor memory (engine/README.md §w).
+    std::unique_ptr<Workspace>      ws;
+    std::unique_ptr<Forward>        fwd_;
     Session::LogitsObserver logits_observer;
     std::string             label;
 
@@ -153,7 +157,8 @@ struct Session::Impl {
         const StepKind kind = method->step_kind(in);
         const auto     t0   = std::chrono::steady_clock::now();
 
-        Forward fwd(cfg, model.weights(), be(), sink);
+        Forward& fwd = *fwd_;
+        fwd.set_sink(sink);
         fwd.set_step(step);
         fwd.begin_step();
         const RowSet q = method->query_rows(in, kind);
@@ -278,6 +283,9 @@ void Session::start(const std::vector<std::vector<int32_t>>& prompts, const Diff
     I.cancelled.store(false);
     I.method  = make_method(params.method, cfg, params);
     I.sampler = std::make_unique<Sampler>(cfg, params);
+    I.fwd_.reset();
+    I.ws      = std::make_unique<Workspace>(I.be());
+    I.fwd_    = std::make_unique<Forward>(cfg, I.model.weights(), I.be(), I.sink, I.ws.get());
     I.seqs.clear();
     I.live.clear();
     for (size_t i = 0; i < prompts.size(); ++i) {

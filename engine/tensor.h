@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 namespace dyllm {
 
@@ -87,11 +88,39 @@ struct TensorView {
 
 std::string shape_string(const TensorView& v);  // "[rows, cols]"
 
-// A tensor whose memory is owned by a backend (freed when the last copy goes). Views into it stay valid while it lives.
+struct WorkspaceBlock;
+// Called when the last Tensor referring to a workspace block goes (engine/workspace.cpp).
+void workspace_block_release(WorkspaceBlock* b) noexcept;
+// The reference count of a workspace block (engine/workspace.h): Tensors are copied on the engine's one thread.
+int32_t& workspace_block_refs(WorkspaceBlock* b) noexcept;
+
+// A tensor whose memory is owned by a backend (freed when the last copy goes) or lent by a Workspace (handed back to
+// it when the last copy goes; engine/workspace.h). Views into it stay valid while it lives.
 class Tensor {
 public:
     Tensor() = default;
     Tensor(TensorView view, std::shared_ptr<void> owner) : view_(view), owner_(std::move(owner)) {}
+    Tensor(TensorView view, WorkspaceBlock* block) : view_(view), block_(block) { retain(); }
+    Tensor(const Tensor& o) : view_(o.view_), owner_(o.owner_), block_(o.block_) { retain(); }
+    Tensor(Tensor&& o) noexcept : view_(o.view_), owner_(std::move(o.owner_)), block_(o.block_) {
+        o.block_ = nullptr;
+        o.view_  = TensorView{};
+    }
+    Tensor& operator=(const Tensor& o) {
+        if (this != &o) {
+            Tensor t(o);
+            swap(t);
+        }
+        return *this;
+    }
+    Tensor& operator=(Tensor&& o) noexcept {
+        if (this != &o) {
+            Tensor t(std::move(o));
+            swap(t);
+        }
+        return *this;
+    }
+    ~Tensor() { release(); }
 
     const TensorView& view() const { return view_; }
     TensorView&       view() { return view_; }
@@ -105,8 +134,22 @@ public:
     }
 
 private:
+    void swap(Tensor& o) noexcept {
+        std::swap(view_, o.view_);
+        owner_.swap(o.owner_);
+        std::swap(block_, o.block_);
+    }
+    void retain() {
+        if (block_) ++workspace_block_refs(block_);
+    }
+    void release() noexcept {
+        if (block_ && --workspace_block_refs(block_) == 0) workspace_block_release(block_);
+        block_ = nullptr;
+    }
+
     TensorView            view_;
     std::shared_ptr<void> owner_;
+    WorkspaceBlock*       block_ = nullptr;  // set for memory lent by a Workspace
 };
 
 }  // namespace dyllm

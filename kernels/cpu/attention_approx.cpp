@@ -9,23 +9,22 @@
 
 namespace dyllm::cpu {
 
-namespace {
-
-struct Scratch {
-    std::vector<float> p, acc, l, kt;
-};
-
-}  // namespace
-
 void attention_approx(CMatF q, const int32_t* q_seq, CMatF k, CMatF dv, const int32_t* sal_k, const int32_t* cu_sal,
                       const int32_t* cu_k, int n_seq, CMatF c_old, AttnDims dims, MatF c_new, ThreadPool& pool,
                       int row_block) {
     if (q.rows == 0) return;
     const int              R    = row_block > 0 ? row_block : detail::kAttnRowBlock;
-    const detail::AttnPlan plan = detail::plan_attention(q_seq, q.rows, cu_k, n_seq, dims.n_head, R);
-    const int              D    = dims.head_dim;
-    std::vector<Scratch>   scratch(size_t(pool.size()));
-    pool.parallel_for(int64_t(plan.tasks.size()), [&](int64_t ti, int thread) {
+    thread_local detail::AttnPlan plan;  // kept between calls (called from the engine's thread)
+    detail::plan_attention(plan, q_seq, q.rows, cu_k, n_seq, dims.n_head, R);
+    const int D = dims.head_dim;
+    // One scratch per pool thread, sized here on the calling thread (so a worker's first task never allocates) and
+    // kept between calls: after the first call of the largest shape nothing is allocated.
+    thread_local std::vector<detail::AttnScratch> scratch;
+    if (scratch.size() < size_t(pool.size())) scratch.resize(size_t(pool.size()));
+    for (auto& sc : scratch) sc.size_for(R, plan.max_keys, D, int64_t(detail::kKeyTile) * D);
+    pool.parallel_for(int64_t(plan.tasks.size()), detail::plan_work(plan, cu_k, D),
+                      [&, &plan = plan, sp = scratch.data()](int64_t ti, int thread) {
+        detail::AttnScratch& s = sp[thread];
         const detail::AttnTask& t    = plan.tasks[size_t(ti)];
         const int32_t*          rows = plan.order.data() + t.first;
         const int64_t           s0 = cu_sal[t.seq], s1 = cu_sal[t.seq + 1];
@@ -37,12 +36,7 @@ void attention_approx(CMatF q, const int32_t* q_seq, CMatF k, CMatF dv, const in
             }
             return;
         }
-        Scratch&      s  = scratch[size_t(thread)];
         const int64_t k0 = cu_k[t.seq], k1 = cu_k[t.seq + 1], nk = k1 - k0;
-        s.p.resize(size_t(R * std::max<int64_t>(plan.max_keys, 1)));
-        s.acc.resize(size_t(R * D));
-        s.l.resize(size_t(R));
-        s.kt.resize(size_t(detail::kKeyTile * D));
         detail::softmax_block(q, rows, t.n, t.head, k, k0, k1, dims, s.p.data(), nk, s.l.data(), s.kt.data());
         const int64_t kv_off = int64_t(t.head / (dims.n_head / dims.n_kv_head)) * D;
         detail::pv_block(s.p.data(), nk, t.n, s1 - s0, sal_k + s0, k0, dv, s0, kv_off, D, s.acc.data());

@@ -15,16 +15,17 @@ namespace dyllm::cpu::detail {
 using simd::V16;
 
 
-AttnPlan plan_attention(const int32_t* q_seq, int64_t nq, const int32_t* cu_k, int n_seq, int n_head,
-                        int row_block) {
-    AttnPlan             plan;
-    std::vector<int64_t> start(size_t(n_seq) + 1, 0);
+void plan_attention(AttnPlan& plan, const int32_t* q_seq, int64_t nq, const int32_t* cu_k, int n_seq, int n_head,
+                    int row_block) {
+    plan.start.assign(size_t(n_seq) + 1, 0);
+    std::vector<int64_t>& start = plan.start;
     for (int64_t i = 0; i < nq; ++i) ++start[size_t(q_seq[i]) + 1];
     for (int b = 0; b < n_seq; ++b) start[size_t(b) + 1] += start[size_t(b)];
     plan.order.resize(size_t(nq));
-    std::vector<int64_t> fill(start.begin(), start.end() - 1);
-    for (int64_t i = 0; i < nq; ++i) plan.order[size_t(fill[size_t(q_seq[i])]++)] = int32_t(i);
+    plan.fill.assign(start.begin(), start.end() - 1);
+    for (int64_t i = 0; i < nq; ++i) plan.order[size_t(plan.fill[size_t(q_seq[i])]++)] = int32_t(i);
     plan.max_keys = 0;
+    plan.tasks.clear();
     for (int b = 0; b < n_seq; ++b) {
         const int64_t n_rows = start[size_t(b) + 1] - start[size_t(b)];
         if (n_rows == 0) continue;
@@ -33,7 +34,20 @@ AttnPlan plan_attention(const int32_t* q_seq, int64_t nq, const int32_t* cu_k, i
             for (int64_t r = 0; r < n_rows; r += row_block)
                 plan.tasks.push_back({b, h, start[size_t(b)] + r, int32_t(std::min<int64_t>(row_block, n_rows - r))});
     }
-    return plan;
+}
+
+int64_t plan_work(const AttnPlan& plan, const int32_t* cu_k, int head_dim) {
+    int64_t w = 0;
+    for (const AttnTask& t : plan.tasks) w += 2 * int64_t(t.n) * (cu_k[t.seq + 1] - cu_k[t.seq]) * head_dim;
+    return w;
+}
+
+void AttnScratch::size_for(int row_block, int64_t max_keys, int head_dim, int64_t kt_floats) {
+    // resize() only allocates when a shape grows.
+    p.resize(size_t(int64_t(row_block) * std::max<int64_t>(max_keys, 1)));
+    acc.resize(size_t(row_block * head_dim));
+    l.resize(size_t(row_block));
+    kt.resize(size_t(kt_floats));
 }
 
 DYLLM_CPU_CLONES void softmax_block(CMatF q, const int32_t* rows, int n, int h, CMatF k, int64_t k0, int64_t k1,

@@ -24,10 +24,21 @@ struct AttnPlan {
     std::vector<int32_t>  order;     // query row indices, grouped by sequence (stable)
     std::vector<AttnTask> tasks;     // ordered (seq, head, block) so neighbouring tasks share one head's K and V
     int64_t               max_keys;  // longest key range of a sequence that has queries
+    std::vector<int64_t>  start, fill;  // planning scratch
 };
 
-AttnPlan plan_attention(const int32_t* q_seq, int64_t nq, const int32_t* cu_k, int n_seq, int n_head,
-                        int row_block = kAttnRowBlock);
+// Fills `plan` (its vectors keep their capacity between calls, so a steady run allocates nothing).
+void plan_attention(AttnPlan& plan, const int32_t* q_seq, int64_t nq, const int32_t* cu_k, int n_seq, int n_head,
+                    int row_block = kAttnRowBlock);
+
+// Work of the plan's tasks (kMinSplitWork's unit): scores and P x V, 2 n_rows n_keys head_dim per task.
+int64_t plan_work(const AttnPlan& plan, const int32_t* cu_k, int head_dim);
+
+// Per-thread scratch of the attention kernels, kept between calls (thread_local in the kernels).
+struct AttnScratch {
+    std::vector<float> p, acc, l, kt;
+    void               size_for(int row_block, int64_t max_keys, int head_dim, int64_t kt_floats);
+};
 
 // Unnormalised softmax of one block: for the n query rows rows[0..n) at head h and the keys [k0, k1) of their
 // sequence, p[r * ld_p + (j - k0)] = exp(s_rj - m_r) with s_rj = q[rows[r], h] . k[j, g] / sqrt(D), and

@@ -48,10 +48,13 @@ void score_row(const float* r, int64_t n_vocab, const uint8_t* ban, ScoreRule ru
 void score_logits(CMatF logits, ScoreRule rule, const int32_t* banned, int64_t n_banned, int32_t* tokens,
                   float* scores, ThreadPool& pool) {
     if (logits.rows == 0) return;
-    std::vector<uint8_t> ban(size_t(logits.cols), 0);
+    thread_local std::vector<uint8_t> ban;  // kept between calls: no allocation per step
+    ban.assign(size_t(logits.cols), 0);
     for (int64_t t = 0; t < n_banned; ++t) ban[size_t(banned[t])] = 1;
-    pool.parallel_for(logits.rows, [&](int64_t i, int) {
-        score_row(logits.row(i), logits.cols, ban.data(), rule, tokens[i], scores[i]);
+    const uint8_t* ban_p = ban.data();  // the lambda runs on pool threads: never name the thread_local inside it
+    // About 4 element-operations per logit (max, exp, sum, the score term).
+    pool.parallel_for(logits.rows, 4 * logits.rows * logits.cols, [&](int64_t i, int) {
+        score_row(logits.row(i), logits.cols, ban_p, rule, tokens[i], scores[i]);
     });
 }
 

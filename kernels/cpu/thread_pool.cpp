@@ -67,17 +67,19 @@ void ThreadPool::worker_loop(int thread) {
     }
 }
 
-void ThreadPool::parallel_for(int64_t n_tasks, const std::function<void(int64_t, int)>& fn) {
+void ThreadPool::run_inline(int64_t n_tasks, TaskFn fn) {
+    const bool outer  = t_in_pool_task;
+    const int  thread = outer ? t_thread_index : 0;
+    t_in_pool_task    = true;
+    for (int64_t t = 0; t < n_tasks; ++t) fn(t, thread);
+    t_in_pool_task = outer;
+}
+
+void ThreadPool::parallel_for(int64_t n_tasks, TaskFn fn) {
     if (n_tasks <= 0) return;
-    if (n_threads_ == 1 || n_tasks == 1 || t_in_pool_task) {
-        // Inline: a single thread, a single task, or a nested call (the pool is busy with the outer job).
-        const bool outer  = t_in_pool_task;
-        const int  thread = outer ? t_thread_index : 0;
-        t_in_pool_task    = true;
-        for (int64_t t = 0; t < n_tasks; ++t) fn(t, thread);
-        t_in_pool_task = outer;
-        return;
-    }
+    // Inline: a single thread (no hand-off at all), a single task, or a nested call (the pool is busy with the outer
+    // job).
+    if (n_threads_ == 1 || n_tasks == 1 || t_in_pool_task) return run_inline(n_tasks, fn);
     std::lock_guard<std::mutex> call_lk(call_mu_);  // one outside caller at a time
     {
         std::lock_guard<std::mutex> lk(mu_);

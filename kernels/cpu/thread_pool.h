@@ -4,12 +4,33 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace dyllm::cpu {
+
+// A non-owning reference to a callable void(int64_t task, int thread). std::function would allocate on the heap for
+// every capture larger than two pointers, i.e. on every kernel call of the step loop.
+class TaskFn {
+public:
+    template <class F>
+        requires(!std::is_same_v<std::decay_t<F>, TaskFn>)
+    TaskFn(const F& f)  // NOLINT: implicit, like std::function
+        : obj_(&f), call_([](const void* o, int64_t t, int th) { (*static_cast<const F*>(o))(t, th); }) {}
+    void operator()(int64_t task, int thread) const { call_(obj_, task, thread); }
+
+private:
+    const void* obj_;
+    void (*call_)(const void*, int64_t, int);
+};
+
+// Below this much work per thread (in streaming fp32 element-operations) a split costs more than it saves. Measured
+// with tests/bench/bench_thread_pool.cpp on the shared 2-core AMD EPYC dev machine (AVX-512, under load): a hand-off
+// (wake a sleeping worker, run, join) takes about 13 us; an elementwise op over n floats split over 2 threads runs at
+// 0.50x (n = 64 Ki), 0.71x (128 Ki) and 1.53x (256 Ki) of one thread, so each thread needs at least 128 Ki.
+constexpr int64_t kMinSplitWork = 1 << 17;
 
 class ThreadPool {
 public:
@@ -26,12 +47,26 @@ public:
     // and is unique among concurrently running calls, so it can index per-thread scratch buffers. Tasks are handed out
     // dynamically (an atomic counter). A call from inside a task runs its tasks inline on that thread (with that
     // thread's index); calls from different outside threads are serialised. fn must not throw (kernels never do).
-    void parallel_for(int64_t n_tasks, const std::function<void(int64_t task, int thread)>& fn);
+    void parallel_for(int64_t n_tasks, TaskFn fn);
+
+    // The same, but run inline (no hand-off) when `work` (kMinSplitWork's unit, all tasks together) is too small to
+    // give every thread kMinSplitWork.
+    void parallel_for(int64_t n_tasks, int64_t work, TaskFn fn) {
+        if (work < kMinSplitWork * n_threads_) return run_inline(n_tasks, fn);
+        parallel_for(n_tasks, fn);
+    }
+
+    // Threads an op of `work` is worth splitting over (1 = run it inline).
+    int split_threads(int64_t work) const {
+        const int64_t t = work / kMinSplitWork;
+        return t >= n_threads_ ? n_threads_ : (t < 1 ? 1 : int(t));
+    }
 
 private:
     void worker_loop(int thread);
     void stop_and_join();
     void run_tasks(int thread);
+    void run_inline(int64_t n_tasks, TaskFn fn);
 
     int                      n_threads_;
     std::vector<std::thread> workers_;
@@ -43,7 +78,7 @@ private:
     bool                     stop_       = false;
     int                      busy_       = 0;  // workers still inside the current generation
     // The current job.
-    const std::function<void(int64_t, int)>* fn_ = nullptr;
+    const TaskFn*                            fn_ = nullptr;
     int64_t                                  n_tasks_ = 0;
     std::atomic<int64_t>                     next_{0};
 };

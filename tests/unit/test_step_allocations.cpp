@@ -1,0 +1,124 @@
+// A steady run allocates no tensor memory: every C++ allocation function is replaced here by a counting one, and a
+// DyLLM and a Fast-dLLM dual-cache run on a generated checkpoint are stepped; from step 3 on (the workspace is sized
+// by step 1 and coalesced before step 2) the CPU backend must allocate nothing and the heap must not grow.
+#include <catch2/catch.hpp>
+
+#include <malloc.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+
+#include "engine/engine.h"
+#include "support/tiny_models.h"
+
+namespace {
+
+// Counters of every allocation made through operator new while `counting` is set (any thread).
+std::atomic<bool>    counting{false};
+std::atomic<int64_t> n_allocs{0}, n_bytes{0}, n_tensor_allocs{0}, max_alloc{0};
+
+void* counted(std::size_t n, std::size_t align) {
+    if (counting.load(std::memory_order_relaxed)) {
+        n_allocs.fetch_add(1, std::memory_order_relaxed);
+        n_bytes.fetch_add(int64_t(n), std::memory_order_relaxed);
+        // The CPU backend allocates tensor memory, and only that, with 64-byte aligned new (engine/backend_cpu.cpp).
+        if (align >= 64) n_tensor_allocs.fetch_add(1, std::memory_order_relaxed);
+        int64_t m = max_alloc.load(std::memory_order_relaxed);
+        while (int64_t(n) > m && !max_alloc.compare_exchange_weak(m, int64_t(n))) {
+        }
+    }
+    void* p = align > alignof(std::max_align_t) ? std::aligned_alloc(align, (n + align - 1) / align * align)
+                                                : std::malloc(n ? n : 1);
+    return p;
+}
+
+}  // namespace
+
+void* operator new(std::size_t n) {
+    if (void* p = counted(n, 0)) return p;
+    throw std::bad_alloc();
+}
+void* operator new[](std::size_t n) { return operator new(n); }
+void* operator new(std::size_t n, std::align_val_t a) {
+    if (void* p = counted(n, std::size_t(a))) return p;
+    throw std::bad_alloc();
+}
+void* operator new[](std::size_t n, std::align_val_t a) { return operator new(n, a); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return counted(n, 0); }
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return counted(n, 0); }
+void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept { return counted(n, std::size_t(a)); }
+void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+    return counted(n, std::size_t(a));
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+
+using namespace dyllm;
+
+namespace {
+
+struct Counts {
+    int64_t allocs = 0, bytes = 0, tensor_allocs = 0, max_alloc = 0, steps = 0;
+    size_t  heap_growth = 0;  // bytes the malloc heap (main arena + mmapped chunks) grew by
+};
+
+// Steps the run to the end; counts the allocations of steps 3..N.
+Counts steady_allocations(const Model& m, const std::vector<int32_t>& prompt, const DiffusionParams& p) {
+    Session s(m);
+    s.start({prompt}, p);
+    // The hook sees the backend's tensor memory: the first step sizes the workspace, from the backend.
+    n_tensor_allocs = 0;
+    counting        = true;
+    REQUIRE(s.step());
+    counting = false;
+    CHECK(n_tensor_allocs > 0);
+    REQUIRE(s.step());
+    const struct mallinfo2 before = mallinfo2();
+    n_allocs = 0, n_bytes = 0, n_tensor_allocs = 0, max_alloc = 0;
+    counting = true;
+    Counts c;
+    while (s.step()) ++c.steps;
+    ++c.steps;  // the last step() ran a step and returned false
+    counting = false;
+    const struct mallinfo2 after = mallinfo2();
+    c.allocs = n_allocs, c.bytes = n_bytes, c.tensor_allocs = n_tensor_allocs, c.max_alloc = max_alloc;
+    const size_t heap_before = before.arena + before.hblkhd, heap_after = after.arena + after.hblkhd;
+    c.heap_growth = heap_after > heap_before ? heap_after - heap_before : 0;
+    std::printf("%s: steps 3..%d: %lld allocations, %lld bytes (largest %lld), %lld tensor allocations, heap +%zu\n",
+                method_name(p.method), int(c.steps + 2), (long long)c.allocs, (long long)c.bytes,
+                (long long)c.max_alloc, (long long)c.tensor_allocs, c.heap_growth);
+    return c;
+}
+
+}  // namespace
+
+TEST_CASE("a steady DyLLM / fast-dual run allocates no tensor memory", "[engine][alloc]") {
+    const ModelConfig cfg    = test::tiny_config(Family::LLaDA);
+    auto              m      = Model::load(test::make_tiny_checkpoint(Family::LLaDA).string(), BackendKind::Cpu, 2);
+    const auto        prompt = test::random_prompt(cfg, 24, 5);
+    for (Method method : {Method::DyLLM, Method::FastDual}) {
+        DiffusionParams p;
+        p.method       = method;
+        p.gen_length   = 32;
+        p.steps        = 32;
+        p.block_length = 8;
+        p.ignore_eos   = true;
+        p.tau          = 0.9f;  // a few salient rows per layer: sparse steps of every kind
+        const Counts c = steady_allocations(*m, prompt, p);
+        CHECK(c.steps == 30);
+        CHECK(c.tensor_allocs == 0);
+        CHECK(c.heap_growth == 0);
+    }
+}
