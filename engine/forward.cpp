@@ -37,7 +37,7 @@ RowSet response_rows(const BatchLayout& lay, bool with_last_prompt_row) {
 size_t cache_bytes(const std::vector<LayerCache>& caches) {
     size_t n = 0;
     for (const auto& c : caches)
-        for (const Tensor* t : {&c.k, &c.v, &c.ctx, &c.ffn, &c.attn_out}) n += t->view().data ? t->view().bytes() : 0;
+        for (const Tensor* t : c.tensors()) n += t->view().data ? t->view().bytes() : 0;
     return n;
 }
 
@@ -149,12 +149,34 @@ void Forward::ffn(int l, const TensorView& x, const TensorView& out) {
 
 // Exact attention of query rows (q: [rows.size(), q_dim]) against every key of their sequences in c.k / c.v.
 void Forward::attention(int l, const TensorView& q, const RowSet& rows, const LayerCache& c, const BatchLayout& lay,
-                        const TensorView& out) {
+                        const TensorView& out, LayerCache* keep_lse) {
     if (rows.empty()) return;
     double fl = 0;
     for (int32_t s : rows.seq) fl += 4.0 * double(lay.seq_len(s)) * double(cfg_.q_dim());
-    ScopedOp s(sink_, step_, l, OpClass::AttnExact, fl, 0, int32_t(rows.size()));
-    be_.attention(q, rows.seq, c.k, c.v, lay.cu, AttentionShape{cfg_.n_head, cfg_.n_kv_head, cfg_.head_dim}, out);
+    const bool lse = keep_lse && !keep_lse->lse.view().empty();
+    Tensor     lse_rows = lse ? alloc(int64_t(rows.size()), cfg_.n_head) : Tensor{};
+    {
+        ScopedOp s(sink_, step_, l, OpClass::AttnExact, fl, 0, int32_t(rows.size()));
+        be_.attention(q, rows.seq, c.k, c.v, lay.cu, AttentionShape{cfg_.n_head, cfg_.n_kv_head, cfg_.head_dim}, out,
+                      lse ? lse_rows.view() : TensorView{});
+    }
+    if (lse) scatter(l, lse_rows, rows.rows, keep_lse->lse);
+    acc_[size_t(l)].flops += fl;
+}
+
+void Forward::attention_cols(int l, const TensorView& q, const RowSet& rows, const LayerCache& c, const TensorView& dv,
+                             const RowSet& salient, const BatchLayout& lay, const TensorView& c_old,
+                             const TensorView& c_new) {
+    if (rows.empty()) return;
+    // q k_j^T and p_j dV_j over the salient keys of the row's sequence only, plus the rows' cached log-sum-exp.
+    const std::vector<int32_t> cu_sal = salient.seq_offsets(lay.n_seq());
+    double                     fl     = 0;
+    for (int32_t s : rows.seq) fl += 4.0 * double(cfg_.q_dim()) * double(cu_sal[size_t(s) + 1] - cu_sal[size_t(s)]);
+    Tensor lse = alloc(int64_t(rows.size()), cfg_.n_head);
+    gather(l, c.lse, rows.rows, lse);
+    ScopedOp sc(sink_, step_, l, OpClass::AttnApprox, fl, 0, int32_t(rows.size()));
+    be_.attention_cols(q, rows.seq, c.k, dv, salient.rows, cu_sal, lay.cu, lse, c_old,
+                       AttentionShape{cfg_.n_head, cfg_.n_kv_head, cfg_.head_dim}, c_new);
     acc_[size_t(l)].flops += fl;
 }
 
@@ -189,7 +211,7 @@ void Forward::layer_dense(int l, Tensor& h, const BatchLayout& lay, const RowSet
     scatter(l, V, q.rows, c.v);
 
     Tensor ctx = alloc(n, cfg_.q_dim());
-    attention(l, Q, q, c, lay, ctx);
+    attention(l, Q, q, c, lay, ctx, &c);
 
     if (measure) {
         Tensor old = alloc(n, cfg_.q_dim());

@@ -16,7 +16,7 @@ StepKind dyllm_step_kind(int step, int full_steps, int fullq_every) {
 }
 
 void dyllm_sparse_layer(Forward& fwd, int l, Tensor& h, const BatchLayout& lay, const RowSet& q, const RowSet& s_prev,
-                        LayerCache& c, float tau, bool approx, SaliencyOutcome& out) {
+                        LayerCache& c, float tau, StableUpdate update, SaliencyOutcome& out) {
     const ModelConfig&  cfg = fwd.config();
     const LayerWeights& L  = fwd.weights().layers[size_t(l)];
     const int64_t       n  = int64_t(q.size());
@@ -52,16 +52,17 @@ void dyllm_sparse_layer(Forward& fwd, int l, Tensor& h, const BatchLayout& lay, 
     Tensor c_old = fwd.alloc(n, cfg.q_dim());
     fwd.gather(l, c.ctx, q.rows, c_old);
     Tensor c_new = fwd.alloc(n, cfg.q_dim());
-    if (approx) {
-        fwd.attention_approx(l, Q, q, c, dv, s_prev, lay, c_old, c_new);
+    if (update != StableUpdate::Exact) {
+        if (update == StableUpdate::Columns) fwd.attention_cols(l, Q, q, c, dv, s_prev, lay, c_old, c_new);
+        else fwd.attention_approx(l, Q, q, c, dv, s_prev, lay, c_old, c_new);
         Tensor qs = fwd.alloc(ns, cfg.q_dim()), o_sal = fwd.alloc(ns, cfg.q_dim());
         fwd.gather(l, Q, idx_s, qs);
-        fwd.attention(l, qs, s_prev, c, lay, o_sal);
+        fwd.attention(l, qs, s_prev, c, lay, o_sal, &c);
         fwd.scatter(l, o_sal, idx_s, c_new);
         A.attn_exact_rows += int32_t(ns);
         A.attn_approx_rows += int32_t(n - ns);
     } else {
-        fwd.attention(l, Q, q, c, lay, c_new);
+        fwd.attention(l, Q, q, c, lay, c_new, &c);
         A.attn_exact_rows += int32_t(n);
     }
 
@@ -95,7 +96,7 @@ class DyllmMethod final : public DecodingMethod {
 public:
     using DecodingMethod::DecodingMethod;
 
-    CacheNeeds caches() const override { return {.ctx = true, .ffn = true}; }
+    CacheNeeds caches() const override { return {.ctx = true, .ffn = true, .lse = p_.approx && p_.approx_columns}; }
 
     StepKind step_kind(const StepInput& in) const override {
         return dyllm_step_kind(in.step, p_.full_steps, p_.fullq_every);
@@ -120,9 +121,14 @@ public:
         }
         Tensor h = fwd.embed(lay, q);
         RowSet s = salient_seed(in);
+        // The drift guard: a refresh step serves every row exactly, so drifted contexts are replaced (and re-tested).
+        const bool         refresh = p_.exact_refresh > 0 && in.step % p_.exact_refresh == 0;
+        const StableUpdate update  = !p_.approx || refresh ? StableUpdate::Exact
+                                     : p_.approx_columns   ? StableUpdate::Columns
+                                                           : StableUpdate::FullSoftmax;
         for (int l = 0; l < cfg_.n_layer; ++l) {
             SaliencyOutcome o;
-            dyllm_sparse_layer(fwd, l, h, lay, q, s, caches[size_t(l)], in.tau, p_.approx, o);
+            dyllm_sparse_layer(fwd, l, h, lay, q, s, caches[size_t(l)], in.tau, update, o);
             report(l, o);
             s = std::move(o.salient);
         }

@@ -3,6 +3,7 @@
 #include "kernels/cpu/attention.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "kernels/cpu/attention_tiles.h"
@@ -12,13 +13,13 @@ namespace dyllm::cpu {
 namespace {
 
 struct Scratch {
-    std::vector<float> p, acc, l, kt;
+    std::vector<float> p, acc, l, kt, m;
 };
 
 }  // namespace
 
 void attention(CMatF q, const int32_t* q_seq, CMatF k, CMatF v, const int32_t* cu_k, int n_seq, AttnDims dims,
-               MatF out, ThreadPool& pool, int row_block) {
+               MatF out, ThreadPool& pool, int row_block, MatF lse) {
     if (q.rows == 0) return;
     const int              R    = row_block > 0 ? row_block : detail::kAttnRowBlock;
     const detail::AttnPlan plan = detail::plan_attention(q_seq, q.rows, cu_k, n_seq, dims.n_head, R);
@@ -32,8 +33,13 @@ void attention(CMatF q, const int32_t* q_seq, CMatF k, CMatF v, const int32_t* c
         s.acc.resize(size_t(R * D));
         s.l.resize(size_t(R));
         s.kt.resize(size_t(detail::kKeyTile * D));
+        s.m.resize(size_t(R));
         const int32_t* rows = plan.order.data() + t.first;
-        detail::softmax_block(q, rows, t.n, t.head, k, k0, k1, dims, s.p.data(), nk, s.l.data(), s.kt.data());
+        detail::softmax_block(q, rows, t.n, t.head, k, k0, k1, dims, s.p.data(), nk, s.l.data(), s.kt.data(),
+                              s.m.data());
+        if (lse.data)
+            for (int r = 0; r < t.n; ++r)
+                lse.row(rows[r])[t.head] = s.l[size_t(r)] > 0.0f ? s.m[size_t(r)] + std::log(s.l[size_t(r)]) : -INFINITY;
         const int64_t kv_off = int64_t(t.head / (dims.n_head / dims.n_kv_head)) * D;
         detail::pv_block(s.p.data(), nk, t.n, nk, nullptr, 0, v, k0, kv_off, D, s.acc.data());
         for (int r = 0; r < t.n; ++r) {

@@ -37,7 +37,7 @@ AttnPlan plan_attention(const int32_t* q_seq, int64_t nq, const int32_t* cu_k, i
 }
 
 DYLLM_CPU_CLONES void softmax_block(CMatF q, const int32_t* rows, int n, int h, CMatF k, int64_t k0, int64_t k1,
-                                    AttnDims dims, float* p, int64_t ld_p, float* l, float* kt) {
+                                    AttnDims dims, float* p, int64_t ld_p, float* l, float* kt, float* m_out) {
     constexpr int KT     = kKeyTile;
     const int     D      = dims.head_dim;
     const int64_t kv_off = int64_t(h / (dims.n_head / dims.n_kv_head)) * D;
@@ -111,6 +111,7 @@ DYLLM_CPU_CLONES void softmax_block(CMatF q, const int32_t* rows, int n, int h, 
         for (int t = 0; t < 16; ++t) sum += sv[t];
         for (; j < nk; ++j) sum += (pr[j] = expf(pr[j] - m));
         l[r] = sum;
+        if (m_out) m_out[r] = m;
     }
 }
 

@@ -32,9 +32,9 @@ AttnPlan plan_attention(const int32_t* q_seq, int64_t nq, const int32_t* cu_k, i
 // Unnormalised softmax of one block: for the n query rows rows[0..n) at head h and the keys [k0, k1) of their
 // sequence, p[r * ld_p + (j - k0)] = exp(s_rj - m_r) with s_rj = q[rows[r], h] . k[j, g] / sqrt(D), and
 // l[r] = sum_j p[r, j] (fp32). g = h / (n_head / n_kv_head).
-// kt: scratch of kKeyTile * head_dim floats (a transposed tile of keys).
+// kt: scratch of kKeyTile * head_dim floats (a transposed tile of keys). m (optional): the row maxima m_r.
 void softmax_block(CMatF q, const int32_t* rows, int n, int h, CMatF k, int64_t k0, int64_t k1, AttnDims dims,
-                   float* p, int64_t ld_p, float* l, float* kt);
+                   float* p, int64_t ld_p, float* l, float* kt, float* m = nullptr);
 
 // Keys per score tile: the tile is transposed to [head_dim, 16] so each query element broadcasts against 16 keys
 // (one AVX-512 register), with no horizontal reductions.

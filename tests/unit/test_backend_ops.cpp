@@ -33,6 +33,7 @@
 #include "kernels/cpu/mat.h"
 #include "kernels/cpu/ref/attention.h"
 #include "kernels/cpu/ref/attention_approx.h"
+#include "kernels/cpu/ref/attention_cols.h"
 #include "kernels/cpu/ref/cosine.h"
 #include "kernels/cpu/ref/elementwise.h"
 #include "kernels/cpu/ref/embed.h"
@@ -636,13 +637,74 @@ inline bool run_attention(Backend& be, const OpBackend& ob, const AttnCase& a) {
     const auto    qv = values(size_t(nq * qd), 20), kv = values(size_t(nk * kvd), 21, a.kv),
                vv = values(size_t(nk * kvd), 22, a.kv);
     Tensor q = put(be, DType::F32, nq, qd, qv), k = put(be, a.kv, nk, kvd, kv), v = put(be, a.kv, nk, kvd, vv);
-    Tensor out = be.alloc(DType::F32, nq, qd);
-    be.attention(q, q_seq, k, v, cu_k, AttentionShape{a.n_head, a.n_kv_head, a.head_dim}, out);
-    std::vector<float> ref(size_t(nq * qd));
+    Tensor out = be.alloc(DType::F32, nq, qd), lse = be.alloc(DType::F32, nq, a.n_head);
+    be.attention(q, q_seq, k, v, cu_k, AttentionShape{a.n_head, a.n_kv_head, a.head_dim}, out, lse);
+    std::vector<float> ref(size_t(nq * qd)), ref_lse(size_t(nq * a.n_head));
     cpu::ref::attention(cm(qv, nq, qd), q_seq.data(), cm(kv, nk, kvd), cm(vv, nk, kvd), cu_k.data(),
-                        cpu::AttnDims{a.n_head, a.n_kv_head, a.head_dim}, mm(ref, nq, qd));
+                        cpu::AttnDims{a.n_head, a.n_kv_head, a.head_dim}, mm(ref, nq, qd), mm(ref_lse, nq, a.n_head));
     const double tol = attn_tol(a, nk, 1.0) + 1e-7;
-    return close(case_name("attention", ob, attn_name(a)), get(be, out), ref, [&](size_t) { return tol; });
+    bool ok = close(case_name("attention", ob, attn_name(a)), get(be, out), ref, [&](size_t) { return tol; });
+    // lse = max + log(sum): the scores' error plus the normaliser's relative error, both inside attn_tol's bound for
+    // unit values; -inf (a sequence without keys) must match exactly.
+    const auto got_lse = get(be, lse);
+    for (size_t e = 0; e < ref_lse.size(); ++e)
+        if (std::isinf(ref_lse[e]) != std::isinf(got_lse[e])) ok = false;
+    std::vector<float> fin_ref(ref_lse), fin_got(got_lse);
+    for (size_t e = 0; e < ref_lse.size(); ++e)
+        if (std::isinf(ref_lse[e])) fin_ref[e] = fin_got[e] = 0.0f;
+    return close(case_name("attention_lse", ob, attn_name(a)), fin_got, fin_ref,
+                 [&](size_t e) { return tol + 2.0 * kU32 * std::fabs(double(fin_ref[e])) + 1e-6; }) &&
+           ok;
+}
+
+// The salient keys of a case: every sal_every-th key of each sequence but the last of several (which keeps an empty
+// set: empty per-sequence sets are legal).
+inline void salient_keys(const AttnCase& a, const std::vector<int32_t>& cu_k, std::vector<int32_t>& sal_k,
+                         std::vector<int32_t>& cu_sal) {
+    const int n_seq = int(a.lens.size());
+    sal_k.clear();
+    cu_sal.assign(1, 0);
+    for (int b = 0; b < n_seq; ++b) {
+        if (a.sal_every > 0 && (b < n_seq - 1 || n_seq == 1))
+            for (int j = 0; j < a.lens[size_t(b)]; j += a.sal_every) sal_k.push_back(cu_k[size_t(b)] + j);
+        cu_sal.push_back(int32_t(sal_k.size()));
+    }
+}
+
+inline bool run_attention_cols(Backend& be, const OpBackend& ob, const AttnCase& a) {
+    const auto           cu_k  = offsets(a.lens);
+    const auto           q_seq = query_seqs(cu_k, a.subset);
+    std::vector<int32_t> sal_k, cu_sal;
+    salient_keys(a, cu_k, sal_k, cu_sal);
+    const int64_t nq = int64_t(q_seq.size()), nk = cu_k.back(), ns = int64_t(sal_k.size());
+    const int64_t qd = int64_t(a.n_head) * a.head_dim, kvd = int64_t(a.n_kv_head) * a.head_dim;
+    const auto    qv = values(size_t(nq * qd), 33), kv = values(size_t(nk * kvd), 34, a.kv),
+               vv = values(size_t(nk * kvd), 35, a.kv), dvv = values(size_t(ns * kvd), 36, a.kv, 0.1f);
+    const cpu::AttnDims dims{a.n_head, a.n_kv_head, a.head_dim};
+    // The rows' statistics as an exact attention over the same q and k leaves them (so the salient weights sum to
+    // at most 1, as in a decode); c_old is that attention's context.
+    std::vector<float> ctx(size_t(nq * qd)), lse(size_t(nq * a.n_head));
+    cpu::ref::attention(cm(qv, nq, qd), q_seq.data(), cm(kv, nk, kvd), cm(vv, nk, kvd), cu_k.data(), dims,
+                        mm(ctx, nq, qd), mm(lse, nq, a.n_head));
+    Tensor q = put(be, DType::F32, nq, qd, qv), k = put(be, a.kv, nk, kvd, kv), dv = put(be, a.kv, ns, kvd, dvv);
+    Tensor c_old = put(be, DType::F32, nq, qd, ctx), l = put(be, DType::F32, nq, a.n_head, lse);
+    Tensor c_new = be.alloc(DType::F32, nq, qd);
+    const AttentionShape shape{a.n_head, a.n_kv_head, a.head_dim};
+    be.attention_cols(q, q_seq, k, dv, sal_k, cu_sal, cu_k, l, c_old, shape, c_new);
+    std::vector<float> ref(size_t(nq * qd));
+    cpu::ref::attention_cols(cm(qv, nq, qd), q_seq.data(), cm(kv, nk, kvd), cm(dvv, ns, kvd), sal_k.data(),
+                             cu_sal.data(), cm(lse, nq, a.n_head), cm(ctx, nq, qd), dims, mm(ref, nq, qd));
+    // Weights exp(s - lse) carry the scores' error (as in exact attention) over ns terms of scale 0.1, plus the fp32
+    // add of c_old. With nothing salient c_new must equal c_old exactly.
+    const std::string name = case_name("attention_cols", ob, attn_name(a));
+    const double      tol  = attn_tol(a, ns, 0.1);
+    const auto        got  = get(be, c_new);
+    bool              ok   = a.sal_every == 0 ? exact(name, got, ctx)
+                                              : close(name, got, ref, [&](size_t e) {
+                                           return tol + 2.0 * kU32 * std::fabs(double(ref[e])) + 1e-7;
+                                       });
+    be.attention_cols(q, q_seq, k, dv, sal_k, cu_sal, cu_k, l, c_old, shape, c_old);  // in place on an F32 c_old
+    return exact(name + "_inplace", get(be, c_old), got) && ok;
 }
 
 inline bool run_attention_approx(Backend& be, const OpBackend& ob, const AttnCase& a) {
@@ -761,6 +823,11 @@ TEST_CASE("backend ops: score_logits", "[backend_ops]") {
 TEST_CASE("backend ops: attention", "[backend_ops]") {
     run_table<AttnCase>("attention", attention_cases(),
                         [](const AttnCase& c) { return Needs{{OpKind::Attention, c.kv}}; }, run_attention);
+}
+
+TEST_CASE("backend ops: attention_cols", "[backend_ops]") {
+    run_table<AttnCase>("attention_cols", attention_approx_cases(),
+                        [](const AttnCase& c) { return Needs{{OpKind::AttentionCols, c.kv}}; }, run_attention_cols);
 }
 
 TEST_CASE("backend ops: attention_approx", "[backend_ops]") {

@@ -188,7 +188,7 @@ TEST_CASE("layer 0's approximation error is exactly the probability shift applie
     s.push(changed, 0, changed);
     Tensor          h1 = fwd.embed(lay, q);
     SaliencyOutcome o;
-    dyllm_sparse_layer(fwd, 0, h1, lay, q, s, c, 2.f, true, o);
+    dyllm_sparse_layer(fwd, 0, h1, lay, q, s, c, 2.f, StableUpdate::FullSoftmax, o);
     const std::vector<float> Ca = host(c.ctx), K1 = host(c.k);
 
     // Exact context with the new tokens, and q of every row, from the dense layer on a fresh cache.
@@ -278,7 +278,7 @@ TEST_CASE("caches after a FULL step are consistent with a dense recomputation", 
     RowSet s;
     for (int l = 0; l < cfg.n_layer; ++l) {
         SaliencyOutcome o;
-        dyllm_sparse_layer(fwd, l, h2, lay, q, s, caches[size_t(l)], -1.f, true, o);
+        dyllm_sparse_layer(fwd, l, h2, lay, q, s, caches[size_t(l)], -1.f, StableUpdate::FullSoftmax, o);
         CHECK(o.salient.empty());
         for (float c : o.cosines) CHECK(c == Approx(1.0f).margin(1e-6));
         s = o.salient;
