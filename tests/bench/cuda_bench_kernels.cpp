@@ -286,7 +286,7 @@ void bench_model(const ModelShape& m, const Peaks& pk, cudaStream_t s, cublasHan
                     Mat{dv.p, ElemType::BF16, int64_t(sal.size()), kvd, kvd}, static_cast<const int32_t*>(dcu.p),
                     static_cast<const QueryTile*>(dt.p), int(tiles.size()), static_cast<const uint64_t*>(dmask.p),
                     static_cast<const int32_t*>(dbase.p), static_cast<const int32_t*>(doff.p),
-                    Mat{c_old.p, ElemType::BF16, nq, qd, qd}, dims, Mat{o.p, ElemType::F32, nq, qd, qd}, Mat{}, s));
+                    Mat{c_old.p, ElemType::BF16, nq, qd, qd}, dims, Mat{o.p, ElemType::F32, nq, qd, qd}, nullptr, s));
             });
             report(m.name, "attention approx 16 salient keys nq=" + std::to_string(nq), ams, aflop, bytes, pk, false);
         }

@@ -397,3 +397,62 @@ TEST_CASE("bad parameters and prompts give one clear error", "[params]") {
     std::vector<int32_t> huge(size_t(m->config().max_position), 1);
     CHECK_THROWS_WITH(s.start(std::vector<std::vector<int32_t>>{huge}, p), Catch::Contains("too long"));
 }
+
+TEST_CASE("the exact-refresh drift guard serves every row exactly on its steps", "[dyllm][drift_guard]") {
+    const Family fam = GENERATE(Family::LLaDA, Family::Dream);
+    auto         m   = Model::load(peaked_checkpoint(fam, 11).string());
+    const auto   prompt = random_prompt(m->config(), 20, 5);
+
+    // Refreshing at every step is the exact ablation, bit for bit (the same ops on the same rows; the column option
+    // only adds the log-sum-exp bookkeeping).
+    DiffusionParams ablation = base_params(Method::DyLLM);
+    ablation.approx          = false;
+    DiffusionParams every    = base_params(Method::DyLLM);
+    every.exact_refresh      = 1;
+    for (bool columns : {false, true}) {
+        every.approx_columns = columns;
+        const Run a = run(*m, {prompt}, ablation), b = run(*m, {prompt}, every);
+        CHECK(a.logits == b.logits);
+        CHECK(a.result.sequences[0].token_ids == b.result.sequences[0].token_ids);
+    }
+
+    // Refreshing every 3rd step: exactly those sparse steps have no approximated row.
+    DiffusionParams p = base_params(Method::DyLLM);
+    p.exact_refresh   = 3;
+    const Run r       = run(*m, {prompt}, p);
+    int       refreshed = 0, approximated = 0;
+    for (const auto& rec : r.result.steps) {
+        if (rec.kind == StepKind::Full) continue;
+        int approx_rows = 0;
+        for (const auto& lay : rec.layers) approx_rows += lay.attn_approx_rows;
+        if (rec.step % 3 == 0) {
+            CHECK(approx_rows == 0);
+            ++refreshed;
+        } else {
+            approximated += approx_rows > 0;
+        }
+    }
+    CHECK(refreshed >= 3);
+    CHECK(approximated >= 3);  // the other sparse steps still approximate
+}
+
+TEST_CASE("the column-sparse update differs from the authors' only through the normaliser", "[dyllm][columns]") {
+    const Family fam = GENERATE(Family::LLaDA, Family::Dream);
+    auto         m   = Model::load(peaked_checkpoint(fam, 13).string());
+    const auto   prompt = random_prompt(m->config(), 20, 6);
+
+    DiffusionParams p = base_params(Method::DyLLM);
+    const Run full    = run(*m, {prompt}, p);
+    p.approx_columns  = true;
+    const Run cols    = run(*m, {prompt}, p);
+    // Up to the first sparse step both runs are the same dense computation; after it the cached normaliser makes the
+    // logits move (a column-sparse run that matched the full softmax would mean the option does nothing).
+    const int first_sparse = p.full_steps + 1;
+    REQUIRE(full.logits.count(first_sparse));
+    for (int s = 1; s < first_sparse; ++s) CHECK(max_abs_diff(full.logits.at(s), cols.logits.at(s)) == 0.0);
+    double moved = 0;
+    for (const auto& [s, lg] : full.logits)
+        if (s >= first_sparse && cols.logits.count(s)) moved = std::max(moved, max_abs_diff(lg, cols.logits.at(s)));
+    CHECK(moved > 0.0);
+    CHECK(cols.result.sequences[0].token_ids.size() == full.result.sequences[0].token_ids.size());
+}
