@@ -106,14 +106,20 @@ public:
                           std::span<const int32_t> cu_sal, std::span<const int32_t> cu_k,
                           const TensorView& c_old, AttentionShape shape, const TensorView& c_new);
 
-    // The paper's column-sparse update (engine/README.md decision 12): only the salient keys' scores, normalised by the
-    // log-sum-exp each row had at its last exact attention (lse: [nq, H_q] F32, from attention()):
+    // The column-sparse update (engine/README.md decision 12): only the salient keys' scores, against the log-sum-exp
+    // each row had at its last exact attention (lse: [nq, H_q] F32, from attention()); O(nq |S| D) instead of
+    // O(nq n_keys D). Operands as attention_approx. Plain (k_old empty), the paper's text:
     //   c_new[i] = c_old[i] + sum_{j in S(b)} exp(q_i . k_j / sqrt(D) - lse[i]) * dv[s(j)]
-    // Operands as attention_approx; O(nq |S| D) instead of O(nq n_keys D). A row with lse -inf keeps c_old.
+    // Incremental (k_old, v_old: [ns, H_kv*D] the salient keys' K and V before this step's update): their old softmax
+    // terms are replaced by the new ones and the context renormalised, lse_out ([nq, H_q] F32, may alias lse) gets the
+    // updated log-sum-exp; exact when q is unchanged. A (row, head) whose unchanged keys held under
+    // kernels/cpu/ref/attention_cols.h's kColsMinRestMass of its softmax mass keeps c_old and gets lse_out NaN: the
+    // caller recomputes that row exactly. A row with lse -inf (no keys) keeps c_old.
     void attention_cols(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
                         const TensorView& dv, std::span<const int32_t> sal_k, std::span<const int32_t> cu_sal,
                         std::span<const int32_t> cu_k, const TensorView& lse, const TensorView& c_old,
-                        AttentionShape shape, const TensorView& c_new);
+                        AttentionShape shape, const TensorView& c_new, const TensorView& k_old = {},
+                        const TensorView& v_old = {}, const TensorView& lse_out = {});
 
     // dst[i, :] = src[idx[i], :]  (dst: [idx.size(), w]);  dst[idx[i], :] = src[i, :]  (src: [idx.size(), w]).
     void gather_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& dst);
@@ -152,7 +158,8 @@ protected:
     virtual void do_attention_cols(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
                                    const TensorView& dv, std::span<const int32_t> sal_k, std::span<const int32_t> cu_sal,
                                    const TensorView& lse, const TensorView& c_old, AttentionShape shape,
-                                   const TensorView& c_new) = 0;
+                                   const TensorView& c_new, const TensorView& k_old, const TensorView& v_old,
+                                   const TensorView& lse_out) = 0;
     virtual void do_gather_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& dst) = 0;
     virtual void do_scatter_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& dst) = 0;
     virtual void do_cosine_rows(const TensorView& a, const TensorView& b, std::span<float> cos_out) = 0;

@@ -275,14 +275,32 @@ void Backend::attention_approx(const TensorView& q, std::span<const int32_t> q_s
 void Backend::attention_cols(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
                              const TensorView& dv, std::span<const int32_t> sal_k, std::span<const int32_t> cu_sal,
                              std::span<const int32_t> cu_k, const TensorView& lse, const TensorView& c_old,
-                             AttentionShape shape, const TensorView& c_new) {
+                             AttentionShape shape, const TensorView& c_new, const TensorView& k_old,
+                             const TensorView& v_old, const TensorView& lse_out) {
     const char* op = "attention_cols";
     check_attention_common(*this, OpKind::AttentionCols, q, q_seq, k, cu_k, shape, c_new, op, "c_new");
     check_salient_keys(*this, OpKind::AttentionCols, k, dv, sal_k, cu_sal, cu_k, op);
     check_context_update(*this, OpKind::AttentionCols, q, k, dv, c_old, c_new, op);
     check_lse(*this, OpKind::AttentionCols, lse, q, shape, op);
     DYLLM_ASSERT(!overlaps(c_new, lse), "attention_cols: c_new aliases lse");
-    do_attention_cols(q, q_seq, k, dv, sal_k, cu_sal, lse, c_old, shape, c_new);
+    const bool inc = k_old.data != nullptr;
+    DYLLM_ASSERT(inc == (v_old.data != nullptr) && (inc || !lse_out.data),
+                 "attention_cols: k_old and v_old come together, and lse_out only with them (the incremental form)");
+    if (inc) {
+        check_stored(*this, OpKind::AttentionCols, k_old, op, "k_old");
+        check_stored(*this, OpKind::AttentionCols, v_old, op, "v_old");
+        check_same_shape(dv, k_old, op, "dv", "k_old");
+        check_same_shape(dv, v_old, op, "dv", "v_old");
+        DYLLM_ASSERT(!overlaps(c_new, k_old) && !overlaps(c_new, v_old), "attention_cols: c_new aliases k_old or v_old");
+    }
+    if (lse_out.data) {
+        check_lse(*this, OpKind::AttentionCols, lse_out, q, shape, op);
+        DYLLM_ASSERT(lse_out.data == lse.data || !overlaps(lse_out, lse),
+                     "attention_cols: lse_out partially overlaps lse");
+        DYLLM_ASSERT(!overlaps(lse_out, c_new) && !overlaps(lse_out, c_old) && !overlaps(lse_out, q),
+                     "attention_cols: lse_out aliases a context or q");
+    }
+    do_attention_cols(q, q_seq, k, dv, sal_k, cu_sal, lse, c_old, shape, c_new, k_old, v_old, lse_out);
 }
 
 void Backend::gather_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& dst) {

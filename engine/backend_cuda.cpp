@@ -326,15 +326,17 @@ protected:
     void do_attention_cols(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
                            const TensorView& dv, std::span<const int32_t> sal_k, std::span<const int32_t> cu_sal,
                            const TensorView& lse, const TensorView& c_old, AttentionShape shape,
-                           const TensorView& c_new) override {
+                           const TensorView& c_new, const TensorView& k_old, const TensorView& v_old,
+                           const TensorView& lse_out) override {
         check_head_dim(shape, "attention_cols");
         if (q.rows() == 0) return;
         const int32_t* d_q_seq = upload_i32(idx_a_, q_seq);
         const int32_t* d_sal_k = sal_k.empty() ? nullptr : upload_i32(idx_b_, sal_k);
         const int32_t* d_cu    = upload_i32(cu_a_, cu_sal);
+        const auto opt = [](const TensorView& v) { return v.data ? dmat(v) : cuda::Mat{}; };
         CUDA_CHECK(cuda::attention_cols(dmat(q), d_q_seq, dmat(k), dmat(dv), d_sal_k, d_cu, dmat(lse), dmat(c_old),
                                         cuda::AttnDims{shape.n_head, shape.n_kv_head, shape.head_dim}, dmat(c_new),
-                                        stream()));
+                                        opt(k_old), opt(v_old), opt(lse_out), stream()));
     }
 
     void do_gather_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& dst) override {

@@ -3,6 +3,7 @@
 #include "engine/forward.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "engine/errors.h"
@@ -164,20 +165,39 @@ void Forward::attention(int l, const TensorView& q, const RowSet& rows, const La
     acc_[size_t(l)].flops += fl;
 }
 
-void Forward::attention_cols(int l, const TensorView& q, const RowSet& rows, const LayerCache& c, const TensorView& dv,
-                             const RowSet& salient, const BatchLayout& lay, const TensorView& c_old,
-                             const TensorView& c_new) {
-    if (rows.empty()) return;
-    // q k_j^T and p_j dV_j over the salient keys of the row's sequence only, plus the rows' cached log-sum-exp.
+std::vector<int32_t> Forward::attention_cols(int l, const TensorView& q, const RowSet& rows, LayerCache& c,
+                                             const TensorView& dv, const RowSet& salient, const BatchLayout& lay,
+                                             const TensorView& c_old, const TensorView& c_new,
+                                             const TensorView& k_old, const TensorView& v_old) {
+    std::vector<int32_t> fallback;
+    if (rows.empty()) return fallback;
+    // Per salient key of the row's sequence: q k^T and p dV (plain, 4 D per head); the incremental form adds the old
+    // key's score and the old value's term (8 D).
+    const bool                 inc    = k_old.data != nullptr;
     const std::vector<int32_t> cu_sal = salient.seq_offsets(lay.n_seq());
     double                     fl     = 0;
-    for (int32_t s : rows.seq) fl += 4.0 * double(cfg_.q_dim()) * double(cu_sal[size_t(s) + 1] - cu_sal[size_t(s)]);
+    for (int32_t s : rows.seq)
+        fl += (inc ? 8.0 : 4.0) * double(cfg_.q_dim()) * double(cu_sal[size_t(s) + 1] - cu_sal[size_t(s)]);
     Tensor lse = alloc(int64_t(rows.size()), cfg_.n_head);
     gather(l, c.lse, rows.rows, lse);
-    ScopedOp sc(sink_, step_, l, OpClass::AttnApprox, fl, 0, int32_t(rows.size()));
-    be_.attention_cols(q, rows.seq, c.k, dv, salient.rows, cu_sal, lay.cu, lse, c_old,
-                       AttentionShape{cfg_.n_head, cfg_.n_kv_head, cfg_.head_dim}, c_new);
+    {
+        ScopedOp sc(sink_, step_, l, OpClass::AttnApprox, fl, 0, int32_t(rows.size()));
+        be_.attention_cols(q, rows.seq, c.k, dv, salient.rows, cu_sal, lay.cu, lse, c_old,
+                           AttentionShape{cfg_.n_head, cfg_.n_kv_head, cfg_.head_dim}, c_new, k_old, v_old,
+                           inc ? lse.view() : TensorView{});
+    }
     acc_[size_t(l)].flops += fl;
+    if (!inc) return fallback;
+    std::vector<float> host(size_t(lse.view().numel()));
+    be_.download(lse, host.data());
+    for (size_t i = 0; i < rows.size(); ++i)
+        for (int h = 0; h < cfg_.n_head; ++h)
+            if (std::isnan(host[i * size_t(cfg_.n_head) + size_t(h)])) {
+                fallback.push_back(int32_t(i));
+                break;
+            }
+    scatter(l, lse, rows.rows, c.lse);  // fallback rows get NaN here, then their exact attention's statistics
+    return fallback;
 }
 
 void Forward::attention_approx(int l, const TensorView& q, const RowSet& rows, const LayerCache& c,

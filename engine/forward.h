@@ -115,11 +115,14 @@ public:
     void   attention_approx(int l, const TensorView& q, const RowSet& rows, const LayerCache& c, const TensorView& dv,
                             const RowSet& salient, const BatchLayout& lay, const TensorView& c_old,
                             const TensorView& c_new);
-    // The paper's column-sparse update (Backend::attention_cols): scores of the salient keys only, normalised by each
-    // row's log-sum-exp in c.lse.
-    void   attention_cols(int l, const TensorView& q, const RowSet& rows, const LayerCache& c, const TensorView& dv,
-                          const RowSet& salient, const BatchLayout& lay, const TensorView& c_old,
-                          const TensorView& c_new);
+    // The column-sparse update (Backend::attention_cols): scores of the salient keys only, against each row's
+    // log-sum-exp in c.lse. Incremental when k_old / v_old (the salient keys' rows before this step) are given: c.lse
+    // is updated, and the indices (into rows) of the rows it could not serve are returned (the caller computes them
+    // exactly); the plain form returns none.
+    std::vector<int32_t> attention_cols(int l, const TensorView& q, const RowSet& rows, LayerCache& c,
+                                        const TensorView& dv, const RowSet& salient, const BatchLayout& lay,
+                                        const TensorView& c_old, const TensorView& c_new,
+                                        const TensorView& k_old = {}, const TensorView& v_old = {});
     void   cosine(int l, const TensorView& a, const TensorView& b, std::vector<float>& out);
     void   gather(int l, const TensorView& src, const std::vector<int32_t>& idx, const TensorView& dst);
     void   scatter(int l, const TensorView& src, const std::vector<int32_t>& idx, const TensorView& dst);
