@@ -19,6 +19,7 @@ const char* op_kind_name(OpKind k) {
         case OpKind::SiluMul: return "silu_mul";
         case OpKind::Attention: return "attention";
         case OpKind::AttentionApprox: return "attention_approx";
+        case OpKind::AttentionCols: return "attention_cols";
         case OpKind::GatherRows: return "gather_rows";
         case OpKind::ScatterRows: return "scatter_rows";
         case OpKind::Cosine: return "cosine";
@@ -41,6 +42,7 @@ bool op_supports_dtype(OpKind op, DType dtype) {
         case OpKind::ScatterRows:
         case OpKind::Attention:
         case OpKind::AttentionApprox:
+        case OpKind::AttentionCols:
         case OpKind::Cosine: return is_float(dtype);
         case OpKind::Rope:
         case OpKind::SiluMul:

@@ -26,7 +26,7 @@
 namespace dyllm {
 
 enum class OpKind : uint8_t {
-    Embed, MatMul, RmsNorm, Rope, Add, Sub, SiluMul, Attention, AttentionApprox,
+    Embed, MatMul, RmsNorm, Rope, Add, Sub, SiluMul, Attention, AttentionApprox, AttentionCols,
     GatherRows, ScatterRows, Cosine, ScoreLogits, Copy, Count
 };
 const char* op_kind_name(OpKind k);
@@ -90,10 +90,11 @@ public:
     void copy(const TensorView& src, const TensorView& dst);
 
     // Exact attention. q: [nq, H_q*D]; q_seq: [nq] sequence of each query row; k, v: [nk, H_kv*D] packed keys of all
-    // sequences; cu_k: [B+1] key offsets; out: [nq, H_q*D] F32.
+    // sequences; cu_k: [B+1] key offsets; out: [nq, H_q*D] F32. lse (optional, [nq, H_q] F32): the log-sum-exp of each
+    // (row, head)'s scaled scores (-inf without keys), the softmax statistics attention_cols reuses.
     void attention(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
                    const TensorView& v, std::span<const int32_t> cu_k, AttentionShape shape,
-                   const TensorView& out);
+                   const TensorView& out, const TensorView& lse = {});
 
     // DyLLM's column-sparse approximate attention (engine/README.md §a.7 step 6, kernels/README.md §b.1):
     //   c_new[i] = c_old[i] + sum_{j in S(b)} softmax_j'(q_i . k_j' / sqrt(D))[j] * dv[s(j)]
@@ -104,6 +105,21 @@ public:
                           const TensorView& dv, std::span<const int32_t> sal_k,
                           std::span<const int32_t> cu_sal, std::span<const int32_t> cu_k,
                           const TensorView& c_old, AttentionShape shape, const TensorView& c_new);
+
+    // The column-sparse update (engine/README.md decision 12): only the salient keys' scores, against the log-sum-exp
+    // each row had at its last exact attention (lse: [nq, H_q] F32, from attention()); O(nq |S| D) instead of
+    // O(nq n_keys D). Operands as attention_approx. Plain (k_old empty), the paper's text:
+    //   c_new[i] = c_old[i] + sum_{j in S(b)} exp(q_i . k_j / sqrt(D) - lse[i]) * dv[s(j)]
+    // Incremental (k_old, v_old: [ns, H_kv*D] the salient keys' K and V before this step's update): their old softmax
+    // terms are replaced by the new ones and the context renormalised, lse_out ([nq, H_q] F32, may alias lse) gets the
+    // updated log-sum-exp; exact when q is unchanged. A (row, head) whose unchanged keys held under
+    // kernels/cpu/ref/attention_cols.h's kColsMinRestMass of its softmax mass keeps c_old and gets lse_out NaN: the
+    // caller recomputes that row exactly. A row with lse -inf (no keys) keeps c_old.
+    void attention_cols(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
+                        const TensorView& dv, std::span<const int32_t> sal_k, std::span<const int32_t> cu_sal,
+                        std::span<const int32_t> cu_k, const TensorView& lse, const TensorView& c_old,
+                        AttentionShape shape, const TensorView& c_new, const TensorView& k_old = {},
+                        const TensorView& v_old = {}, const TensorView& lse_out = {});
 
     // dst[i, :] = src[idx[i], :]  (dst: [idx.size(), w]);  dst[idx[i], :] = src[i, :]  (src: [idx.size(), w]).
     void gather_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& dst);
@@ -134,11 +150,16 @@ protected:
     virtual void do_copy(const TensorView& src, const TensorView& dst) = 0;
     virtual void do_attention(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
                               const TensorView& v, std::span<const int32_t> cu_k, AttentionShape shape,
-                              const TensorView& out) = 0;
+                              const TensorView& out, const TensorView& lse) = 0;
     virtual void do_attention_approx(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
                                      const TensorView& dv, std::span<const int32_t> sal_k,
                                      std::span<const int32_t> cu_sal, std::span<const int32_t> cu_k,
                                      const TensorView& c_old, AttentionShape shape, const TensorView& c_new) = 0;
+    virtual void do_attention_cols(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
+                                   const TensorView& dv, std::span<const int32_t> sal_k, std::span<const int32_t> cu_sal,
+                                   const TensorView& lse, const TensorView& c_old, AttentionShape shape,
+                                   const TensorView& c_new, const TensorView& k_old, const TensorView& v_old,
+                                   const TensorView& lse_out) = 0;
     virtual void do_gather_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& dst) = 0;
     virtual void do_scatter_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& dst) = 0;
     virtual void do_cosine_rows(const TensorView& a, const TensorView& b, std::span<float> cos_out) = 0;

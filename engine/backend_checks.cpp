@@ -105,6 +105,58 @@ void check_attention_common(const Backend& be, OpKind kind, const TensorView& q,
     check_q_seq(q_seq, q.rows(), int(cu_k.size()) - 1, op);
 }
 
+// The salient-key operands of attention_approx / attention_cols: dv [ns, H_kv*D] matches k's width, cu_sal has one
+// offset per sequence, and each sequence's salient key rows lie inside its own key range, strictly ascending (the
+// kernels merge them with the keys in order and build per-tile masks from them).
+void check_salient_keys(const Backend& be, OpKind kind, const TensorView& k, const TensorView& dv,
+                        std::span<const int32_t> sal_k, std::span<const int32_t> cu_sal, std::span<const int32_t> cu_k,
+                        const char* op) {
+    const std::string name(op);
+    check_stored(be, kind, dv, op, "dv");
+    DYLLM_ASSERT(dv.cols() == k.cols(), name + ": dv " + shp(dv) + " and k " + shp(k) + " differ in width");
+    DYLLM_ASSERT(cu_sal.size() == cu_k.size(), name + ": cu_sal has " + std::to_string(cu_sal.size()) +
+                                                   " offsets, cu_k " + std::to_string(cu_k.size()));
+    DYLLM_ASSERT(cu_sal[0] == 0, name + ": cu_sal[0] must be 0, got " + std::to_string(cu_sal[0]));
+    check_offsets(cu_sal, int64_t(sal_k.size()), op, "cu_sal");
+    DYLLM_ASSERT(int64_t(sal_k.size()) == cu_sal.back() && dv.rows() == int64_t(sal_k.size()),
+                 name + ": " + std::to_string(sal_k.size()) + " salient keys, cu_sal ends at " +
+                     std::to_string(cu_sal.back()) + ", dv " + shp(dv));
+    for (size_t b = 0; b + 1 < cu_k.size(); ++b)
+        for (int32_t s = cu_sal[b]; s < cu_sal[b + 1]; ++s) {
+            const int32_t j = sal_k[size_t(s)];
+            DYLLM_ASSERT(j >= cu_k[b] && j < cu_k[b + 1], name + ": salient key row " + std::to_string(j) +
+                                                              " outside sequence " + std::to_string(b) + "'s keys [" +
+                                                              std::to_string(cu_k[b]) + ", " +
+                                                              std::to_string(cu_k[b + 1]) + ")");
+            DYLLM_ASSERT(s == cu_sal[b] || j > sal_k[size_t(s) - 1], name + ": salient key rows of sequence " +
+                                                                         std::to_string(b) +
+                                                                         " are not strictly ascending");
+        }
+}
+
+// The contexts of attention_approx / attention_cols: c_old like q; c_new aliases no input, and c_old only exactly
+// (an F32 c_old in place: each row reads its c_old before writing c_new).
+void check_context_update(const Backend& be, OpKind kind, const TensorView& q, const TensorView& k,
+                          const TensorView& dv, const TensorView& c_old, const TensorView& c_new, const char* op) {
+    const std::string name(op);
+    check_same_shape(q, c_old, op, "q", "c_old");
+    check_stored(be, kind, c_old, op, "c_old");
+    DYLLM_ASSERT(!overlaps(c_new, q) && !overlaps(c_new, k) && !overlaps(c_new, dv),
+                 name + ": c_new aliases q, k or dv");
+    DYLLM_ASSERT(!overlaps(c_new, c_old) ||
+                     (c_new.data == c_old.data && c_old.dtype == DType::F32 && c_old.nb[1] == c_new.nb[1]),
+                 name + ": c_new partially overlaps c_old");
+}
+
+// An [nq, n_head] F32 log-sum-exp operand.
+void check_lse(const Backend& be, OpKind kind, const TensorView& lse, const TensorView& q, AttentionShape shape,
+               const char* op) {
+    check_f32(be, kind, lse, op, "lse");
+    DYLLM_ASSERT(lse.rows() == q.rows() && lse.cols() == shape.n_head,
+                 at(op, "lse") + " " + shp(lse) + " is not [" + std::to_string(q.rows()) + ", " +
+                     std::to_string(shape.n_head) + "]");
+}
+
 }  // namespace
 
 void Backend::embed(const TensorView& table, std::span<const int32_t> ids, const TensorView& out) {
@@ -194,13 +246,19 @@ void Backend::copy(const TensorView& src, const TensorView& dst) {
 }
 
 void Backend::attention(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k, const TensorView& v,
-                        std::span<const int32_t> cu_k, AttentionShape shape, const TensorView& out) {
+                        std::span<const int32_t> cu_k, AttentionShape shape, const TensorView& out,
+                        const TensorView& lse) {
     const char* op = "attention";
     check_attention_common(*this, OpKind::Attention, q, q_seq, k, cu_k, shape, out, op, "out");
     check_same_shape(k, v, op, "k", "v");
     check_stored(*this, OpKind::Attention, v, op, "v");
     DYLLM_ASSERT(!overlaps(out, q) && !overlaps(out, k) && !overlaps(out, v), "attention: out aliases an input");
-    do_attention(q, q_seq, k, v, cu_k, shape, out);
+    if (lse.data) {
+        check_lse(*this, OpKind::Attention, lse, q, shape, op);
+        DYLLM_ASSERT(!overlaps(lse, q) && !overlaps(lse, k) && !overlaps(lse, v) && !overlaps(lse, out),
+                     "attention: lse aliases an operand");
+    }
+    do_attention(q, q_seq, k, v, cu_k, shape, out, lse);
 }
 
 void Backend::attention_approx(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
@@ -209,37 +267,40 @@ void Backend::attention_approx(const TensorView& q, std::span<const int32_t> q_s
                                const TensorView& c_new) {
     const char* op = "attention_approx";
     check_attention_common(*this, OpKind::AttentionApprox, q, q_seq, k, cu_k, shape, c_new, op, "c_new");
-    check_same_shape(q, c_old, op, "q", "c_old");
-    check_stored(*this, OpKind::AttentionApprox, c_old, op, "c_old");
-    check_stored(*this, OpKind::AttentionApprox, dv, op, "dv");
-    DYLLM_ASSERT(dv.cols() == k.cols(), "attention_approx: dv " + shp(dv) + " and k " + shp(k) + " differ in width");
-    DYLLM_ASSERT(cu_sal.size() == cu_k.size(), "attention_approx: cu_sal has " + std::to_string(cu_sal.size()) +
-                                                   " offsets, cu_k " + std::to_string(cu_k.size()));
-    DYLLM_ASSERT(cu_sal[0] == 0, "attention_approx: cu_sal[0] must be 0, got " + std::to_string(cu_sal[0]));
-    check_offsets(cu_sal, int64_t(sal_k.size()), op, "cu_sal");
-    DYLLM_ASSERT(int64_t(sal_k.size()) == cu_sal.back() && dv.rows() == int64_t(sal_k.size()),
-                 "attention_approx: " + std::to_string(sal_k.size()) + " salient keys, cu_sal ends at " +
-                     std::to_string(cu_sal.back()) + ", dv " + shp(dv));
-    // Each sequence's salient keys lie inside its own key range, strictly ascending (the kernels merge them with the
-    // keys in order and build per-tile masks from them).
-    for (size_t b = 0; b + 1 < cu_k.size(); ++b)
-        for (int32_t s = cu_sal[b]; s < cu_sal[b + 1]; ++s) {
-            const int32_t j = sal_k[size_t(s)];
-            DYLLM_ASSERT(j >= cu_k[b] && j < cu_k[b + 1], "attention_approx: salient key row " + std::to_string(j) +
-                                                              " outside sequence " + std::to_string(b) + "'s keys [" +
-                                                              std::to_string(cu_k[b]) + ", " +
-                                                              std::to_string(cu_k[b + 1]) + ")");
-            DYLLM_ASSERT(s == cu_sal[b] || j > sal_k[size_t(s) - 1], "attention_approx: salient key rows of sequence " +
-                                                                         std::to_string(b) +
-                                                                         " are not strictly ascending");
-        }
-    DYLLM_ASSERT(!overlaps(c_new, q) && !overlaps(c_new, k) && !overlaps(c_new, dv),
-                 "attention_approx: c_new aliases q, k or dv");
-    // In place is allowed only as an exact alias of an F32 c_old (each row reads its c_old before writing c_new).
-    DYLLM_ASSERT(!overlaps(c_new, c_old) ||
-                     (c_new.data == c_old.data && c_old.dtype == DType::F32 && c_old.nb[1] == c_new.nb[1]),
-                 "attention_approx: c_new partially overlaps c_old");
+    check_salient_keys(*this, OpKind::AttentionApprox, k, dv, sal_k, cu_sal, cu_k, op);
+    check_context_update(*this, OpKind::AttentionApprox, q, k, dv, c_old, c_new, op);
     do_attention_approx(q, q_seq, k, dv, sal_k, cu_sal, cu_k, c_old, shape, c_new);
+}
+
+void Backend::attention_cols(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
+                             const TensorView& dv, std::span<const int32_t> sal_k, std::span<const int32_t> cu_sal,
+                             std::span<const int32_t> cu_k, const TensorView& lse, const TensorView& c_old,
+                             AttentionShape shape, const TensorView& c_new, const TensorView& k_old,
+                             const TensorView& v_old, const TensorView& lse_out) {
+    const char* op = "attention_cols";
+    check_attention_common(*this, OpKind::AttentionCols, q, q_seq, k, cu_k, shape, c_new, op, "c_new");
+    check_salient_keys(*this, OpKind::AttentionCols, k, dv, sal_k, cu_sal, cu_k, op);
+    check_context_update(*this, OpKind::AttentionCols, q, k, dv, c_old, c_new, op);
+    check_lse(*this, OpKind::AttentionCols, lse, q, shape, op);
+    DYLLM_ASSERT(!overlaps(c_new, lse), "attention_cols: c_new aliases lse");
+    const bool inc = k_old.data != nullptr;
+    DYLLM_ASSERT(inc == (v_old.data != nullptr) && (inc || !lse_out.data),
+                 "attention_cols: k_old and v_old come together, and lse_out only with them (the incremental form)");
+    if (inc) {
+        check_stored(*this, OpKind::AttentionCols, k_old, op, "k_old");
+        check_stored(*this, OpKind::AttentionCols, v_old, op, "v_old");
+        check_same_shape(dv, k_old, op, "dv", "k_old");
+        check_same_shape(dv, v_old, op, "dv", "v_old");
+        DYLLM_ASSERT(!overlaps(c_new, k_old) && !overlaps(c_new, v_old), "attention_cols: c_new aliases k_old or v_old");
+    }
+    if (lse_out.data) {
+        check_lse(*this, OpKind::AttentionCols, lse_out, q, shape, op);
+        DYLLM_ASSERT(lse_out.data == lse.data || !overlaps(lse_out, lse),
+                     "attention_cols: lse_out partially overlaps lse");
+        DYLLM_ASSERT(!overlaps(lse_out, c_new) && !overlaps(lse_out, c_old) && !overlaps(lse_out, q),
+                     "attention_cols: lse_out aliases a context or q");
+    }
+    do_attention_cols(q, q_seq, k, dv, sal_k, cu_sal, lse, c_old, shape, c_new, k_old, v_old, lse_out);
 }
 
 void Backend::gather_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& dst) {

@@ -14,6 +14,7 @@
 #include "engine/errors.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/attention_approx.h"
+#include "kernels/cpu/attention_cols.h"
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/convert.h"
 #include "kernels/cpu/cosine.h"
@@ -222,10 +223,24 @@ protected:
     }
 
     void do_attention(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k, const TensorView& v,
-                      std::span<const int32_t> cu_k, AttentionShape shape, const TensorView& out) override {
+                      std::span<const int32_t> cu_k, AttentionShape shape, const TensorView& out,
+                      const TensorView& lse) override {
         const F32In km = f32_in(k), vm = f32_in(v);
         cpu::attention(cmat(q), q_seq.data(), km.m, vm.m, cu_k.data(), int(cu_k.size()) - 1,
-                       cpu::AttnDims{shape.n_head, shape.n_kv_head, shape.head_dim}, mat(out), pool_);
+                       cpu::AttnDims{shape.n_head, shape.n_kv_head, shape.head_dim}, mat(out), pool_, 0,
+                       lse.data ? mat(lse) : cpu::MatF{});
+    }
+
+    void do_attention_cols(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
+                           const TensorView& dv, std::span<const int32_t> sal_k, std::span<const int32_t> cu_sal,
+                           const TensorView& lse, const TensorView& c_old, AttentionShape shape,
+                           const TensorView& c_new, const TensorView& k_old, const TensorView& v_old,
+                           const TensorView& lse_out) override {
+        const F32In km = f32_in(k), dvm = f32_in(dv), co = f32_in(c_old);
+        const F32In ko = k_old.data ? f32_in(k_old) : F32In{}, vo = v_old.data ? f32_in(v_old) : F32In{};
+        cpu::attention_cols(cmat(q), q_seq.data(), km.m, dvm.m, sal_k.data(), cu_sal.data(), cmat(lse), co.m,
+                            cpu::AttnDims{shape.n_head, shape.n_kv_head, shape.head_dim}, mat(c_new), pool_, ko.m,
+                            vo.m, lse_out.data ? mat(lse_out) : cpu::MatF{});
     }
 
     void do_attention_approx(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,

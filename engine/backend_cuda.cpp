@@ -23,6 +23,7 @@
 #include "kernels/common/scalar_math.h"
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/attention_approx.cuh"
+#include "kernels/cuda/attention_cols.cuh"
 #include "kernels/cuda/cosine_rows.cuh"
 #include "kernels/cuda/cublas_gemm.cuh"
 #include "kernels/cuda/elementwise.cuh"
@@ -289,7 +290,8 @@ protected:
     }
 
     void do_attention(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k, const TensorView& v,
-                      std::span<const int32_t> cu_k, AttentionShape shape, const TensorView& out) override {
+                      std::span<const int32_t> cu_k, AttentionShape shape, const TensorView& out,
+                      const TensorView& lse) override {
         check_head_dim(shape, "attention");
         const cuda::AttnDims         dims{shape.n_head, shape.n_kv_head, shape.head_dim};
         const std::vector<QueryTile> tiles = plan_tiles(q_seq, int(cu_k.size()) - 1, dims);
@@ -297,7 +299,7 @@ protected:
         const auto*    d_tiles = upload_bytes<QueryTile>(tiles_, tiles);
         const int32_t* d_cu_k  = upload_i32(cu_a_, cu_k);
         CUDA_CHECK(cuda::attention(dmat(q), dmat(k), dmat(v), d_cu_k, d_tiles, int(tiles.size()), dims, dmat(out),
-                                   stream()));
+                                   lse.data ? dmat(lse) : cuda::Mat{}, stream()));
     }
 
     void do_attention_approx(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
@@ -319,6 +321,22 @@ protected:
         const int32_t* d_toff  = upload_i32(cu_b_, masks.tile_off);
         CUDA_CHECK(cuda::attention_approx(dmat(q), dmat(k), dmat(dv), d_cu_k, d_tiles, int(tiles.size()), d_mask,
                                           d_base, d_toff, dmat(c_old), dims, dmat(c_new), nullptr, stream()));
+    }
+
+    void do_attention_cols(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
+                           const TensorView& dv, std::span<const int32_t> sal_k, std::span<const int32_t> cu_sal,
+                           const TensorView& lse, const TensorView& c_old, AttentionShape shape,
+                           const TensorView& c_new, const TensorView& k_old, const TensorView& v_old,
+                           const TensorView& lse_out) override {
+        check_head_dim(shape, "attention_cols");
+        if (q.rows() == 0) return;
+        const int32_t* d_q_seq = upload_i32(idx_a_, q_seq);
+        const int32_t* d_sal_k = sal_k.empty() ? nullptr : upload_i32(idx_b_, sal_k);
+        const int32_t* d_cu    = upload_i32(cu_a_, cu_sal);
+        const auto opt = [](const TensorView& v) { return v.data ? dmat(v) : cuda::Mat{}; };
+        CUDA_CHECK(cuda::attention_cols(dmat(q), d_q_seq, dmat(k), dmat(dv), d_sal_k, d_cu, dmat(lse), dmat(c_old),
+                                        cuda::AttnDims{shape.n_head, shape.n_kv_head, shape.head_dim}, dmat(c_new),
+                                        opt(k_old), opt(v_old), opt(lse_out), stream()));
     }
 
     void do_gather_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& dst) override {
@@ -421,7 +439,7 @@ private:
     std::vector<Tensor>                                                   weights_;
     std::vector<PreparedWeight>                                           prepared_;
     // Reusable device buffers, one per role so the uploads of one op never overwrite each other.
-    DeviceBuffer idx_a_, cu_a_, cu_b_, tiles_, mask_, scratch_, out_, rope_freq_;
+    DeviceBuffer idx_a_, idx_b_, cu_a_, cu_b_, tiles_, mask_, scratch_, out_, rope_freq_;
     int          rope_dim_   = 0;
     float        rope_theta_ = 0.0f;
 };

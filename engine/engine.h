@@ -46,6 +46,9 @@ struct DiffusionParams {
     int    full_steps  = 4;    // T_full (>= 1: the first step fills the caches)
     int    fullq_every = 4;    // full-query sparse step period (the `> P && % P != 0` rule)
     bool   approx      = true; // false: the paper's "Salient" ablation (exact attention for every query)
+    bool   approx_columns = false;  // approximate update over the salient columns only (engine/README.md decision 12)
+    bool   approx_incremental = false;  // column-sparse, old terms swapped out and renormalised (decision 12)
+    int    exact_refresh  = 0;      // drift guard: steps that are multiples of N are exact for every query row (0: off)
     // Dream response-only steps also query row P-1 (engine/README.md decision 3); false: as the authors' code.
     bool   dream_prompt_row = true;
 

@@ -3,6 +3,7 @@
 #include "engine/forward.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "engine/errors.h"
@@ -37,7 +38,7 @@ RowSet response_rows(const BatchLayout& lay, bool with_last_prompt_row) {
 size_t cache_bytes(const std::vector<LayerCache>& caches) {
     size_t n = 0;
     for (const auto& c : caches)
-        for (const Tensor* t : {&c.k, &c.v, &c.ctx, &c.ffn, &c.attn_out}) n += t->view().data ? t->view().bytes() : 0;
+        for (const Tensor* t : c.tensors()) n += t->view().data ? t->view().bytes() : 0;
     return n;
 }
 
@@ -150,13 +151,54 @@ void Forward::ffn(int l, const TensorView& x, const TensorView& out) {
 
 // Exact attention of query rows (q: [rows.size(), q_dim]) against every key of their sequences in c.k / c.v.
 void Forward::attention(int l, const TensorView& q, const RowSet& rows, const LayerCache& c, const BatchLayout& lay,
-                        const TensorView& out) {
+                        const TensorView& out, LayerCache* keep_lse) {
     if (rows.empty()) return;
     double fl = 0;
     for (int32_t s : rows.seq) fl += 4.0 * double(lay.seq_len(s)) * double(cfg_.q_dim());
-    ScopedOp s(sink_, step_, l, OpClass::AttnExact, fl, 0, int32_t(rows.size()));
-    be_.attention(q, rows.seq, c.k, c.v, lay.cu, AttentionShape{cfg_.n_head, cfg_.n_kv_head, cfg_.head_dim}, out);
+    const bool lse = keep_lse && !keep_lse->lse.view().empty();
+    Tensor     lse_rows = lse ? alloc(int64_t(rows.size()), cfg_.n_head) : Tensor{};
+    {
+        ScopedOp s(sink_, step_, l, OpClass::AttnExact, fl, 0, int32_t(rows.size()));
+        be_.attention(q, rows.seq, c.k, c.v, lay.cu, AttentionShape{cfg_.n_head, cfg_.n_kv_head, cfg_.head_dim}, out,
+                      lse ? lse_rows.view() : TensorView{});
+    }
+    if (lse) scatter(l, lse_rows, rows.rows, keep_lse->lse);
     acc_[size_t(l)].flops += fl;
+}
+
+std::vector<int32_t> Forward::attention_cols(int l, const TensorView& q, const RowSet& rows, LayerCache& c,
+                                             const TensorView& dv, const RowSet& salient, const BatchLayout& lay,
+                                             const TensorView& c_old, const TensorView& c_new,
+                                             const TensorView& k_old, const TensorView& v_old) {
+    std::vector<int32_t> fallback;
+    if (rows.empty()) return fallback;
+    // Per salient key of the row's sequence: q k^T and p dV (plain, 4 D per head); the incremental form adds the old
+    // key's score and the old value's term (8 D).
+    const bool                 inc    = k_old.data != nullptr;
+    const std::vector<int32_t> cu_sal = salient.seq_offsets(lay.n_seq());
+    double                     fl     = 0;
+    for (int32_t s : rows.seq)
+        fl += (inc ? 8.0 : 4.0) * double(cfg_.q_dim()) * double(cu_sal[size_t(s) + 1] - cu_sal[size_t(s)]);
+    Tensor lse = alloc(int64_t(rows.size()), cfg_.n_head);
+    gather(l, c.lse, rows.rows, lse);
+    {
+        ScopedOp sc(sink_, step_, l, OpClass::AttnApprox, fl, 0, int32_t(rows.size()));
+        be_.attention_cols(q, rows.seq, c.k, dv, salient.rows, cu_sal, lay.cu, lse, c_old,
+                           AttentionShape{cfg_.n_head, cfg_.n_kv_head, cfg_.head_dim}, c_new, k_old, v_old,
+                           inc ? lse.view() : TensorView{});
+    }
+    acc_[size_t(l)].flops += fl;
+    if (!inc) return fallback;
+    std::vector<float> host(size_t(lse.view().numel()));
+    be_.download(lse, host.data());
+    for (size_t i = 0; i < rows.size(); ++i)
+        for (int h = 0; h < cfg_.n_head; ++h)
+            if (std::isnan(host[i * size_t(cfg_.n_head) + size_t(h)])) {
+                fallback.push_back(int32_t(i));
+                break;
+            }
+    scatter(l, lse, rows.rows, c.lse);  // fallback rows get NaN here, then their exact attention's statistics
+    return fallback;
 }
 
 void Forward::attention_approx(int l, const TensorView& q, const RowSet& rows, const LayerCache& c,
@@ -193,7 +235,7 @@ void Forward::layer_dense(int l, Tensor& h, const BatchLayout& lay, const RowSet
     scatter(l, V, q.rows, c.v);
 
     Tensor ctx = alloc(n, cfg_.q_dim());
-    attention(l, Q, q, c, lay, ctx);
+    attention(l, Q, q, c, lay, ctx, &c);
 
     if (measure) {
         Tensor old = alloc(n, cfg_.q_dim());

@@ -2,6 +2,7 @@
 // query rows (original, DyLLM FULL steps, Fast-dLLM), the ops the methods build their own layers from
 // (engine/methods/), and the LM head. Every op is timed (ScopedOp) and counted (FLOPs, rows) for the accounting.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -50,6 +51,11 @@ struct LayerCache {
     Tensor ctx;       // [N, q_dim] attention context before o_proj (DyLLM; cosine measurement)
     Tensor ffn;       // [N, n_embd] FFN output before the residual add (DyLLM, dLLM-Cache)
     Tensor attn_out;  // [N, n_embd] attention output after o_proj (dLLM-Cache)
+    Tensor lse;       // [N, n_head] F32 log-sum-exp of each row's scores at its last exact attention (DyLLM columns)
+
+    // Every cache tensor (empty ones included), for whole-cache operations (sizes, compaction).
+    std::array<Tensor*, 6>       tensors() { return {&k, &v, &ctx, &ffn, &attn_out, &lse}; }
+    std::array<const Tensor*, 6> tensors() const { return {&k, &v, &ctx, &ffn, &attn_out, &lse}; }
 };
 
 size_t cache_bytes(const std::vector<LayerCache>& caches);
@@ -107,12 +113,22 @@ public:
     // out = W_down (silu(W_gate x) * W_up x); x, out: [n, n_embd].
     void   ffn(int l, const TensorView& x, const TensorView& out);
     // Exact attention of query rows (q: [rows.size(), q_dim]) against every key of their sequences in c.k / c.v.
+    // keep_lse: when given and its lse cache is allocated, the rows' softmax log-sum-exp is stored there (the
+    // statistics attention_cols reuses); a measurement that must not touch the caches passes nothing.
     void   attention(int l, const TensorView& q, const RowSet& rows, const LayerCache& c, const BatchLayout& lay,
-                     const TensorView& out);
+                     const TensorView& out, LayerCache* keep_lse = nullptr);
     // DyLLM's column-sparse update of rows' contexts from the salient keys' dV (Backend::attention_approx).
     void   attention_approx(int l, const TensorView& q, const RowSet& rows, const LayerCache& c, const TensorView& dv,
                             const RowSet& salient, const BatchLayout& lay, const TensorView& c_old,
                             const TensorView& c_new);
+    // The column-sparse update (Backend::attention_cols): scores of the salient keys only, against each row's
+    // log-sum-exp in c.lse. Incremental when k_old / v_old (the salient keys' rows before this step) are given: c.lse
+    // is updated, and the indices (into rows) of the rows it could not serve are returned (the caller computes them
+    // exactly); the plain form returns none.
+    std::vector<int32_t> attention_cols(int l, const TensorView& q, const RowSet& rows, LayerCache& c,
+                                        const TensorView& dv, const RowSet& salient, const BatchLayout& lay,
+                                        const TensorView& c_old, const TensorView& c_new,
+                                        const TensorView& k_old = {}, const TensorView& v_old = {});
     void   cosine(int l, const TensorView& a, const TensorView& b, std::vector<float>& out);
     void   gather(int l, const TensorView& src, const std::vector<int32_t>& idx, const TensorView& dst);
     void   scatter(int l, const TensorView& src, const std::vector<int32_t>& idx, const TensorView& dst);

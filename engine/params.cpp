@@ -33,6 +33,14 @@ const ParamSpec kTable[] = {
     {"fullq_every", "--fullq-every", "dyllm: period of full-query sparse steps", &P::fullq_every, 1, kIntMax},
     {"approx", "--approx", "dyllm: approximate attention for non-salient rows (false: the paper's 'Salient' ablation, "
      "exact attention for every query)", &P::approx},
+    {"approx_columns", "--approx-columns", "dyllm: the approximate update reads only the salient keys' score columns, "
+     "normalised by each row's softmax statistics from its last exact attention (the paper's O(N|A|d) path; default: "
+     "the authors' code, which scores every key)", &P::approx_columns},
+    {"approx_incremental", "--approx-incremental", "dyllm: column-sparse update that also swaps the salient keys' old "
+     "softmax terms for the new ones and renormalises (exact for an unchanged query; rows it cannot serve fall back to "
+     "exact attention)", &P::approx_incremental},
+    {"exact_refresh", "--exact-refresh", "dyllm drift guard: steps whose number is a multiple of N compute exact "
+     "attention for every query row, refreshing the approximated contexts (0: off)", &P::exact_refresh, 0, kIntMax},
     {"dream_prompt_row", "--dream-prompt-row", "dyllm on Dream: response-only steps also query the last prompt row, so "
      "the first response position reads its shifted logits (--no-dream-prompt-row: the authors' code, where it reads "
      "its own row)", &P::dream_prompt_row},

@@ -81,7 +81,7 @@ struct Session::Impl {
         }
         if (new_live.size() == live.size()) return;
         for (auto& c : caches)
-            for (Tensor* t : {&c.k, &c.v, &c.ctx, &c.ffn, &c.attn_out}) {
+            for (Tensor* t : c.tensors()) {
                 if (!t->view().data) continue;
                 Tensor n = be().alloc(t->view().dtype, int64_t(keep_rows.size()), t->cols());
                 if (!keep_rows.empty()) be().gather_rows(*t, keep_rows, n);
@@ -101,6 +101,7 @@ struct Session::Impl {
             if (need.ctx) c.ctx = be().alloc(dt, N, cfg.q_dim());
             if (need.ffn) c.ffn = be().alloc(dt, N, cfg.n_embd);
             if (need.attn_out) c.attn_out = be().alloc(dt, N, cfg.n_embd);
+            if (need.lse) c.lse = be().alloc(DType::F32, N, cfg.n_head);  // fp32: it sits in an exponent
         }
         peak_cache_bytes = std::max(peak_cache_bytes, cache_bytes(caches));
     }

@@ -39,6 +39,7 @@ struct TaskScore {
     int64_t     generated_tokens = 0;
     double      denoise_s = 0, wall_s = 0;
     int64_t     forward_passes = 0;
+    double      flops = 0, dense_flops = 0;  // the engine's accounting (FLOPs vs a dense forward of each step)
 };
 
 TaskScore eval_task(const Model& model, const TaskSuite& suite, const DiffusionParams& params, const EvalOptions& o,
@@ -66,6 +67,8 @@ TaskScore eval_task(const Model& model, const TaskSuite& suite, const DiffusionP
         sc.generated_tokens += r.generated_tokens;
         sc.denoise_s += r.denoise_seconds;
         sc.forward_passes += r.forward_passes;
+        sc.flops += r.total_flops;
+        sc.dense_flops += r.total_dense_flops;
         for (size_t i = 0; i < r.sequences.size(); ++i) {
             const TaskItem&   item = suite.items[b0 + i];
             const std::string text = r.sequences[i].text;
@@ -123,6 +126,8 @@ int run_eval(const EvalOptions& o) {
             j["backend"]      = model->backend().name();
             j["denoise_s"]    = t.denoise_s;
             j["forward_passes"] = t.forward_passes;
+            j["flops"]          = t.flops;
+            j["flops_vs_dense"] = t.dense_flops > 0 ? t.flops / t.dense_flops : 0.0;
             std::fprintf(stdout, "%s\n", j.dump().c_str());
             std::fflush(stdout);
         }
@@ -133,8 +138,8 @@ int run_eval(const EvalOptions& o) {
     if (params.method == Method::DyLLM) std::printf(", tau %.4g", tau);
     std::printf(", gen %d, steps %d, block %d, shots %s, batch %d\n\n", params.gen_length, params.steps,
                 params.block_length, o.shots < 0 ? "file" : std::to_string(o.shots).c_str(), o.batch);
-    std::printf("| task | n | accuracy | full match | tokens/s | denoise s |\n");
-    std::printf("|------|--:|---------:|-----------:|---------:|----------:|\n");
+    std::printf("| task | n | accuracy | full match | tokens/s | denoise s | FLOPs vs dense |\n");
+    std::printf("|------|--:|---------:|-----------:|---------:|----------:|---------------:|\n");
     TaskScore all;
     all.name = "all";
     for (const auto& t : scores) {
@@ -143,12 +148,15 @@ int run_eval(const EvalOptions& o) {
         all.full += t.full;
         all.generated_tokens += t.generated_tokens;
         all.denoise_s += t.denoise_s;
+        all.flops += t.flops;
+        all.dense_flops += t.dense_flops;
     }
     if (scores.size() > 1) scores.push_back(all);
     for (const auto& t : scores)
-        std::printf("| %s | %d | %.3f | %.3f | %.1f | %.2f |\n", t.name.c_str(), t.n,
+        std::printf("| %s | %d | %.3f | %.3f | %.1f | %.2f | %.3f |\n", t.name.c_str(), t.n,
                     t.n ? double(t.correct) / t.n : 0.0, t.n ? double(t.full) / t.n : 0.0,
-                    t.denoise_s > 0 ? double(t.generated_tokens) / t.denoise_s : 0.0, t.denoise_s);
+                    t.denoise_s > 0 ? double(t.generated_tokens) / t.denoise_s : 0.0, t.denoise_s,
+                    t.dense_flops > 0 ? t.flops / t.dense_flops : 0.0);
     for (size_t i = 0; params.measure_drift && i < suites.size(); ++i)
         std::printf("\ndrift on %s: approx-vs-exact context cosine of the approximated rows (tau %.4g)\n%s",
                     suites[i].name.c_str(), tau, drift[i].table().c_str());

@@ -17,7 +17,7 @@ StepKind dyllm_step_kind(int step, int full_steps, int fullq_every) {
 }
 
 void dyllm_sparse_layer(Forward& fwd, int l, Tensor& h, const BatchLayout& lay, const RowSet& q, const RowSet& s_prev,
-                        LayerCache& c, float tau, bool approx, SaliencyOutcome& out, bool drift) {
+                        LayerCache& c, float tau, StableUpdate update, SaliencyOutcome& out, bool drift) {
     const ModelConfig&  cfg = fwd.config();
     const LayerWeights& L  = fwd.weights().layers[size_t(l)];
     const int64_t       n  = int64_t(q.size());
@@ -42,9 +42,13 @@ void dyllm_sparse_layer(Forward& fwd, int l, Tensor& h, const BatchLayout& lay, 
     Tensor Ks, Vs;
     fwd.qkv(l, xs, s_prev, nullptr, &Ks, &Vs);
 
-    // 3-4: patch the K cache; dV = v_new - v_cached on the salient rows (rounded to the cache dtype).
+    // 3-4: patch the K cache (the incremental update keeps the old keys); dV = v_new - v_cached on the salient rows
+    // (rounded to the cache dtype).
+    const bool inc   = update == StableUpdate::Incremental;
+    Tensor     k_old = inc ? fwd.alloc_cache(ns, cfg.kv_dim()) : Tensor{};
+    if (inc) fwd.gather(l, c.k, s_prev.rows, k_old);
     fwd.scatter(l, Ks, s_prev.rows, c.k);
-    Tensor v_old = fwd.alloc(ns, cfg.kv_dim());
+    Tensor v_old = inc ? fwd.alloc_cache(ns, cfg.kv_dim()) : fwd.alloc(ns, cfg.kv_dim());
     fwd.gather(l, c.v, s_prev.rows, v_old);
     Tensor dv = fwd.alloc_cache(ns, cfg.kv_dim());
     if (ns > 0) fwd.backend().sub(Vs, v_old, dv);
@@ -54,19 +58,38 @@ void dyllm_sparse_layer(Forward& fwd, int l, Tensor& h, const BatchLayout& lay, 
     Tensor c_old = fwd.alloc(n, cfg.q_dim());
     fwd.gather(l, c.ctx, q.rows, c_old);
     Tensor c_new = fwd.alloc(n, cfg.q_dim());
-    if (approx) {
-        fwd.attention_approx(l, Q, q, c, dv, s_prev, lay, c_old, c_new);
-        Tensor qs = fwd.alloc(ns, cfg.q_dim()), o_sal = fwd.alloc(ns, cfg.q_dim());
-        fwd.gather(l, Q, idx_s, qs);
-        fwd.attention(l, qs, s_prev, c, lay, o_sal);
-        fwd.scatter(l, o_sal, idx_s, c_new);
-        A.attn_exact_rows += int32_t(ns);
-        A.attn_approx_rows += int32_t(n - ns);
+    RowSet exact_rows = s_prev;  // the rows attention serves exactly
+    if (update != StableUpdate::Exact) {
+        // Exact rows: S_{l-1}, plus the rows the incremental update could not serve (their unchanged keys held almost
+        // none of their softmax mass).
+        std::vector<int32_t> idx_e = idx_s;
+        if (update == StableUpdate::FullSoftmax) {
+            fwd.attention_approx(l, Q, q, c, dv, s_prev, lay, c_old, c_new);
+        } else {
+            const std::vector<int32_t> fb =
+                inc ? fwd.attention_cols(l, Q, q, c, dv, s_prev, lay, c_old, c_new, k_old, v_old)
+                    : fwd.attention_cols(l, Q, q, c, dv, s_prev, lay, c_old, c_new);
+            if (!fb.empty()) {
+                idx_e.insert(idx_e.end(), fb.begin(), fb.end());
+                std::sort(idx_e.begin(), idx_e.end());
+                idx_e.erase(std::unique(idx_e.begin(), idx_e.end()), idx_e.end());
+            }
+        }
+        exact_rows = RowSet{};
+        for (int32_t i : idx_e) exact_rows.push(q.rows[size_t(i)], q.seq[size_t(i)], q.pos[size_t(i)]);
+        const int64_t ne = int64_t(idx_e.size());
+        Tensor        qe = fwd.alloc(ne, cfg.q_dim()), o_e = fwd.alloc(ne, cfg.q_dim());
+        fwd.gather(l, Q, idx_e, qe);
+        fwd.attention(l, qe, exact_rows, c, lay, o_e, &c);
+        fwd.scatter(l, o_e, idx_e, c_new);
+        A.attn_exact_rows += int32_t(ne);
+        A.attn_approx_rows += int32_t(n - ne);
     } else {
-        fwd.attention(l, Q, q, c, lay, c_new);
+        fwd.attention(l, Q, q, c, lay, c_new, &c);
         A.attn_exact_rows += int32_t(n);
     }
-    if (drift && approx) measure_drift(fwd, Q, q, s_prev, c, lay, c_new, out.drift);  // only measured, not used
+    if (drift && update != StableUpdate::Exact)  // only measured, never used
+        measure_drift(fwd, Q, q, exact_rows, c, lay, c_new, out.drift);
 
     // 7-8: one cosine per token over all heads; S_l = {cos < tau}; the cache keeps the (approximate) context.
     fwd.cosine(l, c_new, c_old, out.cosines);
@@ -98,7 +121,9 @@ class DyllmMethod final : public DecodingMethod {
 public:
     using DecodingMethod::DecodingMethod;
 
-    CacheNeeds caches() const override { return {.ctx = true, .ffn = true}; }
+    CacheNeeds caches() const override {
+        return {.ctx = true, .ffn = true, .lse = p_.approx && (p_.approx_columns || p_.approx_incremental)};
+    }
 
     StepKind step_kind(const StepInput& in) const override {
         return dyllm_step_kind(in.step, p_.full_steps, p_.fullq_every);
@@ -123,9 +148,15 @@ public:
         }
         Tensor h = fwd.embed(lay, q);
         RowSet s = salient_seed(in);
+        // The drift guard: a refresh step serves every row exactly, so drifted contexts are replaced (and re-tested).
+        const bool         refresh = p_.exact_refresh > 0 && in.step % p_.exact_refresh == 0;
+        const StableUpdate update  = !p_.approx || refresh ? StableUpdate::Exact
+                                     : p_.approx_incremental ? StableUpdate::Incremental
+                                     : p_.approx_columns     ? StableUpdate::Columns
+                                                             : StableUpdate::FullSoftmax;
         for (int l = 0; l < cfg_.n_layer; ++l) {
             SaliencyOutcome o;
-            dyllm_sparse_layer(fwd, l, h, lay, q, s, caches[size_t(l)], in.tau, p_.approx, o,
+            dyllm_sparse_layer(fwd, l, h, lay, q, s, caches[size_t(l)], in.tau, update, o,
                                p_.measure_drift && in.observed);
             report(l, o);
             s = std::move(o.salient);

@@ -33,6 +33,7 @@ struct StepInput {
 // Which optional per-layer caches a method uses (k and v are always allocated).
 struct CacheNeeds {
     bool ctx = false, ffn = false, attn_out = false;
+    bool lse = false;  // softmax log-sum-exp per (row, head) at its last exact attention (DyLLM column-sparse)
 };
 
 // Called once per layer with that layer's saliency outcome (tested rows, cosines, salient set).

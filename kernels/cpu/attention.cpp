@@ -3,6 +3,7 @@
 #include "kernels/cpu/attention.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "kernels/cpu/attention_tiles.h"
@@ -10,7 +11,7 @@
 namespace dyllm::cpu {
 
 void attention(CMatF q, const int32_t* q_seq, CMatF k, CMatF v, const int32_t* cu_k, int n_seq, AttnDims dims,
-               MatF out, ThreadPool& pool, int row_block) {
+               MatF out, ThreadPool& pool, int row_block, MatF lse) {
     if (q.rows == 0) return;
     const int              R    = row_block > 0 ? row_block : detail::kAttnRowBlock;
     thread_local detail::AttnPlan plan;  // kept between calls (called from the engine's thread)
@@ -27,7 +28,11 @@ void attention(CMatF q, const int32_t* q_seq, CMatF k, CMatF v, const int32_t* c
         const detail::AttnTask& t  = plan.tasks[size_t(ti)];
         const int64_t           k0 = cu_k[t.seq], k1 = cu_k[t.seq + 1], nk = k1 - k0;
         const int32_t* rows = plan.order.data() + t.first;
-        detail::softmax_block(q, rows, t.n, t.head, k, k0, k1, dims, s.p.data(), nk, s.l.data(), s.kt.data());
+        detail::softmax_block(q, rows, t.n, t.head, k, k0, k1, dims, s.p.data(), nk, s.l.data(), s.kt.data(),
+                              s.m.data());
+        if (lse.data)
+            for (int r = 0; r < t.n; ++r)
+                lse.row(rows[r])[t.head] = s.l[size_t(r)] > 0.0f ? s.m[size_t(r)] + std::log(s.l[size_t(r)]) : -INFINITY;
         const int64_t kv_off = int64_t(t.head / (dims.n_head / dims.n_kv_head)) * D;
         detail::pv_block(s.p.data(), nk, t.n, nk, nullptr, 0, v, k0, kv_off, D, s.acc.data());
         for (int r = 0; r < t.n; ++r) {

@@ -47,11 +47,12 @@ void AttnScratch::size_for(int row_block, int64_t max_keys, int head_dim, int64_
     p.resize(size_t(int64_t(row_block) * std::max<int64_t>(max_keys, 1)));
     acc.resize(size_t(row_block * head_dim));
     l.resize(size_t(row_block));
+    m.resize(size_t(row_block));
     kt.resize(size_t(kt_floats));
 }
 
 DYLLM_CPU_CLONES void softmax_block(CMatF q, const int32_t* rows, int n, int h, CMatF k, int64_t k0, int64_t k1,
-                                    AttnDims dims, float* p, int64_t ld_p, float* l, float* kt) {
+                                    AttnDims dims, float* p, int64_t ld_p, float* l, float* kt, float* m_out) {
     constexpr int KT     = kKeyTile;
     const int     D      = dims.head_dim;
     const int64_t kv_off = int64_t(h / (dims.n_head / dims.n_kv_head)) * D;
@@ -125,6 +126,7 @@ DYLLM_CPU_CLONES void softmax_block(CMatF q, const int32_t* rows, int n, int h, 
         for (int t = 0; t < 16; ++t) sum += sv[t];
         for (; j < nk; ++j) sum += (pr[j] = expf(pr[j] - m));
         l[r] = sum;
+        if (m_out) m_out[r] = m;
     }
 }
 

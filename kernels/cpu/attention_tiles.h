@@ -36,16 +36,16 @@ int64_t plan_work(const AttnPlan& plan, const int32_t* cu_k, int head_dim);
 
 // Per-thread scratch of the attention kernels, kept between calls (thread_local in the kernels).
 struct AttnScratch {
-    std::vector<float> p, acc, l, kt;
+    std::vector<float> p, acc, l, kt, m;  // m: the row maxima (exact attention's log-sum-exp)
     void               size_for(int row_block, int64_t max_keys, int head_dim, int64_t kt_floats);
 };
 
 // Unnormalised softmax of one block: for the n query rows rows[0..n) at head h and the keys [k0, k1) of their
 // sequence, p[r * ld_p + (j - k0)] = exp(s_rj - m_r) with s_rj = q[rows[r], h] . k[j, g] / sqrt(D), and
 // l[r] = sum_j p[r, j] (fp32). g = h / (n_head / n_kv_head).
-// kt: scratch of kKeyTile * head_dim floats (a transposed tile of keys).
+// kt: scratch of kKeyTile * head_dim floats (a transposed tile of keys). m (optional): the row maxima m_r.
 void softmax_block(CMatF q, const int32_t* rows, int n, int h, CMatF k, int64_t k0, int64_t k1, AttnDims dims,
-                   float* p, int64_t ld_p, float* l, float* kt);
+                   float* p, int64_t ld_p, float* l, float* kt, float* m = nullptr);
 
 // Keys per score tile: the tile is transposed to [head_dim, 16] so each query element broadcasts against 16 keys
 // (one AVX-512 register), with no horizontal reductions.

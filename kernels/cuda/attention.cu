@@ -18,7 +18,7 @@ static cudaError_t launch_attention(const AttnArgs& a, dim3 grid, size_t smem, c
 int attention_tile_rows(const AttnDims& dims) { return attention_rows_per_tile(dims); }
 
 cudaError_t attention(const Mat& q, const Mat& k, const Mat& v, const int32_t* cu_k, const QueryTile* tiles,
-                      int n_tiles, AttnDims dims, const Mat& out, cudaStream_t stream) {
+                      int n_tiles, AttnDims dims, const Mat& out, const Mat& lse, cudaStream_t stream) {
     AttnArgs a;
     dim3     grid;
     size_t   smem = 0;
@@ -34,6 +34,7 @@ cudaError_t attention(const Mat& q, const Mat& k, const Mat& v, const int32_t* c
     a.tiles = tiles;
     a.cu_k  = cu_k;
     a.scale = 1.0f / sqrtf(float(dims.head_dim));
+    a.lse   = lse;
     return launch_attention(a, grid, smem, stream);
 }
 

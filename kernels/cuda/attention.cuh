@@ -13,7 +13,8 @@ int attention_tile_rows(const AttnDims& dims);
 
 // q: [nq, H_q*D] (any type); k, v: [nk, H_kv*D] (any type); cu_k: [B + 1] device key offsets; tiles: n_tiles device
 // QueryTile runs from plan_query_tiles(q_seq, ..., attention_tile_rows(dims)); out: [nq, H_q*D]. head_dim <= 256.
+// lse: [nq, H_q] F32 (log-sum-exp of each (row, head)'s scaled scores), or a Mat with null data for none.
 cudaError_t attention(const Mat& q, const Mat& k, const Mat& v, const int32_t* cu_k, const QueryTile* tiles,
-                      int n_tiles, AttnDims dims, const Mat& out, cudaStream_t stream);
+                      int n_tiles, AttnDims dims, const Mat& out, const Mat& lse, cudaStream_t stream);
 
 }  // namespace dyllm::cuda

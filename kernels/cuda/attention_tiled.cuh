@@ -36,6 +36,7 @@ struct AttnArgs {
     const int32_t*   key_base      = nullptr;  // approx: [n_key_tiles]
     const int32_t*   tile_off      = nullptr;  // approx: [B + 1]
     float*           stats         = nullptr;  // approx, optional: [nq, 3] (dot, |new|^2, |old|^2), zeroed by caller
+    Mat              lse;                      // exact, optional (data null: none): [nq, n_head] F32 log-sum-exp
 };
 
 inline size_t attention_smem_bytes(int head_dim) {
@@ -195,6 +196,11 @@ __device__ __forceinline__ void attention_tiled_body(const AttnArgs& a) {
                 nn += nw * nw;
                 no += old * old;
             }
+        }
+        if constexpr (!kApprox) {
+            // Scores were scaled through q, so m is in the softmax's units; -inf for a sequence without keys.
+            if (a.lse.data && lane == 0)
+                mat_store(a.lse, row, h0 + u % nh, l[uu] > 0.0f ? m[uu] + logf(l[uu]) : -INFINITY);
         }
         if constexpr (kApprox) {
             if (a.stats) {

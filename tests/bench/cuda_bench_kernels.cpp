@@ -263,7 +263,7 @@ void bench_model(const ModelShape& m, const Peaks& pk, cudaStream_t s, cublasHan
                 CUDA_CHECK(cuda::attention(Mat{q.p, ElemType::F32, nq, qd, qd}, Mat{k.p, ElemType::BF16, L, kvd, kvd},
                                            Mat{v.p, ElemType::BF16, L, kvd, kvd}, static_cast<const int32_t*>(dcu.p),
                                            static_cast<const QueryTile*>(dt.p), int(tiles.size()), dims,
-                                           Mat{o.p, ElemType::F32, nq, qd, qd}, s));
+                                           Mat{o.p, ElemType::F32, nq, qd, qd}, Mat{}, s));
             });
             report(m.name, "attention exact (dense baseline) nq=" + std::to_string(nq) + " nk=512", ms, flop, bytes, pk,
                    false);

@@ -33,6 +33,7 @@
 #include "kernels/cpu/mat.h"
 #include "kernels/cpu/ref/attention.h"
 #include "kernels/cpu/ref/attention_approx.h"
+#include "kernels/cpu/ref/attention_cols.h"
 #include "kernels/cpu/ref/cosine.h"
 #include "kernels/cpu/ref/elementwise.h"
 #include "kernels/cpu/ref/embed.h"
@@ -636,13 +637,156 @@ inline bool run_attention(Backend& be, const OpBackend& ob, const AttnCase& a) {
     const auto    qv = values(size_t(nq * qd), 20), kv = values(size_t(nk * kvd), 21, a.kv),
                vv = values(size_t(nk * kvd), 22, a.kv);
     Tensor q = put(be, DType::F32, nq, qd, qv), k = put(be, a.kv, nk, kvd, kv), v = put(be, a.kv, nk, kvd, vv);
-    Tensor out = be.alloc(DType::F32, nq, qd);
-    be.attention(q, q_seq, k, v, cu_k, AttentionShape{a.n_head, a.n_kv_head, a.head_dim}, out);
-    std::vector<float> ref(size_t(nq * qd));
+    Tensor out = be.alloc(DType::F32, nq, qd), lse = be.alloc(DType::F32, nq, a.n_head);
+    be.attention(q, q_seq, k, v, cu_k, AttentionShape{a.n_head, a.n_kv_head, a.head_dim}, out, lse);
+    std::vector<float> ref(size_t(nq * qd)), ref_lse(size_t(nq * a.n_head));
     cpu::ref::attention(cm(qv, nq, qd), q_seq.data(), cm(kv, nk, kvd), cm(vv, nk, kvd), cu_k.data(),
-                        cpu::AttnDims{a.n_head, a.n_kv_head, a.head_dim}, mm(ref, nq, qd));
+                        cpu::AttnDims{a.n_head, a.n_kv_head, a.head_dim}, mm(ref, nq, qd), mm(ref_lse, nq, a.n_head));
     const double tol = attn_tol(a, nk, 1.0) + 1e-7;
-    return close(case_name("attention", ob, attn_name(a)), get(be, out), ref, [&](size_t) { return tol; });
+    bool ok = close(case_name("attention", ob, attn_name(a)), get(be, out), ref, [&](size_t) { return tol; });
+    // lse = max + log(sum): the scores' error plus the normaliser's relative error, both inside attn_tol's bound for
+    // unit values; -inf (a sequence without keys) must match exactly.
+    const auto got_lse = get(be, lse);
+    for (size_t e = 0; e < ref_lse.size(); ++e)
+        if (std::isinf(ref_lse[e]) != std::isinf(got_lse[e])) ok = false;
+    std::vector<float> fin_ref(ref_lse), fin_got(got_lse);
+    for (size_t e = 0; e < ref_lse.size(); ++e)
+        if (std::isinf(ref_lse[e])) fin_ref[e] = fin_got[e] = 0.0f;
+    return close(case_name("attention_lse", ob, attn_name(a)), fin_got, fin_ref,
+                 [&](size_t e) { return tol + 2.0 * kU32 * std::fabs(double(fin_ref[e])) + 1e-6; }) &&
+           ok;
+}
+
+// The salient keys of a case: every sal_every-th key of each sequence but the last of several (which keeps an empty
+// set: empty per-sequence sets are legal).
+inline void salient_keys(const AttnCase& a, const std::vector<int32_t>& cu_k, std::vector<int32_t>& sal_k,
+                         std::vector<int32_t>& cu_sal) {
+    const int n_seq = int(a.lens.size());
+    sal_k.clear();
+    cu_sal.assign(1, 0);
+    for (int b = 0; b < n_seq; ++b) {
+        if (a.sal_every > 0 && (b < n_seq - 1 || n_seq == 1))
+            for (int j = 0; j < a.lens[size_t(b)]; j += a.sal_every) sal_k.push_back(cu_k[size_t(b)] + j);
+        cu_sal.push_back(int32_t(sal_k.size()));
+    }
+}
+
+inline bool run_attention_cols(Backend& be, const OpBackend& ob, const AttnCase& a) {
+    const auto           cu_k  = offsets(a.lens);
+    const auto           q_seq = query_seqs(cu_k, a.subset);
+    std::vector<int32_t> sal_k, cu_sal;
+    salient_keys(a, cu_k, sal_k, cu_sal);
+    const int64_t nq = int64_t(q_seq.size()), nk = cu_k.back(), ns = int64_t(sal_k.size());
+    const int64_t qd = int64_t(a.n_head) * a.head_dim, kvd = int64_t(a.n_kv_head) * a.head_dim;
+    const auto    qv = values(size_t(nq * qd), 33), kv = values(size_t(nk * kvd), 34, a.kv),
+               vv = values(size_t(nk * kvd), 35, a.kv), dvv = values(size_t(ns * kvd), 36, a.kv, 0.1f);
+    const cpu::AttnDims dims{a.n_head, a.n_kv_head, a.head_dim};
+    // The rows' statistics as an exact attention over the same q and k leaves them (so the salient weights sum to
+    // at most 1, as in a decode); c_old is that attention's context.
+    std::vector<float> ctx(size_t(nq * qd)), lse(size_t(nq * a.n_head));
+    cpu::ref::attention(cm(qv, nq, qd), q_seq.data(), cm(kv, nk, kvd), cm(vv, nk, kvd), cu_k.data(), dims,
+                        mm(ctx, nq, qd), mm(lse, nq, a.n_head));
+    Tensor q = put(be, DType::F32, nq, qd, qv), k = put(be, a.kv, nk, kvd, kv), dv = put(be, a.kv, ns, kvd, dvv);
+    Tensor c_old = put(be, DType::F32, nq, qd, ctx), l = put(be, DType::F32, nq, a.n_head, lse);
+    Tensor c_new = be.alloc(DType::F32, nq, qd);
+    const AttentionShape shape{a.n_head, a.n_kv_head, a.head_dim};
+    be.attention_cols(q, q_seq, k, dv, sal_k, cu_sal, cu_k, l, c_old, shape, c_new);
+    std::vector<float> ref(size_t(nq * qd));
+    cpu::ref::attention_cols(cm(qv, nq, qd), q_seq.data(), cm(kv, nk, kvd), cm(dvv, ns, kvd), sal_k.data(),
+                             cu_sal.data(), cm(lse, nq, a.n_head), cm(ctx, nq, qd), dims, mm(ref, nq, qd));
+    // Weights exp(s - lse) carry the scores' error (as in exact attention) over ns terms of scale 0.1, plus the fp32
+    // add of c_old. With nothing salient c_new must equal c_old exactly.
+    const std::string name = case_name("attention_cols", ob, attn_name(a));
+    const double      tol  = attn_tol(a, ns, 0.1);
+    const auto        got  = get(be, c_new);
+    bool              ok   = a.sal_every == 0 ? exact(name, got, ctx)
+                                              : close(name, got, ref, [&](size_t e) {
+                                           return tol + 2.0 * kU32 * std::fabs(double(ref[e])) + 1e-7;
+                                       });
+    be.attention_cols(q, q_seq, k, dv, sal_k, cu_sal, cu_k, l, c_old, shape, c_old);  // in place on an F32 c_old
+    return exact(name + "_inplace", get(be, c_old), got) && ok;
+}
+
+// The incremental form: the rows' context and statistics are those of an exact attention over the OLD keys (the
+// salient ones at k_old / v_old); the update must give exact attention over the new keys (k with the salient rows
+// replaced, v_new = v_old + dv), and the reference's result, wherever it does not fall back; where it falls back
+// (the unchanged keys held under kColsMinRestMass of the mass) c_new = c_old and lse_out is NaN.
+inline bool run_attention_cols_incremental(Backend& be, const OpBackend& ob, const AttnCase& a) {
+    const auto           cu_k  = offsets(a.lens);
+    const auto           q_seq = query_seqs(cu_k, a.subset);
+    std::vector<int32_t> sal_k, cu_sal;
+    salient_keys(a, cu_k, sal_k, cu_sal);
+    const int64_t nq = int64_t(q_seq.size()), nk = cu_k.back(), ns = int64_t(sal_k.size());
+    const int64_t qd = int64_t(a.n_head) * a.head_dim, kvd = int64_t(a.n_kv_head) * a.head_dim;
+    const cpu::AttnDims dims{a.n_head, a.n_kv_head, a.head_dim};
+    const auto qv = values(size_t(nq * qd), 43), k_new = values(size_t(nk * kvd), 44, a.kv),
+               v_old_all = values(size_t(nk * kvd), 45, a.kv), k_old_sal = values(size_t(ns * kvd), 46, a.kv),
+               dvv = values(size_t(ns * kvd), 47, a.kv, 0.3f);
+    // Old keys: the new ones with the salient rows at their old values; v_new = v_old + dv on the salient rows.
+    std::vector<float> k_old_all(k_new), v_new_all(v_old_all), v_old_sal(size_t(ns * kvd));
+    for (int64_t t = 0; t < ns; ++t)
+        for (int64_t c = 0; c < kvd; ++c) {
+            const size_t e = size_t(sal_k[size_t(t)] * kvd + c), st = size_t(t * kvd + c);
+            k_old_all[e] = k_old_sal[st];
+            v_old_sal[st] = v_old_all[e];
+            v_new_all[e] = v_old_all[e] + dvv[st];
+        }
+    std::vector<float> ctx(size_t(nq * qd)), lse(size_t(nq * a.n_head)), want(size_t(nq * qd));
+    cpu::ref::attention(cm(qv, nq, qd), q_seq.data(), cm(k_old_all, nk, kvd), cm(v_old_all, nk, kvd), cu_k.data(),
+                        dims, mm(ctx, nq, qd), mm(lse, nq, a.n_head));
+    cpu::ref::attention(cm(qv, nq, qd), q_seq.data(), cm(k_new, nk, kvd), cm(v_new_all, nk, kvd), cu_k.data(), dims,
+                        mm(want, nq, qd));
+    Tensor q = put(be, DType::F32, nq, qd, qv), k = put(be, a.kv, nk, kvd, k_new), dv = put(be, a.kv, ns, kvd, dvv);
+    Tensor ko = put(be, a.kv, ns, kvd, k_old_sal), vo = put(be, a.kv, ns, kvd, v_old_sal);
+    Tensor c_old = put(be, DType::F32, nq, qd, ctx), l = put(be, DType::F32, nq, a.n_head, lse);
+    Tensor c_new = be.alloc(DType::F32, nq, qd), l_out = be.alloc(DType::F32, nq, a.n_head);
+    const AttentionShape shape{a.n_head, a.n_kv_head, a.head_dim};
+    be.attention_cols(q, q_seq, k, dv, sal_k, cu_sal, cu_k, l, c_old, shape, c_new, ko, vo, l_out);
+    std::vector<float> ref(size_t(nq * qd)), ref_lse(size_t(nq * a.n_head));
+    cpu::ref::attention_cols(cm(qv, nq, qd), q_seq.data(), cm(k_new, nk, kvd), cm(dvv, ns, kvd), sal_k.data(),
+                             cu_sal.data(), cm(lse, nq, a.n_head), cm(ctx, nq, qd), dims, mm(ref, nq, qd),
+                             cm(k_old_sal, ns, kvd), cm(v_old_sal, ns, kvd), mm(ref_lse, nq, a.n_head));
+    // Per (row, head): the unchanged keys' share of the old mass, rest; cancellation amplifies rounding by 1 / rest.
+    // Each of the 2 ns + nk terms carries the scores' error of attn_tol (values up to 1.3).
+    const auto got = get(be, c_new), got_lse = get(be, l_out);
+    const std::string name = case_name("attention_cols_incremental", ob, attn_name(a));
+    bool              ok   = true;
+    int               fallbacks = 0;
+    for (int64_t i = 0; i < nq; ++i)
+        for (int h = 0; h < a.n_head; ++h) {
+            const size_t he = size_t(i * a.n_head + h);
+            const bool   fb = std::isnan(ref_lse[he]);
+            if (fb != std::isnan(got_lse[he])) {  // the 1e-3 threshold itself may round either way only at ~1e-3
+                UNSCOPED_INFO(name << ": row " << i << " head " << h << " fallback differs");
+                ok = false;
+                continue;
+            }
+            fallbacks += fb;
+            const int      b   = q_seq[size_t(i)];
+            const float*   qi  = qv.data() + i * qd + int64_t(h) * a.head_dim;
+            const int64_t  g   = h / (a.n_head / a.n_kv_head);
+            double         old_sal = 0;
+            for (int32_t t = cu_sal[size_t(b)]; t < cu_sal[size_t(b) + 1]; ++t) {
+                double d = 0;
+                for (int c = 0; c < a.head_dim; ++c)
+                    d += double(qi[c]) * double(k_old_sal[size_t(t * kvd + g * a.head_dim + c)]);
+                old_sal += std::exp(d / std::sqrt(double(a.head_dim)) - double(lse[he]));
+            }
+            const double rest = std::max(1.0 - old_sal, 1e-3);
+            const double tol  = attn_tol(a, nk + 2 * ns, 1.3) / rest + 1e-6;
+            for (int c = 0; c < a.head_dim; ++c) {
+                const size_t e   = size_t(i * qd + int64_t(h) * a.head_dim + c);
+                const double exp_ = fb ? double(ctx[e]) : double(want[e]);
+                if (std::fabs(double(got[e]) - exp_) > tol || std::fabs(double(got[e]) - double(ref[e])) > tol) {
+                    UNSCOPED_INFO(name << ": row " << i << " head " << h << " col " << c << " got " << got[e]
+                                       << " exact " << exp_ << " ref " << ref[e] << " tol " << tol);
+                    ok = false;
+                    break;
+                }
+            }
+        }
+    if (a.sal_every == 1 && a.lens.size() == 1 && a.lens[0] > 0) ok = ok && fallbacks == nq * a.n_head;
+    return ok;
 }
 
 inline bool run_attention_approx(Backend& be, const OpBackend& ob, const AttnCase& a) {
@@ -761,6 +905,17 @@ TEST_CASE("backend ops: score_logits", "[backend_ops]") {
 TEST_CASE("backend ops: attention", "[backend_ops]") {
     run_table<AttnCase>("attention", attention_cases(),
                         [](const AttnCase& c) { return Needs{{OpKind::Attention, c.kv}}; }, run_attention);
+}
+
+TEST_CASE("backend ops: attention_cols", "[backend_ops]") {
+    run_table<AttnCase>("attention_cols", attention_approx_cases(),
+                        [](const AttnCase& c) { return Needs{{OpKind::AttentionCols, c.kv}}; }, run_attention_cols);
+}
+
+TEST_CASE("backend ops: attention_cols, incremental", "[backend_ops]") {
+    run_table<AttnCase>("attention_cols+", attention_approx_cases(),
+                        [](const AttnCase& c) { return Needs{{OpKind::AttentionCols, c.kv}}; },
+                        run_attention_cols_incremental);
 }
 
 TEST_CASE("backend ops: attention_approx", "[backend_ops]") {

@@ -189,7 +189,7 @@ TEST_CASE("layer 0's approximation error is exactly the probability shift applie
     s.push(changed, 0, changed);
     Tensor          h1 = fwd.embed(lay, q);
     SaliencyOutcome o;
-    dyllm_sparse_layer(fwd, 0, h1, lay, q, s, c, 2.f, true, o);
+    dyllm_sparse_layer(fwd, 0, h1, lay, q, s, c, 2.f, StableUpdate::FullSoftmax, o);
     const std::vector<float> Ca = host(c.ctx), K1 = host(c.k);
 
     // Exact context with the new tokens, and q of every row, from the dense layer on a fresh cache.
@@ -279,7 +279,7 @@ TEST_CASE("caches after a FULL step are consistent with a dense recomputation", 
     RowSet s;
     for (int l = 0; l < cfg.n_layer; ++l) {
         SaliencyOutcome o;
-        dyllm_sparse_layer(fwd, l, h2, lay, q, s, caches[size_t(l)], -1.f, true, o);
+        dyllm_sparse_layer(fwd, l, h2, lay, q, s, caches[size_t(l)], -1.f, StableUpdate::FullSoftmax, o);
         CHECK(o.salient.empty());
         for (float c : o.cosines) CHECK(c == Approx(1.0f).margin(1e-6));
         s = o.salient;
@@ -419,11 +419,11 @@ TEST_CASE("drift cosines match a plain recomputation; measuring changes no outpu
     Tensor          ha = fwd.embed(lay, q), hb = fwd.embed(lay, q), he = fwd.embed(lay, q);
     SaliencyOutcome oa, ob, oe;
     const double    f0 = fwd.account(0).flops;
-    dyllm_sparse_layer(fwd, 0, ha, lay, q, s, a, 0.99f, true, oa, /*drift=*/true);
+    dyllm_sparse_layer(fwd, 0, ha, lay, q, s, a, 0.99f, StableUpdate::FullSoftmax, oa, /*drift=*/true);
     const double f1 = fwd.account(0).flops;
-    dyllm_sparse_layer(fwd, 0, hb, lay, q, s, b, 0.99f, true, ob);
+    dyllm_sparse_layer(fwd, 0, hb, lay, q, s, b, 0.99f, StableUpdate::FullSoftmax, ob);
     const double f2 = fwd.account(0).flops;
-    dyllm_sparse_layer(fwd, 0, he, lay, q, s, e, 0.99f, false, oe, /*drift=*/true);
+    dyllm_sparse_layer(fwd, 0, he, lay, q, s, e, 0.99f, StableUpdate::Exact, oe, /*drift=*/true);
 
     // Measured only: the same outputs, caches, salient set and FLOP count as without the measurement.
     CHECK(f1 - f0 == f2 - f1);
@@ -523,4 +523,63 @@ TEST_CASE("bad parameters and prompts give one clear error", "[params]") {
     CHECK_THROWS_WITH(s.start(std::vector<std::vector<int32_t>>{std::vector<int32_t>{m->config().n_vocab + 5}}, p), Catch::Contains("outside the vocabulary"));
     std::vector<int32_t> huge(size_t(m->config().max_position), 1);
     CHECK_THROWS_WITH(s.start(std::vector<std::vector<int32_t>>{huge}, p), Catch::Contains("too long"));
+}
+
+TEST_CASE("the exact-refresh drift guard serves every row exactly on its steps", "[dyllm][drift_guard]") {
+    const Family fam = GENERATE(Family::LLaDA, Family::Dream);
+    auto         m   = Model::load(peaked_checkpoint(fam, 11).string());
+    const auto   prompt = random_prompt(m->config(), 20, 5);
+
+    // Refreshing at every step is the exact ablation, bit for bit (the same ops on the same rows; the column option
+    // only adds the log-sum-exp bookkeeping).
+    DiffusionParams ablation = base_params(Method::DyLLM);
+    ablation.approx          = false;
+    DiffusionParams every    = base_params(Method::DyLLM);
+    every.exact_refresh      = 1;
+    for (bool columns : {false, true}) {
+        every.approx_columns = columns;
+        const Run a = run(*m, {prompt}, ablation), b = run(*m, {prompt}, every);
+        CHECK(a.logits == b.logits);
+        CHECK(a.result.sequences[0].token_ids == b.result.sequences[0].token_ids);
+    }
+
+    // Refreshing every 3rd step: exactly those sparse steps have no approximated row.
+    DiffusionParams p = base_params(Method::DyLLM);
+    p.exact_refresh   = 3;
+    const Run r       = run(*m, {prompt}, p);
+    int       refreshed = 0, approximated = 0;
+    for (const auto& rec : r.result.steps) {
+        if (rec.kind == StepKind::Full) continue;
+        int approx_rows = 0;
+        for (const auto& lay : rec.layers) approx_rows += lay.attn_approx_rows;
+        if (rec.step % 3 == 0) {
+            CHECK(approx_rows == 0);
+            ++refreshed;
+        } else {
+            approximated += approx_rows > 0;
+        }
+    }
+    CHECK(refreshed >= 3);
+    CHECK(approximated >= 3);  // the other sparse steps still approximate
+}
+
+TEST_CASE("the column-sparse update differs from the authors' only through the normaliser", "[dyllm][columns]") {
+    const Family fam = GENERATE(Family::LLaDA, Family::Dream);
+    auto         m   = Model::load(peaked_checkpoint(fam, 13).string());
+    const auto   prompt = random_prompt(m->config(), 20, 6);
+
+    DiffusionParams p = base_params(Method::DyLLM);
+    const Run full    = run(*m, {prompt}, p);
+    p.approx_columns  = true;
+    const Run cols    = run(*m, {prompt}, p);
+    // Up to the first sparse step both runs are the same dense computation; after it the cached normaliser makes the
+    // logits move (a column-sparse run that matched the full softmax would mean the option does nothing).
+    const int first_sparse = p.full_steps + 1;
+    REQUIRE(full.logits.count(first_sparse));
+    for (int s = 1; s < first_sparse; ++s) CHECK(max_abs_diff(full.logits.at(s), cols.logits.at(s)) == 0.0);
+    double moved = 0;
+    for (const auto& [s, lg] : full.logits)
+        if (s >= first_sparse && cols.logits.count(s)) moved = std::max(moved, max_abs_diff(lg, cols.logits.at(s)));
+    CHECK(moved > 0.0);
+    CHECK(cols.result.sequences[0].token_ids.size() == full.result.sequences[0].token_ids.size());
 }

@@ -11,9 +11,9 @@
 namespace dyllm::cpu::ref {
 
 // w[j - k0] = exp(scale * q . k_j - max) for keys j in [k0, k1) (key head at column kv_off, D wide), in fp64.
-// Returns the sum of w (the softmax normaliser); 0 for an empty key range.
+// Returns the sum of w (the softmax normaliser); 0 for an empty key range. *max_out (when given) gets the max score.
 inline double attention_weights(const float* q, CMatF k, int64_t k0, int64_t k1, int64_t kv_off, int D, double scale,
-                                std::vector<double>& w) {
+                                std::vector<double>& w, double* max_out = nullptr) {
     w.assign(size_t(k1 - k0), 0.0);
     double m = -INFINITY;
     for (int64_t j = k0; j < k1; ++j) {
@@ -24,6 +24,7 @@ inline double attention_weights(const float* q, CMatF k, int64_t k0, int64_t k1,
     }
     double l = 0.0;
     for (double& x : w) l += (x = std::exp(x - m));
+    if (max_out) *max_out = m;
     return l;
 }
 
