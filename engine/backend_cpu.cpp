@@ -155,7 +155,8 @@ public:
         // GEMM provider takes is also packed once into the provider's layout; do_matmul uses that copy for this view.
         // Not the embedding table (only read by rows; a tied LM head is prepared again as "lm_head").
         const ElemType et = elem_of(host_weight.dtype);
-        if (name == "tok_embd" || host_weight.rows() < 2 || !cpu::PackedGemm::supports(et)) return host_weight;
+        if (name == "tok_embd" || host_weight.rows() < 2 || host_weight.cols() == 0 || !cpu::PackedGemm::supports(et))
+            return host_weight;
         std::string err;
         auto        packed = gemm_.pack(any_mat(host_weight), pool_, &err);
         if (!packed) throw BackendError("cpu backend: cannot pack weight " + name + " " + shp(host_weight) + ": " + err);
