@@ -26,6 +26,6 @@ for s in d['accounting']['steps']:
     print(f"step {s['step']}: {s['kind']:<16} {s['seconds']:7.3f} s  {s['flops'] / 1e9:8.1f} GFLOP  "
           f"{s['flops'] / s['seconds'] / 1e9:6.1f} GFLOP/s  (layer 0: {rows} query rows)")
 for line in open(sys.argv[2]):
-    if 'Maximum resident' in line or 'Elapsed (wall' in line:
+    if any(k in line for k in ('Maximum resident', 'Elapsed (wall', 'User time', 'Percent of CPU')):
         print(line.strip())
 PY
