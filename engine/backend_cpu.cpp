@@ -8,7 +8,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <sys/mman.h>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/errors.h"
@@ -21,6 +23,7 @@
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/embed.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/packed_gemm.h"
 #include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu/rope.h"
 #include "kernels/cpu/rows.h"
@@ -111,11 +114,12 @@ F32Out f32_out(const TensorView& v) {
 
 class CpuBackend final : public Backend {
 public:
-    explicit CpuBackend(int n_threads) : n_threads_(n_threads), pool_(n_threads) {
+    explicit CpuBackend(int n_threads) : n_threads_(n_threads), pool_(n_threads), gemm_(n_threads) {
         cpu::blas_set_threads(1);  // every BLAS call runs on the thread that makes it; the pool splits (do_matmul)
         const std::string cfg = cpu::blas_config();  // "OpenBLAS 0.3.21 DYNAMIC_ARCH ..."
         const size_t      sp  = cfg.find(' ', cfg.find(' ') + 1);
         blas_name_            = cfg.substr(0, sp);
+        if (!cpu::PackedGemm::provider().empty()) blas_name_ += ", " + cpu::PackedGemm::provider();
     }
 
     const char* name() const override { return "cpu"; }
@@ -156,7 +160,19 @@ public:
         DYLLM_ASSERT(host_weight.device == Device::Cpu, "prepare_weight: " + name + " is not in host memory");
         DYLLM_ASSERT(is_float(host_weight.dtype), "prepare_weight: " + name + " has dtype " +
                                                       dtype_name(host_weight.dtype) + ", expected F32/F16/BF16");
-        return host_weight;  // weights stay memory-mapped in their stored dtype; kernels widen panels on the fly
+        // The view stays the stored (memory-mapped) one: embed reads its rows, and any op may widen it. A matrix the
+        // GEMM provider takes is also packed once into the provider's layout; do_matmul uses that copy for this view.
+        // Not the embedding table (only read by rows; a tied LM head is prepared again as "lm_head").
+        const ElemType et = elem_of(host_weight.dtype);
+        if (name == "tok_embd" || host_weight.rows() < 2 || host_weight.cols() == 0 || !cpu::PackedGemm::supports(et))
+            return host_weight;
+        std::string err;
+        auto        packed = gemm_.pack(any_mat(host_weight), pool_, &err);
+        if (!packed) throw BackendError("cpu backend: cannot pack weight " + name + " " + shp(host_weight) + ": " + err);
+        packed_[host_weight.data] = Packed{host_weight.dtype, host_weight.rows(), host_weight.cols(), ld(host_weight),
+                                           std::move(packed)};
+        release_pages(host_weight);
+        return host_weight;
     }
 
 protected:
@@ -173,6 +189,8 @@ protected:
             bm.rows = 1;
             bm.cols = wm.rows;
         }
+        // Weights packed at prepare_weight (oneDNN, kernels/cpu/packed_gemm.h) slice themselves over the pool.
+        if (const cpu::PackedWeight* pw = packed(w)) return gemm_.matmul(cmat(x), *pw, bm, mat(y), pool_);
         // The engine's pool splits the product by columns of y (rows of W), one single-threaded BLAS call per slice:
         // OpenBLAS's own threads would spin (sched_yield) after every call, beside the pool's workers, on the same
         // cores (engine/README.md §t). Each slice packs its own W rows once; x is small next to W on every shape here.
@@ -274,6 +292,32 @@ protected:
     }
 
 private:
+    // A weight packed by prepare_weight, found again by its view (same storage, type, shape and stride).
+    struct Packed {
+        DType                                    dtype;
+        int64_t                                  rows, cols, ld;
+        std::shared_ptr<const cpu::PackedWeight> w;
+    };
+    const cpu::PackedWeight* packed(const TensorView& w) const {
+        const auto it = packed_.find(w.data);
+        if (it == packed_.end()) return nullptr;
+        const Packed& p = it->second;
+        return p.dtype == w.dtype && p.rows == w.rows() && p.cols == w.cols() && p.ld == ld(w) ? p.w.get() : nullptr;
+    }
+    // Once packed, the stored copy is only read again by embed (a few rows): hand its pages back to the page cache so
+    // the resident set holds the packed copy alone (kernels/README.md "GEMM provider": memory ~1x the checkpoint).
+    // MADV_PAGEOUT only reclaims (file pages re-read on a later touch, anonymous ones kept without swap): it never
+    // changes the contents, whatever memory the view is in.
+    static void release_pages(const TensorView& v) {
+#ifdef MADV_PAGEOUT
+        const uintptr_t page = 4096, a = reinterpret_cast<uintptr_t>(v.data), b = a + v.bytes();
+        const uintptr_t lo = (a + page - 1) / page * page, hi = b / page * page;
+        if (hi > lo + 64 * page) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_PAGEOUT);  // a hint: errors ignored
+#else
+        (void)v;
+#endif
+    }
+
     void binary(const TensorView& a, const TensorView& b, const TensorView& y, bool subtract) {
         if (a.dtype == DType::F32 && b.dtype == DType::F32 && y.dtype == DType::F32) {
             subtract ? cpu::sub(cmat(a), cmat(b), mat(y)) : cpu::add(cmat(a), cmat(b), mat(y));
@@ -288,7 +332,9 @@ private:
 
     int             n_threads_;
     cpu::ThreadPool pool_;
+    cpu::PackedGemm gemm_;
     std::string     blas_name_;
+    std::unordered_map<const void*, Packed> packed_;  // by the stored weight's address
 };
 
 }  // namespace

@@ -40,7 +40,9 @@ std::unique_ptr<Model> Model::load(const std::string& spec, BackendKind kind, in
     Backend&            be = *I.backend;
     I.weights.tok_embd     = prepare(be, hw.tok_embd, "tok_embd");
     I.weights.out_norm     = prepare(be, hw.out_norm, "out_norm");
-    I.weights.lm_head      = (hw.lm_head.data == hw.tok_embd.data) ? I.weights.tok_embd : prepare(be, hw.lm_head, "lm_head");
+    // A tied head is prepared again under its own name: the CPU packs it for the GEMM (not the embedding table), CUDA
+    // finds the same host tensor and returns its one device copy.
+    I.weights.lm_head      = prepare(be, hw.lm_head, "lm_head");
     for (size_t l = 0; l < hw.layers.size(); ++l) {
         const LayerWeights& s = hw.layers[l];
         const std::string   p = "blk." + std::to_string(l) + ".";

@@ -37,6 +37,7 @@
 #include "kernels/cpu/ref/cosine.h"
 #include "kernels/cpu/ref/elementwise.h"
 #include "kernels/cpu/ref/embed.h"
+#include "kernels/cpu/packed_gemm.h"
 #include "kernels/cpu/ref/matmul.h"
 #include "kernels/cpu/ref/rms_norm.h"
 #include "kernels/cpu/ref/rope.h"
@@ -290,10 +291,12 @@ inline bool run_matmul(Backend& be, const OpBackend& ob, const MatMulCase& c) {
     std::vector<float> ref(size_t(c.n * c.m));
     cpu::ref::matmul(cm(xv, c.n, c.k), cmat_any(w->held, c.m, c.k),
                      b ? cmat_any(b->held, 1, c.m) : cpu::ConstMat{}, mm(ref, c.n, c.m));
-    // x is F32 on the CPU; the CUDA backend rounds it to the weight's 16-bit storage for cuBLAS
-    // (kernels/cuda/cublas_gemm.cu): each product then moves by u_x relative. fp32 accumulation over k terms plus the
-    // bias: (k + 2) u_32 of S = sum_c |x_c w_c| + |b| (the sum of |terms|, which bounds cancellation).
-    const DType  x_dt = be.device() == Device::Cuda ? w->view.dtype : DType::F32;
+    // x is F32 on the CPU, except that packed BF16 weights multiply it rounded to bf16 (kernels/cpu/packed_gemm.h); the
+    // CUDA backend rounds it to the weight's 16-bit storage for cuBLAS (kernels/cuda/cublas_gemm.cu): each product
+    // then moves by u_x relative. fp32 accumulation over k terms plus the bias: (k + 2) u_32 of S = sum_c |x_c w_c| +
+    // |b| (the sum of |terms|, which bounds cancellation).
+    const bool   cpu_bf16_in = c.dt == DType::BF16 && cpu::PackedGemm::supports(cpu::ElemType::BF16);
+    const DType  x_dt = be.device() == Device::Cuda || cpu_bf16_in ? w->view.dtype : DType::F32;
     const double rel  = prec(x_dt).u + double(c.k + 2) * kU32;
     std::vector<double> s(ref.size(), 0.0);
     for (int64_t i = 0; i < c.n; ++i)

@@ -1,0 +1,66 @@
+// y = x W^T + b with W packed ONCE into a GEMM provider's own blocked layout (oneDNN's matmul when the build found
+// libdnnl-dev, kernels/README.md "GEMM provider"): no per-call widening or packing of the weight, and the engine's
+// thread pool, not the provider, runs the threads (each task multiplies one column slice single-threaded).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "kernels/cpu/mat.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace dyllm::cpu {
+
+// Output columns (W rows) per slice, at least: slices are the units the pool hands out, and a slice narrower than
+// this runs the provider's micro-kernel on too few columns to pay for its hand-out (tests/bench/bench_gemm_providers).
+constexpr int64_t kPackedSliceMinCols = 128;
+// Below this many flops (2 n m k) a product runs on the calling thread only: a pool hand-out (two condition-variable
+// wake-ups, ~10-30 us on the shared dev machine) costs more than splitting saves (4 MFLOP is ~40 us on one core).
+constexpr double kPackedParallelFlops = 4e6;
+
+// A weight [m, k] in the provider's layout, cut into column slices of the output (row ranges of W).
+class PackedWeight {
+public:
+    struct Impl;
+    explicit PackedWeight(std::unique_ptr<Impl> impl);
+    ~PackedWeight();
+    int64_t  rows() const;   // m
+    int64_t  cols() const;   // k
+    ElemType type() const;   // the stored type the weight was packed from (the GEMM runs in it)
+    int      slices() const;
+    size_t   bytes() const;  // memory held by the packed copy
+    const Impl& impl() const { return *impl_; }
+
+private:
+    std::unique_ptr<Impl> impl_;
+};
+
+class PackedGemm {
+public:
+    // n_threads: the size of the pool that will run pack() and matmul(); it sets how many slices a weight is cut into.
+    explicit PackedGemm(int n_threads);
+    ~PackedGemm();
+    PackedGemm(const PackedGemm&)            = delete;
+    PackedGemm& operator=(const PackedGemm&) = delete;
+
+    // "oneDNN 2.6.3", or "" when the build has no provider (then supports() is false for every type).
+    static std::string provider();
+    // The weight types pack() takes: F32 (fp32 math, as exact as sgemm) and BF16 (bf16 products, fp32 accumulation)
+    // with oneDNN. F16 never: oneDNN 2.6 has no f16 matmul on CPUs without AVX512-FP16.
+    static bool supports(ElemType t);
+
+    // Packs w: [m, k] (any row stride) into a new buffer, one slice per pool task. Returns nullptr and sets *error
+    // (one line) when the provider refuses it (unsupported type, out of memory).
+    std::shared_ptr<const PackedWeight> pack(ConstMat w, ThreadPool& pool, std::string* error) const;
+
+    // x: [n, k] fp32; w: packed [m, k]; bias: [1, m] (any type) or bias.data == nullptr; y: [n, m] fp32 (any row
+    // stride, not aliasing x). BF16 weights multiply x rounded to bf16 (round-to-nearest-even, like the CUDA
+    // backend's GEMM inputs, kernels/README.md §f.10) with fp32 accumulation; F32 weights multiply x as is.
+    void matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, ThreadPool& pool) const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dyllm::cpu

@@ -1,0 +1,274 @@
+// PackedGemm on oneDNN (libdnnl-dev 2.6, OpenMP build): weights reordered once into the layout its brgemm matmul picks,
+// one slice per pool task; every oneDNN call runs with one OpenMP thread, so the engine's pool is the only thread team
+// (no OpenMP workers spinning beside it).
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+#include "kernels/cpu/convert.h"
+#include "kernels/cpu/packed_gemm.h"
+
+// libgomp's own entry points (declared here so the build needs no omp.h or -fopenmp; libdnnl already loads libgomp).
+extern "C" int  omp_get_max_threads(void);
+extern "C" void omp_set_num_threads(int);
+
+namespace dyllm::cpu {
+
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+using dt  = memory::data_type;
+
+// The OpenMP thread count is a per-thread setting (an ICV) in libgomp: every thread that calls into oneDNN sets it.
+void one_omp_thread() {
+    if (omp_get_max_threads() != 1) omp_set_num_threads(1);
+}
+
+dt dnnl_type(ElemType t) { return t == ElemType::BF16 ? dt::bf16 : dt::f32; }
+
+// Rows of x a primitive is built for: exact up to 16, then rounded up to 16 (brgemm's row block), so a run with
+// salient sets of every size builds at most ~48 primitives per weight shape; the padding rows are computed and dropped.
+int64_t bucket_rows(int64_t n) { return n <= 16 ? n : (n + 15) / 16 * 16; }
+
+// oneDNN reports errors by exception; a failure while multiplying is a bug (the shapes were checked by the caller).
+[[noreturn]] void die(const char* what, const dnnl::error& e) {
+    std::fprintf(stderr, "packed_gemm: oneDNN %s failed: %s (status %d)\n", what, e.what(), int(e.status));
+    std::abort();
+}
+
+dnnl::primitive_attr user_scratchpad() {
+    dnnl::primitive_attr a;
+    a.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // per-thread scratch below, never a shared global one
+    return a;
+}
+
+}  // namespace
+
+struct PackedWeight::Impl {
+    struct Slice {
+        int64_t      m0 = 0, mb = 0;  // W rows [m0, m0 + mb)
+        memory::desc desc;            // the provider's layout for weights {k, mb}
+        memory       mem;             // owns the packed bytes
+    };
+    ElemType           type = ElemType::F32;
+    int64_t            m = 0, k = 0;
+    std::vector<Slice> slices;
+    size_t             bytes = 0;
+};
+
+PackedWeight::PackedWeight(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+PackedWeight::~PackedWeight() = default;
+int64_t  PackedWeight::rows() const { return impl_->m; }
+int64_t  PackedWeight::cols() const { return impl_->k; }
+ElemType PackedWeight::type() const { return impl_->type; }
+int      PackedWeight::slices() const { return int(impl_->slices.size()); }
+size_t   PackedWeight::bytes() const { return impl_->bytes; }
+
+struct PackedGemm::Impl {
+    struct Prim {
+        dnnl::matmul prim;
+        memory::desc scratch;
+    };
+    int                       n_threads = 1;
+    dnnl::engine              eng{dnnl::engine::kind::cpu, 0};
+    std::vector<dnnl::stream> streams;  // one per pool thread index
+
+    // Everything below is per product; one product at a time.
+    std::mutex                                                 mu;
+    std::map<std::tuple<int, int64_t, int64_t, int64_t>, Prim> prims;    // (type, rows, cols, k) -> matmul
+    std::map<std::pair<int64_t, int64_t>, dnnl::reorder>        to_bf16;  // (rows, k) -> f32 -> bf16 reorder of x
+    std::vector<uint16_t>                                      xb;       // x in bf16, bucket rows
+    std::vector<float>                                         xf;       // x in f32 when it must be padded/compacted
+    std::vector<float>                                         bias;     // the bias row widened
+    std::vector<std::vector<float>>                            ybuf;     // per thread: a slice's output
+    std::vector<std::vector<char>>                             scratch;  // per thread: the primitive's scratchpad
+
+    // The weights layout oneDNN's matmul picks for {k, cols} (the same for every row count: checked in the tests by
+    // the results, and by hand with impl_info_str() = "brg:avx512_core_bf16" for 1..512 rows).
+    memory::desc weights_layout(ElemType t, int64_t cols, int64_t k) const {
+        const memory::desc xd({64, k}, dnnl_type(t), tag::ab), wd({k, cols}, dnnl_type(t), tag::any),
+            yd({64, cols}, dt::f32, tag::ab);
+        return dnnl::matmul::primitive_desc(dnnl::matmul::desc(xd, wd, yd), user_scratchpad(), eng).weights_desc();
+    }
+
+    Prim& prim(ElemType t, int64_t rows, int64_t cols, int64_t k, const memory::desc& wdesc) {
+        const auto key = std::make_tuple(int(t), rows, cols, k);
+        auto       it  = prims.find(key);
+        if (it != prims.end()) return it->second;
+        const memory::desc xd({rows, k}, dnnl_type(t), tag::ab), yd({rows, cols}, dt::f32, tag::ab);
+        dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(xd, wdesc, yd), user_scratchpad(), eng);
+        return prims.emplace(key, Prim{dnnl::matmul(pd), pd.scratchpad_desc()}).first->second;
+    }
+};
+
+PackedGemm::PackedGemm(int n_threads) : impl_(std::make_unique<Impl>()) {
+    one_omp_thread();
+    impl_->n_threads = std::max(1, n_threads);
+    for (int t = 0; t < impl_->n_threads; ++t) impl_->streams.emplace_back(impl_->eng);
+    impl_->ybuf.resize(size_t(impl_->n_threads));
+    impl_->scratch.resize(size_t(impl_->n_threads));
+}
+PackedGemm::~PackedGemm() = default;
+
+std::string PackedGemm::provider() {
+    const dnnl_version_t* v = dnnl_version();
+    return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+}
+
+bool PackedGemm::supports(ElemType t) { return t == ElemType::F32 || t == ElemType::BF16; }
+
+std::shared_ptr<const PackedWeight> PackedGemm::pack(ConstMat w, ThreadPool& pool, std::string* error) const {
+    auto fail = [&](const std::string& why) -> std::shared_ptr<const PackedWeight> {
+        if (error) *error = why;
+        return nullptr;
+    };
+    if (!supports(w.type)) return fail("oneDNN 2.6 has no f16 matmul on this CPU");
+    if (w.rows <= 0 || w.cols <= 0) return fail("empty weight");
+    std::lock_guard<std::mutex> lk(impl_->mu);
+    one_omp_thread();
+    auto          p = std::make_unique<PackedWeight::Impl>();
+    p->type = w.type, p->m = w.rows, p->k = w.cols;
+    // Slices: two per thread when wide enough (dynamic hand-out evens out a thread the OS delays), 64-column aligned.
+    const int64_t n_slices = impl_->n_threads == 1
+                                 ? 1
+                                 : std::clamp<int64_t>(w.rows / kPackedSliceMinCols, 1, 2 * impl_->n_threads);
+    const int64_t width    = std::min(w.rows, ((w.rows + n_slices - 1) / n_slices + 63) / 64 * 64);
+    try {
+        std::map<int64_t, dnnl::reorder> reorders;  // per slice width
+        for (int64_t m0 = 0; m0 < w.rows; m0 += width) {
+            PackedWeight::Impl::Slice s;
+            s.m0   = m0;
+            s.mb   = std::min(width, w.rows - m0);
+            s.desc = impl_->weights_layout(w.type, s.mb, w.cols);
+            s.mem  = memory(s.desc, impl_->eng);  // throws out_of_memory
+            p->bytes += s.desc.get_size();
+            if (!reorders.count(s.mb)) {
+                // W rows [m0, m0 + mb) are the matmul's weights {k, mb} read with strides {1, ld}.
+                const memory::desc src({w.cols, s.mb}, dnnl_type(w.type), memory::dims{1, w.ld});
+                reorders.emplace(s.mb, dnnl::reorder(dnnl::reorder::primitive_desc(impl_->eng, src, impl_->eng, s.desc)));
+            }
+            p->slices.push_back(std::move(s));
+        }
+        bool       ok  = true;
+        const auto run = [&](int64_t i, int thr) {
+            one_omp_thread();
+            PackedWeight::Impl::Slice& s = p->slices[size_t(i)];
+            const memory::desc src({w.cols, s.mb}, dnnl_type(w.type), memory::dims{1, w.ld});
+            memory             src_mem(src, impl_->eng, const_cast<void*>(w.row_ptr(s.m0)));
+            try {
+                reorders.at(s.mb).execute(impl_->streams[size_t(thr)], src_mem, s.mem);
+            } catch (const dnnl::error&) {
+                ok = false;  // tasks must not throw; reported below
+            }
+        };
+        if (pool.size() <= impl_->n_threads)
+            pool.parallel_for(int64_t(p->slices.size()), run);
+        else
+            for (size_t i = 0; i < p->slices.size(); ++i) run(int64_t(i), 0);
+        if (!ok) return fail("oneDNN reorder into the packed layout failed");
+    } catch (const dnnl::error& e) {
+        return fail(std::string("oneDNN could not pack it: ") + e.what());
+    }
+    return std::make_shared<const PackedWeight>(std::move(p));
+}
+
+void PackedGemm::matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, ThreadPool& pool) const {
+    const PackedWeight::Impl& W = w.impl();
+    const int64_t             n = x.rows, m = W.m, k = W.k;
+    if (n == 0 || m == 0) return;
+    Impl&                       I = *impl_;
+    std::lock_guard<std::mutex> lk(I.mu);
+    one_omp_thread();
+    const int64_t rows = bucket_rows(n);
+
+    // x as the primitive reads it: [rows, k] contiguous, in the weight's type.
+    const void* src = x.data;
+    try {
+        if (W.type == ElemType::BF16) {
+            if (I.xb.size() < size_t(rows * k)) I.xb.resize(size_t(rows * k));
+            auto it = I.to_bf16.find({n, k});
+            if (it == I.to_bf16.end()) {
+                const memory::desc s({n, k}, dt::f32, memory::dims{x.ld, 1}), d({n, k}, dt::bf16, tag::ab);
+                it = I.to_bf16.emplace(std::make_pair(n, k),
+                                       dnnl::reorder(dnnl::reorder::primitive_desc(I.eng, s, I.eng, d))).first;
+            }
+            memory xs({{n, k}, dt::f32, memory::dims{x.ld, 1}}, I.eng, const_cast<float*>(x.data));
+            memory xd({{n, k}, dt::bf16, tag::ab}, I.eng, I.xb.data());
+            it->second.execute(I.streams[0], xs, xd);
+            src = I.xb.data();
+        } else if (rows != n || x.ld != k) {
+            if (I.xf.size() < size_t(rows * k)) I.xf.resize(size_t(rows * k));
+            for (int64_t i = 0; i < n; ++i) std::memcpy(I.xf.data() + i * k, x.row(i), size_t(k) * 4);
+            src = I.xf.data();
+        }
+    } catch (const dnnl::error& e) {
+        die("f32 -> bf16 reorder of the activations", e);
+    }
+    const float* b = nullptr;
+    if (bias.data) {
+        if (I.bias.size() < size_t(m)) I.bias.resize(size_t(m));
+        widen_row(bias.data, bias.type, I.bias.data(), m);
+        b = I.bias.data();
+    }
+
+    // The primitives for the (at most two) slice widths, built on this thread; buffers sized before the tasks run.
+    std::vector<Impl::Prim*> prim(W.slices.size());
+    size_t                   ybytes = 0, sbytes = 0;
+    try {
+        for (size_t s = 0; s < W.slices.size(); ++s) {
+            prim[s] = &I.prim(W.type, rows, W.slices[s].mb, k, W.slices[s].desc);
+            ybytes  = std::max(ybytes, size_t(rows * W.slices[s].mb));
+            sbytes  = std::max(sbytes, prim[s]->scratch.get_size());
+        }
+    } catch (const dnnl::error& e) {
+        die("matmul primitive creation", e);
+    }
+    for (int t = 0; t < I.n_threads; ++t) {
+        if (I.ybuf[size_t(t)].size() < ybytes) I.ybuf[size_t(t)].resize(ybytes);
+        if (I.scratch[size_t(t)].size() < sbytes) I.scratch[size_t(t)].resize(sbytes);
+    }
+    const bool direct = W.slices.size() == 1 && rows == n && y.ld == m && !b;  // the primitive writes y itself
+
+    auto run_slice = [&](size_t s, int thr) {
+        one_omp_thread();
+        const PackedWeight::Impl::Slice& sl  = W.slices[s];
+        float*                           dst = direct ? y.data : I.ybuf[size_t(thr)].data();
+        try {
+            memory xm({{rows, k}, dnnl_type(W.type), tag::ab}, I.eng, const_cast<void*>(src));
+            memory ym({{rows, sl.mb}, dt::f32, tag::ab}, I.eng, dst);
+            memory sp(prim[s]->scratch, I.eng, I.scratch[size_t(thr)].data());
+            prim[s]->prim.execute(I.streams[size_t(thr)], {{DNNL_ARG_SRC, xm},
+                                                           {DNNL_ARG_WEIGHTS, sl.mem},
+                                                           {DNNL_ARG_DST, ym},
+                                                           {DNNL_ARG_SCRATCHPAD, sp}});
+        } catch (const dnnl::error& e) {
+            die("matmul", e);
+        }
+        if (direct) return;
+        for (int64_t i = 0; i < n; ++i) {
+            const float* r = dst + i * sl.mb;
+            float*       o = y.row(i) + sl.m0;
+            if (b)
+                for (int64_t c = 0; c < sl.mb; ++c) o[c] = r[c] + b[sl.m0 + c];
+            else
+                std::memcpy(o, r, size_t(sl.mb) * 4);
+        }
+    };
+    const double flops = 2.0 * double(n) * double(m) * double(k);
+    // Per-thread buffers are indexed by the pool's thread index: a bigger pool than the one sized for runs inline.
+    if (pool.size() > 1 && pool.size() <= I.n_threads && W.slices.size() > 1 && flops >= kPackedParallelFlops) {
+        pool.parallel_for(int64_t(W.slices.size()), [&](int64_t s, int thr) { run_slice(size_t(s), thr); });
+    } else {
+        for (size_t s = 0; s < W.slices.size(); ++s) run_slice(s, 0);  // inline (the lock makes slot 0 ours)
+    }
+}
+
+}  // namespace dyllm::cpu

@@ -1,0 +1,147 @@
+// GEMM provider benchmark (not a test): y = x W^T on the engine's weight shapes, x rows 1..512, per thread count:
+// OpenBLAS sgemm on fp32 weights, today's bf16 path (cpu::matmul: panels widened to fp32 + sgemm), and the packed
+// provider (cpu::PackedGemm, oneDNN) on fp32 and bf16 weights packed once. One line per (shape, rows, threads).
+//   bench_gemm_providers [--threads 1,2] [--rows 1,8,33,128,512] [--shapes tiny,h256,8b] [--budget S]
+// The table and the choice it justifies: kernels/README.md "GEMM provider".
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kernels/common/dtype_convert.h"
+#include "kernels/cpu/blas.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/packed_gemm.h"
+#include "kernels/cpu/thread_pool.h"
+
+using namespace dyllm;
+using namespace dyllm::cpu;
+
+namespace {
+
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+double cpu_s() {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+struct Timing {
+    double wall = 0, cpu = 0;  // best of the repetitions, seconds
+};
+
+// One warm-up, then repetitions until 3 are done or `budget` seconds have passed; best wall and best CPU time (the
+// dev machine is shared by several builds: CPU time per core is the steadier figure).
+Timing best(double budget, const std::function<void()>& fn) {
+    fn();
+    Timing       t{1e30, 1e30};
+    const double start = now_s();
+    for (int r = 0; r < 3 && (r == 0 || now_s() - start < budget); ++r) {
+        const double w0 = now_s(), c0 = cpu_s();
+        fn();
+        t.wall = std::min(t.wall, now_s() - w0);
+        t.cpu  = std::min(t.cpu, cpu_s() - c0);
+    }
+    return t;
+}
+
+std::vector<int> parse_ints(const std::string& s) {
+    std::vector<int>  v;
+    std::stringstream ss(s);
+    for (std::string p; std::getline(ss, p, ',');) v.push_back(std::atoi(p.c_str()));
+    return v;
+}
+
+std::string cpu_model() {
+    std::ifstream in("/proc/cpuinfo");
+    for (std::string line; std::getline(in, line);)
+        if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+    return "?";
+}
+
+struct Shape {
+    const char* set;
+    const char* name;
+    int64_t     m, k;  // W: [m, k]
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::vector<int> threads = {1, 2}, rows = {1, 8, 33, 128, 512};
+    std::string      sets    = "tiny,h256,8b";
+    double           budget  = 0.5;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const std::string a = argv[i], v = argv[i + 1];
+        if (a == "--threads") threads = parse_ints(v);
+        else if (a == "--rows") rows = parse_ints(v);
+        else if (a == "--shapes") sets = v;
+        else if (a == "--budget") budget = std::atof(v.c_str());
+        else {
+            std::fprintf(stderr, "bench_gemm_providers: unknown option %s\n", a.c_str());
+            return 2;
+        }
+    }
+    const Shape shapes[] = {
+        {"tiny", "tiny-llada q/k/v/o", 128, 128}, {"tiny", "tiny-llada gate/up", 344, 128},
+        {"tiny", "tiny-llada down", 128, 344},    {"tiny", "tiny-llada lm_head", 374, 128},
+        {"h256", "hidden-256 q/k/v/o", 256, 256}, {"h256", "hidden-256 gate/up", 688, 256},
+        {"h256", "hidden-256 down", 256, 688},    {"8b", "8B q/k/v/o", 4096, 4096},
+        {"8b", "8B gate/up", 12288, 4096},        {"8b", "8B down", 4096, 12288},
+    };
+    std::printf("# CPU: %s; %s; packed provider: %s\n", cpu_model().c_str(), blas_config().c_str(),
+                PackedGemm::provider().empty() ? "none" : PackedGemm::provider().c_str());
+    std::printf("# GFLOP/s by wall time (per core by CPU time in brackets); best of <= 3 runs after a warm-up\n");
+    std::printf("# %-20s %5s %4s %2s | %-17s | %-17s | %-17s | %-17s\n", "shape", "m", "k", "n t", "OpenBLAS f32",
+                "widen bf16+sgemm", "packed f32", "packed bf16");
+    std::mt19937                          rng(7);
+    std::normal_distribution<float>       nd(0.0f, 1.0f);
+    for (const Shape& s : shapes) {
+        if (sets.find(s.set) == std::string::npos) continue;
+        std::vector<float>    wf(size_t(s.m * s.k));
+        std::vector<uint16_t> wb(wf.size());
+        for (size_t i = 0; i < wf.size(); ++i) {
+            wb[i] = f32_to_bf16(nd(rng) * 0.02f);
+            wf[i] = bf16_to_f32(wb[i]);
+        }
+        const ConstMat wmf{wf.data(), ElemType::F32, s.m, s.k, s.k}, wmb{wb.data(), ElemType::BF16, s.m, s.k, s.k};
+        for (int t : threads) {
+            ThreadPool pool(t);
+            blas_set_threads(t);
+            PackedGemm                          gemm(t);
+            std::string                         err;
+            std::shared_ptr<const PackedWeight> pf, pb;
+            if (PackedGemm::supports(ElemType::F32)) pf = gemm.pack(wmf, pool, &err);
+            if (PackedGemm::supports(ElemType::BF16)) pb = gemm.pack(wmb, pool, &err);
+            for (int n : rows) {
+                std::vector<float> x(size_t(n) * size_t(s.k)), y(size_t(n) * size_t(s.m));
+                for (float& v : x) v = nd(rng);
+                const CMatF  xm{x.data(), n, s.k, s.k};
+                const MatF   ym{y.data(), n, s.m, s.m};
+                const double flop = 2.0 * double(n) * double(s.m) * double(s.k);
+                auto         cell = [&](const std::function<void()>& fn) {
+                    const Timing tm = best(budget, fn);
+                    char         b[64];
+                    std::snprintf(b, sizeof b, "%7.1f [%7.1f]", flop / tm.wall * 1e-9, flop / tm.cpu * 1e-9 / 1.0);
+                    return std::string(b);
+                };
+                const std::string c0 = cell([&] { sgemm_nt(xm, CMatF{wf.data(), s.m, s.k, s.k}, ym); });
+                const std::string c1 = cell([&] { matmul(xm, wmb, ConstMat{}, ym, pool); });
+                const std::string c2 = pf ? cell([&] { gemm.matmul(xm, *pf, ConstMat{}, ym, pool); }) : "      -";
+                const std::string c3 = pb ? cell([&] { gemm.matmul(xm, *pb, ConstMat{}, ym, pool); }) : "      -";
+                std::printf("  %-20s %5lld %4lld %3d %d | %s | %s | %s | %s\n", s.name, (long long)s.m,
+                            (long long)s.k, n, t, c0.c_str(), c1.c_str(), c2.c_str(), c3.c_str());
+                std::fflush(stdout);
+            }
+        }
+    }
+    return 0;
+}

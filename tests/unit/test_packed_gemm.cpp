@@ -1,0 +1,214 @@
+// The packed GEMM provider (kernels/cpu/packed_gemm.h) against the fp64 reference matmul, the threads it may use,
+// and a bf16 checkpoint (packed bf16 GEMMs) against the same weights in fp32 (the exact fp32 path) on a wide shape.
+// Skipped (exit 77) in a build without a provider (no libdnnl-dev).
+#include "tests/support/skippable_main.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/io/checkpoint.h"
+#include "kernels/common/dtype_convert.h"
+#include "kernels/cpu/packed_gemm.h"
+#include "kernels/cpu/ref/matmul.h"
+#include "support/tiny_models.h"
+
+using namespace dyllm;
+using namespace dyllm::cpu;
+
+namespace {
+
+std::vector<float> normals(size_t n, uint32_t seed, float std) {
+    std::mt19937                    rng(seed);
+    std::normal_distribution<float> nd(0.0f, std);
+    std::vector<float>              v(n);
+    for (float& f : v) f = nd(rng);
+    return v;
+}
+
+// Threads of this process, from /proc (the pool's workers, OpenBLAS's, and any an OpenMP runtime started).
+int process_threads() {
+    int n = 0;
+    for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) n += e.is_directory() ? 1 : 0;
+    return n;
+}
+
+struct Case {
+    int64_t n, m, k;
+};
+
+}  // namespace
+
+TEST_CASE("packed matmul equals the fp64 reference within fp32 (F32) or bf16-input (BF16) rounding", "[packed]") {
+    const ElemType type    = GENERATE(ElemType::F32, ElemType::BF16);
+    const int      threads = GENERATE(1, 2);
+    // Rows 1, odd, past the 16-row buckets and above one slice; widths below and above kPackedSliceMinCols, odd k.
+    const Case c = GENERATE(Case{1, 128, 128}, Case{7, 300, 77}, Case{17, 1000, 256}, Case{33, 513, 129},
+                            Case{100, 2048, 64}, Case{3, 1, 5});
+    INFO("type " << (type == ElemType::F32 ? "F32" : "BF16") << ", threads " << threads << ", n " << c.n << ", m "
+                 << c.m << ", k " << c.k);
+    ThreadPool pool(threads);
+    PackedGemm gemm(threads);
+
+    // W stored with a row stride ld > k (a view into a wider tensor), x with ld > k, y a column slice of a wider
+    // output: the strides the engine passes.
+    const int64_t         wld = c.k + 3, xld = c.k + 5, yld = c.m + 7;
+    std::vector<float>    wv = normals(size_t(c.m * wld), 1, 0.05f), xv = normals(size_t(c.n * xld), 2, 1.0f);
+    std::vector<float>    bias = normals(size_t(c.m), 3, 0.1f);
+    std::vector<uint16_t> wb(wv.size());
+    for (size_t i = 0; i < wv.size(); ++i) wb[i] = f32_to_bf16(wv[i]);
+    const ConstMat w = type == ElemType::F32 ? ConstMat{wv.data(), type, c.m, c.k, wld}
+                                             : ConstMat{wb.data(), type, c.m, c.k, wld};
+    std::string    err;
+    const auto     pw = gemm.pack(w, pool, &err);
+    REQUIRE(pw);
+    CHECK(pw->rows() == c.m);
+    CHECK(pw->cols() == c.k);
+    CHECK(pw->type() == type);
+    // Packing copies the weight into the provider's layout: no more than the stored bytes plus block padding.
+    CHECK(pw->bytes() >= size_t(c.m * c.k) * elem_size(type));
+
+    std::vector<float> y(size_t(c.n * yld), -7.0f);
+    const ConstMat     bm{bias.data(), ElemType::F32, 1, c.m, c.m};
+    gemm.matmul(CMatF{xv.data(), c.n, c.k, xld}, *pw, bm, MatF{y.data() + 3, c.n, c.m, yld}, pool);
+
+    // The reference multiplies x as the GEMM sees it: rounded to bf16 for BF16 weights (the documented input rounding),
+    // so both paths differ only by summation order. Bound: |got - ref| <= (k + 2) u sum_i |x_i w_i| + u |b|, u = 2^-24
+    // (fp32 accumulation of k exact products, Higham §3.1; products of two bf16 or one fp32 FMA are exact or within
+    // u), plus 1e-30 for exact zeros.
+    std::vector<float> xr(xv);
+    if (type == ElemType::BF16)
+        for (float& f : xr) f = round_to_bf16(f);
+    std::vector<float> ref(size_t(c.n * c.m));
+    ref::matmul(CMatF{xr.data(), c.n, c.k, xld}, w, bm, MatF{ref.data(), c.n, c.m, c.m});
+    const double u   = std::ldexp(1.0, -24);
+    int          bad = 0;
+    for (int64_t i = 0; i < c.n; ++i) {
+        CHECK(y[size_t(i * yld + 2)] == -7.0f);  // the columns beside the slice are untouched
+        if (c.m + 3 < yld) CHECK(y[size_t(i * yld + 3 + c.m)] == -7.0f);
+        for (int64_t j = 0; j < c.m; ++j) {
+            double mag = 0;
+            for (int64_t l = 0; l < c.k; ++l) mag += std::fabs(double(xr[size_t(i * xld + l)]) * double(w.at(j, l)));
+            const double tol = double(c.k + 2) * u * mag + u * std::fabs(bias[size_t(j)]) + 1e-30;
+            const double got = y[size_t(i * yld + 3 + j)], want = ref[size_t(i * c.m + j)];
+            if (std::fabs(got - want) > tol && bad++ < 5)
+                FAIL_CHECK("y[" << i << ", " << j << "] = " << got << ", reference " << want << ", tol " << tol);
+        }
+    }
+    CHECK(bad == 0);
+}
+
+TEST_CASE("packed bf16 matmul stays within bf16 input rounding of the exact fp32 product", "[packed]") {
+    // Against x in full fp32: rounding x to bf16 (RNE, relative 2^-9) moves each product by at most 2^-9 |x_i w_i|.
+    ThreadPool         pool(2);
+    PackedGemm         gemm(2);
+    const int64_t      n = 9, m = 640, k = 1024;
+    std::vector<float> xv = normals(size_t(n * k), 4, 1.0f), wv = normals(size_t(m * k), 5, 0.03f);
+    std::vector<uint16_t> wb(wv.size());
+    for (size_t i = 0; i < wv.size(); ++i) wb[i] = f32_to_bf16(wv[i]);
+    const ConstMat     w{wb.data(), ElemType::BF16, m, k, k};
+    std::string        err;
+    const auto         pw = gemm.pack(w, pool, &err);
+    REQUIRE(pw);
+    std::vector<float> y(size_t(n * m)), ref(size_t(n * m));
+    gemm.matmul(CMatF{xv.data(), n, k, k}, *pw, ConstMat{}, MatF{y.data(), n, m, m}, pool);
+    ref::matmul(CMatF{xv.data(), n, k, k}, w, ConstMat{}, MatF{ref.data(), n, m, m});
+    double worst = 0;
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < m; ++j) {
+            double mag = 0;
+            for (int64_t l = 0; l < k; ++l) mag += std::fabs(double(xv[size_t(i * k + l)]) * double(w.at(j, l)));
+            const double err_ij = std::fabs(double(y[size_t(i * m + j)]) - double(ref[size_t(i * m + j)]));
+            worst               = std::max(worst, err_ij / mag);
+            CHECK(err_ij <= (std::ldexp(1.0, -9) + double(k + 2) * std::ldexp(1.0, -24)) * mag);
+        }
+    INFO("worst error / sum|x w|: " << worst);
+    CHECK(worst > 0);  // the inputs really were rounded (an fp32 GEMM would pass the bound trivially)
+}
+
+TEST_CASE("the provider runs on the engine's pool: no thread of its own", "[packed][threads]") {
+    ThreadPool pool(2);
+    PackedGemm gemm(2);
+    const int  before = process_threads();  // the pool's worker and whatever OpenBLAS started at load
+    std::vector<float>    xv = normals(64 * 512, 6, 1.0f), wv = normals(1024 * 512, 7, 0.05f);
+    std::vector<uint16_t> wb(wv.size());
+    for (size_t i = 0; i < wv.size(); ++i) wb[i] = f32_to_bf16(wv[i]);
+    std::string err;
+    const auto  pf = gemm.pack(ConstMat{wv.data(), ElemType::F32, 1024, 512, 512}, pool, &err);
+    const auto  pb = gemm.pack(ConstMat{wb.data(), ElemType::BF16, 1024, 512, 512}, pool, &err);
+    REQUIRE(pf);
+    REQUIRE(pb);
+    CHECK(pb->slices() >= 2);  // wide enough to be split across the two threads
+    std::vector<float> y(64 * 1024);
+    for (int r = 0; r < 3; ++r) {
+        gemm.matmul(CMatF{xv.data(), 64, 512, 512}, *pf, ConstMat{}, MatF{y.data(), 64, 1024, 1024}, pool);
+        gemm.matmul(CMatF{xv.data(), 64, 512, 512}, *pb, ConstMat{}, MatF{y.data(), 64, 1024, 1024}, pool);
+    }
+    // An OpenMP team (oneDNN's default threading) would add n - 1 threads that spin beside the pool after each GEMM.
+    CHECK(process_threads() == before);
+}
+
+TEST_CASE("a bf16 checkpoint decodes like the same weights in fp32 on a wide shape", "[packed][model]") {
+    // 1024-wide, 2 layers: the shape class of real models (the GEMMs are split into slices and threads), small enough
+    // for CI (~25 M parameters, well under a second per forward).
+    ModelConfig cfg  = dyllm::test::tiny_config(Family::LLaDA);
+    cfg.n_embd       = 1024;
+    cfg.n_head       = 8;
+    cfg.n_kv_head    = 8;
+    cfg.head_dim     = 128;
+    cfg.n_ff         = 2816;
+    cfg.n_layer      = 2;
+    const auto dir32 = dyllm::test::make_checkpoint(cfg, DType::F32, 1, 11);
+    const auto dir16 = dyllm::test::make_checkpoint(cfg, DType::BF16, 1, 11);  // the same draws, rounded to bf16
+    auto       m32   = Model::load(dir32.string(), BackendKind::Cpu, 2);
+    auto       m16   = Model::load(dir16.string(), BackendKind::Cpu, 2);
+    const auto prompt = dyllm::test::random_prompt(cfg, 24, 5);
+
+    DiffusionParams p;
+    p.method       = Method::Original;
+    p.gen_length   = 8;
+    p.steps        = 8;
+    p.block_length = 8;
+    p.ignore_eos   = true;
+    auto first_logits = [&](const Model& m) {
+        std::vector<float> first;
+        Session            s(m);
+        s.set_logits_observer([&](int step, const std::vector<std::pair<int, int>>&, const std::vector<float>& lg,
+                                  int64_t) {
+            if (first.empty()) first = lg;
+        });
+        s.start({prompt}, p);
+        s.run();
+        return first;
+    };
+    const std::vector<float> a = first_logits(*m32), b = first_logits(*m16);
+    REQUIRE(a.size() == b.size());
+    REQUIRE(!a.empty());
+    double max_ref = 0, max_err = 0, se = 0, sr = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+        max_ref = std::max(max_ref, std::fabs(double(a[i])));
+        max_err = std::max(max_err, std::fabs(double(a[i]) - double(b[i])));
+        se += (double(a[i]) - double(b[i])) * (double(a[i]) - double(b[i]));
+        sr += double(a[i]) * double(a[i]);
+    }
+    INFO("max |logit| " << max_ref << ", max |diff| " << max_err << ", relative rms diff " << std::sqrt(se / sr));
+    CHECK(max_ref > 0);
+    // bf16 keeps 8 significant bits: every GEMM input (weights at load, activations per call) is rounded by up to
+    // 2^-9 relative, so each of the 2 x 7 + 1 GEMMs adds ~2^-8 relative noise to its output; independent noise over 15
+    // GEMMs grows to ~sqrt(15) 2^-8 ~ 1.5% rms of the logit scale. Bounds at ~3x that: 5% rms, 10% of max|logit| for
+    // the worst element (the CUDA run test's whole-run bound for the same bf16 inputs is 5% + 0.05). A wrong layout
+    // or slice is O(100%). Measured: 0.8% rms, max 1.0% of max|logit|.
+    CHECK(std::sqrt(se / sr) <= 0.05);
+    CHECK(max_err <= 0.10 * max_ref);
+}
+
+int main(int argc, char** argv) {
+    return dyllm::test::run_skippable(argc, argv, {{"", [] {
+        return PackedGemm::supports(ElemType::BF16) ? std::string()
+                                                    : std::string("no GEMM provider in this build (libdnnl-dev)");
+    }}});
+}
