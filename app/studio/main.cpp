@@ -62,6 +62,11 @@ int parse_options(int argc, char** argv, StudioOptions& opt) {
     }
     try {
         opt.params = cli::to_diffusion_params(diffusion);
+        // The studio's first run keeps the answer right (engine/README.md decision 12): DyLLM's stable rows take the
+        // incremental column-sparse update unless a flag chose their update; the Controls bar switches it.
+        if (!diffusion.given.count("approx") && !diffusion.given.count("approx_columns") &&
+            !diffusion.given.count("approx_incremental"))
+            opt.params.approx_incremental = true;
     } catch (const std::exception& e) {  // InputError: one line naming the flag
         std::fprintf(stderr, "dyllm-studio: error: %s\n", e.what());
         return 2;

@@ -53,7 +53,7 @@ Studio::Studio(const StudioOptions& o) : opts(o) {
     }
     ui.speed        = play_speed(o);
     ui.full_steps   = p.full_steps;
-    ui.approx       = p.approx;
+    ui.update_idx   = int(stable_update_of(p));
     ui.gen_length   = p.gen_length;
     ui.steps        = p.steps;
     ui.block_length = p.block_length;
@@ -76,6 +76,19 @@ Studio::Studio(const StudioOptions& o) : opts(o) {
     std::snprintf(export_dir, sizeof export_dir, "%s", ec ? "." : dir.string().c_str());
     worker.sink().set_wants_cosines(true);
     worker.sink().set_wants_op_timings(true);
+}
+
+StableUpdateUi stable_update_of(const DiffusionParams& p) {
+    if (!p.approx) return StableUpdateUi::Exact;
+    if (p.approx_incremental) return StableUpdateUi::Incremental;
+    if (p.approx_columns) return StableUpdateUi::Columns;
+    return StableUpdateUi::Authors;
+}
+
+void set_stable_update(DiffusionParams& p, StableUpdateUi u) {
+    p.approx             = u != StableUpdateUi::Exact;
+    p.approx_incremental = u == StableUpdateUi::Incremental;
+    p.approx_columns     = u == StableUpdateUi::Columns;
 }
 
 std::string Studio::model_spec() const {
@@ -114,7 +127,7 @@ StartRequest Studio::make_request(bool autoplay) const {
     p.method       = all_methods()[size_t(ui.method_idx)];
     p.tau          = ui.tau_set ? ui.tau : NAN;  // NaN: the engine picks the family default (0.99 / 0.995)
     p.full_steps   = ui.full_steps;
-    p.approx       = ui.approx;
+    set_stable_update(p, StableUpdateUi(ui.update_idx));
     // Methods without a saliency test still get the cosine histograms (one extra cosine per layer), so the panels
     // can show what DyLLM would decide; DyLLM computes them anyway.
     p.measure_cosine = ui.measure_cosine;

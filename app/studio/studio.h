@@ -45,6 +45,13 @@ constexpr float kWatchableSpeed = 3.5f;
 // the headless modes (--screenshot, --bench-frames), so tests and benchmarks stay fast.
 float play_speed(const StudioOptions& o);
 
+// DyLLM's stable-row update as the Controls bar offers it (engine/README.md §a.13), in combo order.
+enum class StableUpdateUi : int { Authors, Incremental, Columns, Exact };
+inline constexpr const char* kStableUpdateNames[] = {"authors' approx", "incremental", "columns (paper)",
+                                                     "exact (ablation)"};
+StableUpdateUi stable_update_of(const DiffusionParams& p);
+void           set_stable_update(DiffusionParams& p, StableUpdateUi u);
+
 // Knobs of the Controls bar (applied on restart, except tau which is live).
 struct UiParams {
     int   model_idx = 0;              // 0 tiny-llada, 1 tiny-dream, 2 path
@@ -54,7 +61,7 @@ struct UiParams {
     float tau = 0.99f;
     bool  tau_set = false;            // user chose tau (otherwise the family default)
     int   full_steps = 4;
-    bool  approx = true;              // DyLLM's approximate attention (off: the paper's "Salient" ablation)
+    int   update_idx = 0;             // DyLLM's stable-row update: StableUpdateUi (engine/README.md §a.13)
     int   gen_length = 64;
     int   steps = 64;
     int   block_length = 32;

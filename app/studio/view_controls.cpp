@@ -111,13 +111,17 @@ void draw_controls(Studio& s, const Rect& r) {
         s.params_dirty = true;
     if (std::string_view(s.method_name_ui()) == "dyllm") {
         ImGui::SameLine(0, 12);
-        if (ImGui::Checkbox("approx", &s.ui.approx)) s.params_dirty = true;
+        ImGui::SetNextItemWidth(ImGui::CalcTextSize("exact (ablation)").x + ImGui::GetFrameHeight() * 1.6f);
+        if (ImGui::Combo("##update", &s.ui.update_idx, kStableUpdateNames, IM_ARRAYSIZE(kStableUpdateNames)))
+            s.params_dirty = true;
         if (ImGui::IsItemHovered())
-            ImGui::SetTooltip("approx: how stable (non-salient) rows get their attention output.\n"
-                              "on: DyLLM's approximation, the cached output updated only by the salient tokens'\n"
-                              "value changes (C_old + p[:, S] dV[S]): much cheaper.\n"
-                              "off: the paper's 'Salient' ablation, exact attention for every query and the FFN\n"
-                              "only for salient tokens. Compare them on an addition prompt with tiny-llada.");
+            ImGui::SetTooltip("How stable (non-salient) rows get their attention output (engine/README.md §a.13).\n"
+                              "authors' approx: the cached output plus the salient tokens' value changes weighted\n"
+                              "  by a softmax over every key (the authors' code; drifts on small models).\n"
+                              "incremental: only the salient keys' columns, their old terms swapped for the new\n"
+                              "  ones and renormalised: exact for an unchanged query, cheapest that keeps answers.\n"
+                              "columns (paper): the paper's text, normaliser frozen at the last exact attention.\n"
+                              "exact (ablation): the paper's 'Salient' ablation, exact attention for every query.");
     }
     ImGui::SameLine(0, 12);
     if (ImGui::Checkbox("conf", &s.ui.use_threshold)) s.params_dirty = true;

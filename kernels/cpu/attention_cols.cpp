@@ -85,7 +85,11 @@ void attention_cols(CMatF q, const int32_t* q_seq, CMatF k, CMatF dv, const int3
     const int64_t n_tasks = (q.rows + kRowsPerTask - 1) / kRowsPerTask;
     // One head_dim accumulator per thread (reused across calls: no allocation once a thread has seen this head_dim).
     static thread_local std::vector<float> scratch;
-    pool.parallel_for(n_tasks, [&](int64_t task, int) {
+    // Work in kMinSplitWork's unit (element-operations): rows x heads x salient keys of the sequence x D x 2-4 passes.
+    int64_t work = 0;
+    for (int64_t i = 0; i < q.rows; ++i) work += int64_t(cu_sal[q_seq[i] + 1] - cu_sal[q_seq[i]]);
+    work *= int64_t(dims.n_head) * dims.head_dim * (k_old.data ? 4 : 2);
+    pool.parallel_for(n_tasks, work, [&](int64_t task, int) {
         if (scratch.size() < size_t(dims.head_dim)) scratch.resize(size_t(dims.head_dim));
         const int64_t i0 = task * kRowsPerTask;
         cols_rows(q, q_seq, k, dv, sal_k, cu_sal, lse, c_old, dims, c_new, k_old, v_old, lse_out, i0,
