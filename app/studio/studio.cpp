@@ -313,7 +313,7 @@ void Studio::show_notice(std::string text) { notice.show(std::move(text), now_s(
 
 bool Studio::working() {
     return status.state == WorkerState::Playing || status.state == WorkerState::Loading || compare_queued ||
-           sweep.active() ||
+           sweep.active() || (show_compare && cmp_playing) ||
            worker.sink().queued() > 0;
 }
 

@@ -197,9 +197,9 @@ void draw_cosine(Studio& s, const Rect& r) {
         std::snprintf(id, sizeof id, "##h%d", l);
         PlotArea a = plot_area(id, hw - 10, chh - title_h - 6);
         auto x_of = [&](float xv) { return a.p0.x + (xv - kXMin) / (kXMax - kXMin) * a.w(); };
-        draw_frame(dl, a, x_tau, IM_COL32(255, 90, 70, 28));  // salient side of tau (1 - cos > 1 - tau) shaded
-        if (rec)
-            draw_bins(dl, a, rec->hist, x_tau, s.hist_log_y, IM_COL32(90, 150, 230, 255), IM_COL32(245, 150, 60, 255));
+        // Salient side of tau (1 - cos > 1 - tau) shaded in the salient colour; bins in the stable / salient colours.
+        draw_frame(dl, a, x_tau, (kColSalient & 0x00FFFFFFu) | (28u << 24));
+        if (rec) draw_bins(dl, a, rec->hist, x_tau, s.hist_log_y, kColStable, kColSalient);
         else empty_note(a, "not tested");
         dl->AddLine(ImVec2(x_of(x_tau), a.p0.y), ImVec2(x_of(x_tau), a.p1.y), kColTau, 2.f);
         dl->AddRect(a.p0, a.p1, kColAxis);

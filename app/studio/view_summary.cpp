@@ -99,7 +99,7 @@ void draw_summary(Studio& s, const Rect& r) {
         for (int l = 0; l < nl; ++l) {
             const float f = float(std::clamp(sum.layer_recompute_fraction[l], 0.0, 1.0));
             dl->AddRectFilled(ImVec2(a.p0.x + l * bw + 1, a.p1.y - f * a.h()), ImVec2(a.p0.x + (l + 1) * bw - 1, a.p1.y),
-                              IM_COL32(245, 150, 60, 255));
+                              kColSalient);
         }
         if (a.hovered) {
             const int l = std::clamp(int((a.mouse.x - a.p0.x) / bw), 0, nl - 1);
