@@ -74,6 +74,11 @@ Studio::Studio(const StudioOptions& o) : opts(o) {
     auto            dir = std::filesystem::absolute(o.export_dir.empty() ? "." : o.export_dir, ec).lexically_normal();
     if (!dir.has_filename() && dir.has_parent_path() && dir != dir.root_path()) dir = dir.parent_path();  // no "x/"
     std::snprintf(export_dir, sizeof export_dir, "%s", ec ? "." : dir.string().c_str());
+    for (const std::string& w : o.open) {
+        show_explain = show_explain || w == "explain";
+        show_export  = show_export || w == "export";
+        show_compare = show_compare || w == "compare";
+    }
     worker.sink().set_wants_cosines(true);
     worker.sink().set_wants_op_timings(true);
 }

@@ -36,6 +36,7 @@ struct StudioOptions {
     float       ui_scale = 1.f;            // --ui-scale
     bool        sweep = false;             // --sweep: run the Tune tab's tau sweep at start (and open the tab)
     std::string tab;                       // --tab: the bottom band's tab to open first (time, op-stats, tune)
+    std::vector<std::string> open;         // --open: windows shown at start (explain, export, compare)
     DiffusionParams params;            // the diffusion flags (engine/params.h), resolved and validated
 };
 

@@ -58,9 +58,11 @@ void draw_canvas(Studio& s, const Rect& r) {
     }
     // Legend: colour = unmask step.
     ImDrawList* dl = ImGui::GetWindowDrawList();
-    {
-        const float  bar_w = 160.f;
-        const ImVec2 p(ImGui::GetWindowPos().x + r.w - bar_w - 70, ImGui::GetCursorScreenPos().y - 19);
+    // Only where it fits right of the status line (at --ui-scale 1.4 it ran over it).
+    if (const float bar_w = 160.f * s.ui_scale, lbl_w = ImGui::CalcTextSize("unmasked at step 1").x;
+        ImGui::GetWindowPos().x + r.w - bar_w - 70 * s.ui_scale - lbl_w - 8 > ImGui::GetItemRectMax().x) {
+        const ImVec2 p(ImGui::GetWindowPos().x + r.w - bar_w - 70 * s.ui_scale,
+                       ImGui::GetItemRectMin().y + (ImGui::GetItemRectSize().y - 10) * 0.5f);
         char         hi[16];
         std::snprintf(hi, sizeof hi, "%d", std::max(total, 1));
         colorbar(dl, p, ImVec2(bar_w, 10), viridis_on_dark, "unmasked at step 1", hi);

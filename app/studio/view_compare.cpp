@@ -92,7 +92,7 @@ void salient_strip(const Studio& s, const RunHistory& h, int k, const char* id, 
         for (int p : rec->salient_positions) cell(p, kColSalient);
     }
     for (int l = 0; l < nl; l += std::max(1, int(14.f / std::max(rh, 0.1f)) + 1)) {
-        char lbl[8];
+        char lbl[16];
         std::snprintf(lbl, sizeof lbl, "L%d", l);
         dl->AddText(ImVec2(a.p0.x, a.p0.y + l * rh), IM_COL32(190, 190, 190, 255), lbl);
     }
@@ -234,8 +234,10 @@ void replay_tab(Studio& s, const RunEntry& A, const RunEntry& B) {
 
     const float col_w = (ImGui::GetContentRegionAvail().x - ImGui::GetStyle().ItemSpacing.x) * 0.5f;
     const float avail_h = ImGui::GetContentRegionAvail().y - ImGui::GetTextLineHeightWithSpacing();
-    const float map_h   = std::clamp(avail_h * 0.35f, 24.f, 8.f * A.history.n_layer() + 8.f);
-    const float chips_h = std::max(40.f, avail_h - map_h - ImGui::GetStyle().ItemSpacing.y * 2);
+    // The salient map gets up to 14 px per layer (readable rows), at most 45% of the height; the chips the rest.
+    const float map_h   = std::clamp(avail_h * 0.45f, 24.f, 14.f * A.history.n_layer() + 8.f);
+    const float chips_h = std::max(40.f, avail_h - map_h - ImGui::GetTextLineHeightWithSpacing() -
+                                             ImGui::GetStyle().ItemSpacing.y * 2);
     auto column = [&](const RunEntry& e, int step, char which) {
         ImGui::BeginGroup();
         ImGui::PushID(which);
@@ -246,6 +248,10 @@ void replay_tab(Studio& s, const RunEntry& A, const RunEntry& B) {
         if (step < k) ImGui::TextDisabled("at its last step %d%s%s", step, note.empty() ? "" : ", ", note.c_str());
         else ImGui::TextDisabled("step %d%s%s", step, note.empty() ? "" : ", ", note.c_str());
         canvas_chips_at(s, e.history, step, c, "##chips", chips_h);
+        ImGui::TextDisabled("%s at step %d: layers x response positions", e.history.info().method == "original"
+                                                                             ? "what DyLLM would mark"
+                                                                             : "salient map",
+                            step);
         salient_strip(s, e.history, step, "##sal", map_h);
         ImGui::PopID();
         ImGui::EndGroup();

@@ -148,8 +148,12 @@ void draw_cosine(Studio& s, const Rect& r) {
         ImGui::TextDisabled("step %d (%s) ran with tau %.5f; red line = new tau %.5f (from the next step)", k,
                             step_kind_name(h.step(k)->kind), double(h.step(k)->tau), double(tau));
     else ImGui::TextDisabled("step %d (%s)  tau %.5f", k, step_kind_name(h.step(k)->kind), double(tau));
+    // The axis note only where it fits (at 1280x720 it ran out of the panel); the tooltip of (?) says it too.
+    const char* axis_note = "   x: 1-cos, 1e-7 (left) .. 1 (right); red = tau, drag it to set tau";
     ImGui::SameLine();
-    ImGui::TextDisabled("   x: 1-cos, 1e-7 (left) .. 1 (right); red = tau, drag it to set tau");
+    if (ImGui::CalcTextSize(axis_note).x < ImGui::GetContentRegionAvail().x) ImGui::TextDisabled("%s", axis_note);
+    else if (ImGui::CalcTextSize("  drag red = tau").x < ImGui::GetContentRegionAvail().x) ImGui::TextDisabled("  drag red = tau");
+    else ImGui::NewLine();
 
     const StepData* st    = h.step(k);
     const int       nl    = h.n_layer();

@@ -26,9 +26,9 @@ void draw_scrubber(Studio& s, const Rect& r) {
     const ImGuiStyle& st      = ImGui::GetStyle();
     const float       run_w   = 150.f * s.ui_scale;
     auto              button  = [&](const char* t) { return ImGui::CalcTextSize(t).x + 2 * st.FramePadding.x + st.ItemSpacing.x; };
-    const float       right_w = ImGui::GetFrameHeight() + st.ItemSpacing.x + run_w + st.ItemSpacing.x + button("Explain") +
+    const float       right_w = ImGui::GetFrameHeight() + 2 * st.ItemSpacing.x + run_w + st.ItemSpacing.x + button("Explain") +
                           button("Compare") + button("Export") + button("View") + ImGui::CalcTextSize("99.9 ms/frame").x +
-                          st.WindowPadding.x;
+                          st.WindowPadding.x + 4;
     ImGui::SetNextItemWidth(std::max(80.f, r.w - ImGui::GetCursorPosX() - right_w));
     int k = s.view_step;
     char fmt[48];

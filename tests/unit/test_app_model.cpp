@@ -339,6 +339,12 @@ TEST_CASE("layout panels tile the window without overlap", "[app_model]") {
     CHECK(L.scrubber.bottom() == Approx(1000));
     const StudioLayout M = compute_layout(1600, 1000, true);
     CHECK(M.prompt.y == Approx(L.prompt.y + kMessageBarHeight));
+    // At 1280x720 the bottom band keeps its minimum height (usable without dragging the splitter), at any fraction.
+    const StudioLayout S = compute_layout(1280, 720, false, kBottomMin);
+    CHECK(S.time.h == Approx(kBottomMinPx));
+    CHECK(S.scrubber.bottom() == Approx(720));
+    CHECK(S.canvas.h == Approx(S.cosine.h));
+    CHECK(compute_layout(1280, 720, false, kBottomMax).time.h > kBottomMinPx);  // dragging up still works
 }
 
 TEST_CASE("colormap endpoints and token display", "[app_model]") {
