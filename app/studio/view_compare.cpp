@@ -134,9 +134,9 @@ void op_times_tab(const RunHistory& A, const RunHistory& B) {
         if (all) ImGui::TextUnformatted("all ops");
         else ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(op_class_color(int(d.op))), "%s", op_class_name(d.op));
         ImGui::TableNextColumn();
-        ImGui::TextUnformatted(fmt_ms(d.total_a).c_str());
+        ImGui::TextUnformatted(d.a.n > 0 ? fmt_ms(d.total_a).c_str() : "-");  // the class never ran in A
         ImGui::TableNextColumn();
-        ImGui::TextUnformatted(fmt_ms(d.total_b).c_str());
+        ImGui::TextUnformatted(d.b.n > 0 ? fmt_ms(d.total_b).c_str() : "-");
         ImGui::TableNextColumn();
         if (d.ratio > 0) ImGui::Text("%.2fx", d.ratio);
         else ImGui::TextDisabled(d.total_b > 0 ? "B only" : "-");
