@@ -141,6 +141,11 @@ void draw_cosine(Studio& s, const Rect& r) {
                             s.view_step);
         return;
     }
+    // The original method recomputes every row: its cosines only say what DyLLM would have marked.
+    if (h.info().method == "original") {
+        ImGui::TextColored(ImVec4(1.f, 0.85f, 0.45f, 1.f), "original: what DyLLM would mark");
+        ImGui::SameLine();
+    }
     if (k != s.view_step)
         ImGui::TextDisabled("showing step %d (step %d is a %s step without a cosine test)", k, s.view_step,
                             h.step(s.view_step) ? step_kind_name(h.step(s.view_step)->kind) : "?");

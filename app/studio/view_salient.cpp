@@ -131,7 +131,8 @@ void draw_salient(Studio& s, const Rect& r) {
         dl->AddLine(ImVec2(xb, a.p0.y), ImVec2(xb, gy0 + gh), IM_COL32(255, 255, 255, 140), 1.f);
     }
     char axis[128];
-    std::snprintf(axis, sizeof axis, "positions %d..%d  (%s)", first, n_pos - 1,
+    std::snprintf(axis, sizeof axis, "%spositions %d..%d  (%s)",
+                  h.info().method == "original" ? "original, what DyLLM would mark: " : "", first, n_pos - 1,
                   response_only ? "response" : "prompt | response");
     dl->AddText(ImVec2(gx0, gy0 + gh + 2), IM_COL32(150, 150, 150, 255), axis);
     // Legend swatches in the colours the cells use (right-aligned on the axis line).
