@@ -18,9 +18,9 @@ StudioLayout compute_layout(float width, float height, bool message_bar, float b
     // Band heights: the token canvas and the saliency plots are the reason the app exists, the Time band can be
     // smaller (fractions tuned on 1600x1000 screenshots).
     const float f     = std::clamp(bottom_frac, kBottomMin, kBottomMax);
-    const float band1 = body_h * (1.f - f) * 0.5f;
+    const float band3 = std::max(body_h * f, std::min(kBottomMinPx, body_h * kBottomMinShare));
+    const float band1 = (body_h - band3) * 0.5f;
     const float band2 = band1;
-    const float band3 = body_h - band1 - band2;
 
     const float prompt_w  = w * 0.21f;
     const float summary_w = w * 0.24f;

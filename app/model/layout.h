@@ -31,6 +31,9 @@ constexpr float kScrubberHeight   = 40.f;
 // bottom_frac: the bottom (Time/Op stats/Tune) band's share of the body height, clamped to [kBottomMin, kBottomMax]
 // (the splitter above it sets it).
 constexpr float kBottomDefault = 0.28f, kBottomMin = 0.15f, kBottomMax = 0.7f;
+// ... but never below kBottomMinPx (tabs, legend and a readable plot; at 1280x720 28% left 170 px) or, in a small
+// window (or a large UI scale), kBottomMinShare of the body, so the canvas band keeps its share too.
+constexpr float kBottomMinPx = 230.f, kBottomMinShare = 0.38f;
 StudioLayout compute_layout(float width, float height, bool message_bar, float bottom_frac = kBottomDefault);
 
 }  // namespace dyllm::app

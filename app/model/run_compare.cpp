@@ -9,14 +9,36 @@
 
 namespace dyllm::app {
 
-RunCompare compare_runs(const RunHistory& a, const RunHistory& b, int seq) {
-    RunCompare  c;
-    const auto& ta = a.tokens(seq);
-    const auto& tb = b.tokens(seq);
+namespace {
+
+// The highest step with its StepEnd (a dropped event can leave a gap below it; the canvas still replays there).
+int last_ended(const RunHistory& h) {
+    int k = h.step_count();
+    while (k > 0 && !h.step(k)->ended) --k;
+    return k;
+}
+
+}  // namespace
+
+LockStep lockstep(const RunHistory& a, const RunHistory& b, int k) {
+    LockStep    s;
+    const int   ea = last_ended(a), eb = last_ended(b);
+    s.last = std::max(ea, eb);
+    k      = std::clamp(k, 0, s.last);
+    s.a    = std::min(k, ea);
+    s.b    = std::min(k, eb);
+    return s;
+}
+
+RunCompare compare_runs(const RunHistory& a, const RunHistory& b, int seq, int step) {
+    RunCompare     c;
+    const LockStep ls = lockstep(a, b, step < 0 ? std::max(a.step_count(), b.step_count()) : step);
+    const auto     ta = a.canvas_at(seq, step < 0 ? a.step_count() : ls.a);
+    const auto     tb = b.canvas_at(seq, step < 0 ? b.step_count() : ls.b);
     c.positions    = int32_t(std::min(ta.size(), tb.size()));
     c.differs.assign(size_t(c.positions), 0);
     for (int32_t r = 0; r < c.positions; ++r) {
-        if (ta[r].unmask_step == 0 || tb[r].unmask_step == 0) {
+        if (ta[r].masked() || tb[r].masked()) {
             ++c.masked;
         } else if (ta[r].token == tb[r].token) {
             ++c.same;

@@ -21,8 +21,17 @@ struct RunCompare {
     bool        speedup_valid() const { return speedup_note.empty() && speedup > 0; }
 };
 
-// Compares sequence `seq` of two finished (or partial) runs at their last step.
-RunCompare compare_runs(const RunHistory& a, const RunHistory& b, int seq = 0);
+// Compares sequence `seq` of two finished (or partial) runs: the tokens at their last step, or with step >= 0 the
+// canvases lockstep(a, b, step) shows. The summaries always cover the whole runs.
+RunCompare compare_runs(const RunHistory& a, const RunHistory& b, int seq = 0, int step = -1);
+
+// Lock-step replay of a pair: one slider step k shows each run after min(k, its last ended step), so a shorter run
+// (aborted, or stopped at end of text) stays on its last canvas while the other goes on.
+struct LockStep {
+    int a = 0, b = 0;  // the step each run shows
+    int last = 0;      // the slider's end: the larger count of ended steps
+};
+LockStep lockstep(const RunHistory& a, const RunHistory& b, int k);
 
 // The taus the run's steps actually used (StepBegin.tau), consecutive repeats merged: {0.95, 0.9999} after one live
 // change. Empty when no step carried a finite tau.

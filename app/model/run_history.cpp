@@ -169,6 +169,18 @@ std::vector<CanvasCell> RunHistory::canvas_at(int seq, int k) const {
     return out;
 }
 
+std::vector<int32_t> RunHistory::salient_layers(int seq, int k) const {
+    std::vector<int32_t> out(tokens(seq).size(), 0);
+    const StepData*      sd = step(k);
+    if (!sd) return out;
+    const int32_t P = prompt_len(seq);
+    for (int l = 0; l < n_layer(); ++l)
+        if (const LayerSaliencyRecord* rec = sd->layer(seq, l))
+            for (int32_t p : rec->salient_positions)
+                if (p >= P && size_t(p - P) < out.size()) ++out[size_t(p - P)];
+    return out;
+}
+
 int32_t RunHistory::masked_at(int seq, int k) const {
     int32_t n = 0;
     for (const auto& t : tokens(seq)) n += (t.unmask_step == 0 || t.unmask_step > k) ? 1 : 0;

@@ -104,6 +104,9 @@ public:
     int32_t masked_at(int seq, int k) const;
 
     TokenSaliencyGrid token_saliency(int seq, int response_pos) const;
+    // Per response position: how many layers found it salient (recomputed it) at step k; all 0 for a step without
+    // cosine tests. The Canvas marks these positions in the salient colour.
+    std::vector<int32_t> salient_layers(int seq, int k) const;
     RunSummary        summary(int upto_step = -1) const;
 
     const std::vector<ErrorRecord>& errors() const { return errors_; }

@@ -53,6 +53,9 @@ int parse_options(int argc, char** argv, StudioOptions& opt) {
     cli.add_flag("--sweep", opt.sweep, "run the Tune tab's tau sweep of the prompt at start and show the tab");
     cli.add_option("--tab", opt.tab, "bottom band tab to open: time, op-stats, tune")
         ->check(CLI::IsMember({"time", "op-stats", "tune"}));
+    cli.add_option("--open", opt.open, "windows to open at start (comma-separated): explain, export, compare")
+        ->delimiter(',')
+        ->check(CLI::IsMember({"explain", "export", "compare"}));
     cli.add_option("--size", size, "window size WxH (default 1600x1000)");
     cli.add_option("-t,--threads", opt.threads, "engine CPU threads (0 = all cores)");
     try {

@@ -74,6 +74,11 @@ Studio::Studio(const StudioOptions& o) : opts(o) {
     auto            dir = std::filesystem::absolute(o.export_dir.empty() ? "." : o.export_dir, ec).lexically_normal();
     if (!dir.has_filename() && dir.has_parent_path() && dir != dir.root_path()) dir = dir.parent_path();  // no "x/"
     std::snprintf(export_dir, sizeof export_dir, "%s", ec ? "." : dir.string().c_str());
+    for (const std::string& w : o.open) {
+        show_explain = show_explain || w == "explain";
+        show_export  = show_export || w == "export";
+        show_compare = show_compare || w == "compare";
+    }
     worker.sink().set_wants_cosines(true);
     worker.sink().set_wants_op_timings(true);
 }
@@ -313,7 +318,7 @@ void Studio::show_notice(std::string text) { notice.show(std::move(text), now_s(
 
 bool Studio::working() {
     return status.state == WorkerState::Playing || status.state == WorkerState::Loading || compare_queued ||
-           sweep.active() ||
+           sweep.active() || (show_compare && cmp_playing) ||
            worker.sink().queued() > 0;
 }
 

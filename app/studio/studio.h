@@ -36,6 +36,7 @@ struct StudioOptions {
     float       ui_scale = 1.f;            // --ui-scale
     bool        sweep = false;             // --sweep: run the Tune tab's tau sweep at start (and open the tab)
     std::string tab;                       // --tab: the bottom band's tab to open first (time, op-stats, tune)
+    std::vector<std::string> open;         // --open: windows shown at start (explain, export, compare)
     DiffusionParams params;            // the diffusion flags (engine/params.h), resolved and validated
 };
 
@@ -118,6 +119,10 @@ struct Studio {
     StartRequest compare_second;
     RunRequest   compare_second_request;
     std::string  compare_labels[2];   // labels of the newest comparison's runs A and B
+    int    cmp_step    = -1;          // Compare's lock-step slider; -1 follows the newest step of the pair
+    bool   cmp_follow  = true;        // "follow newest" (moving the slider clears it)
+    bool   cmp_playing = false;       // Compare's replay plays the pair from step 0
+    double cmp_play_t  = 0;           // now_s() of the last replay advance
     float tau_drag = NAN;             // tau while a histogram line is being dragged
     TauSweep    sweep;                // Tune panel: original + dyllm at a few taus on the current prompt
     std::string sweep_label;          // label of the sweep run in flight ("" when none)

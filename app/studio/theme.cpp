@@ -9,6 +9,12 @@
 
 namespace dyllm::app {
 
+namespace {
+ImFont* g_large = nullptr;
+}  // namespace
+
+ImFont* large_font() { return g_large ? g_large : ImGui::GetFont(); }
+
 void load_fonts() {
     ImGuiIO& io = ImGui::GetIO();
     // DejaVu Sans from the shared asset lookup (share/dyllm-studio/fonts when installed: a link to the Debian
@@ -23,8 +29,10 @@ void load_fonts() {
     for (const auto& path : candidates) {
         std::error_code ec;
         if (!path.empty() && std::filesystem::exists(path, ec) &&
-            io.Fonts->AddFontFromFileTTF(path.c_str(), 14.0f, nullptr, kRanges))
+            io.Fonts->AddFontFromFileTTF(path.c_str(), 14.0f, nullptr, kRanges)) {
+            g_large = io.Fonts->AddFontFromFileTTF(path.c_str(), kLargeFontPx, nullptr, kRanges);
             return;
+        }
     }
     io.Fonts->AddFontDefault();
 }

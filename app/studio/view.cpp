@@ -1,5 +1,6 @@
 // The studio frame: fixed panel windows at the rectangles of compute_layout(), a splitter above the bottom band, the
-// UI scale keys (Ctrl +/-/0), plus the floating windows (token history, Explain, Compare, Export).
+// UI scale keys (Ctrl +/-/0), Compare in place of the lower bands when open, plus the floating windows (token history,
+// Explain, Export).
 #include <GLFW/glfw3.h>
 #include <imgui.h>
 
@@ -17,10 +18,10 @@ constexpr ImGuiWindowFlags kPanelFlags = ImGuiWindowFlags_NoMove | ImGuiWindowFl
                                          ImGuiWindowFlags_NoBringToFrontOnFocus;
 
 template <class F>
-void panel(const char* name, const Rect& r, ImGuiWindowFlags extra, F&& body) {
+void panel(const char* name, const Rect& r, ImGuiWindowFlags extra, F&& body, bool* open = nullptr) {
     ImGui::SetNextWindowPos(ImVec2(r.x, r.y));
     ImGui::SetNextWindowSize(ImVec2(r.w, r.h));
-    if (ImGui::Begin(name, nullptr, kPanelFlags | extra)) body();
+    if (ImGui::Begin(name, open, kPanelFlags | extra)) body();
     ImGui::End();
 }
 
@@ -76,6 +77,18 @@ void draw_studio(Studio& s, float width, float height) {
     panel("Prompt", L.prompt, 0, [&] { draw_prompt(s, L.prompt); });
     panel("Canvas", L.canvas, 0, [&] { draw_canvas(s, L.canvas); });
     panel("Summary", L.summary, 0, [&] { draw_summary(s, L.summary); });
+    if (s.show_compare) {
+        // Compare takes the place of the lower bands (the canvas stays above it), instead of floating over plots.
+        const Rect r{L.cosine.x, L.cosine.y, L.time.right() - L.cosine.x, L.time.bottom() - L.cosine.y};
+        panel("Compare: two runs of this prompt (close to see the plots again)", r, ImGuiWindowFlags_NoScrollbar,
+              [&] { draw_compare(s); }, &s.show_compare);
+        panel("##scrubber", L.scrubber, ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoScrollbar,
+              [&] { draw_scrubber(s, L.scrubber); });
+        draw_token_history(s);
+        if (s.show_explain) draw_explain(s);
+        if (s.show_export) draw_export(s);
+        return;
+    }
     // A run that measured drift gives the lower part of the cosine band to the drift lines.
     const RunEntry* shown  = s.shown_run();
     const bool      drift  = shown && drift_measured(shown->history);
@@ -91,7 +104,6 @@ void draw_studio(Studio& s, float width, float height) {
     bottom_splitter(s, L);
     draw_token_history(s);
     if (s.show_explain) draw_explain(s);
-    if (s.show_compare) draw_compare(s);
     if (s.show_export) draw_export(s);
 }
 

@@ -1,16 +1,19 @@
 // Canvas panel: the response as a wrapped grid of token cells at the shown step. Masked = grey; colour = step that
 // unmasked the token (viridis, legend on top); fill strength = sampler score; white outline = unmasked at this step.
-// Hover: token, step, score. Click: that token's saliency history (steps x layers) in a floating window. End of text
-// is one compact chip (canvas_chips), and step 0 carries a one-line banner saying what the grey cells are.
+// Hover: token, step, score. Click: that token's saliency history. Above the chips, the text decoded so far in large
+// type (masks as boxes); under a chip, a bar in the salient colour when a layer recomputed it at this step.
 #include <imgui.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdio>
 
 #include "app/model/canvas_chips.h"
+#include "app/model/decoded_text.h"
 #include "app/studio/plot.h"
 #include "app/studio/studio.h"
+#include "app/studio/theme.h"
 
 namespace dyllm::app {
 
@@ -55,14 +58,44 @@ void draw_canvas(Studio& s, const Rect& r) {
     }
     // Legend: colour = unmask step.
     ImDrawList* dl = ImGui::GetWindowDrawList();
-    {
-        const float  bar_w = 160.f;
-        const ImVec2 p(ImGui::GetWindowPos().x + r.w - bar_w - 70, ImGui::GetCursorScreenPos().y - 19);
+    // Only where it fits right of the status line (at --ui-scale 1.4 it ran over it).
+    if (const float bar_w = 160.f * s.ui_scale, lbl_w = ImGui::CalcTextSize("unmasked at step 1").x;
+        ImGui::GetWindowPos().x + r.w - bar_w - 70 * s.ui_scale - lbl_w - 8 > ImGui::GetItemRectMax().x) {
+        const ImVec2 p(ImGui::GetWindowPos().x + r.w - bar_w - 70 * s.ui_scale,
+                       ImGui::GetItemRectMin().y + (ImGui::GetItemRectSize().y - 10) * 0.5f);
         char         hi[16];
         std::snprintf(hi, sizeof hi, "%d", std::max(total, 1));
         colorbar(dl, p, ImVec2(bar_w, 10), viridis_on_dark, "unmasked at step 1", hi);
+        // The salient colour's key, left of the colour bar: the bar under a chip.
+        const char*  key = "recomputed now";
+        const ImVec2 kz  = ImGui::CalcTextSize(key);
+        const float  kx  = p.x - ImGui::CalcTextSize("unmasked at step 1").x - 16 - kz.x - 18;
+        if (kx > ImGui::GetItemRectMax().x + 8) {
+            dl->AddRectFilled(ImVec2(kx, p.y + 6), ImVec2(kx + 14, p.y + 10), kColSalient);
+            dl->AddText(ImVec2(kx + 18, p.y + (10 - kz.y) * 0.5f), IM_COL32(220, 220, 220, 255), key);
+        }
     }
     ImGui::Separator();
+
+    // The text decoded so far, large enough to read from the back of a room; its height is bounded so the chips
+    // below keep at least half of the panel.
+    if (vocab) {
+        const std::string text = decoded_so_far(cells, *vocab, stopped ? stop.position : -1);
+        ImFont*           font = large_font();
+        const float       px   = std::clamp(r.h * 0.09f, 18.f * s.ui_scale, kLargeFontPx);
+        const float       wrap = ImGui::GetContentRegionAvail().x - 8;
+        const ImVec2      sz   = font->CalcTextSizeA(px, FLT_MAX, wrap, text.c_str());
+        const float       h_max = std::max(px * 1.2f, ImGui::GetContentRegionAvail().y * 0.45f);
+        ImGui::BeginChild("##decoded", ImVec2(0, std::min(sz.y + 8, h_max)), false);
+        const ImVec2 p0 = ImGui::GetCursorScreenPos();
+        ImGui::GetWindowDrawList()->AddText(font, px, ImVec2(p0.x + 2, p0.y + 2), IM_COL32(240, 240, 240, 255),
+                                            text.c_str(), nullptr, wrap);
+        ImGui::Dummy(ImVec2(wrap, sz.y + 4));
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("the response decoded so far; a box is a position still masked (\xE2\x96\xA1\xC3\x97N: N in a "
+                              "row)");
+        ImGui::EndChild();
+    }
 
     const float  pad = 4.f, gap = 3.f, cell_h = ImGui::GetTextLineHeight() + 6.f;
     ImGui::BeginChild("##cells", ImVec2(0, 0), false);
@@ -83,6 +116,7 @@ void draw_canvas(Studio& s, const Rect& r) {
     dl = ImGui::GetWindowDrawList();
     int          hovered_end = -1;  // index into chips of a hovered end-of-text chip
     const auto   chips = canvas_chips(cells, eos_id, stopped ? stop.position : -1);
+    const auto   sal   = h.salient_layers(s.seq, k);
     for (size_t ci = 0; ci < chips.size(); ++ci) {
         const CanvasChip& chip = chips[ci];
         const size_t      i    = size_t(chip.first);
@@ -123,7 +157,8 @@ void draw_canvas(Studio& s, const Rect& r) {
             dl->AddText(ImVec2(p0.x + pad, p0.y + 3), text_on(bg | IM_COL32(0, 0, 0, 255)), text.c_str());
             if (c.unmask_step == k) dl->AddRect(p0, p1, IM_COL32(255, 255, 255, 230), 0.f, 0, 2.f);
         }
-        if (int(i) == s.selected_token) dl->AddRect(p0, p1, IM_COL32(255, 140, 0, 255), 0.f, 0, 2.5f);
+        if (i < sal.size() && sal[i] > 0) dl->AddRectFilled(ImVec2(p0.x, p1.y - 3), p1, kColSalient);
+        if (int(i) == s.selected_token) dl->AddRect(p0, p1, IM_COL32(80, 220, 255, 255), 0.f, 0, 2.5f);
         if (in) hovered = int(i);
     }
     if (hovered_end >= 0) {
@@ -145,6 +180,8 @@ void draw_canvas(Studio& s, const Rect& r) {
             ImGui::Text("token %d  '%s'", c.token, vocab ? vocab->display(c.token).c_str() : "?");
             ImGui::Text("unmasked at step %d, score %.4f", c.unmask_step, double(c.score));
         }
+        if (size_t(hovered) < sal.size() && sal[size_t(hovered)] > 0)
+            ImGui::Text("salient at this step in %d of %d layers (recomputed)", sal[size_t(hovered)], h.n_layer());
         ImGui::TextDisabled("click: saliency history (steps x layers)");
         ImGui::EndTooltip();
         if (ImGui::IsMouseClicked(ImGuiMouseButton_Left)) {
@@ -178,7 +215,7 @@ void draw_token_history(Studio& s) {
         ImGui::Text("token '%s'   unmasked at step %d", s.vocab ? s.vocab->display(tok.token).c_str() : "?",
                     tok.unmask_step);
         ImGui::SameLine();
-        ImGui::TextDisabled("  rows = layers, columns = steps;  yellow salient, blue tested & stable, dark not tested");
+        ImGui::TextDisabled("  rows = layers, columns = steps;  orange salient, blue tested & stable, dark not tested");
         if (g.steps == 0 || g.layers == 0) {
             ImGui::TextDisabled("no steps yet");
         } else {

@@ -185,10 +185,17 @@ void draw_controls(Studio& s, const Rect& r) {
     double tps = lv ? lv->history.summary().tokens_per_s : 0.0;
     std::snprintf(right, sizeof right, "%s   backend: %s   tok/s %.0f", worker_state_name(s.status.state),
                   s.status.backend.empty() ? "-" : s.status.backend.c_str(), tps);
+    // After the row's last item, never over it (at --ui-scale 1.4 the text ran over the checkboxes): the backend moves
+    // to the tooltip when the whole line does not fit.
+    const float after = ImGui::GetItemRectMax().x - ImGui::GetWindowPos().x + 10;
+    if (ImGui::CalcTextSize(right).x > r.w - after - 14)
+        std::snprintf(right, sizeof right, "%s   tok/s %.0f", worker_state_name(s.status.state), tps);
     const float tw = ImGui::CalcTextSize(right).x;
-    ImGui::SameLine(std::max(ImGui::GetCursorPosX() + 10, r.w - tw - 14));
+    ImGui::SameLine(std::max(after, r.w - tw - 14));
     ImGui::TextUnformatted(right);
-    if (ImGui::IsItemHovered() && !s.status.backend_note.empty()) ImGui::SetTooltip("%s", s.status.backend_note.c_str());
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("backend: %s%s%s", s.status.backend.empty() ? "-" : s.status.backend.c_str(),
+                          s.status.backend_note.empty() ? "" : "\n", s.status.backend_note.c_str());
 
     // ---- message bar ----
     if (!s.message.empty()) {

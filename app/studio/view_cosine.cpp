@@ -141,6 +141,11 @@ void draw_cosine(Studio& s, const Rect& r) {
                             s.view_step);
         return;
     }
+    // The original method recomputes every row: its cosines only say what DyLLM would have marked.
+    if (h.info().method == "original") {
+        ImGui::TextColored(ImVec4(1.f, 0.85f, 0.45f, 1.f), "original: what DyLLM would mark");
+        ImGui::SameLine();
+    }
     if (k != s.view_step)
         ImGui::TextDisabled("showing step %d (step %d is a %s step without a cosine test)", k, s.view_step,
                             h.step(s.view_step) ? step_kind_name(h.step(s.view_step)->kind) : "?");
@@ -148,8 +153,12 @@ void draw_cosine(Studio& s, const Rect& r) {
         ImGui::TextDisabled("step %d (%s) ran with tau %.5f; red line = new tau %.5f (from the next step)", k,
                             step_kind_name(h.step(k)->kind), double(h.step(k)->tau), double(tau));
     else ImGui::TextDisabled("step %d (%s)  tau %.5f", k, step_kind_name(h.step(k)->kind), double(tau));
+    // The axis note only where it fits (at 1280x720 it ran out of the panel); the tooltip of (?) says it too.
+    const char* axis_note = "   x: 1-cos, 1e-7 (left) .. 1 (right); red = tau, drag it to set tau";
     ImGui::SameLine();
-    ImGui::TextDisabled("   x: 1-cos, 1e-7 (left) .. 1 (right); red = tau, drag it to set tau");
+    if (ImGui::CalcTextSize(axis_note).x < ImGui::GetContentRegionAvail().x) ImGui::TextDisabled("%s", axis_note);
+    else if (ImGui::CalcTextSize("  drag red = tau").x < ImGui::GetContentRegionAvail().x) ImGui::TextDisabled("  drag red = tau");
+    else ImGui::NewLine();
 
     const StepData* st    = h.step(k);
     const int       nl    = h.n_layer();
@@ -197,9 +206,9 @@ void draw_cosine(Studio& s, const Rect& r) {
         std::snprintf(id, sizeof id, "##h%d", l);
         PlotArea a = plot_area(id, hw - 10, chh - title_h - 6);
         auto x_of = [&](float xv) { return a.p0.x + (xv - kXMin) / (kXMax - kXMin) * a.w(); };
-        draw_frame(dl, a, x_tau, IM_COL32(255, 90, 70, 28));  // salient side of tau (1 - cos > 1 - tau) shaded
-        if (rec)
-            draw_bins(dl, a, rec->hist, x_tau, s.hist_log_y, IM_COL32(90, 150, 230, 255), IM_COL32(245, 150, 60, 255));
+        // Salient side of tau (1 - cos > 1 - tau) shaded in the salient colour; bins in the stable / salient colours.
+        draw_frame(dl, a, x_tau, (kColSalient & 0x00FFFFFFu) | (28u << 24));
+        if (rec) draw_bins(dl, a, rec->hist, x_tau, s.hist_log_y, kColStable, kColSalient);
         else empty_note(a, "not tested");
         dl->AddLine(ImVec2(x_of(x_tau), a.p0.y), ImVec2(x_of(x_tau), a.p1.y), kColTau, 2.f);
         dl->AddRect(a.p0, a.p1, kColAxis);

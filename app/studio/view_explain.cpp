@@ -2,6 +2,7 @@
 // window and as the "(?)" tooltip at the top of each panel.
 #include <imgui.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "app/studio/studio.h"
@@ -41,7 +42,7 @@ constexpr Entry kEntries[] = {
     {"Salient map",
      "Which rows each layer recomputed. Layer 0 starts from the tokens unmasked in the previous step; a token that is "
      "salient at layer l also gets fresh K/V at layer l+1, so changes propagate upward only where they matter. "
-     "Yellow = salient, blue = tested and stable (cached), dark = not a query this step (response-only steps skip "
+     "Orange = salient, blue = tested and stable (cached), dark = not a query this step (response-only steps skip "
      "the prompt)."},
     {"L_sal per layer",
      "|S_l|, the number of salient rows per layer: bars at the shown step, lines over the whole run. Lower tau -> "
@@ -51,12 +52,14 @@ constexpr Entry kEntries[] = {
      "lm_head, sampling...), the op timeline of the shown step (one lane per layer) and the top op classes. FULL "
      "steps are tall; sparse steps shrink with the salient share."},
     {"Summary",
-     "tokens/s = response tokens over denoising time. Speed-up compares with an 'original' (every step dense) run of "
+     "engine tok/s = response tokens over the engine's denoising time (not the play speed). Speed-up compares with an 'original' (every step dense) run of "
      "the same prompt: use Compare to make one. Rows recomputed and FLOPs are measured against a dense forward over "
      "the same sequences."},
     {"Compare",
-     "Runs the same prompt twice on the worker, one after the other (e.g. original vs dyllm, or two taus), and shows "
-     "both canvases with the differing tokens outlined, plus forward passes, tokens/s and rows recomputed."},
+     "Runs the same prompt twice on the worker, one after the other (e.g. original vs dyllm, or two taus). Replay: one "
+     "step slider shows both canvases and both salient maps at the same step, the differing tokens outlined in red. "
+     "Op times: each op class's time in A and B, the ratio B/A, and per step the median and p10-p90, so one preempted "
+     "step cannot pass for a speed-up. Summary: forward passes, tokens/s, rows recomputed and FLOPs."},
     {"tau",
      "tau is the cosine threshold. A token is salient when cos(C_new, C_old) < tau. tau -> 1 recomputes almost "
      "everything (exact but slow); smaller tau skips more work. The paper uses 0.99-0.995 for LLaDA and 0.995-0.9975 "
@@ -83,8 +86,12 @@ void help_marker(const char* panel) {
 }
 
 void draw_explain(Studio& s) {
-    ImGui::SetNextWindowSize(ImVec2(620, 560), ImGuiCond_FirstUseEver);
-    ImGui::SetNextWindowPos(ImVec2(480, 160), ImGuiCond_FirstUseEver);
+    // First placement inside the window at any size (at 1280x720 a 560 px window ran below the scrubber).
+    const ImVec2 disp = ImGui::GetIO().DisplaySize;
+    const ImVec2 size(std::min(620.f, disp.x - 40), std::min(560.f, disp.y - 190));
+    ImGui::SetNextWindowSize(size, ImGuiCond_FirstUseEver);
+    ImGui::SetNextWindowPos(ImVec2(std::min(480.f, disp.x - size.x - 20), std::min(160.f, disp.y - size.y - 50)),
+                            ImGuiCond_FirstUseEver);
     if (ImGui::Begin("Explain", &s.show_explain, ImGuiWindowFlags_NoSavedSettings)) {
         ImGui::TextWrapped("DyLLM accelerates masked diffusion LMs by recomputing only the 'salient' tokens - those whose "
                            "attention context changed since the previous denoising step - and reusing cached results "

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "app/studio/studio.h"
 
@@ -35,17 +36,41 @@ void draw_prompt(Studio& s, const Rect& r) {
     } else {
         ImGui::TextDisabled("no task suite found (assets/tasks/*.jsonl)");
     }
-    const float answer_h = s.example_idx >= 0 ? ImGui::GetTextLineHeightWithSpacing() * 2 : 0.f;
-    const float h        = ImGui::GetContentRegionAvail().y - ImGui::GetFrameHeightWithSpacing() - answer_h;
+    // The expected answer wraps under its label; when that leaves the prompt box too little room (1280x720: four
+    // lines left Generate below the panel), it is one line cut with "..." and the whole answer in its tooltip.
+    const std::string* answer = s.example_idx >= 0 ? &s.examples.items[size_t(s.example_idx)].answer : nullptr;
+    const char*        label  = "expected answer:";
+    const float        avail  = ImGui::GetContentRegionAvail().y - ImGui::GetFrameHeightWithSpacing();
+    const float        wrap_w = ImGui::GetContentRegionAvail().x - ImGui::CalcTextSize(label).x - ImGui::GetStyle().ItemSpacing.x;
+    float              answer_h = 0;
+    bool               one_line = false;
+    if (answer) {
+        answer_h = ImGui::CalcTextSize(answer->c_str(), nullptr, false, std::max(wrap_w, 20.f)).y +
+                   ImGui::GetStyle().ItemSpacing.y;
+        if (avail - answer_h < 3 * ImGui::GetTextLineHeightWithSpacing()) {
+            one_line = true;
+            answer_h = ImGui::GetTextLineHeightWithSpacing();
+        }
+    }
+    const float h = avail - answer_h;
     if (ImGui::InputTextMultiline("##prompt", s.prompt, sizeof s.prompt, ImVec2(-1, std::max(h, 40.f)))) {
         s.example_idx  = -1;  // edited: no longer the suite's item, so no accuracy
         s.params_dirty = true;
     }
-    if (s.example_idx >= 0) {
-        const auto& ex = s.examples.items[size_t(s.example_idx)];
-        ImGui::TextDisabled("expected answer:");
+    if (answer) {
+        ImGui::TextDisabled("%s", label);
         ImGui::SameLine();
-        ImGui::TextWrapped("%s", ex.answer.c_str());
+        if (!one_line) {
+            ImGui::TextWrapped("%s", answer->c_str());
+        } else {
+            std::string t = *answer;
+            for (char& c : t)
+                if (c == '\n') c = ' ';
+            while (t.size() > 4 && ImGui::CalcTextSize((t + "...").c_str()).x > wrap_w) t.pop_back();
+            if (t.size() < answer->size()) t += "...";
+            ImGui::TextUnformatted(t.c_str());
+            if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", answer->c_str());
+        }
     }
     if (ImGui::Button("Generate", ImVec2(90, 0))) s.restart(true);
     ImGui::SameLine();

@@ -131,9 +131,25 @@ void draw_salient(Studio& s, const Rect& r) {
         dl->AddLine(ImVec2(xb, a.p0.y), ImVec2(xb, gy0 + gh), IM_COL32(255, 255, 255, 140), 1.f);
     }
     char axis[128];
-    std::snprintf(axis, sizeof axis, "positions %d..%d  (%s)   yellow salient, blue stable, dark not tested", first,
-                  n_pos - 1, response_only ? "response" : "prompt | response");
+    std::snprintf(axis, sizeof axis, "%spositions %d..%d  (%s)",
+                  h.info().method == "original" ? "original, what DyLLM would mark: " : "", first, n_pos - 1,
+                  response_only ? "response" : "prompt | response");
     dl->AddText(ImVec2(gx0, gy0 + gh + 2), IM_COL32(150, 150, 150, 255), axis);
+    // Legend swatches in the colours the cells use (right-aligned on the axis line).
+    {
+        const struct { ImU32 col; const char* text; } keys[] = {
+            {kColSalient, "salient"}, {kColStable, "stable"}, {kColUntested, "not tested"}};
+        float x = a.p1.x;
+        for (int i = 2; i >= 0; --i) {
+            const float tw = ImGui::CalcTextSize(keys[i].text).x;
+            x -= tw + 18;
+            if (x < gx0 + ImGui::CalcTextSize(axis).x + 8) break;
+            dl->AddRectFilled(ImVec2(x, gy0 + gh + 5), ImVec2(x + 11, gy0 + gh + 14), keys[i].col);
+            dl->AddRect(ImVec2(x, gy0 + gh + 5), ImVec2(x + 11, gy0 + gh + 14), kColAxis);
+            dl->AddText(ImVec2(x + 14, gy0 + gh + 2), IM_COL32(170, 170, 170, 255), keys[i].text);
+            x -= 6;
+        }
+    }
 
     if (hover_pos >= 0) {
         const int step_shown = s.salient_mode == 0 ? k : hover_row + 1;

@@ -22,8 +22,14 @@ void draw_scrubber(Studio& s, const Rect& r) {
         --s.view_step;
     }
     ImGui::SameLine();
-    const float right_w = 520.f;
-    ImGui::SetNextItemWidth(std::max(100.f, r.w - ImGui::GetCursorPosX() - right_w));
+    // What follows the slider on this row, measured at the current text scale (a fixed width cut the row at 1.4x).
+    const ImGuiStyle& st      = ImGui::GetStyle();
+    const float       run_w   = 150.f * s.ui_scale;
+    auto              button  = [&](const char* t) { return ImGui::CalcTextSize(t).x + 2 * st.FramePadding.x + st.ItemSpacing.x; };
+    const float       right_w = ImGui::GetFrameHeight() + 2 * st.ItemSpacing.x + run_w + st.ItemSpacing.x + button("Explain") +
+                          button("Compare") + button("Export") + button("View") + ImGui::CalcTextSize("99.9 ms/frame").x +
+                          st.WindowPadding.x + 4;
+    ImGui::SetNextItemWidth(std::max(80.f, r.w - ImGui::GetCursorPosX() - right_w));
     int k = s.view_step;
     char fmt[48];
     std::snprintf(fmt, sizeof fmt, "step %%d / %d", n);
@@ -52,7 +58,7 @@ void draw_scrubber(Studio& s, const Rect& r) {
         }
     }
     ImGui::SameLine();
-    ImGui::SetNextItemWidth(150);
+    ImGui::SetNextItemWidth(run_w);
     const std::string preview = run ? run_label(run->history) + (s.shown_run_idx < 0 ? " (live)" : "") : "no run";
     if (ImGui::BeginCombo("##run", preview.c_str())) {
         if (ImGui::Selectable("live run", s.shown_run_idx < 0)) {

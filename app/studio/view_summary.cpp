@@ -54,69 +54,92 @@ void draw_summary(Studio& s, const Rect& r) {
     ImGui::SameLine();
     ImGui::TextDisabled("%s, %s%s", run_label(h).c_str(), h.finished() ? "finished" : "running",
                         s.view_step < h.step_count() ? " (up to the shown step)" : "");
+    // The answer first: it is what a class looks at.
+    const bool         has_text = h.finished() && !h.run_end().texts.empty();
+    const std::string& answer   = run->request.answer;
+    if (has_text && !answer.empty()) {
+        const bool ok = answer_matches(h.run_end().texts[0], answer);
+        ImGui::PushStyleColor(ImGuiCol_Text, ok ? ImVec4(0.4f, 0.9f, 0.4f, 1) : ImVec4(1, 0.45f, 0.4f, 1));
+        ImGui::TextWrapped("answer %s (expected %s)", ok ? "correct" : "wrong", answer.c_str());  // wraps, never cut
+        ImGui::PopStyleColor();
+    }
+    // A narrow panel (1280x720) keeps one line per row: the details move to the row's tooltip.
+    const bool narrow = r.w < 380.f * s.ui_scale;
+    char       tip[256];
+    auto       details = [&](const char* t) {
+        if (narrow && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", t);
+    };
     if (ImGui::BeginTable("##sum", 2, ImGuiTableFlags_SizingStretchProp)) {
         // Labels at their full width (they were cut at 1280x720); values take the rest and wrap.
         ImGui::TableSetupColumn("k", ImGuiTableColumnFlags_WidthFixed, ImGui::CalcTextSize("rows recomputed").x + 4);
         ImGui::TableSetupColumn("v", ImGuiTableColumnFlags_WidthStretch);
-        row("tokens/s", "%.1f  (%d tokens, %s)", sum.tokens_per_s, int(sum.tokens_committed),
-            fmt_ms(sum.denoise_seconds).c_str());
+        std::snprintf(tip, sizeof tip, "%d tokens in %s of denoising steps", int(sum.tokens_committed),
+                      fmt_ms(sum.denoise_seconds).c_str());
+        if (narrow) row("engine tok/s", "%.1f", sum.tokens_per_s);
+        else row("engine tok/s", "%.1f  (%s)", sum.tokens_per_s, tip);
+        details(tip);
         const std::string note = run_state_note(h);
         if (h.finished() && h.run_end().cancelled) {
             row("speed-up", "%s", ("none: this run was " + note).c_str());  // a partial run's tok/s is no speed
         } else if (const RunEntry* base = find_baseline(s, *run); base && h.info().method != "original") {
             const RunSummary b = base->history.summary();
-            row("speed-up", "%.2fx vs original (%.1f tok/s)", b.tokens_per_s > 0 ? sum.tokens_per_s / b.tokens_per_s : 0.0,
-                b.tokens_per_s);
+            std::snprintf(tip, sizeof tip, "the newest original run of this prompt: %.1f tok/s", b.tokens_per_s);
+            row("speed-up", narrow ? "%.2fx vs original" : "%.2fx vs original (%.1f tok/s)",
+                b.tokens_per_s > 0 ? sum.tokens_per_s / b.tokens_per_s : 0.0, b.tokens_per_s);
+            details(tip);
         } else {
-            row("speed-up", "%s", h.info().method == "original" ? "baseline run" : "run Compare for a baseline");
+            row("speed-up", "%s", h.info().method == "original" ? "baseline run" : narrow ? "run Compare" : "run Compare for a baseline");
+            details("Compare runs the original method on this prompt: the baseline of the speed-up");
         }
-        row("forward passes", "%d  (%d full, %d sparse/cached)", sum.forward_passes,
-            sum.steps_by_kind[size_t(StepKind::Full)] + sum.steps_by_kind[size_t(StepKind::BlockRefresh)] +
-                sum.steps_by_kind[size_t(StepKind::CacheRefresh)],
-            sum.forward_passes - sum.steps_by_kind[size_t(StepKind::Full)] -
-                sum.steps_by_kind[size_t(StepKind::BlockRefresh)] - sum.steps_by_kind[size_t(StepKind::CacheRefresh)]);
-        row("rows recomputed", "%.1f%% of dense (%lld / %lld)", 100.0 * sum.recompute_fraction,
-            (long long)sum.ffn_rows, (long long)sum.dense_rows);
-        if (ImGui::IsItemHovered()) ImGui::SetTooltip("FFN rows x layers, over what a dense forward would process");
-        row("FLOPs", "%s done vs %s dense (%.1f%%)", fmt_si(sum.flops).c_str(), fmt_si(sum.dense_flops).c_str(),
-            100.0 * sum.flops_fraction);
+        const int full = sum.steps_by_kind[size_t(StepKind::Full)] + sum.steps_by_kind[size_t(StepKind::BlockRefresh)] +
+                         sum.steps_by_kind[size_t(StepKind::CacheRefresh)];
+        std::snprintf(tip, sizeof tip, "%d full, %d sparse/cached", full, sum.forward_passes - full);
+        if (narrow) row("forward passes", "%d  (%d full)", sum.forward_passes, full);
+        else row("forward passes", "%d  (%s)", sum.forward_passes, tip);
+        details(tip);
+        std::snprintf(tip, sizeof tip, "FFN rows x layers, over what a dense forward would process: %lld / %lld",
+                      (long long)sum.ffn_rows, (long long)sum.dense_rows);
+        if (narrow) row("rows recomputed", "%.1f%% of dense", 100.0 * sum.recompute_fraction);
+        else row("rows recomputed", "%.1f%% of dense (%lld / %lld)", 100.0 * sum.recompute_fraction,
+                 (long long)sum.ffn_rows, (long long)sum.dense_rows);
+        if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tip);
+        std::snprintf(tip, sizeof tip, "%s done vs %s dense", fmt_si(sum.flops).c_str(), fmt_si(sum.dense_flops).c_str());
+        if (narrow) row("FLOPs", "%s (%.1f%%)", fmt_si(sum.flops).c_str(), 100.0 * sum.flops_fraction);
+        else row("FLOPs", "%s (%.1f%%)", tip, 100.0 * sum.flops_fraction);
+        details(tip);
         if (h.finished()) row("cache memory", "%s", fmt_si(h.run_end().cache_bytes, "B").c_str());
-        else row("cache memory", "%s", "at the end of the run");
-        row("events dropped", "%llu", (unsigned long long)s.worker.sink().dropped());
-        if (ImGui::IsItemHovered())
-            ImGui::SetTooltip("engine events lost because the UI queue was full (a fast model outruns the frames);\n"
-                              "the canvas is repaired from snapshots, but histograms and timings of those events\n"
-                              "are missing. 0 means every panel shows every event.");
+        else row("cache memory", "%s", narrow ? "at the end" : "at the end of the run");
+        // Only when something was lost: 0 means every panel shows every event.
+        if (const unsigned long long dropped = s.worker.sink().dropped(); dropped > 0) {
+            row("events dropped", "%llu", dropped);
+            if (ImGui::IsItemHovered())
+                ImGui::SetTooltip("engine events lost because the UI queue was full (a fast model outruns the frames);\n"
+                                  "the canvas is repaired from snapshots, but histograms and timings of those events\n"
+                                  "are missing.");
+        }
         ImGui::EndTable();
     }
     // Per-layer recompute share as a row of tiny bars.
     const int nl = int(sum.layer_recompute_fraction.size());
     if (nl > 0) {
         ImGui::TextDisabled("rows recomputed per layer");
-        PlotArea    a  = plot_area("##layerfrac", ImGui::GetContentRegionAvail().x, 28);
+        PlotArea    a  = plot_area("##layerfrac", ImGui::GetContentRegionAvail().x, narrow ? 18.f : 28.f);
         ImDrawList* dl = ImGui::GetWindowDrawList();
         const float bw = a.w() / nl;
         for (int l = 0; l < nl; ++l) {
             const float f = float(std::clamp(sum.layer_recompute_fraction[l], 0.0, 1.0));
             dl->AddRectFilled(ImVec2(a.p0.x + l * bw + 1, a.p1.y - f * a.h()), ImVec2(a.p0.x + (l + 1) * bw - 1, a.p1.y),
-                              IM_COL32(245, 150, 60, 255));
+                              kColSalient);
         }
         if (a.hovered) {
             const int l = std::clamp(int((a.mouse.x - a.p0.x) / bw), 0, nl - 1);
             ImGui::SetTooltip("layer %d: %.1f%% of a dense run's FFN rows", l, 100.0 * sum.layer_recompute_fraction[l]);
         }
     }
-    if (h.finished() && !h.run_end().texts.empty()) {
-        const std::string& text   = h.run_end().texts[0];
-        const std::string& answer = run->request.answer;
-        if (!answer.empty()) {
-            const bool ok = answer_matches(text, answer);
-            ImGui::TextColored(ok ? ImVec4(0.4f, 0.9f, 0.4f, 1) : ImVec4(1, 0.45f, 0.4f, 1),
-                               "accuracy: %s (expected %s)", ok ? "correct" : "wrong", answer.c_str());
-        }
+    if (has_text) {
         if (h.run_end().cancelled) ImGui::TextDisabled("decoded response (cancelled after step %d):", h.run_end().steps);
         else ImGui::TextDisabled("decoded response:");
-        ImGui::TextWrapped("%s", text.c_str());
+        ImGui::TextWrapped("%s", h.run_end().texts[0].c_str());
     }
     (void)r;
 }

@@ -12,7 +12,9 @@
 #include "app/model/colormap.h"
 #include "app/model/compare_pick.h"
 #include "app/model/csv_export.h"
+#include "app/model/decoded_text.h"
 #include "app/model/layout.h"
+#include "app/model/op_diff.h"
 #include "app/model/run_compare.h"
 #include "app/model/run_history.h"
 #include "app/model/run_list.h"
@@ -337,6 +339,12 @@ TEST_CASE("layout panels tile the window without overlap", "[app_model]") {
     CHECK(L.scrubber.bottom() == Approx(1000));
     const StudioLayout M = compute_layout(1600, 1000, true);
     CHECK(M.prompt.y == Approx(L.prompt.y + kMessageBarHeight));
+    // At 1280x720 the bottom band keeps its minimum height (usable without dragging the splitter), at any fraction.
+    const StudioLayout S = compute_layout(1280, 720, false, kBottomMin);
+    CHECK(S.time.h == Approx(kBottomMinPx));
+    CHECK(S.scrubber.bottom() == Approx(720));
+    CHECK(S.canvas.h == Approx(S.cosine.h));
+    CHECK(compute_layout(1280, 720, false, kBottomMax).time.h > kBottomMinPx);  // dragging up still works
 }
 
 TEST_CASE("colormap endpoints and token display", "[app_model]") {
@@ -609,4 +617,109 @@ TEST_CASE("frame throttle: full rate while working and after input, waits when i
     for (int i = 0; i < FrameThrottle::kActiveFrames; ++i) CHECK(t.wait_before_frame(false) == 0);
     CHECK(t.wait_before_frame(false) > 0);
     CHECK(t.wait_before_frame(true) == 0);  // work resumes at once
+}
+
+TEST_CASE("compare in lock step: each run at min(k, its last step); the diff follows the step", "[app_model]") {
+    const RunHistory a = fold(synthetic_run("original", 20.0, 13));
+    const RunHistory b = fold(synthetic_run("dyllm", 10.0, 42));
+    // An aborted run of 2 steps: its events up to the second StepEnd, then a cancelled RunEnd.
+    std::vector<EventRecord> ev = synthetic_run("dyllm");
+    std::vector<EventRecord> cut;
+    int                      ends = 0;
+    for (const auto& e : ev) {
+        if (ends == 2) break;
+        cut.push_back(e);
+        if (std::holds_alternative<StepEnd>(e)) ++ends;
+    }
+    RunEnd re;
+    re.steps = 2, re.cancelled = true;
+    cut.push_back(re);
+    const RunHistory aborted = fold(cut);
+
+    LockStep ls = lockstep(a, aborted, 3);
+    CHECK(ls.last == 4);
+    CHECK(ls.a == 3);
+    CHECK(ls.b == 2);  // stays on its last canvas
+    ls = lockstep(a, aborted, 99);
+    CHECK((ls.a == 4 && ls.b == 2));
+    ls = lockstep(a, aborted, -5);
+    CHECK((ls.a == 0 && ls.b == 0));
+
+    // Unmask order 2, 0, 3, 1; the runs differ only in the last token (position 1 at step 4).
+    RunCompare c = compare_runs(a, b, 0, 3);
+    CHECK(c.same == 3);
+    CHECK(c.masked == 1);
+    CHECK(c.differ == 0);
+    c = compare_runs(a, b, 0, 1);
+    CHECK((c.same == 1 && c.masked == 3));
+    c = compare_runs(a, b, 0, 4);
+    CHECK((c.differ == 1 && c.differs[1] == 1));
+    CHECK(compare_runs(a, b).differ == 1);  // no step: the last canvases
+}
+
+TEST_CASE("op class diff: totals, per-step spread and ratio B/A", "[app_model]") {
+    // Spread: linear interpolation between order statistics (numpy's default), whatever the input order.
+    const Spread sp = spread_of({11, 1, 10, 2, 9, 3, 8, 4, 7, 5, 6});
+    CHECK(sp.n == 11);
+    CHECK(sp.p10 == Approx(2.0));
+    CHECK(sp.median == Approx(6.0));
+    CHECK(sp.p90 == Approx(10.0));
+    CHECK(spread_of({4.0}).median == Approx(4.0));
+    CHECK(spread_of({}).n == 0);
+
+    // B's FFN takes half of A's at every step but one, which a preemption made 40x slower: the total ratio moves,
+    // the median ratio stays at 0.5 and p90 shows the outlier.
+    std::vector<EventRecord> eb = synthetic_run("dyllm");
+    for (auto& e : eb)
+        if (auto* o = std::get_if<OpTiming>(&e); o && o->op == OpClass::Ffn)
+            o->dur_ns = o->step == 3 && o->layer == 0 ? 60'000'000 : 1'500'000;
+    const RunHistory a = fold(synthetic_run("original"));
+    const RunHistory b = fold(eb);
+    const auto       d = op_class_diff(a, b);
+    REQUIRE(d.size() == 3);  // ffn, attn_exact, all ops
+    CHECK(d[0].op == OpClass::AttnExact);
+    CHECK(d[0].ratio == Approx(1.0));
+    CHECK(d[1].op == OpClass::Ffn);
+    CHECK(d[1].total_a == Approx(4 * 6e-3));  // 2 layers x 3 ms x 4 steps
+    CHECK(d[1].total_b == Approx(3 * 3e-3 + 61.5e-3));
+    CHECK(d[1].a.median == Approx(6e-3));
+    CHECK(d[1].b.median == Approx(3e-3));
+    CHECK(d[1].median_ratio == Approx(0.5));
+    CHECK(d[1].b.p90 > 30e-3);
+    CHECK(d[2].op == OpClass::Count);
+    CHECK(d[2].total_a == Approx(4 * 8e-3));
+}
+
+TEST_CASE("decoded text so far: masks as boxes, long mask runs counted, end of text and specials left out",
+          "[app_model]") {
+    Vocab v;
+    v.has_tokenizer = true;
+    v.text    = {"<eos>", "Hello", " world", "\xE2\x82", "\xAC", "!\n", "<|im_end|>", "a\tb"};
+    v.special = {1, 0, 0, 0, 0, 0, 1, 0};
+    v.eos_id  = 0;
+    auto cell = [](int32_t tok) { return CanvasCell{tok, tok < 0 ? 0 : 1, 0.5f}; };
+    const std::string box = "\xE2\x96\xA1";
+    CHECK(decoded_so_far({cell(1), cell(-1), cell(2)}, v) == "Hello" + box + " world");
+    // A two-piece euro sign rejoins across tokens; split by a mask each piece is U+FFFD.
+    CHECK(decoded_so_far({cell(3), cell(4)}, v) == "\xE2\x82\xAC");
+    CHECK(decoded_so_far({cell(3), cell(-1), cell(4)}, v) == "\xEF\xBF\xBD\xEF\xBF\xBD" + box + "\xEF\xBF\xBD");
+    CHECK(decoded_so_far({cell(5), cell(6), cell(0), cell(7)}, v) == "!\na b");
+    std::vector<CanvasCell> many(10, cell(-1));
+    many[0] = cell(1);
+    CHECK(decoded_so_far(many, v) == "Hello" + box + "\xC3\x97" "9");
+    // Stopped at end of text at position 2: the masks after it are not text.
+    CHECK(decoded_so_far({cell(1), cell(2), cell(0), cell(-1), cell(-1)}, v, 2) == "Hello world");
+    Vocab ids;  // weight-only checkpoint: ids
+    CHECK(decoded_so_far({cell(5), cell(7)}, ids) == "#5 #7");
+}
+
+TEST_CASE("salient layers per response position at a step", "[app_model]") {
+    const RunHistory h = fold(synthetic_run());
+    // Step 2 tests the 4 response rows (sequence positions 3..6): response position 2 (order[0]) is salient in both
+    // layers, position 3 (sequence 6) in layer 1 only.
+    const auto n = h.salient_layers(0, 2);
+    REQUIRE(n.size() == 4);
+    CHECK(n == std::vector<int32_t>{0, 0, 2, 1});
+    CHECK(h.salient_layers(0, 1) == std::vector<int32_t>{0, 0, 0, 0});  // FULL step: no cosine test
+    CHECK(h.salient_layers(0, 99) == std::vector<int32_t>{0, 0, 0, 0});
 }

@@ -313,5 +313,8 @@ TEST_CASE("layout: the bottom band's splitter share, clamped; the bands still ti
     const float body = t.scrubber.y - t.prompt.y;
     CHECK(t.time.h == Approx(0.5f * body));
     CHECK(compute_layout(1280, 720, false, 5.f).time.h == Approx(kBottomMax * body));  // clamped
-    CHECK(compute_layout(1280, 720, false, 0.f).time.h == Approx(kBottomMin * body));
+    // The low clamp: kBottomMin of the body, but never below kBottomMinPx (or kBottomMinShare in a small window).
+    CHECK(compute_layout(1280, 720, false, 0.f).time.h == Approx(std::min(kBottomMinPx, kBottomMinShare * body)));
+    const StudioLayout tall = compute_layout(1600, 2000, false, 0.f);
+    CHECK(tall.time.h == Approx(kBottomMin * (tall.scrubber.y - tall.prompt.y)));
 }

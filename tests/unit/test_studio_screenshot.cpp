@@ -193,11 +193,12 @@ TEST_CASE("dyllm-studio --screenshot renders every panel after 3 engine steps", 
     CHECK(masked_px > 61 * 100);
     // ... and none of that grey outside the canvas band's panels where no tokens are drawn (the Time panel).
     CHECK(count_colour(im, L.time, 70, 72, 78) < masked_px / 10);
-    // Cosine histograms: bars in the stable blue (90, 150, 230) or salient orange (245, 150, 60).
-    const int bars = count_colour(im, L.cosine, 90, 150, 230) + count_colour(im, L.cosine, 245, 150, 60);
+    // One stable blue (62, 108, 175) and one salient orange (245, 145, 45) everywhere (kColStable, kColSalient in
+    // app/studio/plot.h). Cosine histograms: bars in those two colours.
+    const int bars = count_colour(im, L.cosine, 62, 108, 175) + count_colour(im, L.cosine, 245, 145, 45);
     CHECK(bars > 200);
-    // Salient map: tested cells in stable blue (52, 84, 130) or salient yellow (255, 196, 40).
-    const int cells = count_colour(im, L.salient, 52, 84, 130) + count_colour(im, L.salient, 255, 196, 40);
+    // Salient map: tested cells in the same two colours.
+    const int cells = count_colour(im, L.salient, 62, 108, 175) + count_colour(im, L.salient, 245, 145, 45);
     CHECK(cells > 500);
     // Time panel: FFN bars (240, 210, 70) appear in the stacked bars / timeline.
     CHECK(count_colour(im, L.time, 240, 210, 70) > 50);
