@@ -159,7 +159,8 @@ int main(int argc, char** argv) {
                 attention(CMatF{q.data(), nq, qd, qd}, q_seq.data(), CMatF{k.data(), nq, kvd, kvd},
                           CMatF{v.data(), nq, kvd, kvd}, cu_k.data(), a.n_seq, d, MatF{out.data(), nq, qd, qd}, pool, rb);
             });
-            std::printf("attention seqs=%d L=%d H=%d Hkv=%d D=%d row_block=%-2d    %8.2f ms %7.1f GFLOP/s%s | out %08x\n",
+            std::printf("attention seqs=%d L=%d H=%d Hkv=%d D=%d row_block=%-2d    %8.2f ms %7.1f GFLOP/s%s"
+                        " | out %08x\n",
                         a.n_seq, a.L, a.H, a.Hkv, a.D, rb, t * 1e3, flop / t * 1e-9, per_core(flop).c_str(), fnv(out));
         }
         // Approximate attention with 10% of the keys salient (DyLLM's typical salient fraction is a few percent).
