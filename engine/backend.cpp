@@ -22,6 +22,7 @@ const char* op_kind_name(OpKind k) {
         case OpKind::AttentionCols: return "attention_cols";
         case OpKind::GatherRows: return "gather_rows";
         case OpKind::ScatterRows: return "scatter_rows";
+        case OpKind::AddRows: return "add_rows";
         case OpKind::Cosine: return "cosine";
         case OpKind::ScoreLogits: return "score_logits";
         case OpKind::Copy: return "copy";
@@ -40,6 +41,7 @@ bool op_supports_dtype(OpKind op, DType dtype) {
         case OpKind::Copy:
         case OpKind::GatherRows:
         case OpKind::ScatterRows:
+        case OpKind::AddRows:
         case OpKind::Attention:
         case OpKind::AttentionApprox:
         case OpKind::AttentionCols:

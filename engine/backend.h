@@ -27,7 +27,7 @@ namespace dyllm {
 
 enum class OpKind : uint8_t {
     Embed, MatMul, RmsNorm, Rope, Add, Sub, SiluMul, Attention, AttentionApprox, AttentionCols,
-    GatherRows, ScatterRows, Cosine, ScoreLogits, Copy, Count
+    GatherRows, ScatterRows, AddRows, Cosine, ScoreLogits, Copy, Count
 };
 const char* op_kind_name(OpKind k);
 
@@ -124,6 +124,9 @@ public:
     // dst[i, :] = src[idx[i], :]  (dst: [idx.size(), w]);  dst[idx[i], :] = src[i, :]  (src: [idx.size(), w]).
     void gather_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& dst);
     void scatter_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& dst);
+    // y[i, :] += src[idx[i], :] (y: [idx.size(), w] F32; src: [rows, w] F32 or a cache dtype, widened): bit-identical
+    // to gather_rows into F32 then add, without the gathered copy (DyLLM's cached FFN rows into the residual).
+    void add_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& y);
 
     // Per-row cosine similarity over all columns, fp32 stats, squared norms clamped at 1e-8 (kernels/README.md §f.7).
     // a, b: [n, w]; cos_out: n host floats.
@@ -162,6 +165,7 @@ protected:
                                    const TensorView& lse_out) = 0;
     virtual void do_gather_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& dst) = 0;
     virtual void do_scatter_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& dst) = 0;
+    virtual void do_add_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& y) = 0;
     virtual void do_cosine_rows(const TensorView& a, const TensorView& b, std::span<float> cos_out) = 0;
     virtual void do_score_logits(const TensorView& logits, ScoreKind kind, std::span<const int32_t> banned,
                                  std::span<int32_t> tokens_out, std::span<float> scores_out) = 0;

@@ -323,6 +323,17 @@ void Backend::scatter_rows(const TensorView& src, std::span<const int32_t> idx, 
     do_scatter_rows(src, idx, dst);
 }
 
+void Backend::add_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& y) {
+    const char* op = "add_rows";
+    check_stored(*this, OpKind::AddRows, src, op, "src");
+    check_f32(*this, OpKind::AddRows, y, op, "y");
+    DYLLM_ASSERT(y.rows() == int64_t(idx.size()) && y.cols() == src.cols(),
+                 "add_rows: y " + shp(y) + " for " + std::to_string(idx.size()) + " rows of src " + shp(src));
+    DYLLM_ASSERT(!overlaps(src, y), "add_rows: y aliases src");
+    check_indices(idx, src.rows(), op, "index");
+    do_add_rows(src, idx, y);
+}
+
 void Backend::cosine_rows(const TensorView& a, const TensorView& b, std::span<float> cos_out) {
     const char* op = "cosine_rows";
     check_same_shape(a, b, op, "a", "b");

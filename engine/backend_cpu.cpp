@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/errors.h"
+#include "kernels/cpu/add_rows.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/attention_approx.h"
 #include "kernels/cpu/attention_cols.h"
@@ -277,6 +278,10 @@ protected:
 
     void do_scatter_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& dst) override {
         cpu::scatter_rows(any_mat(src), idx.data(), int64_t(idx.size()), dst.data, elem_of(dst.dtype), ld(dst));
+    }
+
+    void do_add_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& y) override {
+        cpu::add_rows(any_mat(src), idx.data(), int64_t(idx.size()), y.ptr<float>(), ld(y));
     }
 
     void do_cosine_rows(const TensorView& a, const TensorView& b, std::span<float> cos_out) override {

@@ -21,6 +21,7 @@
 #include "kernels/common/attention_approx_math.h"
 #include "kernels/common/dtype_convert.h"
 #include "kernels/common/scalar_math.h"
+#include "kernels/cuda/add_rows.cuh"
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/attention_approx.cuh"
 #include "kernels/cuda/attention_cols.cuh"
@@ -347,6 +348,11 @@ protected:
     void do_scatter_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& dst) override {
         if (idx.empty()) return;
         CUDA_CHECK(cuda::scatter_rows(dmat(src), upload_i32(idx_a_, idx), dmat(dst), stream()));
+    }
+
+    void do_add_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& y) override {
+        if (idx.empty()) return;
+        CUDA_CHECK(cuda::add_rows(dmat(src), upload_i32(idx_a_, idx), dmat(y), stream()));
     }
 
     void do_cosine_rows(const TensorView& a, const TensorView& b, std::span<float> cos_out) override {

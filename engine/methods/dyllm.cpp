@@ -10,6 +10,19 @@
 
 namespace dyllm {
 
+namespace {
+
+// The rows `rows` (ascending) of an F32 row-major tensor as a view when they are one contiguous run; an empty view
+// otherwise (the caller gathers them).
+TensorView rows_in_place(const TensorView& t, const std::vector<int32_t>& rows) {
+    if (rows.empty() || t.dtype != DType::F32 || !t.contiguous()) return {};
+    for (size_t i = 1; i < rows.size(); ++i)
+        if (rows[i] != rows[0] + int32_t(i)) return {};
+    return TensorView::matrix(t.row<char>(rows[0]), t.dtype, t.device, int64_t(rows.size()), t.cols());
+}
+
+}  // namespace
+
 StepKind dyllm_step_kind(int step, int full_steps, int fullq_every) {
     if (step <= std::max(1, full_steps)) return StepKind::Full;
     if (step > fullq_every && step % fullq_every != 0) return StepKind::SparseResponse;
@@ -55,8 +68,15 @@ void dyllm_sparse_layer(Forward& fwd, int l, Tensor& h, const BatchLayout& lay, 
     fwd.scatter(l, Vs, s_prev.rows, c.v);
 
     // 5-6: exact rows for S_{l-1}, column-sparse approximation for the rest.
-    Tensor c_old = fwd.alloc(n, cfg.q_dim());
-    fwd.gather(l, c.ctx, q.rows, c_old);
+    // The old contexts: read in place from the context cache when the query rows are one run of cache rows and the
+    // cache is fp32 (one sequence: every row, or its response rows), else gathered (c.ctx is only written at step 8).
+    Tensor     c_old_copy;
+    TensorView c_old = rows_in_place(c.ctx, q.rows);
+    if (c_old.empty()) {
+        c_old_copy = fwd.alloc(n, cfg.q_dim());
+        fwd.gather(l, c.ctx, q.rows, c_old_copy);
+        c_old = c_old_copy;
+    }
     Tensor c_new = fwd.alloc(n, cfg.q_dim());
     RowSet exact_rows = s_prev;  // the rows attention serves exactly
     if (update != StableUpdate::Exact) {
@@ -110,9 +130,7 @@ void dyllm_sparse_layer(Forward& fwd, int l, Tensor& h, const BatchLayout& lay, 
     fwd.ffn(l, x2s, m);
     fwd.scatter(l, m, out.salient.rows, c.ffn);
     A.ffn_rows += int32_t(nl);
-    Tensor m_all = fwd.alloc(n, cfg.n_embd);
-    fwd.gather(l, c.ffn, q.rows, m_all);
-    fwd.backend().add(h, m_all, h);
+    fwd.backend().add_rows(c.ffn, q.rows, h);  // h += the FFN cache's rows (this step's for S_l), no gathered copy
 }
 
 namespace {

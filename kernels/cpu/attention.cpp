@@ -21,20 +21,20 @@ void attention(CMatF q, const int32_t* q_seq, CMatF k, CMatF v, const int32_t* c
     // kept between calls: after the first call of the largest shape nothing is allocated.
     thread_local std::vector<detail::AttnScratch> scratch;
     if (scratch.size() < size_t(pool.size())) scratch.resize(size_t(pool.size()));
-    for (auto& sc : scratch) sc.size_for(R, plan.max_keys, D, int64_t(detail::kKeyTile) * D);
+    for (auto& sc : scratch) sc.size_for(R, plan.max_keys, D);
     pool.parallel_for(int64_t(plan.tasks.size()), detail::plan_work(plan, cu_k, D),
                       [&, &plan = plan, sp = scratch.data()](int64_t ti, int thread) {
         detail::AttnScratch& s = sp[thread];
         const detail::AttnTask& t  = plan.tasks[size_t(ti)];
-        const int64_t           k0 = cu_k[t.seq], k1 = cu_k[t.seq + 1], nk = k1 - k0;
+        const int64_t           k0 = cu_k[t.seq], k1 = cu_k[t.seq + 1], nk = k1 - k0, ld_p = detail::score_ld(t.n);
         const int32_t* rows = plan.order.data() + t.first;
-        detail::softmax_block(q, rows, t.n, t.head, k, k0, k1, dims, s.p.data(), nk, s.l.data(), s.kt.data(),
+        detail::softmax_block(q, rows, t.n, t.head, k, k0, k1, dims, s.p.data(), ld_p, s.l.data(), s.qt.data(),
                               s.m.data());
         if (lse.data)
             for (int r = 0; r < t.n; ++r)
                 lse.row(rows[r])[t.head] = s.l[size_t(r)] > 0.0f ? s.m[size_t(r)] + std::log(s.l[size_t(r)]) : -INFINITY;
         const int64_t kv_off = int64_t(t.head / (dims.n_head / dims.n_kv_head)) * D;
-        detail::pv_block(s.p.data(), nk, t.n, nk, nullptr, 0, v, k0, kv_off, D, s.acc.data());
+        detail::pv_block(s.p.data(), ld_p, t.n, nk, nullptr, 0, v, k0, kv_off, D, s.acc.data());
         for (int r = 0; r < t.n; ++r) {
             float*       o   = out.row(rows[r]) + int64_t(t.head) * D;
             const float* a   = s.acc.data() + int64_t(r) * D;

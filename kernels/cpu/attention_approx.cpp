@@ -21,7 +21,7 @@ void attention_approx(CMatF q, const int32_t* q_seq, CMatF k, CMatF dv, const in
     // kept between calls: after the first call of the largest shape nothing is allocated.
     thread_local std::vector<detail::AttnScratch> scratch;
     if (scratch.size() < size_t(pool.size())) scratch.resize(size_t(pool.size()));
-    for (auto& sc : scratch) sc.size_for(R, plan.max_keys, D, int64_t(detail::kKeyTile) * D);
+    for (auto& sc : scratch) sc.size_for(R, plan.max_keys, D);
     pool.parallel_for(int64_t(plan.tasks.size()), detail::plan_work(plan, cu_k, D),
                       [&, &plan = plan, sp = scratch.data()](int64_t ti, int thread) {
         detail::AttnScratch& s = sp[thread];
@@ -36,10 +36,10 @@ void attention_approx(CMatF q, const int32_t* q_seq, CMatF k, CMatF dv, const in
             }
             return;
         }
-        const int64_t k0 = cu_k[t.seq], k1 = cu_k[t.seq + 1], nk = k1 - k0;
-        detail::softmax_block(q, rows, t.n, t.head, k, k0, k1, dims, s.p.data(), nk, s.l.data(), s.kt.data());
+        const int64_t k0 = cu_k[t.seq], k1 = cu_k[t.seq + 1], ld_p = detail::score_ld(t.n);
+        detail::softmax_block(q, rows, t.n, t.head, k, k0, k1, dims, s.p.data(), ld_p, s.l.data(), s.qt.data());
         const int64_t kv_off = int64_t(t.head / (dims.n_head / dims.n_kv_head)) * D;
-        detail::pv_block(s.p.data(), nk, t.n, s1 - s0, sal_k + s0, k0, dv, s0, kv_off, D, s.acc.data());
+        detail::pv_block(s.p.data(), ld_p, t.n, s1 - s0, sal_k + s0, k0, dv, s0, kv_off, D, s.acc.data());
         for (int r = 0; r < t.n; ++r) {
             const float* co  = c_old.row(rows[r]) + int64_t(t.head) * D;
             float*       cn  = c_new.row(rows[r]) + int64_t(t.head) * D;

@@ -1,5 +1,5 @@
-// Attention task planning, the block softmax (a transposed 16-key tile against 4 query rows at a time: broadcast-FMA
-// with no horizontal sums; then row max, exp and sum in place) and the register-blocked P x V product.
+// Attention task planning, the block softmax (the query block transposed once, scores keys x queries from
+// register-blocked broadcast-FMA tiles, then max, exp and sum as vertical vector ops) and the register-blocked P x V.
 #include "kernels/cpu/attention_tiles.h"
 
 #include <algorithm>
@@ -42,135 +42,174 @@ int64_t plan_work(const AttnPlan& plan, const int32_t* cu_k, int head_dim) {
     return w;
 }
 
-void AttnScratch::size_for(int row_block, int64_t max_keys, int head_dim, int64_t kt_floats) {
+void AttnScratch::size_for(int row_block, int64_t max_keys, int head_dim) {
     // resize() only allocates when a shape grows.
-    p.resize(size_t(int64_t(row_block) * std::max<int64_t>(max_keys, 1)));
+    const int64_t ld = score_ld(row_block);
+    p.resize(size_t(ld * std::max<int64_t>(max_keys, 1)));
     acc.resize(size_t(row_block * head_dim));
-    l.resize(size_t(row_block));
-    m.resize(size_t(row_block));
-    kt.resize(size_t(kt_floats));
+    l.resize(size_t(ld));
+    m.resize(size_t(ld));
+    qt.resize(size_t(ld * head_dim));
 }
 
+namespace {
+
+// Scores of KB keys against NV vectors of 16 transposed query rows: KB x NV accumulators stay in registers over the
+// D products (each query vector loaded once per column c, each key element broadcast once). Per score the products
+// are summed over c = 0..D-1 in order, then scaled, as the former kernel did.
+template <int NV, int KB>
+DYLLM_ALWAYS_INLINE void score_tile(const float* qt, int64_t ldq, const float* const* kr, int D, float scale,
+                                    float* out, int64_t ld_p) {
+    V16 acc[KB][NV] = {};
+    for (int c = 0; c < D; ++c) {
+        V16 qv[NV];
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) qv[v] = simd::load16(qt + c * ldq + 16 * v);
+#pragma GCC unroll 8
+        for (int b = 0; b < KB; ++b) {
+            const float x = kr[b][c];
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; ++v) acc[b][v] += x * qv[v];
+        }
+    }
+#pragma GCC unroll 8
+    for (int b = 0; b < KB; ++b)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) simd::store16(out + b * ld_p + 16 * v, acc[b][v] * scale);
+}
+
+// Scores of keys [0, nk) (rows kr0 + j * k_ld) against NV query vectors: KB keys at a time, then one by one.
+template <int NV, int KB>
+DYLLM_ALWAYS_INLINE void score_keys(const float* qt, int64_t ldq, const float* kr0, int64_t k_ld, int64_t nk, int D,
+                                    float scale, float* out, int64_t ld_p) {
+    int64_t j = 0;
+    for (; j + KB <= nk; j += KB) {
+        const float* kr[KB];
+        for (int b = 0; b < KB; ++b) kr[b] = kr0 + (j + b) * k_ld;
+        score_tile<NV, KB>(qt, ldq, kr, D, scale, out + j * ld_p, ld_p);
+    }
+    for (; j < nk; ++j) {
+        const float* kr[1] = {kr0 + j * k_ld};
+        score_tile<NV, 1>(qt, ldq, kr, D, scale, out + j * ld_p, ld_p);
+    }
+}
+
+}  // namespace
+
 DYLLM_CPU_CLONES void softmax_block(CMatF q, const int32_t* rows, int n, int h, CMatF k, int64_t k0, int64_t k1,
-                                    AttnDims dims, float* p, int64_t ld_p, float* l, float* kt, float* m_out) {
-    constexpr int KT     = kKeyTile;
+                                    AttnDims dims, float* p, int64_t ld_p, float* l, float* qt, float* m_out) {
     const int     D      = dims.head_dim;
     const int64_t kv_off = int64_t(h / (dims.n_head / dims.n_kv_head)) * D;
     const float   scale  = 1.0f / std::sqrt(float(D));
     const int64_t nk     = k1 - k0;
-    for (int64_t jb = 0; jb < nk; jb += KT) {
-        const int nb = int(std::min<int64_t>(KT, nk - jb));
-        // Transpose the key tile: kt[c * KT + t] = k[k0 + jb + t, kv_off + c] (zero past the sequence end).
-        for (int t = 0; t < KT; ++t) {
-            if (t < nb) {
-                const float* kr = k.row(k0 + jb + t) + kv_off;
-                for (int c = 0; c < D; ++c) kt[c * KT + t] = kr[c];
-            } else {
-                for (int c = 0; c < D; ++c) kt[c * KT + t] = 0.0f;
-            }
-        }
-        int r = 0;
-        for (; r + 4 <= n; r += 4) {  // 4 query rows: 4 independent accumulator chains
-            const float* q0 = q.row(rows[r]) + int64_t(h) * D;
-            const float* q1 = q.row(rows[r + 1]) + int64_t(h) * D;
-            const float* q2 = q.row(rows[r + 2]) + int64_t(h) * D;
-            const float* q3 = q.row(rows[r + 3]) + int64_t(h) * D;
-            float        a0[KT] = {}, a1[KT] = {}, a2[KT] = {}, a3[KT] = {};
-            for (int c = 0; c < D; ++c) {
-                const float* kc = kt + c * KT;
-                const float  x0 = q0[c], x1 = q1[c], x2 = q2[c], x3 = q3[c];
-                for (int t = 0; t < KT; ++t) {
-                    a0[t] += x0 * kc[t];
-                    a1[t] += x1 * kc[t];
-                    a2[t] += x2 * kc[t];
-                    a3[t] += x3 * kc[t];
-                }
-            }
-            for (int t = 0; t < nb; ++t) {
-                p[(r + 0) * ld_p + jb + t] = a0[t] * scale;
-                p[(r + 1) * ld_p + jb + t] = a1[t] * scale;
-                p[(r + 2) * ld_p + jb + t] = a2[t] * scale;
-                p[(r + 3) * ld_p + jb + t] = a3[t] * scale;
-            }
-        }
-        for (; r < n; ++r) {
-            const float* q0     = q.row(rows[r]) + int64_t(h) * D;
-            float        a0[KT] = {};
-            for (int c = 0; c < D; ++c)
-                for (int t = 0; t < KT; ++t) a0[t] += q0[c] * kt[c * KT + t];
-            for (int t = 0; t < nb; ++t) p[r * ld_p + jb + t] = a0[t] * scale;
+    const int64_t ldq    = score_ld(n);
+    // Transpose the block's queries once (qt[c * ldq + r], zero rows up to ldq): the scores then come out keys x
+    // queries, and the max, exp and sum below run down the key axis with whole vectors and no horizontal reduction.
+    for (int r = 0; r < n; ++r) {
+        const float* qr = q.row(rows[r]) + int64_t(h) * D;
+        for (int c = 0; c < D; ++c) qt[c * ldq + r] = qr[c];
+    }
+    for (int c = 0; c < D; ++c)
+        for (int64_t r = n; r < ldq; ++r) qt[c * ldq + r] = 0.0f;
+    const float* kr0 = k.row(k0) + kv_off;
+    for (int64_t r0 = 0; r0 < ldq; r0 += 64) {  // 64 query rows (4 vectors) per pass over the keys
+        const float* qc = qt + r0;
+        float*       pc = p + r0;
+        switch (std::min<int64_t>(4, (ldq - r0) / 16)) {
+            case 1: score_keys<1, 8>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p); break;
+            case 2: score_keys<2, 8>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p); break;
+            case 3: score_keys<3, 4>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p); break;
+            default: score_keys<4, 4>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p); break;
         }
     }
-    for (int r = 0; r < n; ++r) {
-        float*  pr = p + r * ld_p;
-        float   m  = -INFINITY;
-        int64_t j0 = 0;
-        if (nk >= 16) {  // 16-lane max (the scalar compare chain was half of this function's time)
-            V16 mv = *reinterpret_cast<const V16*>(pr);
-            for (j0 = 16; j0 + 16 <= nk; j0 += 16) {
-                const V16 x = *reinterpret_cast<const V16*>(pr + j0);
-                mv          = x > mv ? x : mv;
+    // Per vector of 16 query rows: max over the keys, then exp and sum. The sum keeps the former kernel's order
+    // exactly: 16 partial sums (key j into partial j % 16) over the whole 16-key groups, added in order, then the
+    // remaining keys one by one with expf.
+    const int64_t nk16 = nk / 16 * 16;
+    for (int64_t r0 = 0; r0 < ldq; r0 += 16) {
+        V16 mv = V16{} - INFINITY;
+        for (int64_t j = 0; j < nk; ++j) {
+            const V16 x = simd::load16(p + j * ld_p + r0);
+            mv          = x > mv ? x : mv;
+        }
+        V16 part[16] = {};
+        for (int64_t jb = 0; jb < nk16; jb += 16) {
+#pragma GCC unroll 16
+            for (int t = 0; t < 16; ++t) {
+                float*    pj = p + (jb + t) * ld_p + r0;
+                const V16 e  = simd::exp_nonpos(simd::load16(pj) - mv);
+                simd::store16(pj, e);
+                part[t] += e;
             }
-            for (int t = 0; t < 16; ++t) m = mv[t] > m ? mv[t] : m;
         }
-        for (int64_t j = j0; j < nk; ++j) m = pr[j] > m ? pr[j] : m;
-        // exp and sum, 16 lanes at a time (a scalar expf call per score was the hot spot of this function).
-        V16     sv = {};
-        int64_t j  = 0;
-        for (; j + 16 <= nk; j += 16) {
-            const V16 e = simd::exp_nonpos(simd::load16(pr + j) - m);
-            simd::store16(pr + j, e);
-            sv += e;
+        V16 sum = {};
+        for (int t = 0; t < 16; ++t) sum += part[t];
+        simd::store16(l + r0, sum);
+        if (m_out) simd::store16(m_out + r0, mv);
+        const int64_t rn = std::min<int64_t>(16, n - r0);
+        for (int64_t j = nk16; j < nk; ++j) {
+            float* pj = p + j * ld_p + r0;
+            for (int64_t r = 0; r < rn; ++r) l[r0 + r] += (pj[r] = expf(pj[r] - mv[r]));
         }
-        float sum = 0.0f;
-        for (int t = 0; t < 16; ++t) sum += sv[t];
-        for (; j < nk; ++j) sum += (pr[j] = expf(pr[j] - m));
-        l[r] = sum;
-        if (m_out) m_out[r] = m;
     }
 }
 
-DYLLM_CPU_CLONES void pv_block(const float* p, int64_t ld_p, int n, int64_t n_terms, const int32_t* cols,
-                               int64_t col_base, CMatF src, int64_t row0, int64_t kv_off, int D, float* acc) {
-    constexpr int W  = 16;  // output columns held in registers per pass
-    const int     Dv = D / W * W;
-    // Full 16-column chunks: 4 query rows x 16 columns of accumulators stay in registers across all terms.
-    for (int c0 = 0; c0 < Dv; c0 += W) {
-        int r = 0;
-        for (; r + 4 <= n; r += 4) {
-            V16 a0 = {}, a1 = {}, a2 = {}, a3 = {};
-            for (int64_t t = 0; t < n_terms; ++t) {
-                const int64_t j  = cols ? cols[t] - col_base : t;
-                const V16     vr = *reinterpret_cast<const V16*>(src.row(row0 + t) + kv_off + c0);
-                a0 += p[(r + 0) * ld_p + j] * vr;
-                a1 += p[(r + 1) * ld_p + j] * vr;
-                a2 += p[(r + 2) * ld_p + j] * vr;
-                a3 += p[(r + 3) * ld_p + j] * vr;
-            }
-            *reinterpret_cast<V16*>(acc + (r + 0) * D + c0) = a0;
-            *reinterpret_cast<V16*>(acc + (r + 1) * D + c0) = a1;
-            *reinterpret_cast<V16*>(acc + (r + 2) * D + c0) = a2;
-            *reinterpret_cast<V16*>(acc + (r + 3) * D + c0) = a3;
-        }
-        for (; r < n; ++r) {
-            V16 a0 = {};
-            for (int64_t t = 0; t < n_terms; ++t) {
-                const int64_t j = cols ? cols[t] - col_base : t;
-                a0 += p[r * ld_p + j] * *reinterpret_cast<const V16*>(src.row(row0 + t) + kv_off + c0);
-            }
-            *reinterpret_cast<V16*>(acc + r * D + c0) = a0;
+namespace {
+
+// NR query rows x NC vectors of 16 output columns, accumulated over all terms in registers.
+template <int NR, int NC>
+DYLLM_ALWAYS_INLINE void pv_tile(const float* p, int64_t ld_p, const int32_t* cols, int64_t col_base, int64_t n_terms,
+                                 const float* src0, int64_t src_ld, float* acc, int D) {
+    V16 a[NR][NC] = {};
+    for (int64_t t = 0; t < n_terms; ++t) {
+        const int64_t j  = cols ? cols[t] - col_base : t;
+        const float*  pj = p + j * ld_p;
+        const float*  vr = src0 + t * src_ld;
+        V16           v[NC];
+#pragma GCC unroll 4
+        for (int c = 0; c < NC; ++c) v[c] = simd::load16(vr + 16 * c);
+#pragma GCC unroll 8
+        for (int r = 0; r < NR; ++r) {
+            const float w = pj[r];
+#pragma GCC unroll 4
+            for (int c = 0; c < NC; ++c) a[r][c] += w * v[c];
         }
     }
+#pragma GCC unroll 8
+    for (int r = 0; r < NR; ++r)
+#pragma GCC unroll 4
+        for (int c = 0; c < NC; ++c) simd::store16(acc + r * D + 16 * c, a[r][c]);
+}
+
+template <int NC>
+DYLLM_ALWAYS_INLINE void pv_rows(const float* p, int64_t ld_p, int n, const int32_t* cols, int64_t col_base,
+                                 int64_t n_terms, const float* src0, int64_t src_ld, float* acc, int D) {
+    int r = 0;
+    for (; r + 8 <= n; r += 8) pv_tile<8, NC>(p + r, ld_p, cols, col_base, n_terms, src0, src_ld, acc + r * D, D);
+    for (; r + 4 <= n; r += 4) pv_tile<4, NC>(p + r, ld_p, cols, col_base, n_terms, src0, src_ld, acc + r * D, D);
+    for (; r < n; ++r) pv_tile<1, NC>(p + r, ld_p, cols, col_base, n_terms, src0, src_ld, acc + r * D, D);
+}
+
+}  // namespace
+
+DYLLM_CPU_CLONES void pv_block(const float* p, int64_t ld_p, int n, int64_t n_terms, const int32_t* cols,
+                               int64_t col_base, CMatF src, int64_t row0, int64_t kv_off, int D, float* acc) {
+    // 8 query rows x 32 columns of accumulators per pass (16 vectors), then 16-column and leftover passes. Each
+    // output is summed over the terms in order, whatever the blocking.
+    const float* src0 = src.row(row0) + kv_off;
+    int          c0   = 0;
+    for (; c0 + 32 <= D; c0 += 32) pv_rows<2>(p, ld_p, n, cols, col_base, n_terms, src0 + c0, src.ld, acc + c0, D);
+    for (; c0 + 16 <= D; c0 += 16) pv_rows<1>(p, ld_p, n, cols, col_base, n_terms, src0 + c0, src.ld, acc + c0, D);
     // Leftover columns (head_dim not a multiple of 16): plain loops.
-    if (Dv < D) {
+    if (c0 < D) {
         for (int r = 0; r < n; ++r) {
             float* ar = acc + r * D;
-            for (int c = Dv; c < D; ++c) ar[c] = 0.0f;
+            for (int c = c0; c < D; ++c) ar[c] = 0.0f;
             for (int64_t t = 0; t < n_terms; ++t) {
                 const int64_t j  = cols ? cols[t] - col_base : t;
-                const float   w  = p[r * ld_p + j];
-                const float*  vr = src.row(row0 + t) + kv_off;
-                for (int c = Dv; c < D; ++c) ar[c] += w * vr[c];
+                const float   w  = p[j * ld_p + r];
+                const float*  vr = src0 + t * src.ld;
+                for (int c = c0; c < D; ++c) ar[c] += w * vr[c];
             }
         }
     }

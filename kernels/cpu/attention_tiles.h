@@ -1,5 +1,5 @@
 // Pieces shared by the optimised exact and approximate attention: the task plan (query rows grouped by sequence, cut
-// into blocks of rows per head) and the block score/softmax routine.
+// into blocks of rows per head), the block score/softmax routine and the P x V product.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -8,9 +8,9 @@
 
 namespace dyllm::cpu::detail {
 
-// Query rows per task: each transposed key tile and each V row is reused across this many query rows. Measured with
-// tests/bench/bench_kernels_cpu.cpp (L = 768, 32 heads x 128, 2 threads, GFLOP/s per core by CPU time):
-// row block 8: 41, 16: 51, 32: 60, 64: 65 (GQA 28/4 heads: 51, 67, 83, 90). The score buffer is 64 x n_keys fp32.
+// Query rows per task: each K and V row is reused across this many query rows. Measured with
+// tests/bench/bench_kernels_cpu.cpp (GFLOP/s per core by CPU time, kernels/README.md "Attention"); the score buffer
+// is 64 x n_keys fp32.
 constexpr int kAttnRowBlock = 64;
 
 struct AttnTask {
@@ -34,25 +34,27 @@ void plan_attention(AttnPlan& plan, const int32_t* q_seq, int64_t nq, const int3
 // Work of the plan's tasks (kMinSplitWork's unit): scores and P x V, 2 n_rows n_keys head_dim per task.
 int64_t plan_work(const AttnPlan& plan, const int32_t* cu_k, int head_dim);
 
+// Score rows of a block of n query rows: p holds the block's scores keys x queries, p[j * ld + r], with ld = n
+// rounded up to the vector width so every key's scores are whole vectors.
+inline int64_t score_ld(int n) { return (int64_t(n) + 15) / 16 * 16; }
+
 // Per-thread scratch of the attention kernels, kept between calls (thread_local in the kernels).
 struct AttnScratch {
-    std::vector<float> p, acc, l, kt, m;  // m: the row maxima (exact attention's log-sum-exp)
-    void               size_for(int row_block, int64_t max_keys, int head_dim, int64_t kt_floats);
+    std::vector<float> p, acc, l, qt, m;  // m: the row maxima (exact attention's log-sum-exp)
+    void               size_for(int row_block, int64_t max_keys, int head_dim);
 };
 
 // Unnormalised softmax of one block: for the n query rows rows[0..n) at head h and the keys [k0, k1) of their
-// sequence, p[r * ld_p + (j - k0)] = exp(s_rj - m_r) with s_rj = q[rows[r], h] . k[j, g] / sqrt(D), and
-// l[r] = sum_j p[r, j] (fp32). g = h / (n_head / n_kv_head).
-// kt: scratch of kKeyTile * head_dim floats (a transposed tile of keys). m (optional): the row maxima m_r.
+// sequence, p[(j - k0) * ld_p + r] = exp(s_rj - m_r) with s_rj = q[rows[r], h] . k[j, g] / sqrt(D), and
+// l[r] = sum_j p[j, r] (fp32). g = h / (n_head / n_kv_head). ld_p >= score_ld(n); l and m (optional, the row maxima
+// m_r) hold score_ld(n) floats. qt: scratch of head_dim * score_ld(n) floats (the block's queries, transposed once).
+// Bit-identical to the former row-major kernel (same dot and sum order per score), so decodes do not change.
 void softmax_block(CMatF q, const int32_t* rows, int n, int h, CMatF k, int64_t k0, int64_t k1, AttnDims dims,
-                   float* p, int64_t ld_p, float* l, float* kt, float* m = nullptr);
+                   float* p, int64_t ld_p, float* l, float* qt, float* m = nullptr);
 
-// Keys per score tile: the tile is transposed to [head_dim, 16] so each query element broadcasts against 16 keys
-// (one AVX-512 register), with no horizontal reductions.
-constexpr int kKeyTile = 16;
-
-// acc[r * D + c] = sum_{t < n_terms} p[r * ld_p + col(t)] * src.row(row0 + t)[kv_off + c] for r < n, c < D, where
-// col(t) = cols ? cols[t] - col_base : t. Exact attention: src = V, all keys; approximate: src = dV, cols = sal_k.
+// acc[r * D + c] = sum_{t < n_terms} p[col(t) * ld_p + r] * src.row(row0 + t)[kv_off + c] for r < n, c < D, where
+// col(t) = cols ? cols[t] - col_base : t (p keys x queries, as softmax_block leaves it). Exact attention: src = V,
+// all keys; approximate: src = dV, cols = sal_k.
 void pv_block(const float* p, int64_t ld_p, int n, int64_t n_terms, const int32_t* cols, int64_t col_base, CMatF src,
               int64_t row0, int64_t kv_off, int D, float* acc);
 

@@ -1,6 +1,7 @@
 // CPU kernel benchmark (not a test): matmul GFLOP/s for F32 and BF16 weights (per panel size) next to raw
 // cblas_sgemm on the same shapes, and exact/approximate attention GFLOP/s. One line per configuration.
-//   bench_kernels_cpu [--threads N] [--reps R] [--quick]
+//   bench_kernels_cpu [--threads N] [--reps R] [--quick] [--attention] [--small]
+//   (--attention: skip the matmul shapes; --small: only the hidden-256 and tiny-llada attention shapes)
 // Measured choices recorded in the code (with the figures): kMatmulPanelRows (kernels/cpu/matmul.h), kAttnRowBlock
 // (kernels/cpu/attention_tiles.h).
 #include <algorithm>
@@ -59,6 +60,17 @@ std::string per_core(double flop) {
     return b;
 }
 
+// FNV-1a of a float buffer's bits: lets two builds of a kernel be compared for bit-identical output.
+uint32_t fnv(const std::vector<float>& v) {
+    uint32_t h = 2166136261u;
+    for (float x : v) {
+        uint32_t b;
+        std::memcpy(&b, &x, 4);
+        for (int i = 0; i < 4; ++i) h = (h ^ ((b >> (8 * i)) & 0xffu)) * 16777619u;
+    }
+    return h;
+}
+
 std::vector<float> randv(size_t n, uint32_t seed, float scale = 1.0f) {
     std::mt19937                          rng(seed);
     std::uniform_real_distribution<float> d(-scale, scale);
@@ -71,13 +83,15 @@ std::vector<float> randv(size_t n, uint32_t seed, float scale = 1.0f) {
 
 int main(int argc, char** argv) {
     int  threads = 2, reps = 3;
-    bool quick   = false;
+    bool quick = false, attention_only = false, small = false;
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
         else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
         else if (!std::strcmp(argv[i], "--quick")) quick = true;
+        else if (!std::strcmp(argv[i], "--attention")) attention_only = true;
+        else if (!std::strcmp(argv[i], "--small")) small = true;
         else {
-            std::fprintf(stderr, "usage: %s [--threads N] [--reps R] [--quick]\n", argv[0]);
+            std::fprintf(stderr, "usage: %s [--threads N] [--reps R] [--quick] [--attention] [--small]\n", argv[0]);
             return 2;
         }
     }
@@ -91,6 +105,7 @@ int main(int argc, char** argv) {
     };
     std::vector<MM> mms = {{768, 4096, 4096}, {768, 4096, 12288}, {768, 12288, 4096}, {3072, 4096, 4096}, {32, 4096, 4096}};
     if (quick) mms = {{256, 1024, 1024}, {16, 1024, 1024}};
+    if (attention_only) mms.clear();
     for (const MM& s : mms) {
         const auto         x  = randv(size_t(s.n * s.k), 1);
         const auto         wf = randv(size_t(s.m * s.k), 2, 0.05f);
@@ -124,8 +139,12 @@ int main(int argc, char** argv) {
     struct AT {
         int n_seq, L, H, Hkv, D;
     };
-    std::vector<AT> ats = {{1, 768, 32, 32, 128}, {4, 768, 32, 32, 128}, {1, 768, 28, 4, 128}};
+    // The first two: the hidden-256 LLaDA shape of issue 16 (4 heads x 64, 256 prompt + 64 response rows) and
+    // tiny-llada (4 heads x 32, a 4-shot prompt of ~512 rows); then LLaDA-8B's heads.
+    std::vector<AT> ats = {{1, 320, 4, 4, 64}, {1, 544, 4, 4, 32}, {1, 768, 32, 32, 128}, {4, 768, 32, 32, 128},
+                           {1, 768, 28, 4, 128}};
     if (quick) ats = {{1, 256, 8, 8, 64}, {2, 256, 8, 2, 64}};
+    if (small) ats.resize(2);
     for (const AT& a : ats) {
         const int64_t        nq = int64_t(a.n_seq) * a.L, qd = int64_t(a.H) * a.D, kvd = int64_t(a.Hkv) * a.D;
         const auto           q = randv(size_t(nq * qd), 3), k = randv(size_t(nq * kvd), 4), v = randv(size_t(nq * kvd), 5);
@@ -140,8 +159,9 @@ int main(int argc, char** argv) {
                 attention(CMatF{q.data(), nq, qd, qd}, q_seq.data(), CMatF{k.data(), nq, kvd, kvd},
                           CMatF{v.data(), nq, kvd, kvd}, cu_k.data(), a.n_seq, d, MatF{out.data(), nq, qd, qd}, pool, rb);
             });
-            std::printf("attention seqs=%d L=%d H=%d Hkv=%d D=%d row_block=%-2d    %8.2f ms %7.1f GFLOP/s%s\n", a.n_seq,
-                        a.L, a.H, a.Hkv, a.D, rb, t * 1e3, flop / t * 1e-9, per_core(flop).c_str());
+            std::printf("attention seqs=%d L=%d H=%d Hkv=%d D=%d row_block=%-2d    %8.2f ms %7.1f GFLOP/s%s"
+                        " | out %08x\n",
+                        a.n_seq, a.L, a.H, a.Hkv, a.D, rb, t * 1e3, flop / t * 1e-9, per_core(flop).c_str(), fnv(out));
         }
         // Approximate attention with 10% of the keys salient (DyLLM's typical salient fraction is a few percent).
         std::vector<int32_t> sal_k, cu_sal = {0};
@@ -157,8 +177,8 @@ int main(int argc, char** argv) {
                              CMatF{dv.data(), ns, kvd, kvd}, sal_k.data(), cu_sal.data(), cu_k.data(), a.n_seq,
                              CMatF{c_old.data(), nq, qd, qd}, d, MatF{out.data(), nq, qd, qd}, pool);
         });
-        std::printf("attention_approx seqs=%d L=%d H=%d Hkv=%d D=%d sal=10%% %8.2f ms %7.1f GFLOP/s%s\n", a.n_seq, a.L,
-                    a.H, a.Hkv, a.D, ta * 1e3, flop_a / ta * 1e-9, per_core(flop_a).c_str());
+        std::printf("attention_approx seqs=%d L=%d H=%d Hkv=%d D=%d sal=10%% %8.2f ms %7.1f GFLOP/s%s | out %08x\n",
+                    a.n_seq, a.L, a.H, a.Hkv, a.D, ta * 1e3, flop_a / ta * 1e-9, per_core(flop_a).c_str(), fnv(out));
         // The same Q K^T FLOPs through sgemm, one head at a time (an upper bound for the score pass).
         std::vector<float> s(size_t(a.L) * a.L);
         const double       ts = best_time(reps, [&] {

@@ -38,6 +38,7 @@
 #include "kernels/cpu/ref/elementwise.h"
 #include "kernels/cpu/ref/embed.h"
 #include "kernels/cpu/packed_gemm.h"
+#include "kernels/cpu/ref/add_rows.h"
 #include "kernels/cpu/ref/matmul.h"
 #include "kernels/cpu/ref/rms_norm.h"
 #include "kernels/cpu/ref/rope.h"
@@ -486,6 +487,34 @@ inline bool run_scatter(Backend& be, const OpBackend& ob, const RowsCase& c) {
     return exact(case_name("scatter_rows", ob, p), get(be, d), rounded(ref, c.dst));
 }
 
+// ---- add_rows -------------------------------------------------------------------------------------------------------
+// The row cases with an F32 destination (y is an activation); the index list repeats a row when rows == 1.
+inline std::vector<RowsCase> add_rows_cases() {
+    std::vector<RowsCase> cs;
+    for (const RowsCase& c : rows_cases())
+        if (c.dst == DType::F32) cs.push_back(c);
+    return cs;
+}
+// One exact widening and one fp32 addition per element, as the reference: exact. It must also equal, bit for bit,
+// the gather_rows + add it replaces in DyLLM's sparse layer (so no decode changes).
+inline bool run_add_rows(Backend& be, const OpBackend& ob, const RowsCase& c) {
+    const auto                 sv  = values(size_t(c.rows * c.cols), 17, c.src);
+    const std::vector<int32_t> idx = row_indices(c);
+    const int64_t              n   = int64_t(idx.size());
+    const auto                 yv  = values(size_t(n * c.cols), 18);
+    Tensor s = put(be, c.src, c.rows, c.cols, sv), y = put(be, DType::F32, n, c.cols, yv);
+    be.add_rows(s, idx, y);
+    std::vector<float> ref = yv;
+    cpu::ref::add_rows(cmat_any(sv, c.rows, c.cols), idx.data(), n, ref.data(), c.cols);
+    Tensor y2 = put(be, DType::F32, n, c.cols, yv), g = be.alloc(DType::F32, n, c.cols);
+    be.gather_rows(s, idx, g);
+    be.add(y2, g, y2);
+    const std::string p   = dims({c.rows, c.cols, n}) + dtype_name(c.src);
+    const auto        got = get(be, y);
+    const bool        ok  = exact(case_name("add_rows", ob, p), got, ref);
+    return exact(case_name("add_rows_vs_gather_add", ob, p), got, get(be, y2)) && ok;
+}
+
 // ---- cosine_rows ----------------------------------------------------------------------------------------------------
 struct CosineCase {
     int64_t n, w;
@@ -892,6 +921,12 @@ TEST_CASE("backend ops: gather_rows and scatter_rows", "[backend_ops]") {
         "scatter_rows", rows_cases(),
         [](const RowsCase& c) { return Needs{{OpKind::ScatterRows, c.src}, {OpKind::ScatterRows, c.dst}}; },
         run_scatter);
+}
+
+TEST_CASE("backend ops: add_rows", "[backend_ops]") {
+    run_table<RowsCase>("add_rows", add_rows_cases(),
+                        [](const RowsCase& c) { return Needs{{OpKind::AddRows, c.src}, {OpKind::Add, DType::F32}}; },
+                        run_add_rows);
 }
 
 TEST_CASE("backend ops: cosine_rows", "[backend_ops]") {
