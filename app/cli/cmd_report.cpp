@@ -43,9 +43,10 @@ struct ReportOptions {
 // Creates DIR and proves it writable before the (minutes long) runs, so a bad -o fails at once with the reason.
 void prepare_output_dir(const fs::path& dir) {
     std::error_code ec;
+    if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+        throw InputError("-o: '" + dir.string() + "' exists and is not a directory");
     fs::create_directories(dir, ec);
     if (ec) throw InputError("-o: cannot create directory '" + dir.string() + "': " + ec.message());
-    if (!fs::is_directory(dir)) throw InputError("-o: '" + dir.string() + "' is not a directory");
     const fs::path probe = dir / ".dyllm-report-write-test";
     {
         std::ofstream f(probe);

@@ -80,7 +80,7 @@ ReportFigure cosine_by_layer_figure(const ProbeRun& run, const std::string& mode
     p.y_label = "share of rows (%)";
     for (int b = 0; b < kCosineBins; ++b)
         // Labels at whole decades only (odd bins start at 1 - cos = 1e-7, 1e-6, ...): half decades would overlap.
-        p.x_categories.push_back(b % 2 == 1 && b < kCosineBins - 1 ? fmt("%.0e", 1 - cosine_bin_upper_cos(b)) : "");
+        p.x_categories.push_back(b % 2 == 1 && b < kCosineBins - 1 ? fmt("%.0e", std::pow(10.0, -7.0 + 0.5 * (b - 1))) : "");
     for (auto& c : p.x_categories)  // "1e-07" -> "1e-7": shorter, same value
         if (auto k = c.find("e-0"); k != std::string::npos) c.erase(k + 2, 1);
     for (size_t l = 0; l < run.layers.size(); ++l) {
@@ -88,8 +88,10 @@ ReportFigure cosine_by_layer_figure(const ProbeRun& run, const std::string& mode
         Series            s  = styled("layer " + std::to_string(l), int(l));
         for (int b = 0; b < kCosineBins; ++b) {
             const double share = lp.rows ? double(lp.hist[size_t(b)]) / double(lp.rows) : NAN;
-            // 1 - cos of the bin's ends: the last bin (cos <= 0) runs from 1 to 2.
-            const double lo = 1 - cosine_bin_upper_cos(b), hi = b == kCosineBins - 1 ? 2.0 : 1 - cosine_bin_lower_cos(b);
+            // 1 - cos at the bin's ends, from events.h's definition (1 - cosine_bin_*_cos() would round): bin 0 is
+            // [0, 1e-7), bins 1..14 are half decades from 1e-7, the last bin (cos <= 0) is [1, 2].
+            const double lo = b == 0 ? 0.0 : b == kCosineBins - 1 ? 1.0 : std::pow(10.0, -7.0 + 0.5 * (b - 1));
+            const double hi = b == kCosineBins - 1 ? 2.0 : std::pow(10.0, -7.0 + 0.5 * b);
             f.table.rows.push_back({std::to_string(l), std::to_string(b), csv_number(lo), csv_number(hi),
                                     std::to_string(lp.hist[size_t(b)]), csv_number(share)});
             s.x.push_back(b);
