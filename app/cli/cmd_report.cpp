@@ -111,7 +111,8 @@ int run_report(const ReportOptions& o) {
     for (const auto& s : suites)
         if (int(s.items.size()) <= o.shots)
             throw InputError("--shots " + std::to_string(o.shots) + ": task '" + s.name + "' has only " +
-                             std::to_string(s.items.size()) + " items (each prompt takes its examples from the others)");
+                             std::to_string(s.items.size()) +
+                             " items (each prompt takes its examples from the others)");
 
     const Family    family = model->config().family;
     const float     tau0   = default_tau(family);

@@ -98,7 +98,8 @@ void draw_panel(Canvas& cv, const Panel& p, double left, double top, double righ
 
     // Reference lines.
     for (const RefLine& h : p.hlines)
-        if (h.value >= ya.lo && h.value <= ya.hi) cv.line(x0, ys.map(h.value), x1, ys.map(h.value), h.color, 2, h.dashed ? 7 : 0);
+        if (h.value >= ya.lo && h.value <= ya.hi)
+            cv.line(x0, ys.map(h.value), x1, ys.map(h.value), h.color, 2, h.dashed ? 7 : 0);
     for (const RefLine& v : p.vlines) {
         const double x = map_x(v.value);
         cv.line(x, y0, x, y1, v.color, 1.5, v.dashed ? 6 : 0);
@@ -133,7 +134,8 @@ void draw_panel(Canvas& cv, const Panel& p, double left, double top, double righ
             const double x = map_x(s.x[i]), y = ys.map(std::clamp(s.y[i], ya.lo, ya.hi));
             if (finite(px)) {
                 cv.line(px, py, x, y, s.color, 2.5, s.dashed ? 8 : 0);
-                for (int k = 1; k < 8; ++k) occ_x.push_back(px + (x - px) * k / 8), occ_y.push_back(py + (y - py) * k / 8);
+                for (int k = 1; k < 8; ++k)
+                    occ_x.push_back(px + (x - px) * k / 8), occ_y.push_back(py + (y - py) * k / 8);
             }
             px = x, py = y;
         }
@@ -157,7 +159,8 @@ void draw_panel(Canvas& cv, const Panel& p, double left, double top, double righ
     for (const RefLine& v : p.vlines) {
         const double x = map_x(v.value), w = Canvas::text_width(v.name, kFont);
         for (int k = 0; k <= 16; ++k) occ_x.push_back(x), occ_y.push_back(y0 + (y1 - y0) * k / 16);
-        for (int k = 0; k <= 8 && w > 0; ++k) occ_x.push_back(x + 4 + w * k / 8), occ_y.push_back(y0 + 0.4 * (y1 - y0) + th / 2.0);
+        for (int k = 0; k <= 8 && w > 0; ++k)
+            occ_x.push_back(x + 4 + w * k / 8), occ_y.push_back(y0 + 0.4 * (y1 - y0) + th / 2.0);
     }
 
     // Legend: one row per named series and horizontal reference line, in the emptiest corner.
@@ -173,7 +176,8 @@ void draw_panel(Canvas& cv, const Panel& p, double left, double top, double righ
     for (const Series& s : p.series)
         if (!s.name.empty()) entries.push_back({s.name, s.color, s.style, s.marker, s.dashed, true});
     for (const RefLine& h : p.hlines)
-        if (!h.name.empty()) entries.push_back({h.name, h.color, SeriesStyle::Line, MarkerShape::Circle, h.dashed, false});
+        if (!h.name.empty())
+            entries.push_back({h.name, h.color, SeriesStyle::Line, MarkerShape::Circle, h.dashed, false});
     if (entries.empty()) return;
     int name_w = 0;
     for (const Entry& e : entries) name_w = std::max(name_w, Canvas::text_width(e.name, kFont));

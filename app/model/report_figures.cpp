@@ -75,12 +75,13 @@ ReportFigure cosine_by_layer_figure(const ProbeRun& run, const std::string& mode
     f.name         = "cosine_by_layer";
     f.table.header = {"layer", "bin", "one_minus_cos_lo", "one_minus_cos_hi", "rows", "share"};
     Panel p;
-    p.title   = "share of tested rows per bin of 1 - cos";
+    p.title   = "DyLLM sparse steps, " + run.update + " update: rows per bin of 1 - cos";
     p.x_label = "1 - cos (half-decade bins; first: < 1e-7, last: cos <= 0)";
     p.y_label = "share of rows (%)";
     for (int b = 0; b < kCosineBins; ++b)
         // Labels at whole decades only (odd bins start at 1 - cos = 1e-7, 1e-6, ...): half decades would overlap.
-        p.x_categories.push_back(b % 2 == 1 && b < kCosineBins - 1 ? fmt("%.0e", std::pow(10.0, -7.0 + 0.5 * (b - 1))) : "");
+        p.x_categories.push_back(b % 2 == 1 && b < kCosineBins - 1 ? fmt("%.0e", std::pow(10.0, -7.0 + 0.5 * (b - 1)))
+                                                                    : "");
     for (auto& c : p.x_categories)  // "1e-07" -> "1e-7": shorter, same value
         if (auto k = c.find("e-0"); k != std::string::npos) c.erase(k + 2, 1);
     for (size_t l = 0; l < run.layers.size(); ++l) {
@@ -105,7 +106,7 @@ ReportFigure cosine_by_layer_figure(const ProbeRun& run, const std::string& mode
         p.vlines.push_back({x, "tau " + tau_text(run.tau) + ": salient ->", {200, 30, 30, 255}, true});
     }
     p.y_min = 0;
-    f.figure.title = model + ": cosine of consecutive contexts per layer, DyLLM sparse steps (" + run.update + ")";
+    f.figure.title = model + ": cosine between consecutive contexts, per layer";
     f.figure.panels.push_back(std::move(p));
     return f;
 }

@@ -61,8 +61,8 @@ fs::path write_tasks(const fs::path& root) {
             << R"(", "task": "add", "shots": 0})" << "\n";
     std::ofstream rev(dir / "rev.jsonl");
     for (const char* w : {"ab", "cd", "ef", "gh"})
-        rev << R"({"prompt": "Q: rev )" << w << R"(", "answer": ")" << w[1] << w[0] << R"(", "task": "rev", "shots": 0})"
-            << "\n";
+        rev << R"({"prompt": "Q: rev )" << w << R"(", "answer": ")" << w[1] << w[0]
+            << R"(", "task": "rev", "shots": 0})" << "\n";
     return dir;
 }
 
@@ -141,7 +141,8 @@ TEST_CASE("dyllm report refuses bad arguments with one line before loading anyth
     };
     const std::vector<Case> cases{
         {{"-o", (root / "file" / "sub").string()}, "error: -o: cannot create directory"},
-        {{"-o", (root / "file").string()}, "error: -o: '" + (root / "file").string() + "' exists and is not a directory"},
+        {{"-o", (root / "file").string()},
+         "error: -o: '" + (root / "file").string() + "' exists and is not a directory"},
         {{"-o", (root / "ok").string(), "--taus", "0.9,x"}, "error: --taus: 'x' is not a number"},
         {{"-o", (root / "ok").string(), "--taus", "0.9,2"}, "error: --taus: tau 2 is outside (0, 1]"},
         {{"-o", (root / "ok").string(), "--limit", "0"}, "error: --limit must be at least 1"},
