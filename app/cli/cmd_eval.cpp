@@ -16,6 +16,7 @@
 #include "engine/engine.h"
 #include "engine/errors.h"
 #include "instrumentation/drift_tally.h"
+#include "app/model/task_eval.h"
 #include "app/model/task_suite.h"
 
 namespace dyllm::cli {
@@ -32,58 +33,6 @@ struct EvalOptions {
     bool             json  = false;
     bool             verbose = false;
 };
-
-struct TaskScore {
-    std::string name;
-    int         n = 0, correct = 0, full = 0;
-    int64_t     generated_tokens = 0;
-    double      denoise_s = 0, wall_s = 0;
-    int64_t     forward_passes = 0;
-    double      flops = 0, dense_flops = 0;  // the engine's accounting (FLOPs vs a dense forward of each step)
-};
-
-TaskScore eval_task(const Model& model, const TaskSuite& suite, const DiffusionParams& params, const EvalOptions& o,
-                    EventSink* sink) {
-    const size_t n = o.limit > 0 ? std::min(suite.items.size(), size_t(o.limit)) : suite.items.size();
-    TaskScore    sc;
-    sc.name = suite.name;
-    std::vector<std::vector<int32_t>> prompts(n);
-    for (size_t i = 0; i < n; ++i) {
-        const int         k    = o.shots < 0 ? suite.items[i].shots : o.shots;
-        const std::string text = build_prompt(suite, i, k);
-        prompts[i]             = encode_prompt(model, text, /*chat=*/true);
-        if (int64_t(prompts[i].size()) + params.gen_length > model.config().max_position)
-            throw InputError(suite.items[i].source + ": prompt of " + std::to_string(prompts[i].size()) +
-                             " tokens + gen length " + std::to_string(params.gen_length) + " exceeds max position " +
-                             std::to_string(model.config().max_position));
-    }
-    for (size_t b0 = 0; b0 < n; b0 += size_t(o.batch)) {
-        const size_t b1 = std::min(n, b0 + size_t(o.batch));
-        std::vector<std::vector<int32_t>> chunk(prompts.begin() + long(b0), prompts.begin() + long(b1));
-        Session session(model, sink);
-        session.start(chunk, params);
-        session.run();
-        const GenerationResult r = session.result();
-        sc.generated_tokens += r.generated_tokens;
-        sc.denoise_s += r.denoise_seconds;
-        sc.forward_passes += r.forward_passes;
-        sc.flops += r.total_flops;
-        sc.dense_flops += r.total_dense_flops;
-        for (size_t i = 0; i < r.sequences.size(); ++i) {
-            const TaskItem&   item = suite.items[b0 + i];
-            const std::string text = r.sequences[i].text;
-            const bool        ok   = answer_matches(text, item.answer);
-            sc.correct += ok;
-            sc.full += full_match(text, item.answer);
-            if (o.verbose)
-                std::fprintf(stderr, "%s %s | got: %s | want: %s\n", ok ? "OK  " : "FAIL", item.source.c_str(),
-                             text.c_str(), item.answer.c_str());
-        }
-        sc.n += int(r.sequences.size());
-    }
-    sc.wall_s = sc.denoise_s;
-    return sc;
-}
 
 int run_eval(const EvalOptions& o) {
     const DiffusionParams params = to_diffusion_params(o.diffusion);
@@ -108,7 +57,7 @@ int run_eval(const EvalOptions& o) {
     for (const auto& s : suites) {
         if (!o.json) std::fprintf(stderr, "eval: %s (%zu items)...\n", s.name.c_str(), s.items.size());
         DriftTally* d = params.measure_drift ? &drift[scores.size()] : nullptr;
-        scores.push_back(eval_task(*model, s, params, o, d));
+        scores.push_back(eval_task(*model, s, params, {o.limit, o.shots, o.batch, o.verbose}, d));
         if (o.json) {
             const TaskScore&       t = scores.back();
             nlohmann::ordered_json j;
