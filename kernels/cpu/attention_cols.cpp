@@ -16,6 +16,7 @@ namespace {
 
 // Rows per task: a few rows amortise the hand-off; the work per row is |S| * n_head * 4-8 D FLOPs.
 constexpr int64_t kRowsPerTask = 8;
+constexpr int     kStackHeadDim = 512;  // head_dim of every model family here is 64-128
 
 DYLLM_CPU_CLONES void cols_rows(CMatF q, const int32_t* q_seq, CMatF k, CMatF dv, const int32_t* sal_k,
                                 const int32_t* cu_sal, CMatF lse, CMatF c_old, AttnDims dims, MatF c_new,
@@ -83,17 +84,19 @@ void attention_cols(CMatF q, const int32_t* q_seq, CMatF k, CMatF dv, const int3
                     MatF lse_out) {
     if (q.rows == 0) return;
     const int64_t n_tasks = (q.rows + kRowsPerTask - 1) / kRowsPerTask;
-    // One head_dim accumulator per thread (reused across calls: no allocation once a thread has seen this head_dim).
-    static thread_local std::vector<float> scratch;
     // Work in kMinSplitWork's unit (element-operations): rows x heads x salient keys of the sequence x D x 2-4 passes.
     int64_t work = 0;
     for (int64_t i = 0; i < q.rows; ++i) work += int64_t(cu_sal[q_seq[i] + 1] - cu_sal[q_seq[i]]);
     work *= int64_t(dims.n_head) * dims.head_dim * (k_old.data ? 4 : 2);
     pool.parallel_for(n_tasks, work, [&](int64_t task, int) {
-        if (scratch.size() < size_t(dims.head_dim)) scratch.resize(size_t(dims.head_dim));
-        const int64_t i0 = task * kRowsPerTask;
+        // One head_dim accumulator per task: on the stack for every head size the models use (no allocation in the
+        // step loop), on the heap beyond.
+        float              stack_acc[kStackHeadDim];
+        std::vector<float> heap_acc(dims.head_dim > kStackHeadDim ? size_t(dims.head_dim) : 0);
+        float*             acc = heap_acc.empty() ? stack_acc : heap_acc.data();
+        const int64_t      i0  = task * kRowsPerTask;
         cols_rows(q, q_seq, k, dv, sal_k, cu_sal, lse, c_old, dims, c_new, k_old, v_old, lse_out, i0,
-                  std::min(q.rows, i0 + kRowsPerTask), scratch.data());
+                  std::min(q.rows, i0 + kRowsPerTask), acc);
     });
 }
 
