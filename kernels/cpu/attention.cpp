@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <vector>
 
 #include "kernels/cpu/attention_tiles.h"
 
@@ -14,16 +13,11 @@ void attention(CMatF q, const int32_t* q_seq, CMatF k, CMatF v, const int32_t* c
                MatF out, ThreadPool& pool, int row_block, MatF lse) {
     if (q.rows == 0) return;
     const int              R    = row_block > 0 ? row_block : detail::kAttnRowBlock;
-    thread_local detail::AttnPlan plan;  // kept between calls (called from the engine's thread)
-    detail::plan_attention(plan, q_seq, q.rows, cu_k, n_seq, dims.n_head, R);
-    const int D = dims.head_dim;
-    // One scratch per pool thread, sized here on the calling thread (so a worker's first task never allocates) and
-    // kept between calls: after the first call of the largest shape nothing is allocated.
-    thread_local std::vector<detail::AttnScratch> scratch;
-    if (scratch.size() < size_t(pool.size())) scratch.resize(size_t(pool.size()));
-    for (auto& sc : scratch) sc.size_for(R, plan.max_keys, D);
+    const detail::AttnCall  call = detail::prepare_attention(q_seq, q.rows, cu_k, n_seq, dims, pool.size(), R);
+    const detail::AttnPlan& plan = *call.plan;
+    const int               D    = dims.head_dim;
     pool.parallel_for(int64_t(plan.tasks.size()), detail::plan_work(plan, cu_k, D),
-                      [&, &plan = plan, sp = scratch.data()](int64_t ti, int thread) {
+                      [&, sp = call.scratch](int64_t ti, int thread) {
         detail::AttnScratch& s = sp[thread];
         const detail::AttnTask& t  = plan.tasks[size_t(ti)];
         const int64_t           k0 = cu_k[t.seq], k1 = cu_k[t.seq + 1], nk = k1 - k0, ld_p = detail::score_ld(t.n);

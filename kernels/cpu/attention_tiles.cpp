@@ -36,6 +36,16 @@ void plan_attention(AttnPlan& plan, const int32_t* q_seq, int64_t nq, const int3
     }
 }
 
+AttnCall prepare_attention(const int32_t* q_seq, int64_t nq, const int32_t* cu_k, int n_seq, AttnDims dims,
+                           int n_threads, int row_block) {
+    thread_local AttnPlan                 plan;
+    thread_local std::vector<AttnScratch> scratch;
+    plan_attention(plan, q_seq, nq, cu_k, n_seq, dims.n_head, row_block);
+    if (scratch.size() < size_t(n_threads)) scratch.resize(size_t(n_threads));
+    for (auto& sc : scratch) sc.size_for(row_block, plan.max_keys, dims.head_dim);
+    return {&plan, scratch.data()};
+}
+
 int64_t plan_work(const AttnPlan& plan, const int32_t* cu_k, int head_dim) {
     int64_t w = 0;
     for (const AttnTask& t : plan.tasks) w += 2 * int64_t(t.n) * (cu_k[t.seq + 1] - cu_k[t.seq]) * head_dim;

@@ -44,6 +44,16 @@ struct AttnScratch {
     void               size_for(int row_block, int64_t max_keys, int head_dim);
 };
 
+// The plan and the per-pool-thread scratch of one attention call: both thread_local to the calling thread and kept
+// between calls (the scratch sized here, on the calling thread, so a worker's first task never allocates): after the
+// first call of the largest shape nothing is allocated. Valid until the calling thread's next call.
+struct AttnCall {
+    const AttnPlan* plan;
+    AttnScratch*    scratch;  // [pool size]
+};
+AttnCall prepare_attention(const int32_t* q_seq, int64_t nq, const int32_t* cu_k, int n_seq, AttnDims dims,
+                           int n_threads, int row_block);
+
 // Unnormalised softmax of one block: for the n query rows rows[0..n) at head h and the keys [k0, k1) of their
 // sequence, p[(j - k0) * ld_p + r] = exp(s_rj - m_r) with s_rj = q[rows[r], h] . k[j, g] / sqrt(D), and
 // l[r] = sum_j p[j, r] (fp32). g = h / (n_head / n_kv_head). ld_p >= score_ld(n); l and m (optional, the row maxima
