@@ -22,6 +22,7 @@
 #include "engine/engine.h"
 #include "engine/errors.h"
 #include "engine/io/safetensors.h"
+#include "tests/support/cli_run.h"
 #include "tests/support/tiny_models.h"
 
 namespace fs = std::filesystem;
@@ -30,12 +31,7 @@ using nlohmann::json;
 
 namespace {
 
-std::string slurp(const fs::path& p) {
-    std::ifstream     f(p, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-}
+using dyllm::test::slurp;
 
 // Multiplies one F32 tensor of a safetensors file in place.
 void scale_tensor(const fs::path& file, const std::string& name, float factor) {
@@ -75,16 +71,7 @@ fs::path tiny_model(Family f) {
 
 int n_layer_of(Family f) { return dyllm::parse_config(tiny_model(f) / "config.json").n_layer; }
 
-struct CliRun {
-    int         status = -1;  // exit status; 128 + signal when killed by a signal
-    std::string out, err;
-};
-
-std::string quote(const std::string& s) {
-    std::string q = "'";
-    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return q + "'";
-}
+using dyllm::test::CliRun;
 
 const char* cli_path() { return std::getenv("DYLLM_CLI"); }
 
@@ -93,18 +80,7 @@ CliRun run_cli(const std::vector<std::string>& args) {
     static int      counter = 0;
     const fs::path  base = fs::temp_directory_path() /
                           ("dyllm_test_generate_io_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    std::string cmd = quote(cli_path());
-    for (const auto& a : args) cmd += " " + quote(a);
-    cmd += " > " + quote(base.string() + ".out") + " 2> " + quote(base.string() + ".err") + " < /dev/null";
-    const int rc = std::system(cmd.c_str());
-    CliRun    r;
-    if (rc != -1 && WIFEXITED(rc)) r.status = WEXITSTATUS(rc);
-    else if (rc != -1 && WIFSIGNALED(rc)) r.status = 128 + WTERMSIG(rc);
-    r.out = slurp(base.string() + ".out");
-    r.err = slurp(base.string() + ".err");
-    fs::remove(base.string() + ".out");
-    fs::remove(base.string() + ".err");
-    return r;
+    return dyllm::test::run_command(cli_path(), args, base);
 }
 
 std::vector<std::string> nonempty_lines(const std::string& s) {

@@ -14,41 +14,18 @@
 #include <vector>
 
 #include "support/tiny_models.h"
+#include "tests/support/cli_run.h"
 
 namespace fs = std::filesystem;
 using namespace dyllm;
 
 namespace {
 
-struct CliRun {
-    int         status = -1;
-    std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-    std::ifstream     f(p, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-}
-
-std::string quote(const std::string& s) {
-    std::string q = "'";
-    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return q + "'";
-}
+using test::CliRun;
+using test::slurp;
 
 CliRun run_cli(const fs::path& dir, const std::vector<std::string>& args) {
-    std::string cmd = quote(std::getenv("DYLLM_CLI"));
-    for (const auto& a : args) cmd += " " + quote(a);
-    cmd += " > " + quote((dir / "cli.out").string()) + " 2> " + quote((dir / "cli.err").string()) + " < /dev/null";
-    const int rc = std::system(cmd.c_str());
-    CliRun    r;
-    if (rc != -1 && WIFEXITED(rc)) r.status = WEXITSTATUS(rc);
-    else if (rc != -1 && WIFSIGNALED(rc)) r.status = 128 + WTERMSIG(rc);
-    r.out = slurp(dir / "cli.out");
-    r.err = slurp(dir / "cli.err");
-    return r;
+    return test::run_command(std::getenv("DYLLM_CLI"), args, dir / "cli");
 }
 
 // A two-task suite of short items (byte-level tokens: a few dozen per prompt), in the shipped files' format.
