@@ -2,7 +2,6 @@
 // the unmasking invariants, determinism, lock-step batches equal to single runs (library calls), bad input giving
 // one error line and a non-zero exit (the binary from DYLLM_CLI), and the bench row keys.
 #include <catch2/catch.hpp>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>

@@ -3,7 +3,6 @@
 // one clear line before any run.
 #include "tests/support/skippable_main.h"
 
-#include <sys/wait.h>
 
 #include <cstdlib>
 #include <filesystem>

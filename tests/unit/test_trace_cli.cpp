@@ -2,7 +2,6 @@
 // prints one summary line; a bad output path or a missing -o fails with one clear error before any model load.
 #include <catch2/catch.hpp>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
