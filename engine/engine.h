@@ -66,12 +66,21 @@ void validate_params(const DiffusionParams& p);
 void validate_params(const DiffusionParams& p, const ModelConfig& cfg);
 float default_tau(Family f);
 
+// Weight preparation during Model::load (packing for the CPU GEMM, uploads to a GPU): seconds on a real-size model,
+// so front ends show it. Called after each prepared tensor, from the loading thread.
+struct LoadProgress {
+    int         tensors_done = 0, tensors_total = 0;
+    uint64_t    bytes_done = 0, bytes_total = 0;  // stored bytes of the prepared tensors
+    std::string tensor;                           // the one just prepared ("blk.3.w_up")
+};
+using LoadProgressFn = std::function<void(const LoadProgress&)>;
+
 // A loaded model: config, weights prepared on a backend, tokenizer (absent for weight-only directories).
 class Model {
 public:
     // `spec` is a checkpoint directory or a built-in name ("tiny-llada", "tiny-dream"). Throws LoadError/BackendError.
     static std::unique_ptr<Model> load(const std::string& spec, BackendKind backend = BackendKind::Cpu, int n_threads = 0,
-                                       std::string* backend_note = nullptr);
+                                       std::string* backend_note = nullptr, const LoadProgressFn& progress = {});
     ~Model();
 
     const ModelConfig&  config() const;

@@ -10,13 +10,40 @@ namespace dyllm {
 
 namespace {
 
-TensorView prepare(Backend& be, const TensorView& v, const std::string& name) {
-    return v.data ? be.prepare_weight(v, name) : v;
-}
+// Prepares the weights on the backend in a fixed order, reporting progress after each tensor.
+class WeightPreparer {
+public:
+    WeightPreparer(Backend& be, const ModelWeights& hw, const LoadProgressFn& progress) : be_(be), progress_(progress) {
+        if (!progress_) return;
+        auto count = [&](const TensorView& v) {
+            if (v.data) ++p_.tensors_total, p_.bytes_total += v.bytes();
+        };
+        count(hw.tok_embd), count(hw.out_norm), count(hw.lm_head);
+        for (const LayerWeights& s : hw.layers)
+            for (const TensorView* v : {&s.attn_norm, &s.wq, &s.wk, &s.wv, &s.wo, &s.bq, &s.bk, &s.bv, &s.ffn_norm,
+                                        &s.w_gate, &s.w_up, &s.w_down})
+                count(*v);
+    }
+    TensorView operator()(const TensorView& v, const std::string& name) {
+        if (!v.data) return v;
+        TensorView out = be_.prepare_weight(v, name);
+        if (progress_) {
+            ++p_.tensors_done, p_.bytes_done += v.bytes(), p_.tensor = name;
+            progress_(p_);
+        }
+        return out;
+    }
+
+private:
+    Backend&              be_;
+    const LoadProgressFn& progress_;
+    LoadProgress          p_;
+};
 
 }  // namespace
 
-std::unique_ptr<Model> Model::load(const std::string& spec, BackendKind kind, int n_threads, std::string* backend_note) {
+std::unique_ptr<Model> Model::load(const std::string& spec, BackendKind kind, int n_threads, std::string* backend_note,
+                                   const LoadProgressFn& progress) {
     const auto t0  = std::chrono::steady_clock::now();
     auto       dir = resolve_model_path(spec);
     std::error_code ec;
@@ -37,23 +64,23 @@ std::unique_ptr<Model> Model::load(const std::string& spec, BackendKind kind, in
     I.backend      = make_backend(kind, n_threads, backend_note);
 
     const ModelWeights& hw = I.ckpt->weights();
-    Backend&            be = *I.backend;
-    I.weights.tok_embd     = prepare(be, hw.tok_embd, "tok_embd");
-    I.weights.out_norm     = prepare(be, hw.out_norm, "out_norm");
+    WeightPreparer      prepare(*I.backend, hw, progress);
+    I.weights.tok_embd     = prepare(hw.tok_embd, "tok_embd");
+    I.weights.out_norm     = prepare(hw.out_norm, "out_norm");
     // A tied head is prepared again under its own name: the CPU packs it for the GEMM (not the embedding table), CUDA
     // finds the same host tensor and returns its one device copy.
-    I.weights.lm_head      = prepare(be, hw.lm_head, "lm_head");
+    I.weights.lm_head      = prepare(hw.lm_head, "lm_head");
     for (size_t l = 0; l < hw.layers.size(); ++l) {
         const LayerWeights& s = hw.layers[l];
         const std::string   p = "blk." + std::to_string(l) + ".";
         LayerWeights        d;
-        d.attn_norm = prepare(be, s.attn_norm, p + "attn_norm");
-        d.wq = prepare(be, s.wq, p + "wq"), d.wk = prepare(be, s.wk, p + "wk"), d.wv = prepare(be, s.wv, p + "wv");
-        d.wo = prepare(be, s.wo, p + "wo");
-        d.bq = prepare(be, s.bq, p + "bq"), d.bk = prepare(be, s.bk, p + "bk"), d.bv = prepare(be, s.bv, p + "bv");
-        d.ffn_norm = prepare(be, s.ffn_norm, p + "ffn_norm");
-        d.w_gate = prepare(be, s.w_gate, p + "w_gate"), d.w_up = prepare(be, s.w_up, p + "w_up");
-        d.w_down = prepare(be, s.w_down, p + "w_down");
+        d.attn_norm = prepare(s.attn_norm, p + "attn_norm");
+        d.wq = prepare(s.wq, p + "wq"), d.wk = prepare(s.wk, p + "wk"), d.wv = prepare(s.wv, p + "wv");
+        d.wo = prepare(s.wo, p + "wo");
+        d.bq = prepare(s.bq, p + "bq"), d.bk = prepare(s.bk, p + "bk"), d.bv = prepare(s.bv, p + "bv");
+        d.ffn_norm = prepare(s.ffn_norm, p + "ffn_norm");
+        d.w_gate = prepare(s.w_gate, p + "w_gate"), d.w_up = prepare(s.w_up, p + "w_up");
+        d.w_down = prepare(s.w_down, p + "w_down");
         I.weights.layers.push_back(d);
     }
 

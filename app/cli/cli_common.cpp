@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "app/cli/progress.h"
 #include "engine/errors.h"
 #include "engine/params.h"
 #include "instrumentation/json_number.h"
@@ -110,7 +111,15 @@ std::unique_ptr<Model> load_model_for_cli(const ModelOptions& opts, bool quiet) 
             throw LoadError("model '" + opts.model + "': " + dir.string() + " is not a directory");
     }
     std::string note;
-    auto        model = Model::load(opts.model, kind, opts.threads, &note);
+    // Packing a real-size model's weights takes seconds: a progress line on a terminal (never in pipes or logs).
+    ProgressLine   line(stderr, !quiet && isatty(fileno(stderr)));
+    LoadProgressFn progress = [&line](const LoadProgress& p) {
+        char gb[64];
+        std::snprintf(gb, sizeof gb, " (%.1f/%.1f GB)", double(p.bytes_done) * 1e-9, double(p.bytes_total) * 1e-9);
+        line.draw(format_progress(p.tensors_done, p.tensors_total, 30, "loading weights") + gb);
+    };
+    auto model = Model::load(opts.model, kind, opts.threads, &note, progress);
+    line.finish();
     if (!note.empty() && !quiet) std::fprintf(stderr, "backend: %s\n", note.c_str());
     return model;
 }

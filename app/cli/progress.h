@@ -9,7 +9,7 @@
 namespace dyllm::cli {
 
 // "diffusion step: 3/8 [===========                   ] 37%" with a bar of `width` cells; i is clamped to [0, n].
-std::string format_progress(int i, int n, int width = 30);
+std::string format_progress(int i, int n, int width = 30, const std::string& label = "diffusion step");
 
 class ProgressLine {
 public:
@@ -19,7 +19,8 @@ public:
     ProgressLine(const ProgressLine&)            = delete;
     ProgressLine& operator=(const ProgressLine&) = delete;
 
-    void update(int i, int n);  // redraws the line
+    void update(int i, int n);           // redraws the line as format_progress(i, n)
+    void draw(const std::string& line);  // redraws the line with any text
     void finish();              // ends the line with '\n' once (only if something was drawn)
 
 private:

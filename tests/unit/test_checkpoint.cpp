@@ -13,6 +13,7 @@
 #include "engine/io/checkpoint.h"
 #include "engine/io/checkpoint_layout.h"
 #include "engine/io/checkpoint_writer.h"
+#include "engine/engine.h"
 #include "engine/errors.h"
 #include "engine/io/safetensors.h"
 #include "kernels/common/dtype_convert.h"
@@ -301,4 +302,30 @@ TEST_CASE("weight_std scales the same random stream", "[checkpoint]") {
     REQUIRE(a.size() == b.size());
     // Both are float(std * z) for the same double z, so b = 25 a up to one float rounding each (2^-24 relative).
     for (size_t i = 0; i < a.size(); ++i) CHECK(std::fabs(b[i] - 25.0f * a[i]) <= 4e-7f * std::fabs(b[i]) + 1e-30f);
+}
+
+TEST_CASE("Model::load reports each prepared weight once, in order, with the stored bytes", "[checkpoint]") {
+    for (Family fam : {Family::LLaDA, Family::Dream}) {  // Dream adds the q/k/v biases
+        const fs::path           dir = test::make_tiny_checkpoint(fam, DType::BF16);
+        std::vector<LoadProgress> seen;
+        auto m = Model::load(dir.string(), BackendKind::Cpu, 1, nullptr, [&](const LoadProgress& p) { seen.push_back(p); });
+        REQUIRE(!seen.empty());
+        const ModelWeights& w     = m->weights();
+        uint64_t            bytes = w.tok_embd.bytes() + w.out_norm.bytes() + w.lm_head.bytes();
+        int                 count = 3;
+        for (const LayerWeights& l : w.layers)
+            for (const TensorView* v : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.bq, &l.bk, &l.bv, &l.ffn_norm,
+                                        &l.w_gate, &l.w_up, &l.w_down})
+                if (v->data) ++count, bytes += v->bytes();
+        CHECK(int(seen.size()) == count);
+        for (size_t i = 0; i < seen.size(); ++i) {
+            CHECK(seen[i].tensors_done == int(i) + 1);
+            CHECK(seen[i].tensors_total == count);
+            CHECK(seen[i].bytes_total == bytes);
+            if (i) CHECK(seen[i].bytes_done > seen[i - 1].bytes_done);
+        }
+        CHECK(seen.back().bytes_done == bytes);
+        CHECK(seen.front().tensor == "tok_embd");
+        CHECK(seen.back().tensor == "blk." + std::to_string(w.layers.size() - 1) + ".w_down");
+    }
 }

@@ -228,3 +228,7 @@ TEST_CASE("a scalar flag given twice keeps the last value; -p accumulates", "[cl
     CHECK(d.tau == Approx(0.9f));
     CHECK(p.prompt.prompts.size() == 2);
 }
+
+TEST_CASE("progress line label", "[cli]") {
+    CHECK(format_progress(2, 4, 4, "loading weights") == "loading weights: 2/4 [==  ] 50%");
+}
