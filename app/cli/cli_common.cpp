@@ -114,6 +114,7 @@ std::unique_ptr<Model> load_model_for_cli(const ModelOptions& opts, bool quiet) 
     // Packing a real-size model's weights takes seconds: a progress line on a terminal (never in pipes or logs).
     ProgressLine   line(stderr, !quiet && isatty(fileno(stderr)));
     LoadProgressFn progress = [&line](const LoadProgress& p) {
+        if (p.bytes_total < (uint64_t(64) << 20)) return;  // the built-in models load in milliseconds: no line
         char gb[64];
         std::snprintf(gb, sizeof gb, " (%.1f/%.1f GB)", double(p.bytes_done) * 1e-9, double(p.bytes_total) * 1e-9);
         line.draw(format_progress(p.tensors_done, p.tensors_total, 30, "loading weights") + gb);
