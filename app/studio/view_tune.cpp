@@ -212,7 +212,11 @@ void suite_plot(Studio& s, const SuiteSweepState& st, float w, float h) {
     auto x_of = [&](double v) { return a.p0.x + pad + float(std::clamp(v / x_hi, 0.0, 1.0)) * (a.w() - 2 * pad); };
     auto y_of = [&](double g) { return a.p1.y - pad - float(std::clamp(g, 0.0, 1.0)) * (a.h() - pad - top); };
     for (double t : xt) {
-        const std::string lbl = tick_label(t);
+        char lbl_buf[24];  // tokens/s: whole numbers, thousands as "k" past 10000 (tick_label is for milliseconds)
+        if (t >= 1e4) std::snprintf(lbl_buf, sizeof lbl_buf, "%gk", t / 1e3);
+        else if (t >= 1) std::snprintf(lbl_buf, sizeof lbl_buf, "%.0f", t);
+        else std::snprintf(lbl_buf, sizeof lbl_buf, "%g", t);
+        const std::string lbl = lbl_buf;
         dl->AddLine(ImVec2(x_of(t), a.p0.y), ImVec2(x_of(t), a.p1.y), kColGrid);
         dl->AddText(ImVec2(x_of(t) - ImGui::CalcTextSize(lbl.c_str()).x * 0.5f, a.p1.y + 1), kColTick, lbl.c_str());
     }
@@ -366,9 +370,9 @@ void draw_suite_sweep(Studio& s) {
     } else if (!st.error.empty()) {
         ImGui::TextColored(ImVec4(0.95f, 0.45f, 0.4f, 1.f), "%s", st.error.c_str());
     } else if (!st.points.empty()) {
-        ImGui::TextDisabled("%d runs in %.0f s%s; * and ring: Pareto front (nothing faster is as accurate); "
+        ImGui::TextDisabled("%d runs in %.*f s%s; * and ring: Pareto front (nothing faster is as accurate); "
                             "click a dyllm point or row to load its tau",
-                            st.done, st.elapsed_s, st.cancelled ? " (stopped)" : "");
+                            st.done, st.elapsed_s < 10 ? 1 : 0, st.elapsed_s, st.cancelled ? " (stopped)" : "");
     } else {
         ImGui::TextDisabled("accuracy on a task suite against engine tokens/s, for each tau");
     }
