@@ -210,7 +210,13 @@ void suite_plot(Studio& s, const SuiteSweepState& st, float w, float h) {
     // Margins inside the frame: points at 0 or 100% keep their markers and labels inside it.
     const float pad = 10, top = lh + 6;
     auto x_of = [&](double v) { return a.p0.x + pad + float(std::clamp(v / x_hi, 0.0, 1.0)) * (a.w() - 2 * pad); };
-    auto y_of = [&](double g) { return a.p1.y - pad - float(std::clamp(g, 0.0, 1.0)) * (a.h() - pad - top); };
+    // Accuracy from a tenth below the lowest point (0 at most) to 100%: a sweep's points often lie within 20%.
+    double y_lo = 1;
+    for (const auto& p : pts) y_lo = std::min(y_lo, p.accuracy);
+    y_lo = std::max(0.0, std::floor(y_lo * 10 + 1e-9) / 10 - 0.1);
+    auto y_of = [&](double g) {
+        return a.p1.y - pad - float(std::clamp((g - y_lo) / (1 - y_lo), 0.0, 1.0)) * (a.h() - pad - top);
+    };
     for (double t : xt) {
         char lbl_buf[24];  // tokens/s: whole numbers, thousands as "k" past 10000 (tick_label is for milliseconds)
         if (t >= 1e4) std::snprintf(lbl_buf, sizeof lbl_buf, "%gk", t / 1e3);
@@ -220,8 +226,8 @@ void suite_plot(Studio& s, const SuiteSweepState& st, float w, float h) {
         dl->AddLine(ImVec2(x_of(t), a.p0.y), ImVec2(x_of(t), a.p1.y), kColGrid);
         dl->AddText(ImVec2(x_of(t) - ImGui::CalcTextSize(lbl.c_str()).x * 0.5f, a.p1.y + 1), kColTick, lbl.c_str());
     }
-    for (double t : linear_ticks(1.0, 4)) {
-        const std::string lbl = tick_label(t * 100) + "%";
+    for (double t : range_ticks(y_lo, 1.0, 4)) {
+        const std::string lbl = tick_label(std::round(t * 1000) / 10) + "%";
         dl->AddLine(ImVec2(a.p0.x, y_of(t)), ImVec2(a.p1.x, y_of(t)), kColGrid);
         dl->AddText(ImVec2(a.p0.x - 4 - ImGui::CalcTextSize(lbl.c_str()).x, y_of(t) - lh * 0.5f), kColTick, lbl.c_str());
     }
@@ -255,7 +261,9 @@ void suite_plot(Studio& s, const SuiteSweepState& st, float w, float h) {
             const ImVec4 r(q.x, q.y, q.x + sz.x, q.y + sz.y);
             if (r.x < a.p0.x || r.z > a.p1.x || r.y < a.p0.y || r.w > a.p1.y) continue;
             bool hit = false;
-            for (const ImVec4& o : placed) hit = hit || (r.x < o.z && o.x < r.z && r.y < o.w && o.y < r.w);
+            constexpr float kGap = 4;  // labels closer than this read as one ("0.990.9")
+            for (const ImVec4& o : placed)
+                hit = hit || (r.x < o.z + kGap && o.x < r.z + kGap && r.y < o.w && o.y < r.w);
             if (hit) continue;
             placed.push_back(r);
             dl->AddText(q, kColText, text);
