@@ -478,7 +478,7 @@ nlohmann::ordered_json point_json(const app::SuitePoint& p, const app::SuiteCont
     j["flops_per_token"] = p.flops_per_token;
     j["flops_vs_dense"]  = p.flops_vs_dense;
     j["denoise_s"]       = p.denoise_s;
-    j["forward_passes"]  = p.forward_passes;
+    j["nfe"]             = p.forward_passes;
     j["gen_length"]      = p.run.params.gen_length;
     j["steps"]           = p.run.params.steps;
     j["block_length"]    = p.run.params.block_length;

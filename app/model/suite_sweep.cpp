@@ -190,7 +190,7 @@ CsvTable suite_csv(const std::vector<SuitePoint>& pts, const SuiteContext& c) {
     CsvTable t;
     t.header = {"method",          "stable_rows",    "tau",       "reference",      "pareto",     "task",
                 "items",           "correct",        "accuracy",  "tokens_per_s",   "flops_per_token",
-                "flops_vs_dense",  "denoise_s",      "forward_passes", "gen_length", "steps",
+                "flops_vs_dense",  "denoise_s",      "nfe",        "gen_length", "steps",
                 "block_length",    "batch",          "shots",     "model",          "backend"};
     for (const auto& p : pts) {
         const DiffusionParams& q = p.run.params;

@@ -87,7 +87,7 @@ struct SuiteContext {
     int         shots = -1, batch = 16;
 };
 // One row per point: method,stable_rows,tau,reference,pareto,task,items,correct,accuracy,tokens_per_s,
-// flops_per_token,flops_vs_dense,denoise_s,forward_passes,gen_length,steps,block_length,batch,shots,model,backend.
+// flops_per_token,flops_vs_dense,denoise_s,nfe (forward passes),gen_length,steps,block_length,batch,shots,model,backend.
 CsvTable suite_csv(const std::vector<SuitePoint>& pts, const SuiteContext& c);
 
 }  // namespace dyllm::app

@@ -85,7 +85,7 @@ TEST_CASE("dyllm bench --task add --limit 2 --tau 0.99 writes the sweep's CSV", 
     REQUIRE(rows.size() == 1 + 3);  // header; original and fast-dual (references), dyllm at 0.99
     const std::vector<std::string> header{"method", "stable_rows", "tau", "reference", "pareto", "task", "items",
                                           "correct", "accuracy", "tokens_per_s", "flops_per_token", "flops_vs_dense",
-                                          "denoise_s", "forward_passes", "gen_length", "steps", "block_length", "batch",
+                                          "denoise_s", "nfe", "gen_length", "steps", "block_length", "batch",
                                           "shots", "model", "backend"};
     REQUIRE(rows[0] == header);
     auto col = [&](const std::string& name) {

@@ -214,7 +214,7 @@ TEST_CASE("suite sweep: a point is dyllm eval's score of the same run, summed ov
     const CsvTable t = suite_csv(pts, {"add", "tiny", "cpu", -1, 16});
     CHECK(t.header == std::vector<std::string>{"method", "stable_rows", "tau", "reference", "pareto", "task", "items",
                                                "correct", "accuracy", "tokens_per_s", "flops_per_token",
-                                               "flops_vs_dense", "denoise_s", "forward_passes", "gen_length", "steps",
+                                               "flops_vs_dense", "denoise_s", "nfe", "gen_length", "steps",
                                                "block_length", "batch", "shots", "model", "backend"});
     REQUIRE(t.rows.size() == 2);
     CHECK(t.rows[0][2] == "");  // original has no tau
