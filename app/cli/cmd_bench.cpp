@@ -48,14 +48,14 @@ struct BenchOptions {
     int              reps    = 3;  // llama-bench uses 5; 3 keeps a CPU sweep short (the spread is reported)
     std::string      output  = "md";  // md | csv | json, or a file name ending in .md/.csv/.json
     std::string      task;
-    int              limit = -1;  // --task: items per task (-1: not given = every item)
-    int              shots = -1;  // --task: solved examples per prompt (-1 = each item's own prompt)
+    int                      limit = -1;  // --task: items per task (-1: not given = every item)
+    int                      shots = -1;  // --task: solved examples per prompt (-1 = each item's own prompt)
     std::vector<std::string> prompts;  // overrides the built-in prompt
     bool             no_chat = false;
-    bool             json    = false;  // stdout: JSON instead of the markdown table
+    bool                     json    = false;  // stdout: JSON instead of the markdown table
     // Which list flags were given (a --task sweep has its own defaults for them).
-    bool             methods_given = false, taus_given = false, reps_given = false, batches_given = false;
-    bool             shots_given = false;
+    bool methods_given = false, taus_given = false, reps_given = false, batches_given = false;
+    bool shots_given = false;
 };
 
 // The prompt used without --task: a few-shot arithmetic context in the shape of the GSM8K prompts the paper benchmarks
@@ -144,7 +144,7 @@ struct RepTotals {
     double  denoise_s = 0, recompute_weighted = 0, cache_bytes = 0;
     double  flops = 0, dense_flops = 0;
     app::RooflineSplit split;
-    int     nfe = 0, n = 0;
+    int                nfe = 0, n = 0;
 };
 
 Row run_config(const Model& model, const BenchOptions& o, const Config& cfg) {
@@ -207,7 +207,7 @@ Row run_config(const Model& model, const BenchOptions& o, const Config& cfg) {
     row.tps_max     = *std::max_element(tps.begin(), tps.end());
     row.non_eos_tps = median(non_eos);
     row.denoise_s   = median(denoise);
-    row.recompute   = recompute_sum / double(o.reps);
+    row.recompute     = recompute_sum / double(o.reps);
     return row;
 }
 
@@ -412,20 +412,26 @@ struct TaskSweepArgs {
 };
 
 TaskSweepArgs check_task_args(const BenchOptions& o) {
-    if (o.limit != -1 && o.limit < 1) throw InputError("--limit must be at least 1 (got " + std::to_string(o.limit) + ")");
+    if (o.limit != -1 && o.limit < 1)
+        throw InputError("--limit must be at least 1 (got " + std::to_string(o.limit) + ")");
     if (o.shots_given && o.shots < 0) throw InputError("--shots must be >= 0 (got " + std::to_string(o.shots) + ")");
     if (!o.prompts.empty()) throw InputError("-p and --task exclude each other");
-    if (o.no_chat) throw InputError("--no-chat: a --task sweep builds its prompts as `dyllm eval` does (chat template)");
+    if (o.no_chat)
+        throw InputError("--no-chat: a --task sweep builds its prompts as `dyllm eval` does (chat template)");
     if (o.reps < 1) throw InputError("-r/--reps must be at least 1 (got " + std::to_string(o.reps) + ")");
-    for (const auto& [flag, text] : {std::pair<const char*, std::string>{"--steps", o.steps}, {"--block-length", o.blocks},
+    for (const auto& [flag, text] : {std::pair<const char*, std::string>{"--steps", o.steps},
+                                     {"--block-length", o.blocks},
                                      {"--batch", o.batches}})
         if (text.find(',') != std::string::npos)
-            throw InputError(std::string(flag) + " " + text + ": a --task sweep takes one value (it sweeps --tau and "
-                                                              "--methods; run one sweep per value)");
+            throw InputError(std::string(flag) + " " + text +
+                             ": a --task sweep takes one value (it sweeps --tau and "
+                             "--methods; run one sweep per value)");
     TaskSweepArgs a;
     if (o.taus_given) a.taus = app::parse_sweep_taus("--tau", o.taus);
-    if (o.methods_given) a.methods = app::parse_sweep_methods("--methods", o.methods);
-    else a.methods = {{Method::DyLLM, ""}};
+    if (o.methods_given)
+        a.methods = app::parse_sweep_methods("--methods", o.methods);
+    else
+        a.methods = {{Method::DyLLM, ""}};
     return a;
 }
 
@@ -465,15 +471,16 @@ app::SuitePoint combine_reps(const std::vector<app::SuitePoint>& reps) {
 
 nlohmann::ordered_json point_json(const app::SuitePoint& p, const app::SuiteContext& c) {
     nlohmann::ordered_json j;
-    j["method"]      = method_name(p.run.method);
-    j["stable_rows"] = p.run.stable_rows.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(p.run.stable_rows);
-    j["tau"]         = std::isnan(p.run.tau) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(json_float(p.run.tau));
-    j["reference"]   = p.run.reference;
-    j["pareto"]      = p.pareto;
-    j["task"]        = c.task;
-    j["items"]       = p.items;
-    j["correct"]     = p.correct;
-    j["accuracy"]    = p.accuracy;
+    j["method"] = method_name(p.run.method);
+    j["stable_rows"] =
+        p.run.stable_rows.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(p.run.stable_rows);
+    j["tau"] = std::isnan(p.run.tau) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(json_float(p.run.tau));
+    j["reference"]       = p.run.reference;
+    j["pareto"]          = p.pareto;
+    j["task"]            = c.task;
+    j["items"]           = p.items;
+    j["correct"]         = p.correct;
+    j["accuracy"]        = p.accuracy;
     j["tokens_per_s"]    = p.tokens_per_s;
     j["flops_per_token"] = p.flops_per_token;
     j["flops_vs_dense"]  = p.flops_vs_dense;
@@ -493,22 +500,23 @@ std::string task_table(const std::vector<app::SuitePoint>& pts) {
     double orig = 0;
     for (const auto& p : pts)
         if (p.run.method == Method::Original) orig = p.tokens_per_s;
-    std::string out = "| method | update | tau | accuracy | items | tok/s | vs original | FLOPs/token | FLOPs vs dense "
-                      "| Pareto |\n|---|---|---:|---:|---:|---:|---:|---:|---:|:-:|\n";
+    std::string out =
+        "| method | update | tau | accuracy | items | tok/s | vs original | FLOPs/token | FLOPs vs dense "
+        "| Pareto |\n|---|---|---:|---:|---:|---:|---:|---:|---:|:-:|\n";
     for (const auto& p : pts) {
         char line[512];
         std::snprintf(line, sizeof line, "| %s | %s | %s | %.3f | %d | %.1f | %s | %.3g | %.3f | %s |\n",
                       method_name(p.run.method), p.run.stable_rows.empty() ? "-" : p.run.stable_rows.c_str(),
-                      std::isnan(p.run.tau) ? "-" : fmt("%.4g", p.run.tau).c_str(), p.accuracy, p.items,
-                      p.tokens_per_s, orig > 0 ? fmt("%.2fx", p.tokens_per_s / orig).c_str() : "-",
-                      p.flops_per_token, p.flops_vs_dense, p.pareto ? "*" : "");
+                      std::isnan(p.run.tau) ? "-" : fmt("%.4g", p.run.tau).c_str(), p.accuracy, p.items, p.tokens_per_s,
+                      orig > 0 ? fmt("%.2fx", p.tokens_per_s / orig).c_str() : "-", p.flops_per_token, p.flops_vs_dense,
+                      p.pareto ? "*" : "");
         out += line;
     }
     return out;
 }
 
 int run_task_sweep(const BenchOptions& o, const OutputTarget& target, std::ofstream& file) {
-    const TaskSweepArgs args = check_task_args(o);
+    const TaskSweepArgs    args  = check_task_args(o);
     std::unique_ptr<Model> model = load_model_for_cli(o.model, o.json || target.format == "json");
     if (!model->tokenizer())
         throw LoadError(model->dir().string() + ": no tokenizer.json (--task needs text prompts and answers)");
@@ -518,21 +526,21 @@ int run_task_sweep(const BenchOptions& o, const OutputTarget& target, std::ofstr
                         " or under DYLLM_SOURCE_DIR/assets/tasks");
     const std::vector<TaskSuite> suites = load_tasks(dir, o.task);  // an unknown task names the known ones
 
-    DiffusionOptions d = o.fixed;
+    DiffusionOptions d   = o.fixed;
     const int        gen = d.params.gen_length;
     if (gen <= 0) throw InputError("-n must be positive (got " + std::to_string(gen) + ")");
     if (!o.steps.empty()) d.set(&DiffusionParams::steps, "steps", single_int("--steps", o.steps, gen));
     if (!o.blocks.empty())
         d.set(&DiffusionParams::block_length, "block_length", single_int("--block-length", o.blocks, 32));
-    const DiffusionParams base = to_diffusion_params(d);
+    const DiffusionParams            base = to_diffusion_params(d);
     const std::vector<app::SuiteRun> runs =
         app::suite_runs(base, model->config().family, args.methods, args.taus, !o.methods_given);
     for (const auto& r : runs) validate_params(r.params, model->config());  // every run checked before the first
     app::SuiteOptions so;
-    so.limit = o.limit == -1 ? 0 : o.limit;  // 0: every item (eval_task)
-    so.shots = o.shots;
-    so.batch = o.batches_given ? single_int("--batch", o.batches, 16) : 16;  // `dyllm eval`'s batch by default
-    const int reps = o.reps_given ? o.reps : 1;  // the items already average the time
+    so.limit       = o.limit == -1 ? 0 : o.limit;  // 0: every item (eval_task)
+    so.shots       = o.shots;
+    so.batch       = o.batches_given ? single_int("--batch", o.batches, 16) : 16;  // `dyllm eval`'s batch by default
+    const int reps = o.reps_given ? o.reps : 1;                                    // the items already average the time
 
     size_t n_items = 0;
     for (const auto& s : suites) n_items += so.limit > 0 ? std::min(s.items.size(), size_t(so.limit)) : s.items.size();
@@ -557,7 +565,7 @@ int run_task_sweep(const BenchOptions& o, const OutputTarget& target, std::ofstr
     app::mark_pareto(pts);
 
     const app::SuiteContext ctx{o.task, model->name(), model->backend().name(), o.shots, so.batch};
-    auto format = [&](const std::string& f) {
+    auto                    format = [&](const std::string& f) {
         if (f == "json") {
             nlohmann::ordered_json arr = nlohmann::ordered_json::array();
             for (const auto& p : pts) arr.push_back(point_json(p, ctx));
@@ -594,16 +602,16 @@ int run_bench(const BenchOptions& o) {
                              std::error_code(errno, std::generic_category()).message() + ")");
     }
     if (!o.task.empty()) return run_task_sweep(o, target, file);
-    std::unique_ptr<Model> model   = load_model_for_cli(o.model, o.json || target.format == "json");
-    const std::vector<Config> cfgs = expand_configs(*model, o);  // validates every configuration before any run
+    std::unique_ptr<Model>    model = load_model_for_cli(o.model, o.json || target.format == "json");
+    const std::vector<Config> cfgs  = expand_configs(*model, o);  // validates every configuration before any run
 
     std::fprintf(stderr, "bench: model %s (%s), backend %s, %zu configurations, %d reps + 1 warm-up each\n",
                  model->name().c_str(), family_name(model->config().family), model->backend().description().c_str(),
                  cfgs.size(), o.reps);
     // The peak the GFLOP/s columns are a share of: the dense step's GEMMs (rows = prompt + response of one sequence)
     // through the same backend and threads, 0.2 s per shape (a few hundred calls on tiny models, a handful on 8B).
-    const int64_t rows = int64_t(bench_prompts(*model, o, 1, cfgs.front().gen_length).front().size()) +
-                         cfgs.front().gen_length;
+    const int64_t rows =
+        int64_t(bench_prompts(*model, o, 1, cfgs.front().gen_length).front().size()) + cfgs.front().gen_length;
     const auto            shapes = app::model_gemm_shapes(model->config(), rows);
     const app::SgemmProbe probe  = app::measure_sgemm(model->backend(), shapes, 0.2);
     std::string           detail;

@@ -8,7 +8,9 @@
 namespace dyllm::app {
 
 namespace {
-bool usable(const ParetoInput& p) { return p.valid && !std::isnan(p.x) && !std::isnan(p.y); }
+bool usable(const ParetoInput& p) {
+    return p.valid && !std::isnan(p.x) && !std::isnan(p.y);
+}
 }  // namespace
 
 std::vector<bool> pareto_front(const std::vector<ParetoInput>& pts) {

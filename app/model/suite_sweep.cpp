@@ -31,7 +31,8 @@ std::vector<std::string> split_items(const std::string& flag, const std::string&
         const size_t      comma = std::min(text.find(',', start), text.size());
         const std::string item  = trim(text.substr(start, comma - start));
         if (item.empty())
-            throw InputError(flag + ": " + (trim(text).empty() ? std::string("empty list") : "empty item in '" + text + "'") +
+            throw InputError(flag + ": " +
+                             (trim(text).empty() ? std::string("empty list") : "empty item in '" + text + "'") +
                              " (expected e.g. " + example + ")");
         items.push_back(item);
         start = comma + 1;
@@ -82,7 +83,8 @@ SweepMethod parse_sweep_method(const std::string& flag, const std::string& text)
 
 std::vector<SweepMethod> parse_sweep_methods(const std::string& flag, const std::string& list) {
     std::vector<SweepMethod> out;
-    for (const auto& item : split_items(flag, list, "dyllm,dyllm:incremental")) out.push_back(parse_sweep_method(flag, item));
+    for (const auto& item : split_items(flag, list, "dyllm,dyllm:incremental"))
+        out.push_back(parse_sweep_method(flag, item));
     return out;
 }
 
@@ -95,8 +97,9 @@ std::vector<float> parse_sweep_taus(const std::string& flag, const std::string& 
         if (e != item.c_str() + item.size() || errno == ERANGE || !std::isfinite(v))
             throw InputError(flag + ": '" + item + "' is not a number");
         if (!(v > 0 && v < 1))
-            throw InputError(flag + ": tau " + item + " is outside (0, 1) (the cosine threshold of a sweep lies strictly "
-                                                      "between 0 and 1)");
+            throw InputError(flag + ": tau " + item +
+                             " is outside (0, 1) (the cosine threshold of a sweep lies strictly "
+                             "between 0 and 1)");
         if (std::find(taus.begin(), taus.end(), float(v)) != taus.end())
             throw InputError(flag + ": tau " + item + " is given twice");
         taus.push_back(float(v));
@@ -104,7 +107,9 @@ std::vector<float> parse_sweep_taus(const std::string& flag, const std::string& 
     return taus;
 }
 
-std::vector<float> default_suite_taus() { return {0.9f, 0.98f, 0.99f, 0.995f, 0.999f}; }
+std::vector<float> default_suite_taus() {
+    return {0.9f, 0.98f, 0.99f, 0.995f, 0.999f};
+}
 
 std::string SuiteRun::label() const {
     std::string s = method_name(method);
@@ -119,9 +124,10 @@ std::vector<SuiteRun> suite_runs(const DiffusionParams& base, Family family, con
     if (references) list = {{Method::Original, ""}, {Method::FastDual, ""}};
     list.insert(list.end(), methods.begin(), methods.end());
     std::vector<SuiteRun> out;
-    auto add = [&](const SuiteRun& r) {
+    auto                  add = [&](const SuiteRun& r) {
         for (const auto& o : out)  // a method named twice (or a reference listed again) runs once
-            if (o.method == r.method && o.stable_rows == r.stable_rows && (o.tau == r.tau || (std::isnan(o.tau) && std::isnan(r.tau))))
+            if (o.method == r.method && o.stable_rows == r.stable_rows &&
+                (o.tau == r.tau || (std::isnan(o.tau) && std::isnan(r.tau))))
                 return;
         out.push_back(r);
     };
@@ -151,14 +157,14 @@ std::vector<SuiteRun> suite_runs(const DiffusionParams& base, Family family, con
 SuitePoint run_suite_point(const Model& model, const std::vector<TaskSuite>& suites, const SuiteRun& run,
                            const SuiteOptions& o) {
     SuitePoint p;
-    p.run = run;
+    p.run        = run;
     double flops = 0, dense = 0;
     for (const auto& suite : suites) {
         TaskEvalOptions eo;
-        eo.limit  = o.limit;
-        eo.shots  = o.shots;
-        eo.batch  = o.batch;
-        eo.cancel = o.cancel;
+        eo.limit          = o.limit;
+        eo.shots          = o.shots;
+        eo.batch          = o.batch;
+        eo.cancel         = o.cancel;
         const TaskScore s = eval_task(model, suite, run.params, eo);
         p.items += s.n;
         p.correct += s.correct;
@@ -188,19 +194,33 @@ void mark_pareto(std::vector<SuitePoint>& pts) {
 
 CsvTable suite_csv(const std::vector<SuitePoint>& pts, const SuiteContext& c) {
     CsvTable t;
-    t.header = {"method",          "stable_rows",    "tau",       "reference",      "pareto",     "task",
-                "items",           "correct",        "accuracy",  "tokens_per_s",   "flops_per_token",
-                "flops_vs_dense",  "denoise_s",      "nfe",        "gen_length", "steps",
-                "block_length",    "batch",          "shots",     "model",          "backend"};
+    t.header = {"method",    "stable_rows", "tau",        "reference",    "pareto",          "task",
+                "items",     "correct",     "accuracy",   "tokens_per_s", "flops_per_token", "flops_vs_dense",
+                "denoise_s", "nfe",         "gen_length", "steps",        "block_length",    "batch",
+                "shots",     "model",       "backend"};
     for (const auto& p : pts) {
         const DiffusionParams& q = p.run.params;
-        t.rows.push_back({method_name(p.run.method), p.run.stable_rows, csv_number(float_for_json(p.run.tau)),
-                          p.run.reference ? "1" : "0", p.pareto ? "1" : "0", c.task, std::to_string(p.items),
-                          std::to_string(p.correct), csv_number(p.accuracy), csv_number(p.tokens_per_s),
-                          csv_number(p.flops_per_token), csv_number(p.flops_vs_dense), csv_number(p.denoise_s),
-                          std::to_string(p.forward_passes), std::to_string(q.gen_length), std::to_string(q.steps),
-                          std::to_string(q.block_length), std::to_string(c.batch),
-                          c.shots < 0 ? std::string("file") : std::to_string(c.shots), c.model, c.backend});
+        t.rows.push_back({method_name(p.run.method),
+                          p.run.stable_rows,
+                          csv_number(float_for_json(p.run.tau)),
+                          p.run.reference ? "1" : "0",
+                          p.pareto ? "1" : "0",
+                          c.task,
+                          std::to_string(p.items),
+                          std::to_string(p.correct),
+                          csv_number(p.accuracy),
+                          csv_number(p.tokens_per_s),
+                          csv_number(p.flops_per_token),
+                          csv_number(p.flops_vs_dense),
+                          csv_number(p.denoise_s),
+                          std::to_string(p.forward_passes),
+                          std::to_string(q.gen_length),
+                          std::to_string(q.steps),
+                          std::to_string(q.block_length),
+                          std::to_string(c.batch),
+                          c.shots < 0 ? std::string("file") : std::to_string(c.shots),
+                          c.model,
+                          c.backend});
     }
     return t;
 }

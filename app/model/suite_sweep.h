@@ -16,7 +16,7 @@ namespace dyllm::app {
 // DyLLM's stable-row update (engine/README.md §a.13) by the names the sweep uses: "authors" (the default),
 // "incremental", "columns", "exact" (no approximation, the Salient ablation).
 inline constexpr const char* kStableRowNames[] = {"authors", "incremental", "columns", "exact"};
-std::string stable_rows_of(const DiffusionParams& p);
+std::string                  stable_rows_of(const DiffusionParams& p);
 // Sets approx / approx_incremental / approx_columns for one of kStableRowNames; false for an unknown name.
 bool set_stable_rows(DiffusionParams& p, const std::string& name);
 
@@ -26,7 +26,7 @@ struct SweepMethod {
     std::string stable_rows;  // dyllm only: "" = as the base settings, else one of kStableRowNames
 };
 // Throws InputError naming `flag` for an unknown method or update, or an update on a method other than dyllm.
-SweepMethod parse_sweep_method(const std::string& flag, const std::string& text);
+SweepMethod              parse_sweep_method(const std::string& flag, const std::string& text);
 std::vector<SweepMethod> parse_sweep_methods(const std::string& flag, const std::string& list);
 
 // "0.9,0.99": each item a number strictly inside (0, 1) (tau = 1 marks every row salient: that is `original`), at
@@ -39,11 +39,11 @@ std::vector<float> default_suite_taus();
 // One configuration of the sweep.
 struct SuiteRun {
     Method          method = Method::DyLLM;
-    float           tau = 0;            // NaN for methods without a tau
+    float           tau    = 0;         // NaN for methods without a tau
     std::string     stable_rows;        // dyllm: the update used ("authors", ...); "" for other methods
     bool            reference = false;  // original or fast-dual: drawn as reference markers
     DiffusionParams params;
-    std::string     label() const;      // "original", "fast-dual", "dyllm 0.99", "dyllm incremental 0.99"
+    std::string     label() const;  // "original", "fast-dual", "dyllm 0.99", "dyllm incremental 0.99"
 };
 
 // The runs of a sweep over `methods` and `taus` with the other settings of `base`. references: original and fast-dual
@@ -53,9 +53,9 @@ std::vector<SuiteRun> suite_runs(const DiffusionParams& base, Family family, con
                                  const std::vector<float>& taus, bool references);
 
 struct SuiteOptions {
-    int limit = 10;  // items per task (>= 1)
-    int shots = -1;  // as TaskEvalOptions::shots
-    int batch = 16;  // sequences per lock-step session, as `dyllm eval`
+    int                      limit  = 10;  // items per task (>= 1)
+    int                      shots  = -1;  // as TaskEvalOptions::shots
+    int                      batch  = 16;  // sequences per lock-step session, as `dyllm eval`
     const std::atomic<bool>* cancel = nullptr;
 };
 
@@ -63,14 +63,14 @@ struct SuiteOptions {
 struct SuitePoint {
     SuiteRun run;
     int      items = 0, correct = 0;
-    double   accuracy = 0;          // correct / items
-    double   tokens_per_s = 0;      // response tokens (gen length x items) over the engine's denoising time
-    double   flops_per_token = 0;   // the engine's accounted FLOPs per response token
-    double   flops_vs_dense = 1;    // accounted FLOPs over a dense forward of every step
-    double   denoise_s = 0;
+    double   accuracy         = 0;  // correct / items
+    double   tokens_per_s     = 0;  // response tokens (gen length x items) over the engine's denoising time
+    double   flops_per_token  = 0;  // the engine's accounted FLOPs per response token
+    double   flops_vs_dense   = 1;  // accounted FLOPs over a dense forward of every step
+    double   denoise_s        = 0;
     int64_t  generated_tokens = 0, forward_passes = 0;
-    bool     cancelled = false;     // stopped by SuiteOptions::cancel: not a measurement
-    bool     pareto = false;        // filled by mark_pareto
+    bool     cancelled = false;  // stopped by SuiteOptions::cancel: not a measurement
+    bool     pareto    = false;  // filled by mark_pareto
 };
 
 // Runs `run` on the first o.limit items of each suite through eval_task (the same prompts, sessions and scoring as
@@ -87,7 +87,8 @@ struct SuiteContext {
     int         shots = -1, batch = 16;
 };
 // One row per point: method,stable_rows,tau,reference,pareto,task,items,correct,accuracy,tokens_per_s,
-// flops_per_token,flops_vs_dense,denoise_s,nfe (forward passes),gen_length,steps,block_length,batch,shots,model,backend.
+// flops_per_token,flops_vs_dense,denoise_s,nfe (forward
+// passes),gen_length,steps,block_length,batch,shots,model,backend.
 CsvTable suite_csv(const std::vector<SuitePoint>& pts, const SuiteContext& c);
 
 }  // namespace dyllm::app

@@ -48,7 +48,8 @@ void SuiteSweepJob::run(const Model* model) {
             return fail(model->dir().string() + ": no tokenizer.json (a task suite needs text prompts and answers)");
         const std::filesystem::path dir = req_.tasks_dir.empty() ? find_tasks_dir(model->dir()) : req_.tasks_dir;
         if (dir.empty())
-            return fail("no task directory next to " + model->dir().string() + " or under DYLLM_SOURCE_DIR/assets/tasks");
+            return fail("no task directory next to " + model->dir().string() +
+                        " or under DYLLM_SOURCE_DIR/assets/tasks");
         const std::vector<TaskSuite> suites = load_tasks(dir, req_.task);
         const std::vector<SuiteRun>  runs =
             suite_runs(req_.base, model->config().family, req_.methods, req_.taus, req_.references);
@@ -69,7 +70,7 @@ void SuiteSweepJob::run(const Model* model) {
                 std::lock_guard lk(mutex_);
                 state_.current = r.label();
             }
-            SuitePoint p = run_suite_point(*model, suites, r, o);
+            SuitePoint      p = run_suite_point(*model, suites, r, o);
             std::lock_guard lk(mutex_);
             if (p.cancelled) break;  // a partial point is not a measurement
             state_.points.push_back(std::move(p));
@@ -93,7 +94,8 @@ SuiteTune::~SuiteTune() {
 }
 
 SuiteSweepRequest suite_request(const SuiteTune& t, const DiffusionParams& base) {
-    if (t.limit < 1) throw InputError("task sweep: items per task must be at least 1 (got " + std::to_string(t.limit) + ")");
+    if (t.limit < 1)
+        throw InputError("task sweep: items per task must be at least 1 (got " + std::to_string(t.limit) + ")");
     const int n_tasks = int(sizeof kSuiteTasks / sizeof kSuiteTasks[0]);
     if (t.task_idx < 0 || t.task_idx >= n_tasks) throw InputError("task sweep: no task chosen");
     SuiteSweepRequest q;

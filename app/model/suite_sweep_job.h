@@ -21,19 +21,19 @@ struct SuiteSweepRequest {
     std::vector<SweepMethod> methods;
     std::vector<float>       taus;
     bool                     references = true;
-    SuiteOptions             options;       // limit, shots, batch (cancel is the job's own)
+    SuiteOptions             options;  // limit, shots, batch (cancel is the job's own)
 };
 
 // What the UI shows: a copy taken under the job's mutex.
 struct SuiteSweepState {
-    bool                    started = false;   // the worker picked the job up
-    bool                    finished = false;  // every run done, or cancelled, or failed
+    bool                    started   = false;  // the worker picked the job up
+    bool                    finished  = false;  // every run done, or cancelled, or failed
     bool                    cancelled = false;
-    std::string             error;             // a run or the suite load failed: one line
+    std::string             error;  // a run or the suite load failed: one line
     int                     runs = 0, done = 0;
-    std::string             current;           // label of the run in progress
-    double                  elapsed_s = 0;     // since the worker picked the job up
-    std::vector<SuitePoint> points;            // finished runs, Pareto front marked
+    std::string             current;        // label of the run in progress
+    double                  elapsed_s = 0;  // since the worker picked the job up
+    std::vector<SuitePoint> points;         // finished runs, Pareto front marked
 };
 
 class SuiteSweepJob {
@@ -48,28 +48,28 @@ public:
 private:
     void fail(const std::string& msg);
 
-    SuiteSweepRequest     req_;
-    std::atomic<bool>     cancel_{false};
-    mutable std::mutex    mutex_;
-    SuiteSweepState       state_;
-    double                t0_ = 0;
+    SuiteSweepRequest  req_;
+    std::atomic<bool>  cancel_{false};
+    mutable std::mutex mutex_;
+    SuiteSweepState    state_;
+    double             t0_ = 0;
 };
 
 // The Tune panel's task-suite mode: its settings, and the job in flight (or the last one).
 struct SuiteTune {
-    static constexpr int kDefaultLimit = 10;  // items per task: a sweep on tiny-llada takes well under a minute
-    int   task_idx = 0;                       // into kSuiteTasks
-    int   limit = kDefaultLimit;
-    char  taus[128] = {};                     // the tau list as typed; "" = default_suite_taus()
-    bool  stable_rows[4] = {};                // dyllm updates to sweep (kStableRowNames order); none: the base's
+    static constexpr int kDefaultLimit  = 10;  // items per task: a sweep on tiny-llada takes well under a minute
+    int                  task_idx       = 0;   // into kSuiteTasks
+    int                  limit          = kDefaultLimit;
+    char                 taus[128]      = {};  // the tau list as typed; "" = default_suite_taus()
+    bool                 stable_rows[4] = {};  // dyllm updates to sweep (kStableRowNames order); none: the base's
     std::shared_ptr<SuiteSweepJob> job;
-    SuiteSweepState shown;                    // the job's state, copied once per frame
+    SuiteSweepState                shown;  // the job's state, copied once per frame
 
     SuiteTune();
     ~SuiteTune();  // cancels a job still running, so the worker (and the app) can stop
-    SuiteTune(const SuiteTune&) = delete;
+    SuiteTune(const SuiteTune&)            = delete;
     SuiteTune& operator=(const SuiteTune&) = delete;
-    bool running() const { return job && !job->finished(); }
+    bool       running() const { return job && !job->finished(); }
 };
 inline constexpr const char* kSuiteTasks[] = {"add", "sort", "word", "rev", "all"};
 

@@ -116,9 +116,9 @@ void sweep_table(Studio& s, const std::vector<SweepPoint>& pts) {
 
 // ---- task-suite mode ----
 
-constexpr ImU32 kColText    = IM_COL32(220, 220, 220, 255);
-constexpr ImU32 kColTick    = IM_COL32(170, 170, 170, 255);
-constexpr ImU32 kColOrig    = IM_COL32(235, 235, 235, 255);  // original: square
+constexpr ImU32 kColText     = IM_COL32(220, 220, 220, 255);
+constexpr ImU32 kColTick     = IM_COL32(170, 170, 170, 255);
+constexpr ImU32 kColOrig     = IM_COL32(235, 235, 235, 255);  // original: square
 constexpr ImU32 kColFastDual = IM_COL32(225, 105, 205, 255);  // fast-dual: diamond (orange is "salient")
 // dyllm points by stable-row update, kStableRowNames order.
 constexpr ImU32 kColUpdate[] = {IM_COL32(95, 160, 240, 255), IM_COL32(110, 200, 120, 255), IM_COL32(185, 140, 235, 255),
@@ -144,8 +144,8 @@ bool is_live(const Studio& s, const SuitePoint& p) {
 // a restart, which happens at once unless the sweep still holds the engine.
 void load_point(Studio& s, const SuitePoint& p) {
     if (p.run.method != Method::DyLLM) return;
-    const DiffusionParams live = s.make_request(false).params;
-    const bool restart = live.method != Method::DyLLM || stable_rows_of(live) != p.run.stable_rows;
+    const DiffusionParams live    = s.make_request(false).params;
+    const bool            restart = live.method != Method::DyLLM || stable_rows_of(live) != p.run.stable_rows;
     if (!restart) {
         load_tau(s, p.run.tau);
         return;
@@ -174,9 +174,9 @@ void suite_tooltip(const Studio& s, const SuitePoint& p, const SuitePoint* orig)
     if (p.run.method == Method::FastDual) ImGui::TextDisabled("reference: Fast-dLLM's dual block cache");
     if (p.run.method == Method::DyLLM && p.run.stable_rows != "authors")
         ImGui::TextDisabled("stable-row update: %s", p.run.stable_rows.c_str());
-    ImGui::Text("accuracy %.1f%% (%d of %d)   engine tok/s %.1f", p.accuracy * 100, p.correct, p.items,
-                p.tokens_per_s);
-    if (orig && orig->tokens_per_s > 0 && &p != orig) ImGui::Text("%.2fx the tokens/s of original", p.tokens_per_s / orig->tokens_per_s);
+    ImGui::Text("accuracy %.1f%% (%d of %d)   engine tok/s %.1f", p.accuracy * 100, p.correct, p.items, p.tokens_per_s);
+    if (orig && orig->tokens_per_s > 0 && &p != orig)
+        ImGui::Text("%.2fx the tokens/s of original", p.tokens_per_s / orig->tokens_per_s);
     ImGui::Text("FLOPs vs dense %.1f%%   %s FLOP per token", p.flops_vs_dense * 100, fmt_si(p.flops_per_token).c_str());
     if (p.pareto) ImGui::TextDisabled("on the Pareto front: no other run is both faster and more accurate");
     if (p.run.method == Method::DyLLM)
@@ -199,29 +199,33 @@ void suite_plot(Studio& s, const SuiteSweepState& st, float w, float h) {
     PlotArea    a  = plot_area("##suite", w - axis_w, h - 2 * lh - 4);
     ImDrawList* dl = ImGui::GetWindowDrawList();
     if (pts.empty()) {
-        empty_note(a, s.suite.running() ? (st.current.empty() ? "waiting for the engine..." : "running the first run...")
-                                        : "press \"Sweep suite\"");
+        empty_note(a, s.suite.running()
+                          ? (st.current.empty() ? "waiting for the engine..." : "running the first run...")
+                          : "press \"Sweep suite\"");
         return;
     }
     double x_hi = 0;
     for (const auto& p : pts) x_hi = std::max(x_hi, p.tokens_per_s);
     const std::vector<double> xt = linear_ticks(x_hi * 1.08, 5);
-    x_hi = std::max(xt.back(), x_hi * 1.08);
+    x_hi                         = std::max(xt.back(), x_hi * 1.08);
     // Margins inside the frame: points at 0 or 100% keep their markers and labels inside it.
     const float pad = 10, top = lh + 6;
     auto x_of = [&](double v) { return a.p0.x + pad + float(std::clamp(v / x_hi, 0.0, 1.0)) * (a.w() - 2 * pad); };
     // Accuracy from a tenth below the lowest point (0 at most) to 100%: a sweep's points often lie within 20%.
     double y_lo = 1;
     for (const auto& p : pts) y_lo = std::min(y_lo, p.accuracy);
-    y_lo = std::max(0.0, std::floor(y_lo * 10 + 1e-9) / 10 - 0.1);
+    y_lo      = std::max(0.0, std::floor(y_lo * 10 + 1e-9) / 10 - 0.1);
     auto y_of = [&](double g) {
         return a.p1.y - pad - float(std::clamp((g - y_lo) / (1 - y_lo), 0.0, 1.0)) * (a.h() - pad - top);
     };
     for (double t : xt) {
         char lbl_buf[24];  // tokens/s: whole numbers, thousands as "k" past 10000 (tick_label is for milliseconds)
-        if (t >= 1e4) std::snprintf(lbl_buf, sizeof lbl_buf, "%gk", t / 1e3);
-        else if (t >= 1) std::snprintf(lbl_buf, sizeof lbl_buf, "%.0f", t);
-        else std::snprintf(lbl_buf, sizeof lbl_buf, "%g", t);
+        if (t >= 1e4)
+            std::snprintf(lbl_buf, sizeof lbl_buf, "%gk", t / 1e3);
+        else if (t >= 1)
+            std::snprintf(lbl_buf, sizeof lbl_buf, "%.0f", t);
+        else
+            std::snprintf(lbl_buf, sizeof lbl_buf, "%g", t);
         const std::string lbl = lbl_buf;
         dl->AddLine(ImVec2(x_of(t), a.p0.y), ImVec2(x_of(t), a.p1.y), kColGrid);
         dl->AddText(ImVec2(x_of(t) - ImGui::CalcTextSize(lbl.c_str()).x * 0.5f, a.p1.y + 1), kColTick, lbl.c_str());
@@ -229,7 +233,8 @@ void suite_plot(Studio& s, const SuiteSweepState& st, float w, float h) {
     for (double t : range_ticks(y_lo, 1.0, 4)) {
         const std::string lbl = tick_label(std::round(t * 1000) / 10) + "%";
         dl->AddLine(ImVec2(a.p0.x, y_of(t)), ImVec2(a.p1.x, y_of(t)), kColGrid);
-        dl->AddText(ImVec2(a.p0.x - 4 - ImGui::CalcTextSize(lbl.c_str()).x, y_of(t) - lh * 0.5f), kColTick, lbl.c_str());
+        dl->AddText(ImVec2(a.p0.x - 4 - ImGui::CalcTextSize(lbl.c_str()).x, y_of(t) - lh * 0.5f), kColTick,
+                    lbl.c_str());
     }
     dl->AddRect(a.p0, a.p1, kColAxis);
     // Axis titles: x centred under the tick labels, y at the top of the tick labels' column.
@@ -248,19 +253,19 @@ void suite_plot(Studio& s, const SuiteSweepState& st, float w, float h) {
         dl->AddLine(ImVec2(x_of(pts[front[k - 1]].tokens_per_s), y_of(pts[front[k - 1]].accuracy)),
                     ImVec2(x_of(pts[front[k]].tokens_per_s), y_of(pts[front[k]].accuracy)), kColFront, 1.5f);
 
-    const SuitePoint* hovered = nullptr;
-    float             best_d  = 10;
+    const SuitePoint*   hovered = nullptr;
+    float               best_d  = 10;
     std::vector<ImVec4> placed;  // label boxes drawn so far (x0, y0, x1, y1)
     // Labels: the references' first (they are always labelled), then each dyllm tau at the first free spot around
     // its point; a label with no free spot is left out (the tooltip and the table still name the point).
     auto place_label = [&](ImVec2 c, const char* text) {
-        const ImVec2 sz = ImGui::CalcTextSize(text);
-        const ImVec2 cands[] = {{c.x + 8, c.y - sz.y - 2}, {c.x + 8, c.y + 2}, {c.x - 8 - sz.x, c.y - sz.y - 2},
-                                {c.x - 8 - sz.x, c.y + 2}};
+        const ImVec2 sz      = ImGui::CalcTextSize(text);
+        const ImVec2 cands[] = {
+            {c.x + 8, c.y - sz.y - 2}, {c.x + 8, c.y + 2}, {c.x - 8 - sz.x, c.y - sz.y - 2}, {c.x - 8 - sz.x, c.y + 2}};
         for (const ImVec2& q : cands) {
             const ImVec4 r(q.x, q.y, q.x + sz.x, q.y + sz.y);
             if (r.x < a.p0.x || r.z > a.p1.x || r.y < a.p0.y || r.w > a.p1.y) continue;
-            bool hit = false;
+            bool            hit  = false;
             constexpr float kGap = 4;  // labels closer than this read as one ("0.990.9")
             for (const ImVec4& o : placed)
                 hit = hit || (r.x < o.z + kGap && o.x < r.z + kGap && r.y < o.w && o.y < r.w);
@@ -277,12 +282,13 @@ void suite_plot(Studio& s, const SuiteSweepState& st, float w, float h) {
         if (!p.run.reference) draw_order.push_back(&p);
     for (const SuitePoint* pp : draw_order) {
         const SuitePoint& p = *pp;
-        const ImVec2 c(x_of(p.tokens_per_s), y_of(p.accuracy));
-        const ImU32  col = point_col(p);
+        const ImVec2      c(x_of(p.tokens_per_s), y_of(p.accuracy));
+        const ImU32       col = point_col(p);
         if (p.run.method == Method::Original) {
             dl->AddRectFilled(ImVec2(c.x - 5, c.y - 5), ImVec2(c.x + 5, c.y + 5), col);
         } else if (p.run.method == Method::FastDual) {
-            dl->AddQuadFilled(ImVec2(c.x, c.y - 7), ImVec2(c.x + 7, c.y), ImVec2(c.x, c.y + 7), ImVec2(c.x - 7, c.y), col);
+            dl->AddQuadFilled(ImVec2(c.x, c.y - 7), ImVec2(c.x + 7, c.y), ImVec2(c.x, c.y + 7), ImVec2(c.x - 7, c.y),
+                              col);
         } else {
             dl->AddCircleFilled(c, 5, col);
         }
@@ -302,8 +308,8 @@ void suite_plot(Studio& s, const SuiteSweepState& st, float w, float h) {
 }
 
 void suite_table(Studio& s, const std::vector<SuitePoint>& pts) {
-    constexpr ImGuiTableFlags kFlags =
-        ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollY | ImGuiTableFlags_SizingStretchProp;
+    constexpr ImGuiTableFlags kFlags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollY |
+                                       ImGuiTableFlags_SizingStretchProp;
     if (!ImGui::BeginTable("##suitetab", 5, kFlags, ImVec2(0, ImGui::GetContentRegionAvail().y))) return;
     ImGui::TableSetupScrollFreeze(0, 1);
     ImGui::TableSetupColumn("run", ImGuiTableColumnFlags_WidthStretch, 1.8f);
@@ -324,8 +330,10 @@ void suite_table(Studio& s, const std::vector<SuitePoint>& pts) {
         ImGui::TableNextColumn();
         ImGui::Text("%.1f", p.tokens_per_s);
         ImGui::TableNextColumn();
-        if (orig && orig->tokens_per_s > 0) ImGui::Text("%.2fx", p.tokens_per_s / orig->tokens_per_s);
-        else ImGui::TextDisabled("-");
+        if (orig && orig->tokens_per_s > 0)
+            ImGui::Text("%.2fx", p.tokens_per_s / orig->tokens_per_s);
+        else
+            ImGui::TextDisabled("-");
         ImGui::TableNextColumn();
         ImGui::Text("%.1f%%", p.flops_vs_dense * 100);
     }
@@ -333,11 +341,11 @@ void suite_table(Studio& s, const std::vector<SuitePoint>& pts) {
 }
 
 void draw_suite_sweep(Studio& s) {
-    SuiteTune&  t    = s.suite;
-    const bool  busy = t.running();
+    SuiteTune& t    = s.suite;
+    const bool busy = t.running();
     if (t.job) t.shown = t.job->state();
     const SuiteSweepState& st = t.shown;
-    const float em = ImGui::GetFontSize();
+    const float            em = ImGui::GetFontSize();
 
     if (busy || s.sweep.active()) ImGui::BeginDisabled();
     ImGui::SetNextItemWidth(em * 4.5f);
@@ -346,8 +354,9 @@ void draw_suite_sweep(Studio& s) {
     ImGui::SetNextItemWidth(em * 5.5f);
     if (ImGui::InputInt("items", &t.limit)) t.limit = std::clamp(t.limit, 1, 1000);
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
-        ImGui::SetTooltip("items per task (the first N of assets/tasks/<task>.jsonl); 10 keeps a sweep of tiny-llada\n"
-                          "well under a minute, and each point's accuracy is then a multiple of 10%%");
+        ImGui::SetTooltip(
+            "items per task (the first N of assets/tasks/<task>.jsonl); 10 keeps a sweep of tiny-llada\n"
+            "well under a minute, and each point's accuracy is then a multiple of 10%%");
     ImGui::SameLine();
     ImGui::SetNextItemWidth(em * 9);
     ImGui::InputTextWithHint("tau", "0.9,0.98,0.99,0.995,0.999", t.taus, sizeof t.taus);
@@ -365,9 +374,10 @@ void draw_suite_sweep(Studio& s) {
     ImGui::SameLine();
     if (ImGui::Button("Sweep suite")) s.start_suite_sweep();
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
-        ImGui::SetTooltip("runs the task's first items with original and fast-dual (references), then dyllm at each\n"
-                          "tau, scored as `dyllm eval` scores them, in the background (the live run pauses); the\n"
-                          "other settings as in the Controls bar. Same sweep: dyllm bench --task T --tau LIST -o f.csv");
+        ImGui::SetTooltip(
+            "runs the task's first items with original and fast-dual (references), then dyllm at each\n"
+            "tau, scored as `dyllm eval` scores them, in the background (the live run pauses); the\n"
+            "other settings as in the Controls bar. Same sweep: dyllm bench --task T --tau LIST -o f.csv");
     if (busy || s.sweep.active()) ImGui::EndDisabled();
 
     if (busy) {
@@ -378,9 +388,10 @@ void draw_suite_sweep(Studio& s) {
     } else if (!st.error.empty()) {
         ImGui::TextColored(ImVec4(0.95f, 0.45f, 0.4f, 1.f), "%s", st.error.c_str());
     } else if (!st.points.empty()) {
-        ImGui::TextDisabled("%d runs in %.*f s%s; * and ring: Pareto front (nothing faster is as accurate); "
-                            "click a dyllm point or row to load its tau",
-                            st.done, st.elapsed_s < 10 ? 1 : 0, st.elapsed_s, st.cancelled ? " (stopped)" : "");
+        ImGui::TextDisabled(
+            "%d runs in %.*f s%s; * and ring: Pareto front (nothing faster is as accurate); "
+            "click a dyllm point or row to load its tau",
+            st.done, st.elapsed_s < 10 ? 1 : 0, st.elapsed_s, st.cancelled ? " (stopped)" : "");
     } else {
         ImGui::TextDisabled("accuracy on a task suite against engine tokens/s, for each tau");
     }
@@ -455,8 +466,10 @@ void draw_tune(Studio& s) {
     if (ImGui::RadioButton("task suite", &mode, 1)) s.tune_suite_mode = true;
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("sweep tau on a task suite: accuracy vs tokens/s, with references");
     ImGui::SameLine();
-    if (s.tune_suite_mode) draw_suite_sweep(s);
-    else draw_prompt_sweep(s);
+    if (s.tune_suite_mode)
+        draw_suite_sweep(s);
+    else
+        draw_prompt_sweep(s);
 }
 
 }  // namespace dyllm::app

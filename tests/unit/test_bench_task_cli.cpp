@@ -77,16 +77,16 @@ TEST_CASE("dyllm bench --task refuses bad arguments with one error line", "[benc
 TEST_CASE("dyllm bench --task add --limit 2 --tau 0.99 writes the sweep's CSV", "[bench][cli]") {
     const fs::path root = test::make_temp_dir("bench-task");
     const fs::path csv  = root / "sweep.csv";
-    const CliRun   r    = run_cli(root, {"bench", "-m", "tiny-llada", "--backend", "cpu", "--task", "add", "--limit",
-                                         "2", "--tau", "0.99", "-o", csv.string()});
+    const CliRun   r = run_cli(root, {"bench", "-m", "tiny-llada", "--backend", "cpu", "--task", "add", "--limit", "2",
+                                      "--tau", "0.99", "-o", csv.string()});
     INFO("stdout: " << r.out << "\nstderr: " << r.err);
     REQUIRE(r.status == 0);
     const auto rows = read_csv(csv);
     REQUIRE(rows.size() == 1 + 3);  // header; original and fast-dual (references), dyllm at 0.99
-    const std::vector<std::string> header{"method", "stable_rows", "tau", "reference", "pareto", "task", "items",
-                                          "correct", "accuracy", "tokens_per_s", "flops_per_token", "flops_vs_dense",
-                                          "denoise_s", "nfe", "gen_length", "steps", "block_length", "batch",
-                                          "shots", "model", "backend"};
+    const std::vector<std::string> header{
+        "method",     "stable_rows", "tau",          "reference",       "pareto",         "task",      "items",
+        "correct",    "accuracy",    "tokens_per_s", "flops_per_token", "flops_vs_dense", "denoise_s", "nfe",
+        "gen_length", "steps",       "block_length", "batch",           "shots",          "model",     "backend"};
     REQUIRE(rows[0] == header);
     auto col = [&](const std::string& name) {
         return size_t(std::find(header.begin(), header.end(), name) - header.begin());
@@ -123,9 +123,12 @@ TEST_CASE("dyllm bench --task add --limit 2 --tau 0.99 writes the sweep's CSV", 
 
 int main(int argc, char** argv) {
     return test::run_skippable(argc, argv, {{"", [] {
-        const char* cli = std::getenv("DYLLM_CLI");
-        if (!cli || !*cli) return std::string("DYLLM_CLI is not set (dyllm not built)");
-        if (!fs::exists(cli)) return "DYLLM_CLI = " + std::string(cli) + " does not exist (dyllm not built)";
-        return std::string();
-    }}});
+                                                 const char* cli = std::getenv("DYLLM_CLI");
+                                                 if (!cli || !*cli)
+                                                     return std::string("DYLLM_CLI is not set (dyllm not built)");
+                                                 if (!fs::exists(cli))
+                                                     return "DYLLM_CLI = " + std::string(cli) +
+                                                            " does not exist (dyllm not built)";
+                                                 return std::string();
+                                             }}});
 }

@@ -214,8 +214,10 @@ TEST_CASE("--sweep-task shoots the Tune panel after the task-suite sweep, refere
     {  // the model's own tasks/ (found first by find_tasks_dir): two short items
         std::filesystem::create_directories(model / "tasks");
         std::ofstream add(model / "tasks" / "add.jsonl");
-        add << R"({"prompt": "Q: add 1+2", "answer": "answer 3", "task": "add", "shots": 0})" << "\n"
-            << R"({"prompt": "Q: add 2+3", "answer": "answer 5", "task": "add", "shots": 0})" << "\n";
+        add << R"({"prompt": "Q: add 1+2", "answer": "answer 3", "task": "add", "shots": 0})"
+            << "\n"
+            << R"({"prompt": "Q: add 2+3", "answer": "answer 5", "task": "add", "shots": 0})"
+            << "\n";
     }
     const std::string png = "studio_suite.png", log = "studio_suite.log";
     std::filesystem::remove(png);

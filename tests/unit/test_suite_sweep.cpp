@@ -1,6 +1,6 @@
 // The task-suite tau sweep without a window: the Pareto front on hand-made points (ties, duplicates, dominated and
-// invalid points), the method and tau lists, the runs a sweep makes, one point equal to `dyllm eval`'s score of the same
-// run, the background job (points, cancel, no model) and the studio driving it through its engine worker.
+// invalid points), the method and tau lists, the runs a sweep makes, one point equal to `dyllm eval`'s score of the
+// same run, the background job (points, cancel, no model) and the studio driving it through its engine worker.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -32,10 +32,12 @@ fs::path write_tasks(const fs::path& dir) {
     std::ofstream add(dir / "add.jsonl");
     for (int i = 0; i < 4; ++i)
         add << R"({"prompt": "Q: add )" << i << "+" << i + 1 << R"(", "answer": "answer )" << 2 * i + 1
-            << R"(", "task": "add", "shots": 0})" << "\n";
+            << R"(", "task": "add", "shots": 0})"
+            << "\n";
     std::ofstream rev(dir / "rev.jsonl");
     for (const char* w : {"ab", "cd", "ef", "gh"})
-        rev << R"({"prompt": "Q: rev )" << w << R"(", "answer": ")" << w[1] << w[0] << R"(", "task": "rev", "shots": 0})"
+        rev << R"({"prompt": "Q: rev )" << w << R"(", "answer": ")" << w[1] << w[0]
+            << R"(", "task": "rev", "shots": 0})"
             << "\n";
     return dir;
 }
@@ -60,25 +62,28 @@ DiffusionParams tiny_params() {
     return p;
 }
 
-std::vector<bool> front_of(const std::vector<ParetoInput>& in) { return pareto_front(in); }
+std::vector<bool> front_of(const std::vector<ParetoInput>& in) {
+    return pareto_front(in);
+}
 
 }  // namespace
 
-TEST_CASE("pareto front: dominated points drop out, ties and duplicates stay, invalid points neither count nor dominate",
-          "[suite_sweep]") {
+TEST_CASE(
+    "pareto front: dominated points drop out, ties and duplicates stay, invalid points neither count nor dominate",
+    "[suite_sweep]") {
     // x = tokens/s, y = accuracy, both higher is better.
     const std::vector<ParetoInput> pts = {
-        {100, 0.9},            // 0: front (most accurate)
-        {200, 0.8},            // 1: front
-        {150, 0.8},            // 2: dominated by 1 (same accuracy, slower)
-        {200, 0.7},            // 3: dominated by 1 (same speed, less accurate)
-        {300, 0.5},            // 4: front (fastest)
-        {300, 0.5},            // 5: duplicate of 4: equal points do not dominate each other
-        {50, 0.6},             // 6: dominated by everything on the front
-        {1000, 1.0, false},    // 7: invalid (cancelled): not on the front and dominates nothing
-        {NAN, 0.95},           // 8: NaN coordinate: treated as invalid
+        {100, 0.9},          // 0: front (most accurate)
+        {200, 0.8},          // 1: front
+        {150, 0.8},          // 2: dominated by 1 (same accuracy, slower)
+        {200, 0.7},          // 3: dominated by 1 (same speed, less accurate)
+        {300, 0.5},          // 4: front (fastest)
+        {300, 0.5},          // 5: duplicate of 4: equal points do not dominate each other
+        {50, 0.6},           // 6: dominated by everything on the front
+        {1000, 1.0, false},  // 7: invalid (cancelled): not on the front and dominates nothing
+        {NAN, 0.95},         // 8: NaN coordinate: treated as invalid
     };
-    const std::vector<bool> f = front_of(pts);
+    const std::vector<bool> f    = front_of(pts);
     const std::vector<bool> want = {true, true, false, false, true, true, false, false, false};
     CHECK(f == want);
     // Drawing order of the front: by x, then y.
@@ -131,18 +136,20 @@ TEST_CASE("suite sweep: tau and method lists refuse bad items with one message n
     CHECK(ms[1].stable_rows == "incremental");
     CHECK(ms[2].method == Method::FastDual);
     CHECK(message([] { parse_sweep_methods("--methods", "warp"); }).find("--methods: unknown method 'warp'") == 0);
-    CHECK(message([] { parse_sweep_methods("--methods", "dyllm:fast"); })
-              .find("--methods: unknown stable-row update 'fast'") == 0);
+    CHECK(message([] {
+              parse_sweep_methods("--methods", "dyllm:fast");
+          }).find("--methods: unknown stable-row update 'fast'") == 0);
     CHECK(message([] { parse_sweep_methods("--methods", "original:exact"); }).find("only dyllm takes") !=
           std::string::npos);
     CHECK(message([] { parse_sweep_methods("--methods", ""); }).find("--methods: empty list") == 0);
 }
 
 TEST_CASE("suite sweep: references first, dyllm once per tau, a repeated method once", "[suite_sweep]") {
-    DiffusionParams base = tiny_params();
+    DiffusionParams base    = tiny_params();
     base.approx_incremental = true;  // the base's stable-row update ("dyllm" without a suffix keeps it)
-    const auto runs = suite_runs(base, Family::LLaDA, {{Method::DyLLM, ""}, {Method::DyLLM, "exact"}, {Method::DyLLM, ""}},
-                                 {0.9f, 0.99f}, true);
+
+    const std::vector<SweepMethod> methods = {{Method::DyLLM, ""}, {Method::DyLLM, "exact"}, {Method::DyLLM, ""}};
+    const auto                     runs    = suite_runs(base, Family::LLaDA, methods, {0.9f, 0.99f}, true);
     REQUIRE(runs.size() == 2 + 2 + 2);
     CHECK(runs[0].method == Method::Original);
     CHECK(runs[0].reference);
@@ -161,8 +168,8 @@ TEST_CASE("suite sweep: references first, dyllm once per tau, a repeated method 
     for (const auto& r : runs) CHECK(r.params.method == r.method);
 
     // No tau list: the family default; methods named by the user only (no references), original listed twice once.
-    const auto only = suite_runs(tiny_params(), Family::Dream, {{Method::Original, ""}, {Method::DyLLM, ""},
-                                                                {Method::Original, ""}}, {}, false);
+    const auto only = suite_runs(tiny_params(), Family::Dream,
+                                 {{Method::Original, ""}, {Method::DyLLM, ""}, {Method::Original, ""}}, {}, false);
     REQUIRE(only.size() == 2);
     CHECK(only[0].method == Method::Original);
     CHECK(only[1].tau == Approx(0.995));  // Dream's default (engine/params.cpp)
@@ -170,7 +177,7 @@ TEST_CASE("suite sweep: references first, dyllm once per tau, a repeated method 
 }
 
 TEST_CASE("suite sweep: a point is dyllm eval's score of the same run, summed over the tasks", "[suite_sweep]") {
-    auto model = Model::load(tiny_with_tasks().string(), BackendKind::Cpu, 1);
+    auto       model  = Model::load(tiny_with_tasks().string(), BackendKind::Cpu, 1);
     const auto suites = load_tasks(find_tasks_dir(model->dir()), "all");
     REQUIRE(suites.size() == 2);
     const auto runs = suite_runs(tiny_params(), model->config().family, {{Method::DyLLM, ""}}, {0.9f}, true);
@@ -181,8 +188,8 @@ TEST_CASE("suite sweep: a point is dyllm eval's score of the same run, summed ov
     for (const auto& r : runs) {
         INFO(r.label());
         const SuitePoint p = run_suite_point(*model, suites, r, o);
-        int    n = 0, correct = 0;
-        double flops = 0, dense = 0;
+        int              n = 0, correct = 0;
+        double           flops = 0, dense = 0;
         for (const auto& s : suites) {
             const TaskScore t = eval_task(*model, s, r.params, {2, -1, 2, false});
             n += t.n, correct += t.correct, flops += t.flops, dense += t.dense_flops;
@@ -197,14 +204,16 @@ TEST_CASE("suite sweep: a point is dyllm eval's score of the same run, summed ov
         // FLOPs are the engine's accounting, deterministic for a greedy run: equal to eval's up to summation order.
         CHECK(p.flops_per_token == Approx(flops / 32.0).epsilon(1e-9));
         CHECK(p.flops_vs_dense == Approx(flops / dense).epsilon(1e-9));
-        if (r.method == Method::Original) CHECK(p.flops_vs_dense == Approx(1.0));
-        else CHECK(p.flops_vs_dense < 1.0);
+        if (r.method == Method::Original)
+            CHECK(p.flops_vs_dense == Approx(1.0));
+        else
+            CHECK(p.flops_vs_dense < 1.0);
         CHECK(!p.cancelled);
     }
 
     // A cancel flag already set stops the point after its first step, marked cancelled.
     std::atomic<bool> stop{true};
-    o.cancel = &stop;
+    o.cancel           = &stop;
     const SuitePoint c = run_suite_point(*model, suites, runs[0], o);
     CHECK(c.cancelled);
 
@@ -212,10 +221,11 @@ TEST_CASE("suite sweep: a point is dyllm eval's score of the same run, summed ov
     std::vector<SuitePoint> pts(2);
     pts[0].run = runs[0], pts[1].run = runs[2];
     const CsvTable t = suite_csv(pts, {"add", "tiny", "cpu", -1, 16});
-    CHECK(t.header == std::vector<std::string>{"method", "stable_rows", "tau", "reference", "pareto", "task", "items",
-                                               "correct", "accuracy", "tokens_per_s", "flops_per_token",
-                                               "flops_vs_dense", "denoise_s", "nfe", "gen_length", "steps",
-                                               "block_length", "batch", "shots", "model", "backend"});
+    CHECK(t.header == std::vector<std::string>{
+                          "method",    "stable_rows", "tau",        "reference",    "pareto",          "task",
+                          "items",     "correct",     "accuracy",   "tokens_per_s", "flops_per_token", "flops_vs_dense",
+                          "denoise_s", "nfe",         "gen_length", "steps",        "block_length",    "batch",
+                          "shots",     "model",       "backend"});
     REQUIRE(t.rows.size() == 2);
     CHECK(t.rows[0][2] == "");  // original has no tau
     CHECK(t.rows[1][2] == "0.9");
@@ -223,7 +233,7 @@ TEST_CASE("suite sweep: a point is dyllm eval's score of the same run, summed ov
 }
 
 TEST_CASE("suite sweep job: every run becomes a point; cancel and a missing model end it cleanly", "[suite_sweep]") {
-    auto model = Model::load(tiny_with_tasks().string(), BackendKind::Cpu, 1);
+    auto              model = Model::load(tiny_with_tasks().string(), BackendKind::Cpu, 1);
     SuiteSweepRequest q;
     q.task          = "add";
     q.base          = tiny_params();
@@ -278,9 +288,9 @@ TEST_CASE("suite sweep job: every run becomes a point; cancel and a missing mode
     std::snprintf(t.taus, sizeof t.taus, "0.9,1.5");
     CHECK_THROWS_AS(suite_request(t, tiny_params()), InputError);
     std::snprintf(t.taus, sizeof t.taus, "0.95");
-    t.limit             = 3;
-    t.stable_rows[1]    = true;  // incremental
-    t.stable_rows[3]    = true;  // exact
+    t.limit                   = 3;
+    t.stable_rows[1]          = true;  // incremental
+    t.stable_rows[3]          = true;  // exact
     const SuiteSweepRequest r = suite_request(t, tiny_params());
     CHECK(r.task == "add");
     CHECK(r.taus == std::vector<float>{0.95f});
@@ -294,10 +304,10 @@ TEST_CASE("suite sweep job: every run becomes a point; cancel and a missing mode
 
 TEST_CASE("studio: the Tune panel's suite sweep runs on the engine worker in the background", "[suite_sweep]") {
     StudioOptions o;
-    o.model        = tiny_with_tasks().string();
-    o.params       = tiny_params();
-    o.threads      = 1;
-    o.speed        = 0;
+    o.model   = tiny_with_tasks().string();
+    o.params  = tiny_params();
+    o.threads = 1;
+    o.speed   = 0;
     Studio s(o);
     s.open(false);
     s.suite.task_idx = 0;  // add
@@ -326,6 +336,7 @@ TEST_CASE("studio: the Tune panel's suite sweep runs on the engine worker in the
     REQUIRE(job2 != nullptr);
     s.restart(true);
     const auto t2 = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (!job2->finished() && std::chrono::steady_clock::now() < t2) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    while (!job2->finished() && std::chrono::steady_clock::now() < t2)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
     CHECK(job2->finished());
 }
