@@ -1,9 +1,11 @@
 // `dyllm bench`: llama-bench-style sweep over methods x tau x steps x block length x batch. Each configuration runs one
 // warm-up and REPS timed generations on the same prompts; rows report the median tokens/s and its spread, the
 // speed-up against `original` measured in the same run with the same other knobs, forward passes, the share of rows
-// recomputed, the accuracy when a task suite is used, and roofline figures: FLOPs per token, FLOPs vs a dense forward,
+// recomputed, and roofline figures: FLOPs per token, FLOPs vs a dense forward,
 // achieved GFLOP/s (whole run, dense steps, cached steps) and their share of the machine's sgemm rate, measured in the
 // same run on the model's GEMM shapes. Output: markdown table, CSV or JSON, to stdout or to a file (-o FILE.csv).
+// With --task: a sweep of tau and methods on a task suite (app/model/suite_sweep.h), scored as `dyllm eval` scores it:
+// accuracy, engine tokens/s and FLOPs per (method, tau), original and fast-dual as references, the Pareto front.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -18,6 +20,7 @@
 #include "instrumentation/json_number.h"
 #include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -28,6 +31,7 @@
 #include "engine/errors.h"
 #include "app/model/roofline.h"
 #include "app/model/sgemm_probe.h"
+#include "app/model/suite_sweep.h"
 #include "app/model/task_suite.h"
 
 namespace dyllm::cli {
@@ -44,9 +48,14 @@ struct BenchOptions {
     int              reps    = 3;  // llama-bench uses 5; 3 keeps a CPU sweep short (the spread is reported)
     std::string      output  = "md";  // md | csv | json, or a file name ending in .md/.csv/.json
     std::string      task;
-    int              limit = 0;
+    int                      limit = -1;  // --task: items per task (-1: not given = every item)
+    int                      shots = -1;  // --task: solved examples per prompt (-1 = each item's own prompt)
     std::vector<std::string> prompts;  // overrides the built-in prompt
     bool             no_chat = false;
+    bool                     json    = false;  // stdout: JSON instead of the markdown table
+    // Which list flags were given (a --task sweep has its own defaults for them).
+    bool methods_given = false, taus_given = false, reps_given = false, batches_given = false;
+    bool shots_given = false;
 };
 
 // The prompt used without --task: a few-shot arithmetic context in the shape of the GSM8K prompts the paper benchmarks
@@ -129,50 +138,17 @@ std::vector<std::vector<int32_t>> bench_prompts(const Model& model, const BenchO
     return out;
 }
 
-// The prompts of a --task run: the suites' held-out items (the shipped files hold only held-out queries, see
-// app/model/task_suite.h), each with its own few-shot prompt, the first --limit of each suite.
-struct TaskWork {
-    std::vector<std::vector<int32_t>> prompts;
-    std::vector<std::string>          answers;
-};
-
-TaskWork load_task_work(const Model& model, const BenchOptions& o, int max_gen_length) {
-    if (!model.tokenizer())
-        throw LoadError(model.dir().string() + ": no tokenizer.json (--task needs text prompts and answers)");
-    const std::filesystem::path dir = find_tasks_dir(model.dir());
-    if (dir.empty())
-        throw LoadError("--task " + o.task + ": no task directory next to " + model.dir().string() +
-                        " or under DYLLM_SOURCE_DIR/assets/tasks");
-    TaskWork w;
-    for (const TaskSuite& suite : load_tasks(dir, o.task)) {
-        const size_t n = o.limit > 0 ? std::min(suite.items.size(), size_t(o.limit)) : suite.items.size();
-        for (size_t i = 0; i < n; ++i) {
-            const TaskItem& item = suite.items[i];
-            auto            ids  = encode_prompt(model, item.prompt, !o.no_chat);
-            if (int64_t(ids.size()) + max_gen_length > model.config().max_position)
-                throw InputError(item.source + ": prompt of " + std::to_string(ids.size()) + " tokens + gen length " +
-                                 std::to_string(max_gen_length) + " exceeds max_position " +
-                                 std::to_string(model.config().max_position));
-            w.prompts.push_back(std::move(ids));
-            w.answers.push_back(item.answer);
-        }
-    }
-    if (w.prompts.empty()) throw InputError("--task " + o.task + ": no items");
-    return w;
-}
-
 // Totals of one repetition: every chunk of `batch` prompts run as one lock-step session.
 struct RepTotals {
     int64_t generated = 0, non_eos = 0;
     double  denoise_s = 0, recompute_weighted = 0, cache_bytes = 0;
     double  flops = 0, dense_flops = 0;
     app::RooflineSplit split;
-    int     nfe = 0, correct = 0, n = 0;
+    int                nfe = 0, n = 0;
 };
 
-Row run_config(const Model& model, const BenchOptions& o, const Config& cfg, const TaskWork* task) {
-    const std::vector<std::vector<int32_t>> prompts =
-        task ? task->prompts : bench_prompts(model, o, cfg.batch, cfg.gen_length);
+Row run_config(const Model& model, const BenchOptions& o, const Config& cfg) {
+    const std::vector<std::vector<int32_t>> prompts = bench_prompts(model, o, cfg.batch, cfg.gen_length);
     auto run_rep = [&] {
         RepTotals t;
         for (size_t b0 = 0; b0 < prompts.size(); b0 += size_t(cfg.batch)) {
@@ -196,10 +172,7 @@ Row run_config(const Model& model, const BenchOptions& o, const Config& cfg, con
                 acc->seconds += part->seconds;
                 acc->steps += part->steps;
             }
-            for (size_t i = 0; i < r.sequences.size(); ++i) {
-                if (task) t.correct += answer_matches(r.sequences[i].text, task->answers[b0 + i]);
-                ++t.n;
-            }
+            t.n += int(r.sequences.size());
         }
         return t;
     };
@@ -207,14 +180,13 @@ Row run_config(const Model& model, const BenchOptions& o, const Config& cfg, con
     std::vector<double> tps, non_eos, denoise, gf, gf_dense, gf_cached;
     Row                 row;
     row.cfg = cfg;
-    double recompute_sum = 0, accuracy_sum = 0;
+    double recompute_sum = 0;
     for (int r = 0; r < o.reps; ++r) {
         const RepTotals t = run_rep();
         tps.push_back(t.denoise_s > 0 ? double(t.generated) / t.denoise_s : 0.0);
         non_eos.push_back(t.denoise_s > 0 ? double(t.non_eos) / t.denoise_s : 0.0);
         denoise.push_back(t.denoise_s);
         recompute_sum += t.n ? t.recompute_weighted / double(t.n) : 1.0;
-        accuracy_sum += t.n ? double(t.correct) / double(t.n) : 0.0;
         row.nfe         = t.nfe;
         row.cache_bytes = std::max(row.cache_bytes, t.cache_bytes);
         // Whole run: accounted FLOPs over the denoising time (the tokens/s clock); dense/cached: over their steps.
@@ -235,9 +207,7 @@ Row run_config(const Model& model, const BenchOptions& o, const Config& cfg, con
     row.tps_max     = *std::max_element(tps.begin(), tps.end());
     row.non_eos_tps = median(non_eos);
     row.denoise_s   = median(denoise);
-    row.recompute   = recompute_sum / double(o.reps);
-    // Greedy decoding repeats itself, so every repetition scores the same; with --temp > 0 this is the mean.
-    if (task) row.accuracy = accuracy_sum / double(o.reps);
+    row.recompute     = recompute_sum / double(o.reps);
     return row;
 }
 
@@ -433,11 +403,197 @@ OutputTarget parse_output(const std::string& o) {
                      "')");
 }
 
+// ---- --task: the task-suite sweep ----
+
+// Everything a --task sweep refuses, checked before the model loads. Returns the swept taus and methods.
+struct TaskSweepArgs {
+    std::vector<float>            taus;     // empty: the family default
+    std::vector<app::SweepMethod> methods;  // the dyllm entries and any others (references added when not given)
+};
+
+TaskSweepArgs check_task_args(const BenchOptions& o) {
+    if (o.limit != -1 && o.limit < 1)
+        throw InputError("--limit must be at least 1 (got " + std::to_string(o.limit) + ")");
+    if (o.shots_given && o.shots < 0) throw InputError("--shots must be >= 0 (got " + std::to_string(o.shots) + ")");
+    if (!o.prompts.empty()) throw InputError("-p and --task exclude each other");
+    if (o.no_chat)
+        throw InputError("--no-chat: a --task sweep builds its prompts as `dyllm eval` does (chat template)");
+    if (o.reps < 1) throw InputError("-r/--reps must be at least 1 (got " + std::to_string(o.reps) + ")");
+    for (const auto& [flag, text] : {std::pair<const char*, std::string>{"--steps", o.steps},
+                                     {"--block-length", o.blocks},
+                                     {"--batch", o.batches}})
+        if (text.find(',') != std::string::npos)
+            throw InputError(std::string(flag) + " " + text +
+                             ": a --task sweep takes one value (it sweeps --tau and "
+                             "--methods; run one sweep per value)");
+    TaskSweepArgs a;
+    if (o.taus_given) a.taus = app::parse_sweep_taus("--tau", o.taus);
+    if (o.methods_given)
+        a.methods = app::parse_sweep_methods("--methods", o.methods);
+    else
+        a.methods = {{Method::DyLLM, ""}};
+    return a;
+}
+
+// One value of --steps / --block-length / --batch, or its default.
+int single_int(const char* flag, const std::string& text, int dflt) {
+    if (text.empty()) return dflt;
+    const int64_t v = parse_int_arg(flag, text);
+    if (v <= 0 || v > INT32_MAX) throw InputError(std::string(flag) + " must be positive (got " + text + ")");
+    return int(v);
+}
+
+// -r N: each run N times; accuracy and FLOPs over all of them, tokens/s the median (greedy decoding repeats itself,
+// so only the time varies).
+app::SuitePoint combine_reps(const std::vector<app::SuitePoint>& reps) {
+    app::SuitePoint p = reps.front();
+    if (reps.size() == 1) return p;
+    std::vector<double> tps, den;
+    p.items = p.correct = 0;
+    double fpt = 0, fvd = 0;
+    for (const auto& r : reps) {
+        p.items += r.items;
+        p.correct += r.correct;
+        tps.push_back(r.tokens_per_s);
+        den.push_back(r.denoise_s);
+        fpt += r.flops_per_token;
+        fvd += r.flops_vs_dense;
+    }
+    p.accuracy        = p.items ? double(p.correct) / p.items : 0.0;
+    p.items           = reps.front().items;  // items per repetition, as the table says
+    p.correct         = int(std::lround(p.accuracy * p.items));
+    p.tokens_per_s    = median(tps);
+    p.denoise_s       = median(den);
+    p.flops_per_token = fpt / double(reps.size());
+    p.flops_vs_dense  = fvd / double(reps.size());
+    return p;
+}
+
+nlohmann::ordered_json point_json(const app::SuitePoint& p, const app::SuiteContext& c) {
+    nlohmann::ordered_json j;
+    j["method"] = method_name(p.run.method);
+    j["stable_rows"] =
+        p.run.stable_rows.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(p.run.stable_rows);
+    j["tau"] = std::isnan(p.run.tau) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(json_float(p.run.tau));
+    j["reference"]       = p.run.reference;
+    j["pareto"]          = p.pareto;
+    j["task"]            = c.task;
+    j["items"]           = p.items;
+    j["correct"]         = p.correct;
+    j["accuracy"]        = p.accuracy;
+    j["tokens_per_s"]    = p.tokens_per_s;
+    j["flops_per_token"] = p.flops_per_token;
+    j["flops_vs_dense"]  = p.flops_vs_dense;
+    j["denoise_s"]       = p.denoise_s;
+    j["nfe"]             = p.forward_passes;
+    j["gen_length"]      = p.run.params.gen_length;
+    j["steps"]           = p.run.params.steps;
+    j["block_length"]    = p.run.params.block_length;
+    j["batch"]           = c.batch;
+    j["shots"]           = c.shots < 0 ? nlohmann::ordered_json("file") : nlohmann::ordered_json(c.shots);
+    j["model"]           = c.model;
+    j["backend"]         = c.backend;
+    return j;
+}
+
+std::string task_table(const std::vector<app::SuitePoint>& pts) {
+    double orig = 0;
+    for (const auto& p : pts)
+        if (p.run.method == Method::Original) orig = p.tokens_per_s;
+    std::string out =
+        "| method | update | tau | accuracy | items | tok/s | vs original | FLOPs/token | FLOPs vs dense "
+        "| Pareto |\n|---|---|---:|---:|---:|---:|---:|---:|---:|:-:|\n";
+    for (const auto& p : pts) {
+        char line[512];
+        std::snprintf(line, sizeof line, "| %s | %s | %s | %.3f | %d | %.1f | %s | %.3g | %.3f | %s |\n",
+                      method_name(p.run.method), p.run.stable_rows.empty() ? "-" : p.run.stable_rows.c_str(),
+                      std::isnan(p.run.tau) ? "-" : fmt("%.4g", p.run.tau).c_str(), p.accuracy, p.items, p.tokens_per_s,
+                      orig > 0 ? fmt("%.2fx", p.tokens_per_s / orig).c_str() : "-", p.flops_per_token, p.flops_vs_dense,
+                      p.pareto ? "*" : "");
+        out += line;
+    }
+    return out;
+}
+
+int run_task_sweep(const BenchOptions& o, const OutputTarget& target, std::ofstream& file) {
+    const TaskSweepArgs    args  = check_task_args(o);
+    std::unique_ptr<Model> model = load_model_for_cli(o.model, o.json || target.format == "json");
+    if (!model->tokenizer())
+        throw LoadError(model->dir().string() + ": no tokenizer.json (--task needs text prompts and answers)");
+    const std::filesystem::path dir = find_tasks_dir(model->dir());
+    if (dir.empty())
+        throw LoadError("--task " + o.task + ": no task directory next to " + model->dir().string() +
+                        " or under DYLLM_SOURCE_DIR/assets/tasks");
+    const std::vector<TaskSuite> suites = load_tasks(dir, o.task);  // an unknown task names the known ones
+
+    DiffusionOptions d   = o.fixed;
+    const int        gen = d.params.gen_length;
+    if (gen <= 0) throw InputError("-n must be positive (got " + std::to_string(gen) + ")");
+    if (!o.steps.empty()) d.set(&DiffusionParams::steps, "steps", single_int("--steps", o.steps, gen));
+    if (!o.blocks.empty())
+        d.set(&DiffusionParams::block_length, "block_length", single_int("--block-length", o.blocks, 32));
+    const DiffusionParams            base = to_diffusion_params(d);
+    const std::vector<app::SuiteRun> runs =
+        app::suite_runs(base, model->config().family, args.methods, args.taus, !o.methods_given);
+    for (const auto& r : runs) validate_params(r.params, model->config());  // every run checked before the first
+    app::SuiteOptions so;
+    so.limit       = o.limit == -1 ? 0 : o.limit;  // 0: every item (eval_task)
+    so.shots       = o.shots;
+    so.batch       = o.batches_given ? single_int("--batch", o.batches, 16) : 16;  // `dyllm eval`'s batch by default
+    const int reps = o.reps_given ? o.reps : 1;                                    // the items already average the time
+
+    size_t n_items = 0;
+    for (const auto& s : suites) n_items += so.limit > 0 ? std::min(s.items.size(), size_t(so.limit)) : s.items.size();
+    std::fprintf(stderr, "bench: model %s (%s), backend %s, task %s (%zu items), %zu runs x %d rep%s, batch %d\n",
+                 model->name().c_str(), family_name(model->config().family), model->backend().description().c_str(),
+                 o.task.c_str(), n_items, runs.size(), reps, reps == 1 ? "" : "s", so.batch);
+    {  // warm-up: first touch of the weights and the thread pool start would otherwise land in the first run's time
+        app::SuiteOptions w = so;
+        w.limit             = 1;
+        (void)app::run_suite_point(*model, {suites.front()}, runs.front(), w);
+    }
+    std::vector<app::SuitePoint> pts;
+    for (size_t i = 0; i < runs.size(); ++i) {
+        std::vector<app::SuitePoint> rep;
+        for (int r = 0; r < reps; ++r) rep.push_back(app::run_suite_point(*model, suites, runs[i], so));
+        pts.push_back(combine_reps(rep));
+        const app::SuitePoint& p = pts.back();
+        std::fprintf(stderr, "bench: %zu/%zu %s: accuracy %.3f (%d/%d), %.1f tok/s, FLOPs vs dense %.3f\n", i + 1,
+                     runs.size(), runs[i].label().c_str(), p.accuracy, p.correct, p.items, p.tokens_per_s,
+                     p.flops_vs_dense);
+    }
+    app::mark_pareto(pts);
+
+    const app::SuiteContext ctx{o.task, model->name(), model->backend().name(), o.shots, so.batch};
+    auto                    format = [&](const std::string& f) {
+        if (f == "json") {
+            nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+            for (const auto& p : pts) arr.push_back(point_json(p, ctx));
+            return arr.dump(2) + "\n";
+        }
+        if (f == "csv") {
+            std::ostringstream os;
+            app::write_csv(os, app::suite_csv(pts, ctx));
+            return os.str();
+        }
+        return task_table(pts);
+    };
+    const std::string shown = o.json ? "json" : target.file.empty() ? target.format : "md";
+    if (!target.file.empty()) {
+        file << format(target.format);
+        file.close();
+        if (!file) throw InputError("-o " + target.file + ": write failed");
+        std::fprintf(stderr, "bench: wrote %s\n", target.file.c_str());
+    }
+    std::fputs(format(shown).c_str(), stdout);
+    std::fflush(stdout);
+    return 0;
+}
+
 int run_bench(const BenchOptions& o) {
     const OutputTarget target = parse_output(o.output);
-    if (o.limit < 0) throw InputError("--limit must be >= 0 (got " + std::to_string(o.limit) + ")");
-    if (o.limit > 0 && o.task.empty()) throw InputError("--limit needs --task");
-    if (!o.task.empty() && !o.prompts.empty()) throw InputError("-p and --task exclude each other");
+    if (o.task.empty() && o.limit != -1) throw InputError("--limit needs --task");
+    if (o.task.empty() && o.shots_given) throw InputError("--shots needs --task");
     std::ofstream file;
     if (!target.file.empty()) {  // opened before the runs, so a bad path fails in a second, not after the sweep
         file.open(target.file, std::ios::binary | std::ios::trunc);
@@ -445,20 +601,17 @@ int run_bench(const BenchOptions& o) {
             throw InputError("-o " + target.file + ": cannot open for writing (" +
                              std::error_code(errno, std::generic_category()).message() + ")");
     }
-    std::unique_ptr<Model> model   = load_model_for_cli(o.model);
-    const std::vector<Config> cfgs = expand_configs(*model, o);  // validates every configuration before any run
-    std::optional<TaskWork>   task;
-    if (!o.task.empty()) task = load_task_work(*model, o, o.fixed.params.gen_length);
+    if (!o.task.empty()) return run_task_sweep(o, target, file);
+    std::unique_ptr<Model>    model = load_model_for_cli(o.model, o.json || target.format == "json");
+    const std::vector<Config> cfgs  = expand_configs(*model, o);  // validates every configuration before any run
 
     std::fprintf(stderr, "bench: model %s (%s), backend %s, %zu configurations, %d reps + 1 warm-up each\n",
                  model->name().c_str(), family_name(model->config().family), model->backend().description().c_str(),
                  cfgs.size(), o.reps);
     // The peak the GFLOP/s columns are a share of: the dense step's GEMMs (rows = prompt + response of one sequence)
     // through the same backend and threads, 0.2 s per shape (a few hundred calls on tiny models, a handful on 8B).
-    const int64_t rows = int64_t((task ? task->prompts : bench_prompts(*model, o, 1, cfgs.front().gen_length))
-                                     .front()
-                                     .size()) +
-                         cfgs.front().gen_length;
+    const int64_t rows =
+        int64_t(bench_prompts(*model, o, 1, cfgs.front().gen_length).front().size()) + cfgs.front().gen_length;
     const auto            shapes = app::model_gemm_shapes(model->config(), rows);
     const app::SgemmProbe probe  = app::measure_sgemm(model->backend(), shapes, 0.2);
     std::string           detail;
@@ -476,7 +629,7 @@ int run_bench(const BenchOptions& o) {
         if (tty)
             std::fprintf(stderr, "\rbench: %zu/%zu %-12s steps %d block %d batch %d   ", i + 1, cfgs.size(),
                          method_name(c.method), c.steps, c.block_length, c.batch);
-        Row row = run_config(*model, o, c, task ? &*task : nullptr);
+        Row row = run_config(*model, o, c);
         if (c.method == Method::Original) baseline = row.tps_median > 0 ? std::optional<double>(row.tps_median)
                                                                         : std::nullopt;
         if (baseline) row.speedup = row.tps_median / *baseline;
@@ -494,12 +647,12 @@ int run_bench(const BenchOptions& o) {
         return format_md(rows_out, o.reps, probe.gflops_per_s);
     };
     if (target.file.empty()) {
-        std::fputs(format(target.format).c_str(), stdout);
+        std::fputs(format(o.json ? "json" : target.format).c_str(), stdout);
     } else {
         file << format(target.format);
         file.close();
         if (!file) throw InputError("-o " + target.file + ": write failed");
-        std::fputs(format("md").c_str(), stdout);
+        std::fputs(format(o.json ? "json" : "md").c_str(), stdout);
         std::fprintf(stderr, "bench: wrote %s\n", target.file.c_str());
     }
     std::fflush(stdout);
@@ -512,28 +665,49 @@ const CommandRegistrar kRegistrar{Command{
         auto o = std::make_shared<BenchOptions>();
         add_model_options(app, o->model);
         add_diffusion_options(app, o->fixed, DiffusionFlags::FixedOnly);
-        app.add_option("--methods", o->methods, "comma-separated methods; original always runs first per group "
-                                                "(for speed-ups) but is printed only when listed")
-            ->capture_default_str();
-        app.add_option("--tau", o->taus,
-                       "comma-separated tau values, a sweep: one dyllm row per tau (default: family default)");
-        app.add_option("--steps", o->steps, "comma-separated step counts (default: gen length)");
-        app.add_option("--block-length", o->blocks, "comma-separated block lengths (default: min(32, gen))");
-        app.add_option("--batch", o->batches,
-                       "comma-separated batch sizes (copies of the prompt; with --task, items per lock-step session)")
-            ->capture_default_str();
-        app.add_option("-r,--reps", o->reps, "timed repetitions per configuration (plus one warm-up)")
-            ->capture_default_str();
+        auto* methods = app.add_option("--methods", o->methods,
+                                       "comma-separated methods; original always runs first per group (for speed-ups) "
+                                       "but is printed only when listed. With --task: the methods of the sweep, dyllm "
+                                       "with an optional stable-row update (dyllm:incremental, dyllm:columns, "
+                                       "dyllm:exact); not given: original and fast-dual as references, then dyllm")
+                            ->capture_default_str();
+        auto* taus = app.add_option("--tau", o->taus,
+                                    "comma-separated tau values, a sweep: one dyllm row per tau (default: family "
+                                    "default; with --task each in (0, 1))");
+        app.add_option("--steps", o->steps, "comma-separated step counts (default: gen length; one with --task)");
+        app.add_option("--block-length", o->blocks,
+                       "comma-separated block lengths (default: min(32, gen); one with --task)");
+        auto* batches = app.add_option("--batch", o->batches,
+                                       "comma-separated batch sizes (copies of the prompt); with --task one value, "
+                                       "items per lock-step session (default 16, as dyllm eval)")
+                            ->capture_default_str();
+        auto* reps = app.add_option("-r,--reps", o->reps,
+                                    "timed repetitions per configuration (plus one warm-up); with --task default 1 "
+                                    "(tokens/s: the median)")
+                         ->capture_default_str();
         app.add_option("-o,--output", o->output,
                        "md | csv | json (stdout), or FILE.md / FILE.csv / FILE.json (the table in that format; the "
                        "markdown table still goes to stdout)")
             ->capture_default_str();
-        app.add_option("--task", o->task, "task suite whose held-out prompts are used (accuracy reported)");
-        app.add_option("--limit", o->limit, "items per task suite (0 = all)");
+        app.add_flag("--json", o->json, "print JSON on stdout instead of the markdown table");
+        app.add_option("--task", o->task,
+                       "sweep tau and methods on a task suite (add, sort, word, rev or all; assets/tasks), scored as "
+                       "dyllm eval: accuracy, tokens/s, FLOPs per run, the Pareto front");
+        app.add_option("--limit", o->limit, "with --task: items per task (default: every item)");
+        auto* shots = app.add_option("--shots", o->shots,
+                                     "with --task: solved examples per prompt, from the preceding items (default: "
+                                     "each item's own prompt)");
         app.add_option("-p,--prompt", o->prompts, "prompt text instead of the built-in one (repeatable)")
             ->allow_extra_args(false);
         app.add_flag("--no-chat", o->no_chat, "do not apply the chat template");
-        return [o] { return run_bench(*o); };
+        return [o, methods, taus, batches, reps, shots] {  // after parsing: which list flags the user gave
+            o->methods_given = methods->count() > 0;
+            o->taus_given    = taus->count() > 0;
+            o->batches_given = batches->count() > 0;
+            o->reps_given    = reps->count() > 0;
+            o->shots_given   = shots->count() > 0;
+            return run_bench(*o);
+        };
     }}};
 
 }  // namespace

@@ -31,7 +31,12 @@ TaskScore eval_task(const Model& model, const TaskSuite& suite, const DiffusionP
         std::vector<std::vector<int32_t>> chunk(prompts.begin() + long(b0), prompts.begin() + long(b1));
         Session session(model, sink);
         session.start(chunk, params);
-        session.run();
+        while (session.step())
+            if (o.cancel && o.cancel->load(std::memory_order_relaxed)) {
+                sc.cancelled = true;
+                sc.wall_s    = sc.denoise_s;
+                return sc;
+            }
         const GenerationResult r = session.result();
         sc.generated_tokens += r.generated_tokens;
         sc.denoise_s += r.denoise_seconds;

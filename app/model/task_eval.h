@@ -1,6 +1,7 @@
 // One task suite run through the engine the way `dyllm eval` scores it (batched lock-step sessions, few-shot prompts,
 // exact-match answers, the engine's FLOP accounting); shared by `dyllm eval` and `dyllm report`.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -14,6 +15,7 @@ struct TaskEvalOptions {
     int  shots   = -1;  // solved examples per prompt; -1 = each item's own prompt
     int  batch   = 16;  // sequences per lock-step session
     bool verbose = false;  // each item's response and verdict on stderr
+    const std::atomic<bool>* cancel = nullptr;  // checked after every step: set, the score stops (the studio's sweep)
 };
 
 struct TaskScore {
@@ -23,6 +25,7 @@ struct TaskScore {
     double      denoise_s = 0, wall_s = 0;
     int64_t     forward_passes = 0;
     double      flops = 0, dense_flops = 0;  // the engine's accounting (FLOPs vs a dense forward of each step)
+    bool        cancelled = false;           // o.cancel was set: the counts cover only the items run before it
 };
 
 // Runs the first o.limit items of the suite. Throws InputError when a prompt plus gen length exceeds max_position.

@@ -1,6 +1,8 @@
 // Tau sweep sequencing, scoring and Pareto front (app/model/tau_sweep.h).
 #include "app/model/tau_sweep.h"
 
+#include "app/model/pareto_front.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -22,18 +24,11 @@ void score_sweep(std::vector<SweepPoint>& pts) {
             for (size_t i = 0; i < p.tokens.size() && i < ref->tokens.size(); ++i) same += p.tokens[i] == ref->tokens[i];
         p.agreement = ref && !ref->tokens.empty() ? double(same) / double(ref->tokens.size()) : 0.0;
     }
-    for (auto& p : pts) {
-        p.pareto = !p.cancelled;
-        for (const auto& q : pts) {
-            if (&q == &p || q.cancelled) continue;
-            const bool no_worse = q.flops_fraction <= p.flops_fraction && q.agreement >= p.agreement;
-            const bool better   = q.flops_fraction < p.flops_fraction || q.agreement > p.agreement;
-            if (no_worse && better) {
-                p.pareto = false;
-                break;
-            }
-        }
-    }
+    // Less work is better: the front over (-FLOPs fraction, agreement).
+    std::vector<ParetoInput> in;
+    for (const auto& p : pts) in.push_back({-p.flops_fraction, p.agreement, !p.cancelled});
+    const std::vector<bool> front = pareto_front(in);
+    for (size_t i = 0; i < pts.size(); ++i) pts[i].pareto = front[i];
 }
 
 void TauSweep::begin(std::vector<float> taus) {

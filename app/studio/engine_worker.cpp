@@ -92,6 +92,12 @@ void EngineWorker::cancel_run() {
     if (session_) session_->cancel();  // thread-safe by contract (engine.h)
 }
 
+void EngineWorker::run_job(std::function<void(const Model*)> job) {
+    Command c{Command::Job};
+    c.job = std::move(job);
+    post(std::move(c));
+}
+
 WorkerStatus EngineWorker::status() const {
     std::lock_guard lk(status_mutex_);
     return status_;
@@ -197,6 +203,13 @@ void EngineWorker::execute(Command& c) {
             }
             break;
         case Command::Speed: speed_ = c.value; break;
+        case Command::Job:
+            try {
+                c.job(model_.get());
+            } catch (const std::exception& e) {  // jobs report their own errors; this keeps the worker alive
+                set_error(std::string("job failed: ") + e.what());
+            }
+            break;
         case Command::Cancel:
         case Command::Quit: break;
     }

@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -63,6 +64,9 @@ public:
     void set_tau(float tau);  // Session::set_tau from the next step
     void set_speed(float steps_per_s);  // <= 0: as fast as possible
     void cancel_run();
+    // Runs job on the worker thread with the loaded model (nullptr when none), between steps of the live run, which
+    // does not step meanwhile. The job must return soon once its own cancel flag is set (the Tune panel's suite sweep).
+    void run_job(std::function<void(const Model*)> job);
 
     // ---- UI side ----
     QueueSink&                   sink() { return sink_; }
@@ -72,13 +76,14 @@ public:
 
 private:
     struct Command {
-        enum Kind { Load, Start, Play, Pause, Step, Tau, Speed, Cancel, Quit } kind;
+        enum Kind { Load, Start, Play, Pause, Step, Tau, Speed, Cancel, Job, Quit } kind;
         Command(Kind k) : kind(k) {}  // NOLINT: implicit on purpose, Command{Command::Play}
         std::string  spec;
         BackendKind  backend = BackendKind::Cpu;
         int          n_threads = 0;
         StartRequest start;
         float        value = 0;
+        std::function<void(const Model*)> job;
     };
     void post(Command c);
     void thread_main();

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <thread>
 
 #include "app/studio/window_png.h"
 
@@ -48,7 +49,7 @@ void Headless::start(Studio& s) {
     t_start_ = now_s();
     // Screenshot: K steps one by one (paused), then render. Bench: play at once. Compare: both runs play to the end.
     s.open(!shot_);
-    if (shot_ && !o_.compare && !o_.sweep)
+    if (shot_ && !o_.compare && !o_.sweep && o_.sweep_task.empty())
         for (int k = 0; k < o_.step; ++k) s.worker.step_once();
 }
 
@@ -61,7 +62,12 @@ void Headless::before_frame(Studio& s) {
     // Re-read the status after seeing the worker idle: the copy from begin_frame() may predate its last command
     // (e.g. still "ready" from the load while the start was executing).
     s.status = s.worker.status();
-    if (o_.sweep) {
+    if (!o_.sweep_task.empty()) {
+        // Ready when the suite sweep's job has ended (or was never accepted: a bad setting is in the message bar).
+        if (idle && (!s.suite.job || s.suite.job->finished())) ready_ = true;
+        // Meanwhile 20 frames/s show the progress; the rest of the CPU goes to the runs being timed.
+        else std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    } else if (o_.sweep) {
         if (idle && !s.sweep.active()) ready_ = true;
     } else if (o_.compare) {
         // Ready when run B of the comparison has its RunEnd (or the runs were refused).
@@ -94,6 +100,12 @@ bool Headless::after_render(Studio& s, GLFWwindow* win) {
         for (const auto& f : s.export_all(o_.export_dir)) std::printf("dyllm-studio: wrote %s\n", f.c_str());
     if (!s.message.empty()) std::fprintf(stderr, "dyllm-studio: message bar: %s\n", s.message.c_str());
     if (rc_ == 0 && run_refused(s.status.state)) rc_ = 2;
+    if (!o_.sweep_task.empty()) {  // the suite sweep is the requested run here
+        const SuiteSweepState st = s.suite.job ? s.suite.job->state() : SuiteSweepState{};
+        if (!st.error.empty()) std::fprintf(stderr, "dyllm-studio: %s\n", st.error.c_str());
+        else std::printf("dyllm-studio: task sweep: %d runs in %.1f s\n", st.done, st.elapsed_s);
+        if (rc_ == 0 && (!s.suite.job || !st.error.empty() || st.done < st.runs)) rc_ = 2;
+    }
     return true;
 }
 

@@ -1,6 +1,6 @@
 // dyllm-studio's headless modes, kept out of the frame loop: --screenshot FILE --frames N [--step K] [--export-dir D]
-// (run K engine steps, render N frames, write the PNG and the exports, exit) and --bench-frames N (render N frames
-// while the engine generates, print frame-time statistics, exit).
+// (run K engine steps, or the --sweep / --sweep-task sweep, render N frames, write the PNG and the exports, exit) and
+// --bench-frames N (render N frames while the engine generates, print frame-time statistics, exit).
 #pragma once
 #include <vector>
 

@@ -51,6 +51,15 @@ int parse_options(int argc, char** argv, StudioOptions& opt) {
     cli.add_option("--ui-scale", opt.ui_scale, "text and bar scale (Ctrl +/- in the app)")
         ->check(CLI::Range(double(kUiScaleMin), double(kUiScaleMax)));
     cli.add_flag("--sweep", opt.sweep, "run the Tune tab's tau sweep of the prompt at start and show the tab");
+    cli.add_option("--sweep-task", opt.sweep_task,
+                   "run the Tune tab's task-suite sweep at start (original, fast-dual, dyllm at each tau; accuracy vs "
+                   "tokens/s) on this task and show the tab")
+        ->check(CLI::IsMember({"add", "sort", "word", "rev", "all"}));
+    cli.add_option("--sweep-limit", opt.sweep_limit, "items per task of --sweep-task")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    cli.add_option("--sweep-tau", opt.sweep_taus, "tau list of --sweep-task, e.g. 0.9,0.99 (default 0.9,0.98,0.99,"
+                                                  "0.995,0.999)");
     cli.add_option("--tab", opt.tab, "bottom band tab to open: time, op-stats, tune")
         ->check(CLI::IsMember({"time", "op-stats", "tune"}));
     cli.add_option("--open", opt.open, "windows to open at start (comma-separated): explain, export, compare")
@@ -89,7 +98,13 @@ int parse_options(int argc, char** argv, StudioOptions& opt) {
                      opt.width, opt.height);
         return 2;
     }
-    if (opt.sweep && opt.tab.empty()) opt.tab = "tune";
+    if (!opt.sweep_taus.empty()) try {
+            (void)parse_sweep_taus("--sweep-tau", opt.sweep_taus);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "dyllm-studio: error: %s\n", e.what());
+            return 2;
+        }
+    if ((opt.sweep || !opt.sweep_task.empty()) && opt.tab.empty()) opt.tab = "tune";
     return -1;
 }
 

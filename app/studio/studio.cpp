@@ -1,10 +1,12 @@
 // Studio: UI-thread state and actions (model load, restart, event pumping into the run history, per-frame status).
 #include "app/studio/studio.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 
 #include "app/model/task_suite.h"
 
@@ -117,6 +119,15 @@ void Studio::open(bool autoplay) {
     if (opts.compare) start_compare(true, NAN);
     else restart(autoplay);
     if (opts.sweep) start_sweep();
+    if (!opts.sweep_task.empty()) {  // --sweep-task/--sweep-limit/--sweep-tau: the Tune panel's suite settings
+        for (size_t i = 0; i < std::size(kSuiteTasks); ++i)
+            if (opts.sweep_task == kSuiteTasks[i]) suite.task_idx = int(i);
+        suite.limit = opts.sweep_limit;
+        std::snprintf(suite.taus, sizeof suite.taus, "%s", opts.sweep_taus.c_str());
+        tune_suite_mode = true;
+        bottom_frac     = std::max(bottom_frac, 0.5f);  // the Tune band tall enough for the plot and its table
+        start_suite_sweep();
+    }
 }
 
 StartRequest Studio::make_request(bool autoplay) const {
@@ -158,6 +169,7 @@ void Studio::start_run(StartRequest req, RunRequest what) {
 void Studio::restart(bool autoplay) {
     message.clear();
     compare_queued = false;  // a restart replaces a comparison still waiting for its run B
+    if (suite.running()) suite.job->cancel();  // and a suite sweep holding the engine (its points stay)
     if (sweep.active()) {     // and a sweep
         sweep.cancel();
         sweep_label.clear();
@@ -197,6 +209,18 @@ void Studio::start_sweep() {
     sweep_label.clear();
     worker.set_speed(0);  // the sweep is for its points, not for watching
     advance_sweep();
+}
+
+void Studio::start_suite_sweep() {
+    if (suite.running() || sweep.active()) return;
+    try {
+        auto job  = std::make_shared<SuiteSweepJob>(suite_request(suite, make_request(false).params));
+        suite.job = job;
+        worker.pause();  // the engine is the sweep's until it ends
+        worker.run_job([job](const Model* m) { job->run(m); });
+    } catch (const std::exception& e) {  // InputError: a bad tau list
+        message = e.what();
+    }
 }
 
 void Studio::advance_sweep() {

@@ -11,6 +11,7 @@
 #include "app/model/layout.h"
 #include "app/model/run_history.h"
 #include "app/model/run_list.h"
+#include "app/model/suite_sweep_job.h"
 #include "app/model/tau_sweep.h"
 #include "app/model/task_examples.h"
 #include "app/model/timed_notice.h"
@@ -35,6 +36,9 @@ struct StudioOptions {
     std::string export_dir;                // --export-dir: headless runs write every export there before exiting
     float       ui_scale = 1.f;            // --ui-scale
     bool        sweep = false;             // --sweep: run the Tune tab's tau sweep at start (and open the tab)
+    std::string sweep_task;                // --sweep-task: run the Tune tab's task-suite sweep at start instead
+    int         sweep_limit = SuiteTune::kDefaultLimit;  // --sweep-limit: its items per task
+    std::string sweep_taus;                // --sweep-tau: its tau list ("" = default_suite_taus())
     std::string tab;                       // --tab: the bottom band's tab to open first (time, op-stats, tune)
     std::vector<std::string> open;         // --open: windows shown at start (explain, export, compare)
     DiffusionParams params;            // the diffusion flags (engine/params.h), resolved and validated
@@ -127,6 +131,8 @@ struct Studio {
     TauSweep    sweep;                // Tune panel: original + dyllm at a few taus on the current prompt
     std::string sweep_label;          // label of the sweep run in flight ("" when none)
     int         sweep_run = -1;       // its index in the sweep (0: the original reference)
+    bool        tune_suite_mode = false;  // Tune panel shows the task-suite sweep (else the one-prompt sweep)
+    SuiteTune   suite;                // the task-suite sweep: settings and the job the worker runs
 
     // Per-frame copies from the worker.
     WorkerStatus                 status;
@@ -164,6 +170,9 @@ struct Studio {
     // in begin_frame and starts each run once the previous one has ended.
     void start_sweep();
     void advance_sweep();
+    // Task-suite sweep (Tune panel, suite mode): original, fast-dual and dyllm at the panel's taus on the panel's task
+    // with the Controls bar's other settings, run by the worker as one background job (the live run pauses).
+    void start_suite_sweep();
     // Writes every CSV table, the Chrome trace and the JSONL of the shown run into dir; returns the files written
     // (an error goes to the message bar).
     std::vector<std::string> export_all(const std::string& dir);

@@ -207,3 +207,34 @@ TEST_CASE("dyllm-studio --screenshot renders every panel after 3 engine steps", 
     CHECK(std::abs(canvas.first - time.first) + std::abs(canvas.second - time.second) > 1.0);
     CHECK(ctrl.second > 50.0);
 }
+
+TEST_CASE("--sweep-task shoots the Tune panel after the task-suite sweep, references drawn", "[studio][gui]") {
+    const std::string studio = studio_or_fail();
+    const auto        model  = test::make_tiny_checkpoint(Family::LLaDA);
+    {  // the model's own tasks/ (found first by find_tasks_dir): two short items
+        std::filesystem::create_directories(model / "tasks");
+        std::ofstream add(model / "tasks" / "add.jsonl");
+        add << R"({"prompt": "Q: add 1+2", "answer": "answer 3", "task": "add", "shots": 0})"
+            << "\n"
+            << R"({"prompt": "Q: add 2+3", "answer": "answer 5", "task": "add", "shots": 0})"
+            << "\n";
+    }
+    const std::string png = "studio_suite.png", log = "studio_suite.log";
+    std::filesystem::remove(png);
+    const std::string args = "--sweep-task add --sweep-limit 2 --sweep-tau 0.9,0.99 --screenshot " + png +
+                             " --frames 3 --size 1280x720 -n 8 --steps 8 --block-length 8 -m '" + model.string() + "'";
+    const int rc = run_studio(studio, args, log);
+    INFO("studio " << args << "\nlog:\n" << slurp(log));
+    REQUIRE(rc == 0);
+    CHECK(slurp(log).find("task sweep: 4 runs") != std::string::npos);  // original, fast-dual, dyllm at 2 taus
+    Image im;
+    int   n = 0;
+    im.px   = stbi_load(png.c_str(), &im.w, &im.h, &n, 3);
+    REQUIRE(im.px != nullptr);
+    REQUIRE(im.w == 1280);
+    // The bottom half holds the Tune band (--sweep-task opens it at half the body): the original square and the
+    // fast-dual diamond in their own colours (kColOrig, kColFastDual in app/studio/view_tune.cpp).
+    const app::Rect band{0, 360, 1280, 330};
+    CHECK(count_colour(im, band, 225, 105, 205) > 40);
+    CHECK(count_colour(im, band, 235, 235, 235) > 40);
+}
