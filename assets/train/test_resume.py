@@ -1,6 +1,6 @@
 # Checks that train.py resumes exactly: a tiny model trained N steps straight, N/2 + resume (--stop-after), and
 # stopped by SIGTERM mid-run + resumed, must end with bit-identical weights, optimizer state and loss log.
-# Run: /usr/bin/python3 assets/train/test_resume.py   (about a minute on one core; not part of CI: CI has no torch)
+# Run: /usr/bin/python3 assets/train/test_resume.py   (about 20 s on one core; not part of CI: CI has no torch)
 import os
 import signal
 import subprocess
