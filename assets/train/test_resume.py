@@ -88,6 +88,16 @@ def main():
         # A finished run resumed again trains no further step.
         train(a)
         assert load(a)["step"] == N, "a finished run took more steps"
+        # A second trainer on a state directory in use is refused.
+        p = subprocess.Popen([sys.executable, os.path.join(HERE, "train.py"), *TINY, "--work", a, "--out", a + "/x",
+                              "--budget-steps", "100000"], env=env(), stdout=subprocess.PIPE, text=True)
+        for line in p.stdout:
+            if line.startswith("{"):
+                break
+        r = train(a, check=False)
+        p.send_signal(signal.SIGTERM)
+        p.wait()
+        assert r.returncode != 0 and "train.lock" in r.stderr, f"second trainer on one state dir: {r.stderr}"
         # Resuming with another recipe is refused with one line naming the knob.
         r = train(a, "--layers", "3", check=False)
         assert r.returncode != 0 and "--layers" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr

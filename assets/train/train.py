@@ -1,6 +1,7 @@
 # Trains one built-in model (tiny-llada or tiny-dream) on the synthetic task suite with the LLaDA SFT objective and
 # exports it in the family's real checkpoint format. Reproduce: see assets/train/TRAINING.md (one command per model).
 import argparse
+import fcntl
 import json
 import math
 import os
@@ -167,6 +168,12 @@ def main(argv=None):
     torch.manual_seed(args.seed)
     fam = Family(args.family)
     os.makedirs(args.work, exist_ok=True)
+    # One trainer per state directory: two would both resume from state.pt and overwrite each other's saves.
+    lock = open(os.path.join(args.work, "train.lock"), "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        sys.exit(f"train.py: another trainer holds {args.work}/train.lock (stop it first: kill -TERM <its pid>)")
     # The tokenizer corpus is always v1 data with its own seed, so every format and family shares the shipped vocabulary.
     tok = build_tokenizer(fam, seed=1000 + 0)
     mc = {"d": args.d, "n_layers": args.layers, "n_heads": args.heads, "n_kv_heads": args.kv_heads,
