@@ -15,7 +15,9 @@ case $BUDGET in
   *) B="--budget-steps $BUDGET" ;;
 esac
 PY=/usr/bin/python3   # Debian's python3-torch; the pyenv python3 on PATH has no torch
-$PY -c "import torch" 2>/dev/null || { echo "run_all.sh: $PY cannot import torch (apt-get install python3-torch)" >&2; exit 2; }
+if ! $PY -c "import torch" 2>/dev/null; then
+  echo "run_all.sh: $PY cannot import torch (apt-get install python3-torch)" >&2; exit 2
+fi
 # OPENBLAS_CORETYPE=Haswell (set on these machines) halves OpenBLAS speed (measured on these machines).
 ENV="env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1"
 # The v2 shape: 8 layers at width 128 (the engine's kernels run head dim 32 about twice as fast per FLOP as 24, so a

@@ -174,7 +174,7 @@ def main(argv=None):
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         sys.exit(f"train.py: another trainer holds {args.work}/train.lock (stop it first: kill -TERM <its pid>)")
-    # The tokenizer corpus is always v1 data with its own seed, so every format and family shares the shipped vocabulary.
+    # The tokenizer corpus is always v1 data with its own seed: every format and family gets the shipped vocabulary.
     tok = build_tokenizer(fam, seed=1000 + 0)
     mc = {"d": args.d, "n_layers": args.layers, "n_heads": args.heads, "n_kv_heads": args.kv_heads,
           "head_dim": args.d // args.heads, "ffn": args.ffn, "vocab": len(tok),
@@ -189,7 +189,11 @@ def main(argv=None):
     state_path = os.path.join(args.work, "state.pt")
     step, train_s, wall_s, ema, log, sittings = 0, 0.0, 0.0, None, [], 0
     if os.path.exists(state_path):
-        st = torch.load(state_path)
+        try:
+            st = torch.load(state_path)
+            st["recipe"], st["model"], st["optimizer"]  # noqa: B018 (a state from another tool fails here, not later)
+        except Exception as e:  # one line, not a traceback: the file is the user's to move away or delete
+            sys.exit(f"train.py: cannot resume from {state_path}: {type(e).__name__}: {e}")
         for k in RECIPE_KEYS:
             if st["recipe"][k] != recipe[k]:
                 sys.exit(f"train.py: {state_path} was trained with --{k.replace('_', '-')} {st['recipe'][k]}, the "
@@ -203,7 +207,8 @@ def main(argv=None):
         sittings = st["sittings"]
         if (st["budget_steps"], st["budget_hours"]) != (args.budget_steps, args.budget_hours):
             print(f"note: budget changed from steps {st['budget_steps']} / hours {st['budget_hours']} to steps "
-                  f"{args.budget_steps} / hours {args.budget_hours}; the LR schedule follows the new budget", flush=True)
+                  f"{args.budget_steps} / hours {args.budget_hours}; the LR schedule follows the new budget",
+                  flush=True)
         print(f"resumed {state_path}: step {step}, {train_s / 3600:.2f} h of training, sitting {sittings + 1}",
               flush=True)
     sittings += 1
