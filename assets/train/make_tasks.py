@@ -1,4 +1,5 @@
-# Writes the held-out task suite assets/tasks/<task>.jsonl: {"prompt", "answer", "task", "shots"} per line.
+# Writes the held-out task suite assets/tasks/<task>.jsonl (format v1; --format v2 --out DIR writes the v2 suite
+# elsewhere): {"prompt", "answer", "task", "shots"} per line.
 # Queries come only from the held-out hash bucket (tasks.is_held_out); item i carries i % 5 solved examples taken from
 # the items just before it in the same file (cyclically), the rule app/model/task_suite.cpp uses for --shots K.
 import argparse
@@ -11,11 +12,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tasks  # noqa: E402
 
 
-def build(task, n, seed):
+def build(task, n, seed, fmt="v1"):
     rng = random.Random(seed)
     seen, items = set(), []
     while len(items) < n:
-        q, a = tasks.sample(rng, task, held_out=True)
+        q, a = tasks.sample(rng, task, held_out=True, fmt=fmt)
         if tasks.split_key(q) in seen:  # one item per held-out problem (sort multisets, unordered add pairs)
             continue
         seen.add(tasks.split_key(q))
@@ -30,13 +31,19 @@ def build(task, n, seed):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tasks"))
+    shipped = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tasks")
+    ap.add_argument("--out", default=None, help="directory to write (default for v1: assets/tasks)")
+    ap.add_argument("--format", default="v1", choices=tasks.FORMATS, help="task data format (TRAINING.md)")
     ap.add_argument("--n", type=int, default=100)
     ap.add_argument("--seed", type=int, default=12345)
     args = ap.parse_args()
+    if args.out is None:
+        if args.format != "v1":  # assets/tasks is what the shipped (v1) models are tested on
+            sys.exit(f"make_tasks.py: --format {args.format} needs --out DIR (assets/tasks holds the shipped v1 suite)")
+        args.out = shipped
     os.makedirs(args.out, exist_ok=True)
     for t in tasks.TASKS:
-        rows = build(t, args.n, args.seed + tasks.TASKS.index(t))
+        rows = build(t, args.n, args.seed + tasks.TASKS.index(t), args.format)
         for r in rows:  # by construction, re-checked: the query (last "Q: " line) is in the held-out bucket
             assert tasks.is_held_out(r["prompt"].rsplit("Q: ", 1)[1])
         with open(os.path.join(args.out, f"{t}.jsonl"), "w") as f:

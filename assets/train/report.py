@@ -1,6 +1,7 @@
 # Writes the measured part of assets/train/TRAINING.md (between the RESULTS markers) from the training metadata
-# (assets/models/tiny-*/train_meta.json) and the evaluation JSON (assets/train_work/eval_*.json), and copies the file
-# into each model directory.
+# (assets/models/tiny-*/train_meta.json) and the evaluation JSON (assets/train_work/eval_*.json, or --work DIR), and
+# copies the file into each model directory.
+import argparse
 import json
 import os
 import shutil
@@ -10,7 +11,7 @@ DOC = os.path.join(ROOT, "assets", "train", "TRAINING.md")
 BEGIN, END = "<!-- RESULTS BEGIN (report.py) -->", "<!-- RESULTS END -->"
 
 
-def model_section(fam):
+def model_section(fam, work):
     name = f"tiny-{fam}"
     out = [f"### {name}", ""]
     meta_p = os.path.join(ROOT, "assets", "models", name, "train_meta.json")
@@ -19,8 +20,15 @@ def model_section(fam):
     meta = json.load(open(meta_p))
     a = meta["args"]
     log = meta["log"]
-    m1_p = os.path.join(ROOT, "assets", "train_work", f"meta1_{fam}.json")
-    if meta.get("step0", 0) > 0 and os.path.exists(m1_p):  # two phases: main run + continuation (--resume)
+    m1_p = os.path.join(work, f"meta1_{fam}.json")
+    if "train_hours" in meta:  # resumable train.py: budget in steps or training (CPU) hours, possibly several sittings
+        out.append(f"- steps: {meta['step']} (budget: {meta['budget_steps'] or '-'} steps, "
+                   f"{meta['budget_hours'] or '-'} h), training time {meta['train_hours']:.2f} h (CPU time of the "
+                   f"process; {meta['wall_hours']:.2f} h wall in steps) over {meta['sittings']} sitting(s), final loss "
+                   f"(EMA): {meta['loss_ema']:.4f}, batch {a['batch']}, lr {a['lr']}, format {a['format']}, seed "
+                   f"{a['seed']}")
+        log = [dict(r, s=r["train_h"] * 3600) for r in log]
+    elif meta.get("step0", 0) > 0 and os.path.exists(m1_p):  # two phases: main run + continuation (--resume)
         m1 = json.load(open(m1_p))
         out.append(f"- phase 1: {m1['step']} steps, {m1['seconds'] / 60:.1f} min, batch {m1['args']['batch']}, "
                    f"lr {m1['args']['lr']} (warmup {m1['args'].get('warmup', 100)}, cosine to 0.1x), seed "
@@ -34,11 +42,12 @@ def model_section(fam):
                    f"{meta['loss_ema']:.4f}, batch {a['batch']}, lr {a['lr']}, seed {a['seed']}")
     if log:
         idx = sorted({int(i * (len(log) - 1) / 11) for i in range(12)})
-        out += ["", "| step | minutes | loss (EMA) | lr |", "|--:|--:|--:|--:|"]
+        unit = "training minutes" if "train_hours" in meta else "minutes"
+        out += ["", f"| step | {unit} | loss (EMA) | lr |", "|--:|--:|--:|--:|"]
         for i in idx:
             r = log[i]
             out.append(f"| {r['step']} | {r['s'] / 60:.1f} | {r['loss_ema']:.4f} | {r['lr']:.2e} |")
-    ev_p = os.path.join(ROOT, "assets", "train_work", f"eval_{fam}.json")
+    ev_p = os.path.join(work, f"eval_{fam}.json")
     if os.path.exists(ev_p):
         ev = json.load(open(ev_p))
         out += ["", "Held-out accuracy (torch, original decoding: greedy, n_u = 1, gen 64, block 32; "
@@ -55,14 +64,14 @@ def model_section(fam):
             for l, s in sorted(ev["cosine"].items(), key=lambda kv: int(kv[0])):
                 out.append(f"| {l} | {s['n']} | {s['mean']:.4f} | {s['>=0.99']:.3f} | {s['>=0.995']:.3f} | "
                            f"{s['>=0.999']:.3f} |")
-    out += engine_section(fam)
+    out += engine_section(fam, work)
     out.append("")
     return out
 
 
-def engine_section(fam):
+def engine_section(fam, work):
     """The goals as the C++ engine measures them (eval_engine.sh): `dyllm eval --shots 4`, original and DyLLM."""
-    p = os.path.join(ROOT, "assets", "train_work", f"engine_eval_{fam}.jsonl")
+    p = os.path.join(work, f"engine_eval_{fam}.jsonl")
     if not os.path.exists(p):
         return []
     runs = {}
@@ -82,7 +91,7 @@ def engine_section(fam):
         toks = sum(r["tokens_per_s"] * r["denoise_s"] for r in rs) / sum(r["denoise_s"] for r in rs)
         cells = [f"{by[t]['accuracy']:.2f}" if t in by else "" for t in ["add", "sort", "word", "rev"]]
         out.append(f"| {key} | " + " | ".join(cells) + f" | **{acc:.3f}** | {toks:.0f} |")
-    chk = os.path.join(ROOT, "assets", "train_work", f"dyllm_check_{fam}.json")
+    chk = os.path.join(work, f"dyllm_check_{fam}.json")
     if os.path.exists(chk):
         s = json.load(open(chk))["summary"]
         out += ["", f"Engine vs the independent torch DyLLM (`compare_dyllm.py`, tau {s['tau']}): {s['prompts_ok']}/"
@@ -93,7 +102,11 @@ def engine_section(fam):
 
 
 def main():
-    body = [BEGIN, ""] + model_section("llada") + model_section("dream") + [END]
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--work", default=os.path.join(ROOT, "assets", "train_work"),
+                    help="directory of eval_<family>.json, engine_eval_<family>.jsonl, dyllm_check_<family>.json")
+    args = ap.parse_args()
+    body = [BEGIN, ""] + model_section("llada", args.work) + model_section("dream", args.work) + [END]
     doc = open(DOC).read()
     a, b = doc.index(BEGIN), doc.index(END) + len(END)
     doc = doc[:a] + "\n".join(body) + doc[b:]

@@ -1,28 +1,46 @@
 #!/bin/sh
-# Reproduces the built-in models end to end (see TRAINING.md): task files, both trainings side by side (one torch
-# thread each, nice 5), evaluation on the held-out items, the C++ self-test fixtures and TRAINING.md.
-# Usage: sh assets/train/run_all.sh [WALL_MINUTES]   (run from the repository root; default 85; the brief allows 90 per model)
+# Trains, or resumes, both built-in models v2 (TRAINING.md "v2"): task suite v2, both trainings side by side (one torch
+# thread each, nice 19), then the held-out evaluation in torch, the C++ self-test fixtures and, when built, dyllm eval.
+# Usage: sh assets/train/run_all.sh BUDGET [STATE_DIR]   (from the repository root)
+#   BUDGET     optimizer steps per model (24000: the v2 recipe) or training hours per model with an h suffix (6h)
+#   STATE_DIR  state, logs, task suite and exported models (default assets/train_work/v2). Rerunning the same command
+#              resumes from STATE_DIR/<family>/state.pt; stop with SIGTERM/SIGINT to the process group (state is saved).
+# Nothing under assets/models or assets/tasks is written: shipping copies STATE_DIR/<family>/export there by hand.
 set -e
-WALL=${1:-85}
-PY=/usr/bin/python3   # Debian's torch; the pyenv python3 on PATH has no torch
-W=assets/train_work
-mkdir -p $W
+BUDGET=${1:?usage: sh assets/train/run_all.sh BUDGET [STATE_DIR]  (BUDGET: steps, e.g. 24000, or hours, e.g. 6h)}
+S=${2:-assets/train_work/v2}
+case $BUDGET in
+  *h) B="--budget-hours ${BUDGET%h}" ;;
+  *[!0-9]*|'') echo "run_all.sh: BUDGET '$BUDGET' is neither a step count (24000) nor hours (6h)" >&2; exit 2 ;;
+  *) B="--budget-steps $BUDGET" ;;
+esac
+PY=/usr/bin/python3   # Debian's python3-torch; the pyenv python3 on PATH has no torch
+if ! $PY -c "import torch" 2>/dev/null; then
+  echo "run_all.sh: $PY cannot import torch (apt-get install python3-torch)" >&2; exit 2
+fi
 # OPENBLAS_CORETYPE=Haswell (set on these machines) halves OpenBLAS speed (measured on these machines).
 ENV="env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1"
-$PY assets/train/make_tasks.py
+# The v2 shape: 8 layers at width 128 (the engine's kernels run head dim 32 about twice as fast per FLOP as 24, so a
+# narrower model is not faster there); Dream-format model with GQA (4 query / 2 kv heads), as Dream-7B has it.
+SHAPE="--format v2 --d 128 --layers 8 --heads 4 --ffn 256 --warmup 200"
+mkdir -p $S/llada $S/dream
+$PY assets/train/make_tasks.py --format v2 --out $S/tasks-v2 > /dev/null
 for f in llada dream; do
-  $ENV nice -n 5 $PY assets/train/train.py --family $f --out assets/models/tiny-$f --work $W/$f \
-      --wall-minutes "$WALL" > $W/train_$f.log 2>&1 &
+  $ENV nice -n 19 $PY assets/train/train.py --family $f $SHAPE $B --work $S/$f --out $S/$f/export \
+      >> $S/$f/train.log 2>&1 &
+done
+wait
+grep -q '"final": true' $S/llada/export/train_meta.json && grep -q '"final": true' $S/dream/export/train_meta.json || {
+  echo "run_all.sh: training stopped before its budget; rerun the same command to resume" >&2; exit 1; }
+for f in llada dream; do
+  $ENV nice -n 19 $PY assets/train/evaluate.py --model $S/$f/export --tasks $S/tasks-v2 --limit 50 \
+      --out $S/eval_$f.json > $S/eval_$f.log 2>&1 &
 done
 wait
 for f in llada dream; do
-  $ENV nice -n 5 $PY assets/train/evaluate.py --model assets/models/tiny-$f --limit 50 --out $W/eval_$f.json \
-      > $W/eval_$f.log 2>&1 &
+  $ENV nice -n 19 $PY assets/train/make_selftest.py --model $S/$f/export --tasks $S/tasks-v2 > /dev/null
 done
-wait
-for f in llada dream; do
-  $ENV $PY assets/train/make_selftest.py --model assets/models/tiny-$f
-done
-$PY assets/train/report.py
 # The goals as the C++ engine measures them, when the engine is built (README's build command).
-if [ -x build/app/dyllm ]; then sh assets/train/eval_engine.sh build/app/dyllm && $PY assets/train/report.py; fi
+if [ -x build/app/dyllm ]; then
+  nice -n 19 sh assets/train/eval_engine.sh build/app/dyllm "$S/%f/export" $S/tasks-v2 $S
+fi

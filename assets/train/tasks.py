@@ -1,11 +1,20 @@
 # Synthetic task suite of the built-in models: generators for add / sort / word / rev, the hash split that keeps
 # held-out queries out of training by construction, and the few-shot prompt format (shared with app/model/task_suite.cpp).
+# Two data formats: v1 (the shipped models and assets/tasks) and v2 (worked word problems, rebalanced mix; TRAINING.md).
 import random
 
 TASKS = ["add", "sort", "word", "rev"]
+FORMATS = ["v1", "v2"]
 
-# Training mix: addition is the hard "reasoning" task, so it gets half the examples (tiny-mdlm-experiment.md advice).
-TASK_WEIGHTS = {"add": 0.5, "sort": 1 / 6, "word": 1 / 6, "rev": 1 / 6}
+# Training mix per format. v1: addition is the hard "reasoning" task, so it gets half the examples
+# (tiny-mdlm-experiment.md advice). v2: the shipped v1 model scores add 0.98 / sort 0.92 but word 0.32 / rev 0.56,
+# so the weak tasks get the examples addition no longer needs.
+TASK_WEIGHTS = {"v1": {"add": 0.5, "sort": 1 / 6, "word": 1 / 6, "rev": 1 / 6},
+                "v2": {"add": 0.3, "sort": 0.15, "word": 0.25, "rev": 0.3}}
+# v2 training draws rev lists of 4..9 letters with these weights (the held-out suite keeps uniform lengths): the v1
+# model's rev misses are all lists of 7-9 letters, at the last output items (markers 1-3), whose letters sit farthest
+# from the response; uniform lengths give those lookups a ninth of the rev examples.
+REV_TRAIN_LENGTH_WEIGHTS = {4: 1, 5: 1, 6: 1.5, 7: 2, 8: 2.5, 9: 3}
 
 NAMES = ["Tom", "Ann", "Bob", "Eve", "Sam", "Lily"]
 OBJECTS = ["apples", "pens", "books", "cards", "coins"]
@@ -41,7 +50,7 @@ def is_held_out(query: str) -> bool:
 
 # ---- the four tasks: each returns (query, response) ----
 
-def gen_add(rng):
+def gen_add(rng, fmt="v1", train=False):
     """Worked addition of two 3-digit numbers, columns least-significant first, carry written as '+1'."""
     a = rng.randint(100, 999)
     b = rng.randint(100, 999)
@@ -60,29 +69,36 @@ def gen_add(rng):
     return query, ", ".join(cols) + f", answer {total}"
 
 
-def gen_sort(rng):
+def gen_sort(rng, fmt="v1", train=False):
     n = rng.randint(4, 8)
     xs = [rng.randint(0, 9) for _ in range(n)]
     return "sort " + " ".join(map(str, xs)), " ".join(map(str, sorted(xs)))
 
 
-def gen_word(rng):
+def gen_word(rng, fmt="v1", train=False):
+    """v1: 'Tom has 6 apples.'; v2 writes the arithmetic first, as addition does: '13-7=6, answer Tom has 6 apples.'
+    (the v1 model's misses are mostly the sum or difference, computed in one token). Same random draws in both
+    formats, so the v1 and v2 suites hold the same queries."""
     name, obj = rng.choice(NAMES), rng.choice(OBJECTS)
     if rng.random() < 0.5:
         a, b = rng.randint(1, 19), rng.randint(1, 9)
         q = f"{name} has {a} {obj} and gets {b} more. How many {obj} does {name} have?"
-        r = a + b
+        r, work = a + b, f"{a}+{b}={a + b}"
     else:
         a = rng.randint(2, 19)
         b = rng.randint(1, a - 1)
         q = f"{name} has {a} {obj} and gives away {b}. How many {obj} does {name} have?"
-        r = a - b
-    return q, f"{name} has {r} {obj}."
+        r, work = a - b, f"{a}-{b}={a - b}"
+    sentence = f"{name} has {r} {obj}."
+    return q, (f"{work}, answer {sentence}" if fmt == "v2" else sentence)
 
 
-def gen_rev(rng):
+def gen_rev(rng, fmt="v1", train=False):
     """Reverse a letter list that carries explicit position markers, so the output is found by content."""
-    n = rng.randint(4, 9)
+    if fmt == "v2" and train:
+        n = rng.choices(list(REV_TRAIN_LENGTH_WEIGHTS), list(REV_TRAIN_LENGTH_WEIGHTS.values()))[0]
+    else:
+        n = rng.randint(4, 9)
     xs = [rng.choice(LETTERS) for _ in range(n)]
     items = [f"{i + 1}{c}" for i, c in enumerate(xs)]
     return "reverse " + " ".join(items), " ".join(reversed(items))
@@ -91,10 +107,13 @@ def gen_rev(rng):
 GENERATORS = {"add": gen_add, "sort": gen_sort, "word": gen_word, "rev": gen_rev}
 
 
-def sample(rng, task, held_out):
-    """Rejection-samples a (query, response) of the requested split."""
+def sample(rng, task, held_out, fmt="v1"):
+    """Rejection-samples a (query, response) of the requested split; training draws (held_out=False) may use the
+    format's training distribution (v2 rev lengths)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown task format {fmt!r} (expected one of {', '.join(FORMATS)})")
     while True:
-        q, r = GENERATORS[task](rng)
+        q, r = GENERATORS[task](rng, fmt, not held_out)
         if is_held_out(q) == held_out:
             return q, r
 
@@ -104,22 +123,22 @@ def format_prompt(shots, query):
     return "".join(f"Q: {q}\nA: {a}\n" for q, a in shots) + f"Q: {query}"
 
 
-def sample_example(rng, task, k, held_out=False):
+def sample_example(rng, task, k, held_out=False, fmt="v1"):
     """One training (held_out=False) or evaluation example with k shots; shots always come from the training split."""
-    q, r = sample(rng, task, held_out)
+    q, r = sample(rng, task, held_out, fmt)
     shots = []
     while len(shots) < k:
-        s = sample(rng, task, False)
+        s = sample(rng, task, False, fmt)
         if s[0] != q:
             shots.append(s)
     return format_prompt(shots, q), r
 
 
-def pick_task(rng):
+def pick_task(rng, fmt="v1"):
     x = rng.random()
     acc = 0.0
     for t in TASKS:
-        acc += TASK_WEIGHTS[t]
+        acc += TASK_WEIGHTS[fmt][t]
         if x < acc:
             return t
     return TASKS[-1]

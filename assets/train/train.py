@@ -1,10 +1,12 @@
 # Trains one built-in model (tiny-llada or tiny-dream) on the synthetic task suite with the LLaDA SFT objective and
 # exports it in the family's real checkpoint format. Reproduce: see assets/train/TRAINING.md (one command per model).
 import argparse
+import fcntl
 import json
 import math
 import os
 import random
+import signal
 import sys
 import time
 
@@ -38,15 +40,15 @@ def build_tokenizer(fam, seed):
     return bpe.Tokenizer(merges, fam.specials)
 
 
-def make_batch(rng, fam, tok, batch):
+def make_batch(rng, fam, tok, batch, fmt="v1"):
     """Returns ids [B, Lp+R], key_valid, targets [B, R], prompt length Lp. Prompts are left-padded (RoPE is relative,
     padded keys are masked out, so this equals running each prompt unpadded)."""
     k = rng.choices(range(5), SHOT_WEIGHTS)[0]
     eos, end = tok.id(fam.eos), tok.id(fam.end)
     prompts, resps = [], []
     for _ in range(batch):
-        t = tasks.pick_task(rng)
-        p, r = tasks.sample_example(rng, t, k)
+        t = tasks.pick_task(rng, fmt)
+        p, r = tasks.sample_example(rng, t, k, fmt=fmt)
         prompts.append(tok.encode(fam.chat(p)))
         rid = tok.encode(r) + [end]
         assert len(rid) <= GEN_LENGTH, f"response too long ({len(rid)} tokens): {r!r}"
@@ -67,77 +69,177 @@ def response_logits(model, fam, h, lp):
     return model.head(rows)
 
 
+def atomic_write(path, write):
+    """write(tmp_path) then rename over path: a reader (or a crash) sees the old file or the new one, never half."""
+    tmp = path + ".tmp"
+    write(tmp)
+    with open(tmp, "rb") as f:
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def write_json(path, obj):
+    def w(p):
+        with open(p, "w") as f:
+            json.dump(obj, f, indent=2)
+    atomic_write(path, w)
+
+
 def export(model, fam, tok, mc, out_dir, meta):
+    """The family's checkpoint directory; each file is replaced atomically so the engine never reads a torn file."""
     os.makedirs(out_dir, exist_ok=True)
-    write_safetensors(os.path.join(out_dir, "model.safetensors"), export_names(model, fam.name))
-    with open(os.path.join(out_dir, "config.json"), "w") as f:
-        json.dump(fam.config_json(mc, tok, 4096), f, indent=2)
-    tok.save(os.path.join(out_dir, "tokenizer.json"))
-    with open(os.path.join(out_dir, "tokenizer_config.json"), "w") as f:
-        json.dump(fam.tokenizer_config(tok), f, indent=2)
-    with open(os.path.join(out_dir, "train_meta.json"), "w") as f:
-        json.dump(meta, f, indent=2)
+    atomic_write(os.path.join(out_dir, "model.safetensors"),
+                 lambda p: write_safetensors(p, export_names(model, fam.name)))
+    write_json(os.path.join(out_dir, "config.json"), fam.config_json(mc, tok, 4096))
+    atomic_write(os.path.join(out_dir, "tokenizer.json"), tok.save)
+    write_json(os.path.join(out_dir, "tokenizer_config.json"), fam.tokenizer_config(tok))
+    write_json(os.path.join(out_dir, "train_meta.json"), meta)
 
 
-def main():
-    ap = argparse.ArgumentParser()
+# What a resumed run must share with the run that wrote the state (shape, data, optimiser, seed); the budget may change.
+RECIPE_KEYS = ["family", "format", "seed", "batch", "lr", "warmup", "d", "layers", "heads", "kv_heads", "ffn"]
+
+
+def lr_at(args, step, progress):
+    """Linear warmup over args.warmup steps, then cosine from lr to 0.1 lr over the budget (progress in [0, 1])."""
+    return args.lr * min(1.0, (step + 1) / args.warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def budget_progress(args, step, train_s):
+    """Fraction of the budget used: the larger of the step fraction and the training-time fraction."""
+    p = 0.0
+    if args.budget_steps:
+        p = max(p, step / args.budget_steps)
+    if args.budget_hours:
+        p = max(p, train_s / (args.budget_hours * 3600))
+    return p
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description="train (or resume) one built-in model; see TRAINING.md")
     ap.add_argument("--family", required=True, choices=["llada", "dream"])
     ap.add_argument("--out", required=True, help="model directory to export into")
-    ap.add_argument("--work", required=True, help="scratch dir for logs/checkpoints")
+    ap.add_argument("--work", required=True, help="state directory: state.pt (resumed when present) and the log")
+    ap.add_argument("--format", default="v1", choices=tasks.FORMATS, help="training data format (tasks.py)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--wall-minutes", type=float, default=80.0, help="wall budget; cosine LR runs on wall fraction")
-    ap.add_argument("--max-steps", type=int, default=1000000)
+    ap.add_argument("--budget-steps", type=int, default=0, help="optimizer steps; the cosine LR runs over it")
+    ap.add_argument("--budget-hours", type=float, default=0.0,
+                    help="training time (CPU hours of this process, summed over resumes); the cosine LR runs over it")
+    ap.add_argument("--stop-after", type=int, default=0,
+                    help="end this sitting after N more steps, saving the state (the schedule is not changed)")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--d", type=int, default=128)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--heads", type=int, default=4)
-    ap.add_argument("--kv-heads", type=int, default=None)
+    ap.add_argument("--kv-heads", type=int, default=0, help="0: llada = heads, dream = heads / 2 (GQA)")
     ap.add_argument("--ffn", type=int, default=344)
-    ap.add_argument("--export-every-min", type=float, default=10.0)
-    ap.add_argument("--resume", default=None, help="continue from a ckpt.pt (model weights; fresh optimizer)")
     ap.add_argument("--warmup", type=int, default=100, help="linear warmup steps (experiment run B: 100)")
-    args = ap.parse_args()
+    ap.add_argument("--save-every-min", type=float, default=5.0, help="wall minutes between state saves")
+    ap.add_argument("--export-every-min", type=float, default=15.0, help="wall minutes between exports to --out")
+    ap.add_argument("--log-every", type=int, default=50)
+    args = ap.parse_args(argv)
+    if args.budget_steps <= 0 and args.budget_hours <= 0:
+        ap.error("give a budget: --budget-steps N and/or --budget-hours H")
+    if args.d % args.heads:
+        ap.error(f"--d {args.d} is not a multiple of --heads {args.heads}")
+    if not args.kv_heads:
+        args.kv_heads = args.heads if args.family == "llada" else max(1, args.heads // 2)
+    if args.heads % args.kv_heads:
+        ap.error(f"--heads {args.heads} is not a multiple of --kv-heads {args.kv_heads}")
+    return args
 
+
+class StopFlag:
+    """SIGTERM/SIGINT end the run at the next step boundary, after saving the state (no half-applied step)."""
+    def __init__(self):
+        self.signal = None
+        for s in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(s, self._handle)
+
+    def _handle(self, signum, frame):
+        self.signal = signum
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    stop = StopFlag()
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
     fam = Family(args.family)
     os.makedirs(args.work, exist_ok=True)
-    tok = build_tokenizer(fam, seed=1000 + 0)  # same corpus/merges for both families
-    kv = args.kv_heads or (args.heads if fam.name == "llada" else max(1, args.heads // 2))
-    mc = {"d": args.d, "n_layers": args.layers, "n_heads": args.heads, "n_kv_heads": kv,
+    # One trainer per state directory: two would both resume from state.pt and overwrite each other's saves.
+    lock = open(os.path.join(args.work, "train.lock"), "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        sys.exit(f"train.py: another trainer holds {args.work}/train.lock (stop it first: kill -TERM <its pid>)")
+    # The tokenizer corpus is always v1 data with its own seed: every format and family gets the shipped vocabulary.
+    tok = build_tokenizer(fam, seed=1000 + 0)
+    mc = {"d": args.d, "n_layers": args.layers, "n_heads": args.heads, "n_kv_heads": args.kv_heads,
           "head_dim": args.d // args.heads, "ffn": args.ffn, "vocab": len(tok),
           "eps": 1e-5 if fam.name == "llada" else 1e-6, "rope_theta": 10000.0, "qkv_bias": fam.name == "dream"}
     model = TinyMDLM(mc)
-    step0 = 0
-    if args.resume:
-        ck = torch.load(args.resume)
-        model.load_state_dict(ck["model"])
-        step0 = ck["step"]
-        print(f"resumed from {args.resume} at step {step0}", flush=True)
-    print(f"family={fam.name} vocab={len(tok)} params={model.n_params()} cfg={mc}", flush=True)
-
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=args.lr, betas=(0.9, 0.95), eps=1e-8)
     rng = random.Random(args.seed)
+    recipe = {k: getattr(args, k) for k in RECIPE_KEYS}
+    state_path = os.path.join(args.work, "state.pt")
+    step, train_s, wall_s, ema, log, sittings = 0, 0.0, 0.0, None, [], 0
+    if os.path.exists(state_path):
+        try:
+            st = torch.load(state_path)
+            st["recipe"], st["model"], st["optimizer"]  # noqa: B018 (a state from another tool fails here, not later)
+        except Exception as e:  # one line, not a traceback: the file is the user's to move away or delete
+            sys.exit(f"train.py: cannot resume from {state_path}: {type(e).__name__}: {e}")
+        for k in RECIPE_KEYS:
+            if st["recipe"][k] != recipe[k]:
+                sys.exit(f"train.py: {state_path} was trained with --{k.replace('_', '-')} {st['recipe'][k]}, the "
+                         f"command line says {recipe[k]} (resuming needs the same recipe; use another --work to "
+                         f"start over)")
+        model.load_state_dict(st["model"])
+        opt.load_state_dict(st["optimizer"])
+        rng.setstate(st["py_rng"])
+        torch.set_rng_state(st["torch_rng"])
+        step, train_s, wall_s, ema, log = st["step"], st["train_s"], st["wall_s"], st["loss_ema"], st["log"]
+        sittings = st["sittings"]
+        if (st["budget_steps"], st["budget_hours"]) != (args.budget_steps, args.budget_hours):
+            print(f"note: budget changed from steps {st['budget_steps']} / hours {st['budget_hours']} to steps "
+                  f"{args.budget_steps} / hours {args.budget_hours}; the LR schedule follows the new budget",
+                  flush=True)
+        print(f"resumed {state_path}: step {step}, {train_s / 3600:.2f} h of training, sitting {sittings + 1}",
+              flush=True)
+    sittings += 1
+    print(f"family={fam.name} format={args.format} vocab={len(tok)} params={model.n_params()} cfg={mc}", flush=True)
+
+    def meta(final):
+        return {"step": step, "train_hours": round(train_s / 3600, 4), "wall_hours": round(wall_s / 3600, 4),
+                "sittings": sittings, "final": final, "loss_ema": ema, "budget_steps": args.budget_steps,
+                "budget_hours": args.budget_hours, "args": vars(args), "log": log}
+
+    def save_state():
+        st = {"recipe": recipe, "model": model.state_dict(), "optimizer": opt.state_dict(), "py_rng": rng.getstate(),
+              "torch_rng": torch.get_rng_state(), "step": step, "train_s": train_s, "wall_s": wall_s,
+              "loss_ema": ema, "log": log, "sittings": sittings, "budget_steps": args.budget_steps,
+              "budget_hours": args.budget_hours, "mc": mc}
+        atomic_write(state_path, lambda p: torch.save(st, p))
+
     mask_id = tok.id(fam.mask)
-    wall = args.wall_minutes * 60
-    t0 = time.time()
-    last_export = t0
-    ema, log = None, []
-    step = 0
+    last_save = last_export = time.time()
+    steps_this_sitting = 0
     while True:
-        elapsed = time.time() - t0
-        frac = max(step / args.max_steps, elapsed / wall)
-        if frac >= 1.0:
+        progress = budget_progress(args, step, train_s)
+        if progress >= 1.0 or stop.signal is not None:
             break
-        warm = args.warmup
-        lr = args.lr * min(1.0, (step + 1) / warm) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
+        if args.stop_after and steps_this_sitting >= args.stop_after:
+            break
+        c0, w0 = time.process_time(), time.time()
+        lr = lr_at(args, step, progress)
         for g in opt.param_groups:
             g["lr"] = lr
-        ids, valid, tgt, lp, k = make_batch(rng, fam, tok, args.batch)
+        ids, valid, tgt, lp, k = make_batch(rng, fam, tok, args.batch, args.format)
         B = ids.shape[0]
         t = torch.rand(B, 1) * (1 - 1e-3) + 1e-3  # t ~ U(1e-3, 1]
         masked = torch.rand(B, GEN_LENGTH) < t
@@ -152,21 +254,30 @@ def main():
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         step += 1
+        steps_this_sitting += 1
+        # Training time is this process's CPU time: on a shared machine at nice 19, wall time mostly measures others.
+        train_s += time.process_time() - c0
+        wall_s += time.time() - w0
         ema = loss.item() if ema is None else 0.98 * ema + 0.02 * loss.item()
-        if step % 50 == 0:
-            rec = {"step": step, "s": round(time.time() - t0, 1), "lr": lr, "loss_ema": round(ema, 4), "k": k, "lp": lp}
+        if step % args.log_every == 0:
+            rec = {"step": step, "train_h": round(train_s / 3600, 4), "wall_h": round(wall_s / 3600, 4), "lr": lr,
+                   "loss_ema": round(ema, 4), "k": k, "lp": lp}
             log.append(rec)
             print(json.dumps(rec), flush=True)
-        if time.time() - last_export > args.export_every_min * 60:
-            last_export = time.time()
-            export(model, fam, tok, mc, args.out, {"step": step, "step0": step0, "seconds": time.time() - t0, "final": False,
-                                                  "loss_ema": ema, "args": vars(args), "log": log})
-            torch.save({"model": model.state_dict(), "step": step0 + step}, os.path.join(args.work, "ckpt.pt"))
+        now = time.time()
+        if now - last_save > args.save_every_min * 60:
+            last_save = now
+            save_state()
+        if now - last_export > args.export_every_min * 60:
+            last_export = now
+            export(model, fam, tok, mc, args.out, meta(False))
             print(f"exported at step {step}", flush=True)
-    export(model, fam, tok, mc, args.out, {"step": step, "step0": step0, "seconds": time.time() - t0, "final": True,
-                                          "loss_ema": ema, "args": vars(args), "log": log})
-    torch.save({"model": model.state_dict(), "step": step0 + step}, os.path.join(args.work, "ckpt.pt"))
-    print(f"done: {step} steps in {time.time() - t0:.0f}s, final loss_ema {ema:.4f}", flush=True)
+    done = budget_progress(args, step, train_s) >= 1.0
+    save_state()
+    export(model, fam, tok, mc, args.out, meta(done))
+    why = "budget reached" if done else (f"signal {stop.signal}" if stop.signal is not None else "--stop-after")
+    ema_s = "n/a" if ema is None else f"{ema:.4f}"
+    print(f"saved at step {step} ({why}): {train_s / 3600:.3f} h training time, loss_ema {ema_s}", flush=True)
 
 
 if __name__ == "__main__":

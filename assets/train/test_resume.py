@@ -1,0 +1,109 @@
+# Checks that train.py resumes exactly: a tiny model trained N steps straight, N/2 + resume (--stop-after), and
+# stopped by SIGTERM mid-run + resumed, must end with bit-identical weights, optimizer state and loss log.
+# Run: /usr/bin/python3 assets/train/test_resume.py   (about 20 s on one core; not part of CI: CI has no torch)
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+N = 40
+TINY = ["--family", "dream", "--format", "v2", "--d", "32", "--layers", "2", "--heads", "2", "--ffn", "48",
+        "--batch", "4", "--warmup", "5", "--budget-steps", str(N), "--log-every", "1", "--save-every-min", "100",
+        "--export-every-min", "100"]
+
+
+def env():
+    e = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    e.pop("OPENBLAS_CORETYPE", None)
+    return e
+
+
+def train(work, *extra, check=True):
+    cmd = [sys.executable, os.path.join(HERE, "train.py"), *TINY, "--work", work, "--out", work + "/export", *extra]
+    r = subprocess.run(cmd, env=env(), capture_output=True, text=True)
+    if check and r.returncode != 0:
+        sys.exit(f"FAIL: {' '.join(cmd)} exited {r.returncode}:\n{r.stdout}\n{r.stderr}")
+    return r
+
+
+def train_until_sigterm(work, at_step):
+    """Starts a run and sends SIGTERM once it has logged at_step steps; returns the step it saved at."""
+    cmd = [sys.executable, os.path.join(HERE, "train.py"), *TINY, "--work", work, "--out", work + "/export"]
+    p = subprocess.Popen(cmd, env=env(), stdout=subprocess.PIPE, text=True)
+    for line in p.stdout:
+        if line.startswith("{") and f'"step": {at_step},' in line:
+            p.send_signal(signal.SIGTERM)
+            break
+    out = p.stdout.read()
+    if p.wait() != 0 or "(signal" not in out:
+        sys.exit(f"FAIL: SIGTERM run did not save on the signal (exit {p.returncode}):\n{out}")
+    return int(out.split("saved at step ")[1].split()[0])
+
+
+def load(work):
+    return torch.load(os.path.join(work, "state.pt"))
+
+
+def same(a, b, what):
+    """Bitwise equality: one torch thread, same ops in the same order, so a resumed run has no excuse to differ."""
+    if isinstance(a, dict):
+        assert a.keys() == b.keys(), what
+        for k in a:
+            same(a[k], b[k], f"{what}.{k}")
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), what
+        for i, (x, y) in enumerate(zip(a, b)):
+            same(x, y, f"{what}[{i}]")
+    elif torch.is_tensor(a):
+        if not torch.equal(a, b):
+            sys.exit(f"FAIL: {what} differs (max abs diff {(a - b).abs().max().item():.3e})")
+    elif a != b:
+        sys.exit(f"FAIL: {what}: {a!r} != {b!r}")
+
+
+def main():
+    t0 = time.time()
+    with tempfile.TemporaryDirectory() as tmp:
+        a, b, c = (os.path.join(tmp, x) for x in "abc")
+        train(a)
+        train(b, "--stop-after", str(N // 2))
+        half = load(b)
+        assert half["step"] == N // 2, f"--stop-after {N // 2} saved at step {half['step']}"
+        train(b)
+        stopped = train_until_sigterm(c, 7)
+        assert 7 <= stopped < N, f"SIGTERM saved at step {stopped}"
+        train(c)
+        sa, sb, sc = load(a), load(b), load(c)
+        for s, name in ((sb, "stop-after + resume"), (sc, "SIGTERM + resume")):
+            assert s["step"] == N and s["sittings"] == 2, f"{name}: step {s['step']}, sittings {s['sittings']}"
+            same(sa["model"], s["model"], f"{name}: model")
+            same(sa["optimizer"], s["optimizer"], f"{name}: optimizer")
+            same([r["loss_ema"] for r in sa["log"]], [r["loss_ema"] for r in s["log"]], f"{name}: loss curve")
+            same([r["lr"] for r in sa["log"]], [r["lr"] for r in s["log"]], f"{name}: LR schedule")
+        # A finished run resumed again trains no further step.
+        train(a)
+        assert load(a)["step"] == N, "a finished run took more steps"
+        # A second trainer on a state directory in use is refused.
+        p = subprocess.Popen([sys.executable, os.path.join(HERE, "train.py"), *TINY, "--work", a, "--out", a + "/x",
+                              "--budget-steps", "100000"], env=env(), stdout=subprocess.PIPE, text=True)
+        for line in p.stdout:
+            if line.startswith("{"):
+                break
+        r = train(a, check=False)
+        p.send_signal(signal.SIGTERM)
+        p.wait()
+        assert r.returncode != 0 and "train.lock" in r.stderr, f"second trainer on one state dir: {r.stderr}"
+        # Resuming with another recipe is refused with one line naming the knob.
+        r = train(a, "--layers", "3", check=False)
+        assert r.returncode != 0 and "--layers" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    print(f"PASS: {N} steps straight == {N // 2} + resume == SIGTERM at step {stopped} + resume "
+          f"(weights, optimizer, loss curve, LR), {time.time() - t0:.0f}s")
+
+
+if __name__ == "__main__":
+    main()
