@@ -290,8 +290,8 @@ TEST_CASE("op timer: thread CPU time beside wall time, split when the pool hande
         INFO("cpu " << o.cpu_ns << " ns, wall " << o.dur_ns << " ns");
         CHECK(o.dur_ns >= 5'000'000);
         CHECK(o.cpu_ns > 0);
-        // The CPU interval is read inside the wall interval; 50 us covers the two clocks' different readings (the
-        // thread clock is accounted at context switches and ticks, not read from the same counter as steady_clock).
+        // The CPU reads enclose the wall interval (engine/op_scope.h), so CPU may exceed wall by their cost: about
+        // 1 us each on the dev VM, 50 us is room for a loaded machine, far below the 5 ms of the op.
         CHECK(o.cpu_ns <= o.dur_ns + 50'000);
     }
     CHECK_FALSE(sink.ops[0].split);
