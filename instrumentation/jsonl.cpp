@@ -28,9 +28,14 @@ Json jfloats(const std::vector<float>& v) {
 
 // ---- record -> json (fields common to step arrays and stand-alone lines) ----------------------------------------
 Json op_json(const OpTiming& o) {
-    Json j = Json{{"layer", o.layer},   {"op", op_class_name(o.op)}, {"device", o.device == EventDevice::Cuda ? "cuda" : "cpu"},
-                  {"t_begin_ns", o.t_begin_ns}, {"dur_ns", o.dur_ns}, {"flops", jnum(o.flops)},
-                  {"bytes", jnum(o.bytes)}, {"rows", o.rows}};
+    Json j = Json{{"layer", o.layer},
+                  {"op", op_class_name(o.op)},
+                  {"device", o.device == EventDevice::Cuda ? "cuda" : "cpu"},
+                  {"t_begin_ns", o.t_begin_ns},
+                  {"dur_ns", o.dur_ns},
+                  {"flops", jnum(o.flops)},
+                  {"bytes", jnum(o.bytes)},
+                  {"rows", o.rows}};
     // Thread CPU time only where it was measured, so ops without it write what they always wrote.
     if (o.cpu_ns >= 0) {
         j["cpu_ns"] = o.cpu_ns;

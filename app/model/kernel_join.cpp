@@ -8,9 +8,9 @@
 namespace dyllm::app {
 
 StepKernels join_step_kernels(const StepData& sd, std::span<const KernelRecord> kernels) {
-    StepKernels out;
+    StepKernels                               out;
     std::map<std::pair<int32_t, int>, size_t> key_index;  // (layer, op class) -> out.ops
-    auto key_of = [&](int32_t layer, OpClass op) -> OpGpuTime& {
+    auto                                      key_of = [&](int32_t layer, OpClass op) -> OpGpuTime& {
         auto [it, fresh] = key_index.try_emplace({layer, int(op)}, out.ops.size());
         if (fresh) {
             OpGpuTime k;
@@ -29,8 +29,8 @@ StepKernels join_step_kernels(const StepData& sd, std::span<const KernelRecord> 
     for (const KernelRecord& r : kernels) {
         const bool attributed = r.external_id != 0;
         if (attributed ? r.step != sd.step : !(sd.begun && r.start_ns >= t0 && r.start_ns <= t1)) continue;
-        const double  s  = double(std::max<int64_t>(r.end_ns - r.start_ns, 0)) * 1e-9;
-        const OpClass op = r.op < uint8_t(OpClass::Count) ? OpClass(r.op) : OpClass::Other;
+        const double  s     = double(std::max<int64_t>(r.end_ns - r.start_ns, 0)) * 1e-9;
+        const OpClass op    = r.op < uint8_t(OpClass::Count) ? OpClass(r.op) : OpClass::Other;
         const int32_t layer = attributed ? r.layer : -1;
         if (attributed) {
             OpGpuTime& k = key_of(layer, op);

@@ -34,7 +34,9 @@ struct OpStat {
 // are left out of every time, count and rate (a group whose samples were all preempted keeps a row with count 0).
 std::vector<OpStat> op_stats(const RunHistory& h, int lo, int hi, bool by_layer, bool exclude_preempted = false);
 
-enum class StatColumn : uint8_t { Label, Count, Total, Mean, Median, Min, Max, Share, GFlops, GBytes, CpuMean, Preempted };
+enum class StatColumn : uint8_t {
+    Label, Count, Total, Mean, Median, Min, Max, Share, GFlops, GBytes, CpuMean, Preempted
+};
 void sort_stats(std::vector<OpStat>& v, StatColumn c, bool ascending);
 
 // Case-insensitive substring match of the filter against the label; "" matches everything.

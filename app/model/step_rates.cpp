@@ -12,8 +12,8 @@ double gemm_weight_bytes(const OpTiming& o, const NamedOp& n) {
 }
 
 StepRates step_rates(const StepData& sd, int n_embd) {
-    StepRates r;
-    double    op_s = 0, op_flops = 0;
+    StepRates  r;
+    double     op_s = 0, op_flops = 0;
     const auto names = name_ops(sd.ops, n_embd);
     for (size_t i = 0; i < sd.ops.size(); ++i) {
         const OpTiming& o = sd.ops[i];

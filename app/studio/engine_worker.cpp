@@ -381,7 +381,7 @@ void EngineWorker::collect_kernels() {
 
 std::vector<EngineWorker::KernelBatch> EngineWorker::kernels(const std::string& label) const {
     std::lock_guard lk(kernel_mutex_);
-    const auto it = kernels_.find(label);
+    const auto      it = kernels_.find(label);
     return it == kernels_.end() ? std::vector<KernelBatch>{} : it->second;
 }
 

@@ -38,7 +38,7 @@ struct WorkerStatus {
     int         steps_done = 0;   // steps of the current run
     int         total_steps = 0;
     bool        run_done = false;
-    std::string cupti = "off (cpu backend)";  // GpuCapture::cupti_status() of the loaded model ("on" on a GPU)
+    std::string cupti        = "off (cpu backend)";  // GpuCapture::cupti_status() of the loaded model ("on" on a GPU)
     // What a run produced (texts, cache bytes) reaches the UI in its RunEnd event, not here.
 };
 
@@ -112,9 +112,9 @@ private:
     // Worker-thread state.
     std::unique_ptr<Model>   model_;
     std::unique_ptr<Session> session_;
-    GpuCapture               gpu_;       // CUPTI + NVTX while a CUDA model is loaded
-    std::unique_ptr<TeeSink> gpu_tee_;   // sink_ plus gpu_'s sinks, the sessions' sink while gpu_ runs
-    std::string              run_label_; // label of the session's run (kernel records are kept under it)
+    GpuCapture               gpu_;            // CUPTI + NVTX while a CUDA model is loaded
+    std::unique_ptr<TeeSink> gpu_tee_;        // sink_ plus gpu_'s sinks, the sessions' sink while gpu_ runs
+    std::string              run_label_;      // label of the session's run (kernel records are kept under it)
     std::mutex               session_mutex_;  // guards the session_ pointer against cancel_run() from the UI
     bool                     playing_ = false;
     bool                     load_failed_ = false;

@@ -321,8 +321,7 @@ void Studio::show_notice(std::string text) { notice.show(std::move(text), now_s(
 
 bool Studio::working() {
     return status.state == WorkerState::Playing || status.state == WorkerState::Loading || compare_queued ||
-           sweep.active() || (bottom_tab == BottomTab::Compare && cmp_playing) ||
-           worker.sink().queued() > 0;
+           sweep.active() || (bottom_tab == BottomTab::Compare && cmp_playing) || worker.sink().queued() > 0;
 }
 
 void Studio::end_frame() {

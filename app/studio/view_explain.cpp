@@ -103,7 +103,8 @@ void draw_explain(Studio& s) {
     ImGui::EndChild();
     ImGui::SameLine();
     ImGui::BeginChild("##explain_text", ImVec2(0, 0), true);
-    ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + std::min(ImGui::GetContentRegionAvail().x, ImGui::GetFontSize() * 60));
+    const float wrap = std::min(ImGui::GetContentRegionAvail().x, ImGui::GetFontSize() * 60);  // ~100 characters
+    ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + wrap);
     if (s.explain_entry < 0) {
         ImGui::TextUnformatted(
             "DyLLM accelerates masked diffusion LMs by recomputing only the 'salient' tokens - those whose attention "

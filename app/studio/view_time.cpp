@@ -140,7 +140,8 @@ void stacked_bars(Studio& s, const RunHistory& h, float w, float hgt) {
         ImGui::Text("step %d (%s): wall %s", j, step_kind_name(sd->kind), fmt_ms(sd->wall_seconds()).c_str());
         ImGui::TextUnformatted(step_rates_text(*sd, run_n_embd(h)).c_str());
         if (const int np = preempted_ops(*sd); np > 0)
-            ImGui::TextColored(ImVec4(1, 0.45f, 0.4f, 1), "%d op%s preempted (wall >> CPU time)", np, np > 1 ? "s" : "");
+            ImGui::TextColored(ImVec4(1, 0.45f, 0.4f, 1), "%d op%s preempted (wall >> CPU time)", np,
+                               np > 1 ? "s" : "");
         for (size_t c = 0; c < kOpClasses; ++c)
             if (sd->op_seconds[c] > 0) {
                 ImGui::ColorButton("##c", ImGui::ColorConvertU32ToFloat4(op_class_color(int(c))),
