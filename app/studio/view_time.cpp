@@ -28,8 +28,8 @@ namespace {
 
 bool on_gpu(const Studio& s) { return s.status.backend.rfind("cuda", 0) == 0; }
 
-// The worker's CUPTI records of this run that may belong to step sd (its batches hold a step each, a few records of
-// the step before may be late): the records of the step by id, and those without an op inside its time span.
+// The worker's CUPTI records of this run that belong to step sd, by join_step_kernels' rule (the step's by id, those
+// without an op inside its time span): picked here so a frame copies one step's records, not the whole run's.
 std::vector<KernelRecord> step_kernel_records(const Studio& s, const RunEntry& run, const StepData& sd) {
     std::vector<KernelRecord> out;
     const int64_t             t1 = sd.ended && sd.end.t_ns > 0 ? sd.end.t_ns : INT64_MAX;
