@@ -244,6 +244,10 @@ void add_ops(const Gathered& g, Track& cpu, Track& cuda, Span& span) {
         args["flops"]  = jnum(o->flops);
         args["bytes"]  = jnum(o->bytes);
         args["device"] = o->device == EventDevice::Cuda ? "cuda" : "cpu";
+        if (o->cpu_ns >= 0) {  // thread CPU time (older recordings have none)
+            args["cpu_ns"] = o->cpu_ns;
+            args["split"]  = o->split;
+        }
         ev.json        = Json{{"name", op_class_name(o->op)}, {"cat", "op"}, {"ph", "X"}, {"args", std::move(args)}};
         span.add(ev.ts_ns, ev.ts_ns + ev.dur_ns);
         (o->device == EventDevice::Cuda ? cuda : cpu).events.push_back(std::move(ev));

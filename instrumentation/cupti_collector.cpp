@@ -211,12 +211,17 @@ bool CuptiCollector::start(std::string* error) {
     return true;
 }
 
-void CuptiCollector::stop() {
+void CuptiCollector::flush() {
     if (!running_) return;
     // Kernels still in flight would be flushed with incomplete timestamps: wait for them (errors ignored, the
     // collector must not throw; a failed device is reported by the backend).
     (void)cudaDeviceSynchronize();
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+}
+
+void CuptiCollector::stop() {
+    if (!running_) return;
+    flush();
     for (auto k : kKinds) cuptiActivityDisable(k);
     size_t dropped = 0;
     if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS)
@@ -282,6 +287,7 @@ bool CuptiCollector::available(std::string* why) {
 }
 bool CuptiCollector::start(std::string* error) { return available(error); }
 void CuptiCollector::stop() {}
+void CuptiCollector::flush() {}
 std::vector<KernelRecord> CuptiCollector::take() { return {}; }
 uint64_t CuptiCollector::dropped_records() const { return 0; }
 uint64_t CuptiCollector::callback_errors() const { return 0; }

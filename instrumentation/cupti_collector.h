@@ -29,6 +29,9 @@ public:
     bool start(std::string* error);
     // Synchronises the device, flushes every buffer (forced) and disables the activity kinds. Idempotent.
     void stop();
+    // Synchronises the device and flushes every buffer (forced) while collection goes on, so take() returns the
+    // records of everything launched so far (the studio reads them between steps). Nothing when not running.
+    void flush();
     bool running() const { return running_; }
 
     // Records delivered so far (call after stop() for a complete set), sorted by start time, with step/layer/op

@@ -148,6 +148,12 @@ struct OpTiming {
     double      flops = 0;
     double      bytes = 0;
     int32_t     rows = 0;
+    // CPU time of the thread that ran the op (CLOCK_THREAD_CPUTIME_ID, read just outside the wall interval, so it may
+    // exceed dur_ns by the reads' cost of a few us); -1: not measured (older files, a failed clock). When `split`, the
+    // op handed work to the CPU pool's other threads and cpu_ns counts the calling thread only (its share of the
+    // work, not its waits for the others).
+    int64_t     cpu_ns = -1;
+    bool        split = false;
 };
 
 struct StepEnd {

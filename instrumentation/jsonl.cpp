@@ -28,9 +28,20 @@ Json jfloats(const std::vector<float>& v) {
 
 // ---- record -> json (fields common to step arrays and stand-alone lines) ----------------------------------------
 Json op_json(const OpTiming& o) {
-    return Json{{"layer", o.layer},   {"op", op_class_name(o.op)}, {"device", o.device == EventDevice::Cuda ? "cuda" : "cpu"},
-                {"t_begin_ns", o.t_begin_ns}, {"dur_ns", o.dur_ns}, {"flops", jnum(o.flops)},
-                {"bytes", jnum(o.bytes)}, {"rows", o.rows}};
+    Json j = Json{{"layer", o.layer},
+                  {"op", op_class_name(o.op)},
+                  {"device", o.device == EventDevice::Cuda ? "cuda" : "cpu"},
+                  {"t_begin_ns", o.t_begin_ns},
+                  {"dur_ns", o.dur_ns},
+                  {"flops", jnum(o.flops)},
+                  {"bytes", jnum(o.bytes)},
+                  {"rows", o.rows}};
+    // Thread CPU time only where it was measured, so ops without it write what they always wrote.
+    if (o.cpu_ns >= 0) {
+        j["cpu_ns"] = o.cpu_ns;
+        j["split"]  = o.split;
+    }
+    return j;
 }
 
 Json layer_json(const LayerSaliencyRecord& l) {
@@ -216,6 +227,11 @@ public:
         o.flops      = number(j, "flops");
         o.bytes      = number(j, "bytes");
         o.rows       = integer<int32_t>(j, "rows");
+        if (j.contains("cpu_ns")) {  // absent in files older than the CPU-time measurement
+            o.cpu_ns = integer<int64_t>(j, "cpu_ns");
+            if (o.cpu_ns < 0) fail("field 'cpu_ns' must be >= 0, got " + std::to_string(o.cpu_ns));
+            o.split = boolean(j, "split");
+        }
         return o;
     }
     LayerSaliencyRecord layer(const Json& j, int32_t step) const {

@@ -15,9 +15,8 @@
 #include "engine/engine.h"
 #include "engine/errors.h"
 #include "instrumentation/chrome_trace.h"
-#include "instrumentation/cupti_collector.h"
+#include "instrumentation/gpu_capture.h"
 #include "instrumentation/jsonl.h"
-#include "instrumentation/nvtx_sink.h"
 #include "instrumentation/recorder.h"
 
 namespace dyllm::cli {
@@ -64,43 +63,28 @@ int run_trace(const TraceOptions& o) {
     recorder.set_wants_cosines(!o.no_cosines);
     std::vector<EventSink*> sinks{&recorder};
 
-    // GPU side: CUPTI activity records correlated to engine ops, NVTX ranges for Nsight Systems.
-    CuptiCollector       cupti;
-    CuptiCorrelationSink correlation(cupti);
-    std::unique_ptr<NvtxSink> nvtx;
-    std::string cupti_status = "off (cpu backend)";
-    if (model->backend().device() == Device::Cuda) {
-        nvtx = std::make_unique<NvtxSink>();
-        sinks.push_back(nvtx.get());
-        if (o.no_cupti) {
-            cupti_status = "off (--no-cupti)";
-        } else if (std::string why; cupti.start(&why)) {
-            sinks.push_back(&correlation);
-            cupti_status = "on";
-        } else {
-            std::fprintf(stderr, "trace: %s; writing engine ops only\n", why.c_str());
-            cupti_status = why;
-        }
-    }
+    // GPU side: CUPTI activity records correlated to engine ops, NVTX ranges for Nsight Systems (the studio's worker
+    // starts the same GpuCapture).
+    GpuCapture gpu;
+    gpu.start(model->backend().device() == Device::Cuda, !o.no_cupti);
+    if (gpu.cupti_status().rfind("CUPTI unavailable", 0) == 0)
+        std::fprintf(stderr, "trace: %s; writing engine ops only\n", gpu.cupti_status().c_str());
+    for (EventSink* s : gpu.sinks()) sinks.push_back(s);
     TeeSink tee(sinks);
 
     Session session(*model, &tee);
     session.set_label(std::string("trace ") + method_name(params.method));  // the exports' run label
     session.start(ids, params);
     session.run();
-    cupti.stop();
-    const std::vector<KernelRecord> kernels = cupti.take();
+    gpu.stop();
+    const std::vector<KernelRecord> kernels = gpu.take_completed();
     const GenerationResult          result  = session.result();
 
     // The session's RunBegin carries the engine's parameters; add what only the trace command knows.
     std::vector<EventRecord> events = recorder.snapshot();
     for (auto& e : events)
         if (auto* rb = std::get_if<RunBegin>(&e)) {
-            rb->env.emplace_back("cupti", cupti_status);
-            rb->env.emplace_back("cupti_records", std::to_string(kernels.size()));
-            rb->env.emplace_back("cupti_dropped_records", std::to_string(cupti.dropped_records()));
-            rb->env.emplace_back("cupti_callback_errors", std::to_string(cupti.callback_errors()));
-            rb->env.emplace_back("nvtx", nvtx && NvtxSink::compiled_in() ? "on" : "off");
+            gpu.add_env(rb->env, kernels.size());
             rb->env.emplace_back("threads", std::to_string(o.model.threads));
             rb->env.emplace_back("chat", o.prompt.no_chat ? "false" : "true");
             rb->env.emplace_back("compiler", __VERSION__);

@@ -6,6 +6,8 @@
 #include <map>
 #include <utility>
 
+#include "app/model/op_preempt.h"
+
 namespace dyllm::app {
 
 int run_n_embd(const RunHistory& h) {
@@ -17,7 +19,7 @@ int run_n_embd(const RunHistory& h) {
     }
 }
 
-std::vector<OpStat> op_stats(const RunHistory& h, int lo, int hi, bool by_layer) {
+std::vector<OpStat> op_stats(const RunHistory& h, int lo, int hi, bool by_layer, bool exclude_preempted) {
     const int n_embd = run_n_embd(h);
     lo = std::max(lo, 1), hi = std::min(hi, h.step_count());
     std::map<std::pair<int, int>, std::vector<double>> durs;  // (name, layer) -> durations
@@ -34,6 +36,12 @@ std::vector<OpStat> op_stats(const RunHistory& h, int lo, int hi, bool by_layer)
             OpStat&         s   = acc[key];
             const double    t   = double(o.dur_ns) * 1e-9;
             s.name = nm.name, s.layer = key.second;
+            durs[key];  // the row stays even when every sample is excluded
+            const bool pre = op_preempted(o);
+            s.preempted += pre;
+            if (pre && exclude_preempted) continue;
+            s.split += o.split;
+            if (o.cpu_ns >= 0) s.cpu_s += double(o.cpu_ns) * 1e-9, ++s.cpu_count;
             s.flops += o.flops, s.bytes += o.bytes, s.total_s += t;
             if (nm.is_gemm() && nm.m >= s.m) s.m = nm.m, s.n = nm.n, s.k = nm.k;
             durs[key].push_back(t);
@@ -44,10 +52,12 @@ std::vector<OpStat> op_stats(const RunHistory& h, int lo, int hi, bool by_layer)
     for (auto& [key, s] : acc) {
         std::vector<double>& d = durs[key];
         std::sort(d.begin(), d.end());
-        s.count    = int(d.size());
-        s.mean_s   = s.total_s / double(d.size());
-        s.median_s = d.size() % 2 ? d[d.size() / 2] : 0.5 * (d[d.size() / 2 - 1] + d[d.size() / 2]);
-        s.min_s = d.front(), s.max_s = d.back();
+        s.count = int(d.size());
+        if (!d.empty()) {
+            s.mean_s   = s.total_s / double(d.size());
+            s.median_s = d.size() % 2 ? d[d.size() / 2] : 0.5 * (d[d.size() / 2 - 1] + d[d.size() / 2]);
+            s.min_s = d.front(), s.max_s = d.back();
+        }
         s.share = all > 0 ? s.total_s / all : 0.0;
         s.label = op_name_text(s.name);
         if (s.layer >= 0) s.label += " L" + std::to_string(s.layer);
@@ -68,6 +78,8 @@ void sort_stats(std::vector<OpStat>& v, StatColumn c, bool ascending) {
             case StatColumn::Share: return s.share;
             case StatColumn::GFlops: return s.gflops_per_s();
             case StatColumn::GBytes: return s.gbytes_per_s();
+            case StatColumn::CpuMean: return s.cpu_mean_s();
+            case StatColumn::Preempted: return s.preempted;
             case StatColumn::Label: break;
         }
         return 0.0;

@@ -1,5 +1,6 @@
 // Per-op statistics of a run for the Time panel's table: count, total, mean, median, min, max, share of the timed
-// total, GFLOP/s and GB/s, grouped by op name (or by op name and layer) over a range of steps, sortable and filterable.
+// total, GFLOP/s and GB/s, thread CPU time and preempted samples, grouped by op name (or by op name and layer) over a
+// range of steps, sortable and filterable.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -20,14 +21,22 @@ struct OpStat {
     double      share = 0;    // of the summed time of every op in the range, 0..1
     double      flops = 0, bytes = 0;
     int64_t     m = 0, n = 0, k = 0;  // GEMM shape of the largest call (0: not a GEMM)
+    double      cpu_s = 0;    // summed thread CPU time of the samples that have one
+    int         cpu_count = 0;    // samples with a CPU time
+    int         preempted = 0;    // samples flagged preempted (app/model/op_preempt.h), counted even when excluded
+    int         split = 0;        // samples the CPU pool split over threads
+    double cpu_mean_s() const { return cpu_count > 0 ? cpu_s / cpu_count : 0.0; }
     double gflops_per_s() const { return total_s > 0 ? flops / total_s * 1e-9 : 0.0; }
     double gbytes_per_s() const { return total_s > 0 ? bytes / total_s * 1e-9 : 0.0; }
 };
 
-// Stats over steps [lo, hi] (clamped to the run), in op-name order (then layer).
-std::vector<OpStat> op_stats(const RunHistory& h, int lo, int hi, bool by_layer);
+// Stats over steps [lo, hi] (clamped to the run), in op-name order (then layer). exclude_preempted: preempted samples
+// are left out of every time, count and rate (a group whose samples were all preempted keeps a row with count 0).
+std::vector<OpStat> op_stats(const RunHistory& h, int lo, int hi, bool by_layer, bool exclude_preempted = false);
 
-enum class StatColumn : uint8_t { Label, Count, Total, Mean, Median, Min, Max, Share, GFlops, GBytes };
+enum class StatColumn : uint8_t {
+    Label, Count, Total, Mean, Median, Min, Max, Share, GFlops, GBytes, CpuMean, Preempted
+};
 void sort_stats(std::vector<OpStat>& v, StatColumn c, bool ascending);
 
 // Case-insensitive substring match of the filter against the label; "" matches everything.

@@ -160,8 +160,12 @@ void EngineWorker::thread_main() {
             do_step();
         }
     }
-    std::lock_guard lk(session_mutex_);
-    session_.reset();
+    {
+        std::lock_guard lk(session_mutex_);
+        session_.reset();
+    }
+    gpu_.stop();  // while the model's CUDA context is still there
+    gpu_tee_.reset();
     model_.reset();
 }
 
@@ -232,6 +236,9 @@ void EngineWorker::end_session() {
 void EngineWorker::do_load(const Command& c) {
     end_session();  // the session refers to the model: drop it first
     playing_ = false;
+    gpu_.stop();
+    (void)gpu_.take_completed();  // records of the old model's last run are already filed; the rest is load traffic
+    gpu_tee_.reset();
     model_.reset();
     {
         std::lock_guard lk(status_mutex_);
@@ -257,7 +264,14 @@ void EngineWorker::do_load(const Command& c) {
                 v->special[id] = tok->is_special(id) ? 1 : 0;
             }
         }
+        // On a GPU: CUPTI kernels and NVTX ranges, started as `dyllm trace` starts them.
+        gpu_.start(model_->backend().device() == Device::Cuda, true);
+        if (auto extra = gpu_.sinks(); !extra.empty()) {
+            extra.insert(extra.begin(), &sink_);
+            gpu_tee_ = std::make_unique<TeeSink>(std::move(extra));
+        }
         std::lock_guard lk(status_mutex_);
+        status_.cupti        = gpu_.cupti_status();
         vocab_               = std::move(v);
         status_.state        = WorkerState::Ready;
         status_.model_name   = model_->name();
@@ -317,8 +331,9 @@ void EngineWorker::do_start(const StartRequest& r) {
             }
             if (ids.empty()) ids.push_back(0);
         }
-        auto s = std::make_unique<Session>(*model_, &sink_);
+        auto s = std::make_unique<Session>(*model_, gpu_tee_ ? static_cast<EventSink*>(gpu_tee_.get()) : &sink_);
         s->set_label(r.label);  // the UI finds its request by the label in RunBegin
+        run_label_ = r.label;
         s->start({ids}, r.params);
         {
             std::lock_guard lk(session_mutex_);
@@ -347,6 +362,7 @@ void EngineWorker::do_step() {
     last_step_ns_ = now_ns();
     try {
         session_->step();
+        collect_kernels();
         publish_after_step();
     } catch (const std::exception& e) {
         playing_ = false;
@@ -358,6 +374,28 @@ void EngineWorker::do_step() {
             session_.reset();
         }
     }
+}
+
+void EngineWorker::collect_kernels() {
+    if (!gpu_.collecting()) return;
+    auto batch = std::make_shared<std::vector<KernelRecord>>(gpu_.take_completed());
+    if (batch->empty()) return;
+    std::lock_guard lk(kernel_mutex_);
+    auto [it, fresh] = kernels_.try_emplace(run_label_);
+    if (fresh) {
+        kernel_labels_.push_back(run_label_);
+        if (kernel_labels_.size() > 12) {  // RunList's default keep: older runs are gone from the UI as well
+            kernels_.erase(kernel_labels_.front());
+            kernel_labels_.pop_front();
+        }
+    }
+    it->second.push_back(std::move(batch));
+}
+
+std::vector<EngineWorker::KernelBatch> EngineWorker::kernels(const std::string& label) const {
+    std::lock_guard lk(kernel_mutex_);
+    const auto      it = kernels_.find(label);
+    return it == kernels_.end() ? std::vector<KernelBatch>{} : it->second;
 }
 
 void EngineWorker::publish_after_step() {

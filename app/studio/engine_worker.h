@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -15,6 +16,7 @@
 
 #include "app/model/vocab.h"
 #include "engine/engine.h"
+#include "instrumentation/gpu_capture.h"
 #include "instrumentation/queue_sink.h"
 
 namespace dyllm::app {
@@ -37,6 +39,7 @@ struct WorkerStatus {
     int         steps_done = 0;   // steps of the current run
     int         total_steps = 0;
     bool        run_done = false;
+    std::string cupti        = "off (cpu backend)";  // GpuCapture::cupti_status() of the loaded model ("on" on a GPU)
     // What a run produced (texts, cache bytes) reaches the UI in its RunEnd event, not here.
 };
 
@@ -73,6 +76,10 @@ public:
     WorkerStatus                 status() const;
     std::shared_ptr<const Vocab> vocab() const;
     bool                         busy() const;  // a command is queued or executing (for headless waits)
+    // CUPTI kernel records of the run with this label (RunBegin.label), one batch per step, collected on a CUDA
+    // backend as `dyllm trace` collects them (GpuCapture). Empty on the CPU or when CUPTI is unavailable.
+    using KernelBatch = std::shared_ptr<const std::vector<KernelRecord>>;
+    std::vector<KernelBatch> kernels(const std::string& label) const;
 
 private:
     struct Command {
@@ -94,6 +101,7 @@ private:
     void set_error(const std::string& msg);
     void end_session();  // drops the session; a run still going ends first with its RunEnd (cancelled)
     void publish_after_step();
+    void collect_kernels();  // after a step: the step's CUPTI records into kernels_[run_label_]
 
     QueueSink sink_;
 
@@ -109,11 +117,18 @@ private:
     // Worker-thread state.
     std::unique_ptr<Model>   model_;
     std::unique_ptr<Session> session_;
+    GpuCapture               gpu_;            // CUPTI + NVTX while a CUDA model is loaded
+    std::unique_ptr<TeeSink> gpu_tee_;        // sink_ plus gpu_'s sinks, the sessions' sink while gpu_ runs
+    std::string              run_label_;      // label of the session's run (kernel records are kept under it)
     std::mutex               session_mutex_;  // guards the session_ pointer against cancel_run() from the UI
     bool                     playing_ = false;
     bool                     load_failed_ = false;
     float                    speed_ = 0;
     int64_t                  last_step_ns_ = 0;
+
+    mutable std::mutex                              kernel_mutex_;
+    std::map<std::string, std::vector<KernelBatch>> kernels_;        // by run label
+    std::deque<std::string>                         kernel_labels_;  // oldest first, bounded like the UI's RunList
 
     std::thread thread_;
 };

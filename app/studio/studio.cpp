@@ -77,10 +77,13 @@ Studio::Studio(const StudioOptions& o) : opts(o) {
     if (!dir.has_filename() && dir.has_parent_path() && dir != dir.root_path()) dir = dir.parent_path();  // no "x/"
     std::snprintf(export_dir, sizeof export_dir, "%s", ec ? "." : dir.string().c_str());
     for (const std::string& w : o.open) {
-        show_explain = show_explain || w == "explain";
-        show_export  = show_export || w == "export";
-        show_compare = show_compare || w == "compare";
+        show_export = show_export || w == "export";
+        if (w == "explain") select_tab(BottomTab::Explain);
+        if (w == "compare") select_tab(BottomTab::Compare);
     }
+    if (o.tab == "time") select_tab(BottomTab::Time);
+    if (o.tab == "op-stats") select_tab(BottomTab::OpStats);
+    if (o.tab == "tune") select_tab(BottomTab::Tune);
     worker.sink().set_wants_cosines(true);
     worker.sink().set_wants_op_timings(true);
 }
@@ -199,7 +202,7 @@ void Studio::start_compare(bool original_a, float tau_b) {
     compare_queued = true;
     follow_live   = true;
     shown_run_idx = -1;
-    show_compare  = true;
+    select_tab(BottomTab::Compare);
 }
 
 void Studio::start_sweep() {
@@ -342,8 +345,7 @@ void Studio::show_notice(std::string text) { notice.show(std::move(text), now_s(
 
 bool Studio::working() {
     return status.state == WorkerState::Playing || status.state == WorkerState::Loading || compare_queued ||
-           sweep.active() || (show_compare && cmp_playing) ||
-           worker.sink().queued() > 0;
+           sweep.active() || (bottom_tab == BottomTab::Compare && cmp_playing) || worker.sink().queued() > 0;
 }
 
 void Studio::end_frame() {

@@ -78,6 +78,9 @@ struct UiParams {
     DiffusionParams base;             // the settings without a control here (seed, temperature, kp, ...) from the flags
 };
 
+// The bottom band's tabs (view_time.cpp). Compare widens the band over the plot bands; the others keep its size.
+enum class BottomTab : int { Time, OpStats, Tune, Kernels, Compare, Token, Explain };
+
 struct Studio {
     explicit Studio(const StudioOptions& o);
 
@@ -108,7 +111,11 @@ struct Studio {
     bool lsal_log_y = false;
     bool time_log_y = false;  // linear: bar heights are times (log mode scales each bar's total)
     int  drift_mean = 0;      // Drift over steps: 0 the lowest cosine per layer, 1 the mean
-    bool  tab_applied = false;             // --tab selected once
+    BottomTab bottom_tab  = BottomTab::Time;  // the bottom band's tab shown (its tab bar reports it every frame)
+    int       tab_request = -1;               // a BottomTab to select on the next frame (buttons, --tab, --open...)
+    int       token_tab_for = -1;             // selected_token the Token tab was last opened for
+    int       explain_entry = -1;             // Explain tab: the entry shown (-1: the one-line overview)
+    void      select_tab(BottomTab t) { bottom_tab = t, tab_request = int(t); }
     float bottom_frac = kBottomDefault;    // bottom band's share of the body (splitter above it)
     float ui_scale    = 1.f;               // text and widget scale (Ctrl +/-, View menu)
     int  time_steps = 1;      // steps laid back to back in the Time panel's timeline
@@ -116,7 +123,8 @@ struct Studio {
     bool stats_by_layer = false, stats_whole_run = true;
     int  stats_sort_col = 0;  // StatColumn (app/model/op_stats.h)
     bool stats_sort_asc = true;
-    bool show_explain = false, show_compare = false, show_export = false;
+    bool stats_exclude_preempted = false;  // Op stats: leave preempted samples out (app/model/op_preempt.h)
+    bool show_export = false;
     ComparePick cmp_pick;             // the runs Compare shows (by label)
     ComparePair compare_pair() const { return resolve_compare(runs, cmp_pick); }
     bool compare_queued = false;      // second compare run waits for the first to finish
@@ -186,16 +194,16 @@ std::span<const char* const> method_combo_items();
 void draw_controls(Studio& s, const Rect& r);
 void draw_prompt(Studio& s, const Rect& r);
 void draw_canvas(Studio& s, const Rect& r);
-void draw_token_history(Studio& s);
+void draw_token_history(Studio& s);  // the Token tab's content
 void draw_summary(Studio& s, const Rect& r);
 void draw_cosine(Studio& s, const Rect& r);
 void draw_salient(Studio& s, const Rect& r);
 void draw_lsal(Studio& s, const Rect& r);
 void draw_drift(Studio& s, const Rect& r);
-void draw_time(Studio& s, const Rect& r);  // the bottom band: Time, Op stats and Tune tabs
+void draw_time(Studio& s, const Rect& r);  // the bottom band's tabs (BottomTab)
 void draw_tune(Studio& s);
 void draw_scrubber(Studio& s, const Rect& r);
-void draw_explain(Studio& s);
+void draw_explain(Studio& s);  // the Explain tab's content
 void draw_compare(Studio& s);
 void draw_export(Studio& s);
 void draw_studio(Studio& s, float width, float height);  // the whole frame (view.cpp)

@@ -1,6 +1,7 @@
 // The studio frame: fixed panel windows at the rectangles of compute_layout(), a splitter above the bottom band, the
-// UI scale keys (Ctrl +/-/0), Compare in place of the lower bands when open, plus the floating windows (token history,
-// Explain, Export).
+// UI scale keys (Ctrl +/-/0). The bottom band's tabs hold Time, Op stats, Tune, GPU kernels, Compare, the token history
+// and Explain; the Compare tab widens the band over the plot bands, so nothing floats over a plot (only Export's
+// small dialog is a window).
 #include <GLFW/glfw3.h>
 #include <imgui.h>
 
@@ -72,20 +73,21 @@ void draw_studio(Studio& s, float width, float height) {
         if (ImGui::IsKeyPressed(GLFW_KEY_0)) set_ui_scale(s, 1.f);
     }
     const StudioLayout L = scaled_layout(s, width, height);
+    // A token picked in the Canvas or the Salient map opens its saliency history in the bottom band.
+    if (s.selected_token >= 0 && s.selected_token != s.token_tab_for) s.select_tab(BottomTab::Token);
+    s.token_tab_for = s.selected_token;
     panel("##controls", L.controls, ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoScrollbar,
           [&] { draw_controls(s, L.controls); });
     panel("Prompt", L.prompt, 0, [&] { draw_prompt(s, L.prompt); });
     panel("Canvas", L.canvas, 0, [&] { draw_canvas(s, L.canvas); });
     panel("Summary", L.summary, 0, [&] { draw_summary(s, L.summary); });
-    if (s.show_compare) {
-        // Compare takes the place of the lower bands (the canvas stays above it), instead of floating over plots.
+    constexpr ImGuiWindowFlags kBottomFlags = ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoScrollbar;
+    if (s.bottom_tab == BottomTab::Compare) {
+        // Compare needs two canvases and two salient maps: its tab takes the lower bands (the canvas stays above).
         const Rect r{L.cosine.x, L.cosine.y, L.time.right() - L.cosine.x, L.time.bottom() - L.cosine.y};
-        panel("Compare: two runs of this prompt (close to see the plots again)", r, ImGuiWindowFlags_NoScrollbar,
-              [&] { draw_compare(s); }, &s.show_compare);
+        panel("##bottom", r, kBottomFlags, [&] { draw_time(s, r); });
         panel("##scrubber", L.scrubber, ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoScrollbar,
               [&] { draw_scrubber(s, L.scrubber); });
-        draw_token_history(s);
-        if (s.show_explain) draw_explain(s);
         if (s.show_export) draw_export(s);
         return;
     }
@@ -98,12 +100,10 @@ void draw_studio(Studio& s, float width, float height) {
     if (drift) panel("Drift over steps", lines, ImGuiWindowFlags_NoScrollbar, [&] { draw_drift(s, lines); });
     panel("Salient map", L.salient, ImGuiWindowFlags_NoScrollbar, [&] { draw_salient(s, L.salient); });
     panel("L_sal per layer", L.lsal, ImGuiWindowFlags_NoScrollbar, [&] { draw_lsal(s, L.lsal); });
-    panel("Time", L.time, ImGuiWindowFlags_NoScrollbar, [&] { draw_time(s, L.time); });
+    panel("##bottom", L.time, kBottomFlags, [&] { draw_time(s, L.time); });
     panel("##scrubber", L.scrubber, ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoScrollbar,
           [&] { draw_scrubber(s, L.scrubber); });
     bottom_splitter(s, L);
-    draw_token_history(s);
-    if (s.show_explain) draw_explain(s);
     if (s.show_export) draw_export(s);
 }
 

@@ -194,26 +194,22 @@ void draw_canvas(Studio& s, const Rect& r) {
 
 void draw_token_history(Studio& s) {
     RunEntry* run = s.shown_run();
-    if (s.selected_token < 0 || !run) return;
-    const RunHistory& h = run->history;
-    if (s.selected_token >= int(h.tokens(s.seq).size())) {
+    if (s.selected_token >= 0 && run && s.selected_token >= int(run->history.tokens(s.seq).size()))
         s.selected_token = -1;
+    if (s.selected_token < 0 || !run) {
+        ImGui::TextDisabled("click a token in the Canvas (or a cell of the Salient map) to see its saliency history");
         return;
     }
+    const RunHistory& h = run->history;
     if (s.token_grid_steps != h.step_count()) {  // recompute only when new steps arrived
         s.token_grid       = h.token_saliency(s.seq, s.selected_token);
         s.token_grid_steps = h.step_count();
     }
-    const auto& g    = s.token_grid;
-    bool        open = true;
-    ImGui::SetNextWindowSize(ImVec2(560, 300), ImGuiCond_FirstUseEver);
-    ImGui::SetNextWindowPos(ImVec2(380, 120), ImGuiCond_FirstUseEver);
-    char title[128];
-    std::snprintf(title, sizeof title, "Token %d: saliency history###tokhist", s.selected_token);
-    if (ImGui::Begin(title, &open, ImGuiWindowFlags_NoSavedSettings)) {
+    const auto& g = s.token_grid;
+    {
         const auto& tok = h.tokens(s.seq)[size_t(s.selected_token)];
-        ImGui::Text("token '%s'   unmasked at step %d", s.vocab ? s.vocab->display(tok.token).c_str() : "?",
-                    tok.unmask_step);
+        ImGui::Text("token %d '%s'   unmasked at step %d", s.selected_token,
+                    s.vocab ? s.vocab->display(tok.token).c_str() : "?", tok.unmask_step);
         ImGui::SameLine();
         ImGui::TextDisabled("  rows = layers, columns = steps;  orange salient, blue tested & stable, dark not tested");
         if (g.steps == 0 || g.layers == 0) {
@@ -260,8 +256,6 @@ void draw_token_history(Studio& s) {
             ImGui::TextDisabled("white line: the step that unmasked it.  Click a cell to show that step everywhere.");
         }
     }
-    ImGui::End();
-    if (!open) s.selected_token = -1;
 }
 
 }  // namespace dyllm::app

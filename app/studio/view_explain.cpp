@@ -1,5 +1,5 @@
 // Explain: short teaching text for every panel (what a salient token is, why cosines sit near 1, what tau does), as a
-// window and as the "(?)" tooltip at the top of each panel.
+// tab of the bottom band (a list of topics beside the chosen one's text) and as the "(?)" tooltip of each panel.
 #include <imgui.h>
 
 #include <algorithm>
@@ -50,7 +50,12 @@ constexpr Entry kEntries[] = {
     {"Time",
      "Where the time goes: per-step stacked bars by op class (QKV, attention exact/approximate, o_proj, FFN, norms, "
      "lm_head, sampling...), the op timeline of the shown step (one lane per layer) and the top op classes. FULL "
-     "steps are tall; sparse steps shrink with the salient share."},
+     "steps are tall; sparse steps shrink with the salient share. Each step's tooltip gives its GFLOP/s and the GB/s "
+     "of weights it streamed (every GEMM's weight matrix read once, over the step's wall time): at a few dozen rows "
+     "a step is bound by reading the weights. Every op also records its thread's CPU time; an op on one thread whose "
+     "wall time is well above its CPU time (wall > 1.5 x CPU + 0.2 ms) lost the CPU - preempted, or waiting on a "
+     "page fault - and gets a red corner; Op stats can leave those samples out. On a GPU, GPU kernels lists the "
+     "CUPTI kernel records under the engine op that launched them."},
     {"Summary",
      "engine tok/s = response tokens over the engine's denoising time (not the play speed). Speed-up compares with an 'original' (every step dense) run of "
      "the same prompt: use Compare to make one. Rows recomputed and FLOPs are measured against a dense forward over "
@@ -86,22 +91,31 @@ void help_marker(const char* panel) {
 }
 
 void draw_explain(Studio& s) {
-    // First placement inside the window at any size (at 1280x720 a 560 px window ran below the scrubber).
-    const ImVec2 disp = ImGui::GetIO().DisplaySize;
-    const ImVec2 size(std::min(620.f, disp.x - 40), std::min(560.f, disp.y - 190));
-    ImGui::SetNextWindowSize(size, ImGuiCond_FirstUseEver);
-    ImGui::SetNextWindowPos(ImVec2(std::min(480.f, disp.x - size.x - 20), std::min(160.f, disp.y - size.y - 50)),
-                            ImGuiCond_FirstUseEver);
-    if (ImGui::Begin("Explain", &s.show_explain, ImGuiWindowFlags_NoSavedSettings)) {
-        ImGui::TextWrapped("DyLLM accelerates masked diffusion LMs by recomputing only the 'salient' tokens - those whose "
-                           "attention context changed since the previous denoising step - and reusing cached results "
-                           "for the rest.");
-        ImGui::Separator();
-        for (const auto& e : kEntries) {
-            if (ImGui::CollapsingHeader(e.panel, ImGuiTreeNodeFlags_DefaultOpen)) ImGui::TextWrapped("%s", e.text);
-        }
+    // Topics on the left, the chosen one's text on the right: the band is wide and low, so one text at a time reads
+    // better than every section stacked (the band may be 230 px high at 1280x720).
+    constexpr int n       = int(sizeof kEntries / sizeof kEntries[0]);
+    const float   list_w  = std::min(ImGui::GetFontSize() * 11, ImGui::GetContentRegionAvail().x * 0.3f);
+    s.explain_entry       = std::clamp(s.explain_entry, -1, n - 1);
+    ImGui::BeginChild("##explain_topics", ImVec2(list_w, 0), true);
+    if (ImGui::Selectable("DyLLM in one line", s.explain_entry < 0)) s.explain_entry = -1;
+    for (int i = 0; i < n; ++i)
+        if (ImGui::Selectable(kEntries[i].panel, s.explain_entry == i)) s.explain_entry = i;
+    ImGui::EndChild();
+    ImGui::SameLine();
+    ImGui::BeginChild("##explain_text", ImVec2(0, 0), true);
+    const float wrap = std::min(ImGui::GetContentRegionAvail().x, ImGui::GetFontSize() * 60);  // ~100 characters
+    ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + wrap);
+    if (s.explain_entry < 0) {
+        ImGui::TextUnformatted(
+            "DyLLM accelerates masked diffusion LMs by recomputing only the 'salient' tokens - those whose attention "
+            "context changed since the previous denoising step - and reusing cached results for the rest. Pick a "
+            "panel on the left; every panel's (?) shows the same text on hover.");
+    } else {
+        ImGui::TextColored(ImVec4(0.95f, 0.8f, 0.45f, 1), "%s", kEntries[s.explain_entry].panel);
+        ImGui::TextUnformatted(kEntries[s.explain_entry].text);
     }
-    ImGui::End();
+    ImGui::PopTextWrapPos();
+    ImGui::EndChild();
 }
 
 }  // namespace dyllm::app

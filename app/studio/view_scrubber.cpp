@@ -82,9 +82,13 @@ void draw_scrubber(Studio& s, const Rect& r) {
         ImGui::EndCombo();
     }
     ImGui::SameLine();
-    if (ImGui::Button("Explain")) s.show_explain = !s.show_explain;
+    // Explain and Compare are tabs of the bottom band: the buttons select them (again: back to Time).
+    auto tab_button = [&](const char* label, BottomTab t) {
+        if (ImGui::Button(label)) s.select_tab(s.bottom_tab == t ? BottomTab::Time : t);
+    };
+    tab_button("Explain", BottomTab::Explain);
     ImGui::SameLine();
-    if (ImGui::Button("Compare")) s.show_compare = !s.show_compare;
+    tab_button("Compare", BottomTab::Compare);
     ImGui::SameLine();
     if (ImGui::Button("Export")) s.show_export = !s.show_export;
     ImGui::SameLine();

@@ -1,6 +1,8 @@
-// Time panel. Overview tab: per-step stacked bars by op class (click a bar to show that step), the op timeline of one
-// or several steps back to back under a ms ruler (rows = layers, wheel to zoom, drag to pan, double-click to reset),
-// the top op classes. Op stats tab: per-op table (q/k/v/o/gate/up/down...) with GFLOP/s and GB/s, sortable, filtered.
+// The bottom band's tabs. Time: per-step stacked bars by op class (click a bar to show that step), the op timeline of
+// one or several steps back to back under a ms ruler (rows = layers, wheel to zoom, drag to pan, double-click to
+// reset; preempted ops get a red corner), the top op classes. Op stats: per-op table (q/k/v/o/gate/up/down...) with
+// CPU time, GFLOP/s and GB/s, sortable, filtered. GPU kernels: CUPTI records under their ops. Then Tune, Compare,
+// the token history and Explain.
 #include <imgui.h>
 
 #include <algorithm>
@@ -12,8 +14,11 @@
 #include <vector>
 
 #include "app/model/axis_ticks.h"
+#include "app/model/kernel_join.h"
 #include "app/model/op_names.h"
+#include "app/model/op_preempt.h"
 #include "app/model/op_stats.h"
+#include "app/model/step_rates.h"
 #include "app/studio/plot.h"
 #include "app/studio/studio.h"
 
@@ -21,9 +26,45 @@ namespace dyllm::app {
 
 namespace {
 
+bool on_gpu(const Studio& s) { return s.status.backend.rfind("cuda", 0) == 0; }
+
+// The worker's CUPTI records of this run that belong to step sd, by join_step_kernels' rule (the step's by id, those
+// without an op inside its time span): picked here so a frame copies one step's records, not the whole run's.
+std::vector<KernelRecord> step_kernel_records(const Studio& s, const RunEntry& run, const StepData& sd) {
+    std::vector<KernelRecord> out;
+    const int64_t             t1 = sd.ended && sd.end.t_ns > 0 ? sd.end.t_ns : INT64_MAX;
+    for (const auto& batch : s.worker.kernels(run.label))
+        for (const KernelRecord& k : *batch)
+            if (k.external_id != 0 ? k.step == sd.step : k.start_ns >= sd.t_begin_ns && k.start_ns <= t1)
+                out.push_back(k);
+    return out;
+}
+
 struct TimelineView {
     float zoom = 1.f, offset = 0.f;  // visible fraction [offset, offset + 1/zoom] of the step
 };
+
+constexpr ImU32 kColPreempted = IM_COL32(255, 70, 60, 255);
+
+// "12.3 GFLOP/s, weights 4.56 GB/s (1.2 GB read)" of one step (weights: the GEMMs' weight matrices, issue #19); the
+// short form leaves the bytes out.
+std::string step_rates_text(const StepData& sd, int n_embd, bool brief = false) {
+    const StepRates r = step_rates(sd, n_embd);
+    char            buf[160];
+    if (r.gemms == 0)
+        std::snprintf(buf, sizeof buf, "%.2f GFLOP/s, weights GB/s n/a%s", r.gflops_per_s(),
+                      brief ? "" : " (no GEMM shapes: n_embd unknown)");
+    else if (brief)
+        std::snprintf(buf, sizeof buf, "%.2f GFLOP/s, weights %.2f GB/s", r.gflops_per_s(), r.weight_gbytes_per_s());
+    else
+        std::snprintf(buf, sizeof buf, "%.2f GFLOP/s, weights %.2f GB/s (%s read)", r.gflops_per_s(),
+                      r.weight_gbytes_per_s(), fmt_si(r.weight_bytes, "B").c_str());
+    return buf;
+}
+
+int preempted_ops(const StepData& sd) {
+    return int(std::count_if(sd.ops.begin(), sd.ops.end(), [](const OpTiming& o) { return op_preempted(o); }));
+}
 
 // Per-step bars stacked by op class, over a ms axis. Linear: heights are times. Log: each bar's total sits on a log
 // axis and its segments split that height in proportion to their times (stacking log values would draw embed as
@@ -97,6 +138,10 @@ void stacked_bars(Studio& s, const RunHistory& h, float w, float hgt) {
         const StepData* sd = h.step(j);
         ImGui::BeginTooltip();
         ImGui::Text("step %d (%s): wall %s", j, step_kind_name(sd->kind), fmt_ms(sd->wall_seconds()).c_str());
+        ImGui::TextUnformatted(step_rates_text(*sd, run_n_embd(h)).c_str());
+        if (const int np = preempted_ops(*sd); np > 0)
+            ImGui::TextColored(ImVec4(1, 0.45f, 0.4f, 1), "%d op%s preempted (wall >> CPU time)", np,
+                               np > 1 ? "s" : "");
         for (size_t c = 0; c < kOpClasses; ++c)
             if (sd->op_seconds[c] > 0) {
                 ImGui::ColorButton("##c", ImGui::ColorConvertU32ToFloat4(op_class_color(int(c))),
@@ -194,6 +239,10 @@ void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
         if (x1 < a.p0.x || x0 > a.p1.x) continue;
         const float y0 = y_top + lane * lane_h;
         dl->AddRectFilled(ImVec2(x0, y0 + 1), ImVec2(x1, y0 + lane_h - 1), op_class_color(int(o.op)));
+        if (op_preempted(o)) {  // red corner: this op lost the CPU, its time is the machine's, not the op's
+            const float c = std::min(std::max(lane_h * 0.5f, 5.f), 10.f);
+            dl->AddTriangleFilled(ImVec2(x0, y0 + 1), ImVec2(x0 + c, y0 + 1), ImVec2(x0, y0 + 1 + c), kColPreempted);
+        }
         // The op's name inside its box when it fits (q, k, v, gate, up, down...).
         const char* nm = op_name_text(p.name.name);
         if (x1 - x0 > ImGui::CalcTextSize(nm).x + 4 && lane_h >= ImGui::GetTextLineHeight())
@@ -219,21 +268,31 @@ void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
     }
     dl->PopClipRect();
     dl->AddRect(a.p0, a.p1, kColAxis);
-    char lbl[128];
-    if (lo == hi)
-        std::snprintf(lbl, sizeof lbl, "step %d: %s of ops; lanes: top = outside layers, then L0..L%d", hi,
-                      fmt_ms(span * 1e-9).c_str(), nl - 1);
+    char lbl[256];
+    if (lo == hi && h.step(hi))
+        std::snprintf(lbl, sizeof lbl, "step %d: %s of ops; %s", hi, fmt_ms(span * 1e-9).c_str(),
+                      step_rates_text(*h.step(hi), n_embd, true).c_str());
     else
         std::snprintf(lbl, sizeof lbl, "steps %d-%d back to back (idle gaps left out): %s of ops", lo, hi,
                       fmt_ms(span * 1e-9).c_str());
+    // The header line under the plot, clipped to it (the top-ops column starts right of it).
+    dl->PushClipRect(ImVec2(a.p0.x, a.p1.y), ImVec2(a.p1.x, a.p1.y + ImGui::GetTextLineHeight() + 2), true);
     dl->AddText(ImVec2(a.p0.x, a.p1.y + 1), IM_COL32(150, 150, 150, 255), lbl);
+    dl->PopClipRect();
     if (hovered) {
-        const OpTiming& o = *hovered->op;
-        ImGui::SetTooltip("%s\nstep %d  layer %d  rows %d\n%s  flops %s  bytes %s", op_detail(o, hovered->name).c_str(),
-                          o.step, o.layer, o.rows, fmt_ms(double(o.dur_ns) * 1e-9).c_str(), fmt_si(o.flops).c_str(),
-                          fmt_si(o.bytes, "B").c_str());
+        const OpTiming&  o  = *hovered->op;
+        const OpCpuState st = op_cpu_state(o);
+        ImGui::BeginTooltip();
+        ImGui::Text("%s\nstep %d  layer %d  rows %d\nwall %s  flops %s  bytes %s", op_detail(o, hovered->name).c_str(),
+                    o.step, o.layer, o.rows, fmt_ms(double(o.dur_ns) * 1e-9).c_str(), fmt_si(o.flops).c_str(),
+                    fmt_si(o.bytes, "B").c_str());
+        if (o.cpu_ns >= 0) ImGui::Text("CPU %s (this thread)", fmt_ms(double(o.cpu_ns) * 1e-9).c_str());
+        if (st == OpCpuState::Preempted) ImGui::TextColored(ImVec4(1, 0.45f, 0.4f, 1), "%s", op_cpu_state_text(st));
+        else ImGui::TextDisabled("%s", op_cpu_state_text(st));
+        ImGui::EndTooltip();
     } else if (a.hovered) {
-        ImGui::SetTooltip("wheel: zoom, drag: pan, double-click: reset");
+        ImGui::SetTooltip("lanes: top = outside the layers, then L0..L%d; red corner: preempted op\n"
+                          "wheel: zoom, drag: pan, double-click: reset", nl - 1);
     }
 }
 
@@ -247,13 +306,18 @@ void op_stats_table(Studio& s, const RunHistory& h) {
     ImGui::Checkbox("whole run", &s.stats_whole_run);
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("off: the shown step only");
     ImGui::SameLine();
+    ImGui::Checkbox("exclude preempted", &s.stats_exclude_preempted);
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("leave out samples of ops that ran on one thread but whose wall time exceeds that thread's\n"
+                          "CPU time by > 1.5x + 0.2 ms (preempted, or waiting on a page fault); 'pre' counts them");
+    ImGui::SameLine();
     ImGui::TextDisabled("GFLOP/s, GB/s: engine FLOPs and bytes over summed time (attention records no bytes)");
     const int lo = s.stats_whole_run ? 1 : s.view_step, hi = s.stats_whole_run ? h.step_count() : s.view_step;
-    std::vector<OpStat> stats = op_stats(h, lo, hi, s.stats_by_layer);
+    std::vector<OpStat> stats = op_stats(h, lo, hi, s.stats_by_layer, s.stats_exclude_preempted);
     constexpr ImGuiTableFlags kFlags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollY |
                                        ImGuiTableFlags_Sortable | ImGuiTableFlags_SizingStretchProp |
                                        ImGuiTableFlags_Resizable;
-    if (!ImGui::BeginTable("##opstats", 11, kFlags, ImVec2(0, ImGui::GetContentRegionAvail().y))) return;
+    if (!ImGui::BeginTable("##opstats", 13, kFlags, ImVec2(0, ImGui::GetContentRegionAvail().y))) return;
     ImGui::TableSetupScrollFreeze(0, 1);
     ImGui::TableSetupColumn("op", ImGuiTableColumnFlags_DefaultSort, 1.3f, int(StatColumn::Label));
     ImGui::TableSetupColumn("M x N x K", ImGuiTableColumnFlags_NoSort, 1.6f, 100);
@@ -263,6 +327,8 @@ void op_stats_table(Studio& s, const RunHistory& h) {
     ImGui::TableSetupColumn("median", 0, 1.f, int(StatColumn::Median));
     ImGui::TableSetupColumn("min", 0, 1.f, int(StatColumn::Min));
     ImGui::TableSetupColumn("max", 0, 1.f, int(StatColumn::Max));
+    ImGui::TableSetupColumn("cpu ms", 0, 1.f, int(StatColumn::CpuMean));
+    ImGui::TableSetupColumn("pre", 0, 0.6f, int(StatColumn::Preempted));
     ImGui::TableSetupColumn("share %", 0, 0.9f, int(StatColumn::Share));
     ImGui::TableSetupColumn("GFLOP/s", 0, 1.f, int(StatColumn::GFlops));
     ImGui::TableSetupColumn("GB/s", 0, 0.9f, int(StatColumn::GBytes));
@@ -288,6 +354,17 @@ void op_stats_table(Studio& s, const RunHistory& h) {
             ImGui::TableNextColumn();
             ImGui::Text("%.3f", v * 1e3);
         }
+        ImGui::TableNextColumn();  // mean thread CPU time; "*" when some samples were split over the pool
+        if (st.cpu_count > 0) {
+            ImGui::Text("%.3f%s", st.cpu_mean_s() * 1e3, st.split > 0 ? "*" : "");
+            if (ImGui::IsItemHovered())
+                ImGui::SetTooltip("mean CPU time of the thread that ran the op (%d samples)%s", st.cpu_count,
+                                  st.split > 0 ? "\n*: some were split over the pool's threads: their CPU time is "
+                                                 "the calling thread's share only"
+                                               : "");
+        }
+        ImGui::TableNextColumn();
+        if (st.preempted > 0) ImGui::TextColored(ImVec4(1, 0.45f, 0.4f, 1), "%d", st.preempted);
         ImGui::TableNextColumn();
         ImGui::Text("%.1f", st.share * 100);
         ImGui::TableNextColumn();
@@ -339,26 +416,106 @@ void top_ops(Studio& s, const RunHistory& h) {
         ImGui::EndTable();
     }
     (void)step_total;
-    // CUPTI kernel records need a GPU; the section stays visible (greyed) so users know it exists.
-    ImGui::TextDisabled("CUPTI kernels: unavailable (%s)",
-                        s.status.backend.rfind("cuda", 0) == 0 ? "not collected in the studio yet" : "no GPU");
+    // CUPTI kernel records need a GPU; the line stays visible (greyed) so users know they exist.
+    if (!on_gpu(s)) {
+        ImGui::TextDisabled("CUPTI kernels: unavailable (no GPU)");
+    } else if (s.status.cupti != "on") {
+        ImGui::TextDisabled("CUPTI kernels: %s", s.status.cupti.c_str());
+    } else if (const RunEntry* run = s.shown_run(); run && sd) {
+        const StepKernels j = join_step_kernels(*sd, step_kernel_records(s, *run, *sd));
+        ImGui::TextDisabled("CUPTI: %d GPU records at step %d, %s of GPU time (GPU kernels tab)", j.records,
+                            s.view_step, fmt_ms(j.gpu_s).c_str());
+    }
+}
+
+// GPU kernels tab: the shown step's CUPTI records joined to the engine ops that launched them, per op (host time of
+// the ops beside the GPU time of their kernels) and per kernel.
+void kernels_tab(Studio& s) {
+    if (s.status.cupti != "on") {
+        ImGui::TextDisabled("CUPTI kernels: %s", s.status.cupti.c_str());
+        return;
+    }
+    const RunEntry* run = s.shown_run();
+    const StepData* sd  = run ? run->history.step(s.view_step) : nullptr;
+    if (!sd) {
+        ImGui::TextDisabled("no step selected");
+        return;
+    }
+    const StepKernels j = join_step_kernels(*sd, step_kernel_records(s, *run, *sd));
+    ImGui::Text("step %d: %d GPU records, %s of GPU time; ops are host-timed (launch), kernels GPU-timed", s.view_step,
+                j.records, fmt_ms(j.gpu_s).c_str());
+    constexpr ImGuiTableFlags kFlags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollY |
+                                       ImGuiTableFlags_SizingStretchProp | ImGuiTableFlags_Resizable;
+    const ImVec2 avail = ImGui::GetContentRegionAvail();
+    auto op_label = [](int32_t layer, OpClass op) {
+        return std::string(op_class_name(op)) + (layer >= 0 ? " L" + std::to_string(layer) : std::string());
+    };
+    if (ImGui::BeginTable("##gpu_ops", 5, kFlags, ImVec2(avail.x * 0.42f, avail.y))) {
+        ImGui::TableSetupScrollFreeze(0, 1);
+        ImGui::TableSetupColumn("op", 0, 1.4f);
+        ImGui::TableSetupColumn("ops", 0, 0.5f);
+        ImGui::TableSetupColumn("host ms", 0, 1.f);
+        ImGui::TableSetupColumn("kernels", 0, 0.7f);
+        ImGui::TableSetupColumn("GPU ms", 0, 1.f);
+        ImGui::TableHeadersRow();
+        for (const OpGpuTime& k : j.ops) {
+            ImGui::TableNextRow();
+            ImGui::TableNextColumn();
+            ImGui::TextUnformatted(op_label(k.layer, k.op).c_str());
+            ImGui::TableNextColumn();
+            ImGui::Text("%d", k.n_ops);
+            ImGui::TableNextColumn();
+            ImGui::Text("%.3f", k.host_s * 1e3);
+            ImGui::TableNextColumn();
+            ImGui::Text("%d", k.n_kernels);
+            ImGui::TableNextColumn();
+            if (k.n_kernels > 0) ImGui::Text("%.3f", k.gpu_s * 1e3);
+        }
+        ImGui::EndTable();
+    }
+    ImGui::SameLine();
+    if (ImGui::BeginTable("##gpu_kernels", 4, kFlags, ImVec2(0, avail.y))) {
+        ImGui::TableSetupScrollFreeze(0, 1);
+        ImGui::TableSetupColumn("launched by", 0, 1.f);
+        ImGui::TableSetupColumn("kernel", 0, 3.f);
+        ImGui::TableSetupColumn("n", 0, 0.4f);
+        ImGui::TableSetupColumn("GPU ms", 0, 0.8f);
+        ImGui::TableHeadersRow();
+        for (const KernelRow& k : j.rows) {
+            ImGui::TableNextRow();
+            ImGui::TableNextColumn();
+            ImGui::TextUnformatted(k.attributed ? op_label(k.layer, k.op).c_str() : "(no engine op)");
+            ImGui::TableNextColumn();
+            ImGui::TextUnformatted(k.name.c_str());
+            if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s (%s)", k.name.c_str(), kernel_kind_name(k.kind));
+            ImGui::TableNextColumn();
+            ImGui::Text("%d", k.count);
+            ImGui::TableNextColumn();
+            ImGui::Text("%.3f", k.gpu_s * 1e3);
+        }
+        ImGui::EndTable();
+    }
 }
 
 }  // namespace
 
 void draw_time(Studio& s, const Rect& r) {
-    help_marker("Time");
+    help_marker(s.bottom_tab == BottomTab::Compare ? "Compare" : "Time");
     RunEntry* run = s.shown_run();
     const RunHistory* h = run && run->history.has_run() ? &run->history : nullptr;
     ImGui::SameLine();
-    if (!ImGui::BeginTabBar("##timetabs")) return;
-    // --tab: select that tab on the first frame only, so clicks choose afterwards.
-    auto pick = [&](const char* name) {
-        return !s.tab_applied && s.opts.tab == name ? ImGuiTabItemFlags_SetSelected : ImGuiTabItemFlags_None;
+    if (!ImGui::BeginTabBar("##bottomtabs")) return;
+    // A requested tab (buttons, --tab, --open, a token click) is selected once; afterwards the clicks choose. While a
+    // request is pending, the tab the bar still shows does not overwrite it (the selection lands a frame later).
+    const int req = s.tab_request;
+    s.tab_request = -1;
+    auto tab = [&](const char* label, BottomTab t) {
+        const bool open = ImGui::BeginTabItem(label, nullptr,
+                                              req == int(t) ? ImGuiTabItemFlags_SetSelected : ImGuiTabItemFlags_None);
+        if (open && req < 0) s.bottom_tab = t;
+        return open;
     };
-    const ImGuiTabItemFlags f_time = pick("time"), f_stats = pick("op-stats"), f_tune = pick("tune");
-    s.tab_applied = true;
-    if (ImGui::BeginTabItem("Time", nullptr, f_time)) {
+    if (tab("Time", BottomTab::Time)) {
         ImGui::Checkbox("log y##time", &s.time_log_y);
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip("log y: each bar's total on a log axis (its op classes keep their shares of the bar),\n"
@@ -398,12 +555,28 @@ void draw_time(Studio& s, const Rect& r) {
         }
         ImGui::EndTabItem();
     }
-    if (ImGui::BeginTabItem("Op stats", nullptr, f_stats)) {
+    if (tab("Op stats", BottomTab::OpStats)) {
         if (h) op_stats_table(s, *h);
         ImGui::EndTabItem();
     }
-    if (ImGui::BeginTabItem("Tune", nullptr, f_tune)) {
+    if (on_gpu(s) && tab("GPU kernels", BottomTab::Kernels)) {
+        kernels_tab(s);
+        ImGui::EndTabItem();
+    }
+    if (tab("Tune", BottomTab::Tune)) {
         draw_tune(s);
+        ImGui::EndTabItem();
+    }
+    if (tab("Compare", BottomTab::Compare)) {
+        draw_compare(s);
+        ImGui::EndTabItem();
+    }
+    if (tab("Token history", BottomTab::Token)) {
+        draw_token_history(s);
+        ImGui::EndTabItem();
+    }
+    if (tab("Explain", BottomTab::Explain)) {
+        draw_explain(s);
         ImGui::EndTabItem();
     }
     ImGui::EndTabBar();

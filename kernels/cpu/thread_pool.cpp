@@ -10,7 +10,10 @@ namespace dyllm::cpu {
 namespace {
 thread_local bool t_in_pool_task = false;  // set while a thread runs pool tasks: nested calls run inline
 thread_local int  t_thread_index = 0;      // the pool thread index of the task this thread is running
+thread_local uint64_t t_handoffs = 0;      // parallel_for jobs this thread handed to the workers
 }
+
+uint64_t thread_handoffs() { return t_handoffs; }
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
     // When the system refuses a thread part-way (std::system_error, EAGAIN), the members the started workers wait on
@@ -81,6 +84,7 @@ void ThreadPool::parallel_for(int64_t n_tasks, TaskFn fn) {
     // job).
     if (n_threads_ == 1 || n_tasks == 1 || t_in_pool_task) return run_inline(n_tasks, fn);
     std::lock_guard<std::mutex> call_lk(call_mu_);  // one outside caller at a time
+    ++t_handoffs;
     {
         std::lock_guard<std::mutex> lk(mu_);
         fn_      = &fn;

@@ -32,6 +32,10 @@ private:
 // 0.50x (n = 64 Ki), 0.71x (128 Ki) and 1.53x (256 Ki) of one thread, so each thread needs at least 128 Ki.
 constexpr int64_t kMinSplitWork = 1 << 17;
 
+// Jobs this thread has handed to pool workers so far (parallel_for calls that did not run inline). An op timer
+// compares two readings to tell whether an op ran on more than one thread.
+uint64_t thread_handoffs();
+
 class ThreadPool {
 public:
     // n_threads >= 1 counts the caller: n_threads - 1 workers are started. When the system cannot start them all, the

@@ -1,19 +1,22 @@
 // The profiler side of app/model without a window: the dense/cached roofline split, the sgemm probe through the CPU
-// backend, op names and GEMM shapes from the op stream, per-op statistics, the tau slider scale and the sweep's
-// Pareto front.
+// backend, op names and GEMM shapes from the op stream, per-op statistics (with preempted samples), per-step weight
+// GB/s, CUPTI kernels joined to their ops, the tau slider scale and the sweep's Pareto front.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <vector>
 
 #include "app/model/axis_ticks.h"
+#include "app/model/kernel_join.h"
 #include "app/model/layout.h"
 #include "app/model/op_names.h"
+#include "app/model/op_preempt.h"
 #include "app/model/op_stats.h"
 #include "app/model/roofline.h"
 #include "app/model/tau_scale.h"
 #include "app/model/tau_sweep.h"
 #include "app/model/sgemm_probe.h"
+#include "app/model/step_rates.h"
 #include "engine/backend.h"
 
 using namespace dyllm;
@@ -317,4 +320,169 @@ TEST_CASE("layout: the bottom band's splitter share, clamped; the bands still ti
     CHECK(compute_layout(1280, 720, false, 0.f).time.h == Approx(std::min(kBottomMinPx, kBottomMinShare * body)));
     const StudioLayout tall = compute_layout(1600, 2000, false, 0.f);
     CHECK(tall.time.h == Approx(kBottomMin * (tall.scrubber.y - tall.prompt.y)));
+}
+
+namespace {
+OpTiming timed(int64_t wall_ns, int64_t cpu_ns, bool split = false, EventDevice dev = EventDevice::Cpu) {
+    OpTiming o = plain(0, OpClass::Ffn, 4, wall_ns);
+    o.cpu_ns = cpu_ns, o.split = split, o.device = dev;
+    return o;
+}
+}  // namespace
+
+TEST_CASE("preempted ops: wall > 1.5 x cpu + 0.2 ms on an unsplit CPU op", "[app][profile][cpu_time]") {
+    using S = OpCpuState;
+    CHECK(op_cpu_state(timed(1'000'000, 1'000'000)) == S::OnCpu);
+    CHECK(op_cpu_state(timed(1'700'000, 1'000'000)) == S::OnCpu);       // 1.7 ms <= 1.5 + 0.2 ms: the boundary
+    CHECK(op_cpu_state(timed(1'700'001, 1'000'000)) == S::Preempted);   // just over it
+    CHECK(op_cpu_state(timed(12'000'000, 1'000'000)) == S::Preempted);  // the 7-30 ms outliers of issue #13
+    CHECK(op_cpu_state(timed(150'000, 10'000)) == S::OnCpu);            // 15x, but inside the 0.2 ms slack
+    CHECK(op_cpu_state(timed(12'000'000, 1'000'000, true)) == S::Split);  // the caller waited for the pool
+    CHECK(op_cpu_state(timed(12'000'000, -1)) == S::Unmeasured);          // older recording
+    CHECK(op_cpu_state(timed(12'000'000, 1'000, false, EventDevice::Cuda)) == S::Unmeasured);  // launch time only
+    CHECK(op_preempted(timed(5'000'000, 0)));
+    CHECK_FALSE(op_preempted(timed(5'000'000, 0, true)));
+
+    // Stats: one q sample per step, 0.9 ms of CPU each; step 3's took 5 ms of wall time (preempted). Excluding it
+    // changes count, times and rates, and the row still says how many were left out.
+    RunHistory h;
+    RunBegin   rb;
+    rb.n_layer = 1, rb.n_seq = 1, rb.gen_length = 4, rb.steps = 3, rb.prompt_lengths = {6};
+    rb.env = {{"n_embd", std::to_string(kD)}};
+    h.apply(rb);
+    for (int k = 1; k <= 3; ++k) {
+        StepBegin sb;
+        sb.step = k;
+        h.apply(sb);
+        OpTiming q = gemm(0, OpClass::Qkv, 10, kD, kD, k == 3 ? 5'000'000 : 1'000'000);
+        q.step = k, q.cpu_ns = 900'000, q.split = k == 1;
+        h.apply(q);
+        OpTiming old = plain(0, OpClass::Norm, 10, 7'000'000);  // no CPU time: never flagged
+        old.step = k;
+        h.apply(old);
+    }
+    auto q_of = [](const std::vector<OpStat>& v) {
+        for (const auto& s : v)
+            if (s.label == "q") return s;
+        FAIL("no q row");
+        return OpStat{};
+    };
+    const OpStat all = q_of(op_stats(h, 1, 3, false));
+    CHECK(all.count == 3);
+    CHECK(all.preempted == 1);
+    CHECK(all.split == 1);
+    CHECK(all.cpu_count == 3);
+    CHECK(all.cpu_mean_s() == Approx(0.9e-3));
+    CHECK(all.max_s == Approx(5e-3));
+    const OpStat kept = q_of(op_stats(h, 1, 3, false, true));
+    CHECK(kept.count == 2);
+    CHECK(kept.preempted == 1);
+    CHECK(kept.max_s == Approx(1e-3));
+    CHECK(kept.total_s == Approx(2e-3));
+    CHECK(kept.gflops_per_s() == Approx(2 * 2.0 * 10 * kD * kD / 2e-3 * 1e-9));
+    // A range holding only the preempted sample keeps the row, empty.
+    const OpStat only = q_of(op_stats(h, 3, 3, false, true));
+    CHECK(only.count == 0);
+    CHECK(only.preempted == 1);
+    CHECK(only.total_s == 0);
+}
+
+TEST_CASE("step rates: weight bytes of the step's GEMMs over its time, beside GFLOP/s", "[app][profile]") {
+    // One dense layer of 10 rows and the head over 4 rows; fp32 weights (gemm() counts W + x + y at 4 bytes).
+    StepData sd;
+    sd.step = 1, sd.begun = true;
+    sd.ops  = dense_layer_ops(0, 10);
+    sd.ops.push_back(gemm(-1, OpClass::LmHead, 4, kVocab, kD));
+    const double weights = 4.0 * (kD * kD + 2.0 * kKv * kD + kD * kD + 2.0 * kFf * kD + kD * kFf + kVocab * kD);
+    double flops = 0;
+    for (const auto& o : sd.ops) flops += o.flops;
+    // Not ended: the time is the sum of the op times (15 ops of 1 us).
+    StepRates r = step_rates(sd, kD);
+    CHECK(r.gemms == 8);
+    CHECK(r.weight_bytes == Approx(weights));
+    CHECK(r.seconds == Approx(15e-6));
+    CHECK(r.flops == Approx(flops));
+    CHECK(r.weight_gbytes_per_s() == Approx(weights / 15e-6 * 1e-9));
+    // Ended: the step's wall time and the engine's FLOPs count.
+    sd.ended = true, sd.end.wall_ns = 2'000'000, sd.end.flops = 3e6;
+    r = step_rates(sd, kD);
+    CHECK(r.seconds == Approx(2e-3));
+    CHECK(r.weight_gbytes_per_s() == Approx(weights / 2e-3 * 1e-9));
+    CHECK(r.gflops_per_s() == Approx(3e6 / 2e-3 * 1e-9));
+    // bf16 weights: W counts 2 bytes per element, the fp32 activations are still taken out.
+    OpTiming q = gemm(0, OpClass::Qkv, 10, kD, kD);
+    q.bytes = 2.0 * kD * kD + 4.0 * (10.0 * kD + 10.0 * kD);
+    CHECK(gemm_weight_bytes(q, name_ops(std::vector<OpTiming>{q}, kD)[0]) == Approx(2.0 * kD * kD));
+    // Without n_embd the shapes are unknown: no weight bytes, and no division by zero anywhere.
+    CHECK(step_rates(sd, 0).weight_bytes == 0);
+    CHECK(step_rates(StepData{}, kD).weight_gbytes_per_s() == 0);
+}
+
+TEST_CASE("kernel join: CUPTI records under the ops that launched them, by step, layer and op class",
+          "[app][profile][cupti]") {
+    StepData sd;
+    sd.step = 2, sd.begun = true, sd.ended = true, sd.t_begin_ns = 1000, sd.end.t_ns = 9000;
+    for (OpTiming o : {gemm(0, OpClass::Qkv, 4, kD, kD, 100), gemm(0, OpClass::Qkv, 4, kKv, kD, 50),
+                       plain(0, OpClass::AttnExact, 4, 30), gemm(-1, OpClass::LmHead, 4, kVocab, kD, 70)}) {
+        o.step = 2;
+        sd.ops.push_back(o);
+    }
+    auto kernel = [](const char* name, int32_t step, int32_t layer, OpClass op, int64_t t0, int64_t t1) {
+        KernelRecord k;
+        k.name = name, k.start_ns = t0, k.end_ns = t1;
+        if (step > 0) {
+            k.external_id = encode_external_id(step, layer, uint8_t(op));
+            decode_external_id(k.external_id, k.step, k.layer, k.op);
+        }
+        return k;
+    };
+    const std::vector<KernelRecord> ks = {
+        kernel("sgemm_a", 2, 0, OpClass::Qkv, 2000, 2400),       // q
+        kernel("sgemm_a", 2, 0, OpClass::Qkv, 2500, 2700),       // k: same kernel, same key
+        kernel("attn_kernel", 2, 0, OpClass::AttnExact, 3000, 3100),
+        kernel("gemv_head", 2, -1, OpClass::LmHead, 4000, 5000),
+        kernel("sgemm_a", 3, 0, OpClass::Qkv, 9500, 9900),       // the next step: not joined here
+        kernel("memcpy HtoD", 0, -1, OpClass::Other, 5000, 5600),  // no engine op, inside the step's span
+        kernel("memcpy HtoD", 0, -1, OpClass::Other, 20000, 20100),  // no engine op, after the step
+        kernel("orphan", 2, 1, OpClass::Ffn, 6000, 6100),         // its op event is missing (dropped)
+    };
+    const StepKernels j = join_step_kernels(sd, ks);
+    CHECK(j.records == 6);
+    CHECK(j.gpu_s == Approx((400 + 200 + 100 + 1000 + 600 + 100) * 1e-9));
+    REQUIRE(j.rows.size() == 5);
+    CHECK(j.rows[0].name == "gemv_head");  // largest GPU time first
+    const KernelRow* sg = nullptr;
+    for (const auto& r : j.rows)
+        if (r.name == "sgemm_a") sg = &r;
+    REQUIRE(sg);
+    CHECK(sg->count == 2);
+    CHECK(sg->gpu_s == Approx(600e-9));
+    CHECK((sg->layer == 0 && sg->op == OpClass::Qkv && sg->attributed));
+    bool memcpy_seen = false;
+    for (const auto& r : j.rows)
+        if (r.name == "memcpy HtoD") {
+            memcpy_seen = true;
+            CHECK_FALSE(r.attributed);
+            CHECK(r.count == 1);
+        }
+    CHECK(memcpy_seen);
+    // Per op key: host time of the ops beside the GPU time of their kernels; the orphan key has no op.
+    auto key = [&](int32_t l, OpClass c) -> const OpGpuTime* {
+        for (const auto& k : j.ops)
+            if (k.layer == l && k.op == c) return &k;
+        return nullptr;
+    };
+    REQUIRE(key(0, OpClass::Qkv));
+    CHECK(key(0, OpClass::Qkv)->n_ops == 2);
+    CHECK(key(0, OpClass::Qkv)->host_s == Approx(150e-9));
+    CHECK(key(0, OpClass::Qkv)->n_kernels == 2);
+    CHECK(key(0, OpClass::Qkv)->gpu_s == Approx(600e-9));
+    REQUIRE(key(-1, OpClass::LmHead));
+    CHECK(key(-1, OpClass::LmHead)->gpu_s == Approx(1000e-9));
+    REQUIRE(key(1, OpClass::Ffn));
+    CHECK(key(1, OpClass::Ffn)->n_ops == 0);
+    CHECK(key(1, OpClass::Ffn)->n_kernels == 1);
+    CHECK(j.ops.front().op == OpClass::Qkv);  // keys in the order of the step's ops
+    // No records: nothing joined.
+    CHECK(join_step_kernels(sd, {}).records == 0);
 }

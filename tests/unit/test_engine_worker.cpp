@@ -104,6 +104,14 @@ TEST_CASE("studio: two runs in a row each get their own label, request, texts an
     REQUIRE(ra.cache_bytes != rb.cache_bytes);  // dyllm's caches vs original's: the records cannot be swapped
     check_against_direct(a, ra);
     check_against_direct(b, rb);
+    // On the CPU no GPU capture runs and no kernel records are kept; every op carries its thread's CPU time.
+    CHECK(s.status.cupti == "off (cpu backend)");
+    CHECK(s.worker.kernels(a.label).empty());
+    size_t ops = 0, with_cpu = 0;
+    for (int k = 1; k <= a.history.step_count(); ++k)
+        for (const OpTiming& o : a.history.step(k)->ops) ops += 1, with_cpu += o.cpu_ns >= 0;
+    CHECK(ops > 0);
+    CHECK(with_cpu == ops);
 }
 
 TEST_CASE("studio: a run replaced mid-way ends with its own cancelled RunEnd", "[studio_runs]") {
@@ -141,6 +149,8 @@ TEST_CASE("studio: a compare pair runs A then B, each with its own record", "[st
     pa.method                = Method::Original;
     s.load_selected_model();
     s.start_compare(true, NAN);
+    CHECK(s.bottom_tab == BottomTab::Compare);  // Compare is a tab of the layout, selected when a pair starts
+    CHECK(s.tab_request == int(BottomTab::Compare));
     REQUIRE(frames_until(s, [&] { return s.compare_finished(); }));
     CHECK(!s.compare_queued);
     REQUIRE(s.runs.size() == 2);

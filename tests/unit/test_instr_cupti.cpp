@@ -6,6 +6,7 @@
 #include <string>
 
 #include "instrumentation/cupti_collector.h"
+#include "instrumentation/gpu_capture.h"
 #include "instrumentation/nvtx_sink.h"
 #include "tests/support/synthetic_run.h"
 
@@ -50,6 +51,48 @@ TEST_CASE("CuptiCollector: unavailable is reported cleanly, available starts and
     CHECK_FALSE(c.running());
     CHECK(c.take().empty());
     CHECK(c.callback_errors() == 0);
+}
+
+TEST_CASE("GpuCapture: the one start of dyllm trace and the studio; fails cleanly without a driver", "[instr][cupti]") {
+    {
+        GpuCapture g;
+        g.start(false, true);  // CPU backend: nothing starts
+        CHECK(g.cupti_status() == "off (cpu backend)");
+        CHECK(g.sinks().empty());
+        CHECK_FALSE(g.collecting());
+        CHECK(g.take_completed().empty());
+    }
+    {
+        GpuCapture g;
+        g.start(true, false);  // --no-cupti: NVTX only
+        CHECK(g.cupti_status() == "off (--no-cupti)");
+        CHECK(g.sinks().size() == 1);
+        CHECK_FALSE(g.collecting());
+    }
+    GpuCapture  g;
+    std::string why;
+    const bool  avail = CuptiCollector::available(&why);
+    g.start(true, true);
+    INFO(g.cupti_status());
+    if (!avail) {
+        // No driver (or built without CUPTI): the status says why in one line, the correlation sink stays out of
+        // the tee and there is nothing to take.
+        CHECK(starts_with(g.cupti_status(), "CUPTI unavailable: "));
+        CHECK_FALSE(g.collecting());
+        CHECK(g.sinks().size() == 1);
+        CHECK(g.take_completed().empty());
+    } else if (g.collecting()) {
+        CHECK(g.cupti_status() == "on");
+        CHECK(g.sinks().size() == 2);
+        for (const auto& k : g.take_completed()) CHECK(k.end_ns >= k.start_ns);
+    }
+    std::vector<std::pair<std::string, std::string>> env;
+    g.add_env(env, 0);
+    REQUIRE(env.size() == 5);
+    CHECK(env[0] == std::make_pair(std::string("cupti"), g.cupti_status()));
+    g.stop();
+    g.stop();  // idempotent
+    CHECK_FALSE(g.collecting());
 }
 
 TEST_CASE("CuptiCorrelationSink: inert while the collector is not running", "[instr][cupti]") {

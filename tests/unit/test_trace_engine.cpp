@@ -11,11 +11,13 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/engine.h"
+#include "engine/op_scope.h"
 #include "instrumentation/chrome_trace.h"
 #include "instrumentation/jsonl.h"
 #include "instrumentation/nvtx_sink.h"
 #include "instrumentation/queue_sink.h"
 #include "instrumentation/recorder.h"
+#include "kernels/cpu/thread_pool.h"
 #include "support/tiny_models.h"
 
 using namespace dyllm;
@@ -252,4 +254,47 @@ TEST_CASE("exports of a real run: Chrome trace parses, JSONL round-trips", "[tra
     std::istringstream in(a.str());
     write_jsonl(b, read_jsonl(in));
     CHECK(a.str() == b.str());
+}
+
+TEST_CASE("op timer: thread CPU time beside wall time, split when the pool handed work out", "[trace][cpu_time]") {
+    struct Ops : EventSink {
+        std::vector<OpTiming> ops;
+        void on_op(const OpTiming& o) override { ops.push_back(o); }
+    } sink;
+    // Busy for 5 ms of wall time on this thread alone.
+    auto spin = [] {
+        volatile uint64_t x = 0;
+        const int64_t     t_end = steady_now_ns() + 5'000'000;
+        while (steady_now_ns() < t_end) x = x + 1;
+    };
+    cpu::ThreadPool one(1), two(2);
+    {
+        ScopedOp s(&sink, 1, 0, OpClass::Ffn, 0, 0, 1);
+        spin();
+    }
+    {
+        ScopedOp s(&sink, 1, 0, OpClass::Ffn, 0, 0, 1);
+        one.parallel_for(4, [&](int64_t, int) {});  // a pool of one runs inline: not split
+        spin();
+    }
+    {
+        ScopedOp s(&sink, 1, 1, OpClass::Ffn, 0, 0, 1);
+        two.parallel_for(4, [&](int64_t t, int) { if (t == 0) spin(); });
+    }
+    {
+        ScopedOp s(nullptr, 1, 1, OpClass::Ffn, 0, 0, 1);  // no sink: nothing recorded
+        spin();
+    }
+    REQUIRE(sink.ops.size() == 3);
+    for (const OpTiming& o : sink.ops) {
+        INFO("cpu " << o.cpu_ns << " ns, wall " << o.dur_ns << " ns");
+        CHECK(o.dur_ns >= 5'000'000);
+        CHECK(o.cpu_ns > 0);
+        // The CPU reads enclose the wall interval (engine/op_scope.h), so CPU may exceed wall by their cost: about
+        // 1 us each on the dev VM, 50 us is room for a loaded machine, far below the 5 ms of the op.
+        CHECK(o.cpu_ns <= o.dur_ns + 50'000);
+    }
+    CHECK_FALSE(sink.ops[0].split);
+    CHECK_FALSE(sink.ops[1].split);
+    CHECK(sink.ops[2].split);
 }

@@ -437,3 +437,52 @@ TEST_CASE("jsonl: bad input gives one error naming the line and the field", "[tr
     fails_with("[1,2]\n", "line 1");
     fails_with("{\"type\":\"step_end\",\"step\":1,\"wall_ns\":99999999999999999999}\n", "line 1");
 }
+
+TEST_CASE("jsonl and chrome trace carry thread CPU time; files without it still load", "[trace][cpu_time]") {
+    SyntheticRunSpec sp;
+    sp.steps = 2;
+    auto ev = synthetic_events(sp);
+    // Without CPU time (the synthetic run measures none) nothing new is written: older readers see what they saw.
+    {
+        std::ostringstream a;
+        write_jsonl(a, ev);
+        CHECK(a.str().find("cpu_ns") == std::string::npos);
+        const json trace = chrome_json(ev);  // kept alive: the loop walks into it
+        for (const auto& e : trace["traceEvents"])
+            if (e.value("cat", "") == "op") CHECK_FALSE(e["args"].contains("cpu_ns"));
+    }
+    // With it: measured on every other op, some split; the values come back and the text round-trips.
+    int n = 0;
+    for (auto& e : ev)
+        if (auto* o = std::get_if<OpTiming>(&e); o && n++ % 2 == 0) o->cpu_ns = 1000 + n, o->split = n % 4 == 1;
+    std::ostringstream a;
+    write_jsonl(a, ev);
+    std::istringstream in(a.str());
+    const auto back = read_jsonl(in);
+    std::ostringstream b;
+    write_jsonl(b, back);
+    CHECK(a.str() == b.str());
+    std::vector<std::pair<int64_t, bool>> before, after;
+    for (const auto& e : ev) if (auto* o = std::get_if<OpTiming>(&e)) before.emplace_back(o->cpu_ns, o->split);
+    for (const auto& e : back) if (auto* o = std::get_if<OpTiming>(&e)) after.emplace_back(o->cpu_ns, o->split);
+    CHECK(before == after);
+    size_t with = 0;
+    const json trace = chrome_json(ev);
+    for (const auto& e : trace["traceEvents"])
+        if (e.value("cat", "") == "op" && e["args"].contains("cpu_ns")) {
+            ++with;
+            CHECK(e["args"]["cpu_ns"].get<int64_t>() > 1000);
+            CHECK(e["args"]["split"].is_boolean());
+        }
+    CHECK(with == size_t((n + 1) / 2));
+    // An op line written before the field existed reads as "not measured"; a negative one is refused by name.
+    std::istringstream old("{\"type\":\"op\",\"step\":3,\"layer\":0,\"op\":\"ffn\",\"device\":\"cpu\",\"t_begin_ns\":5,"
+                           "\"dur_ns\":7,\"flops\":0,\"bytes\":0,\"rows\":2}\n");
+    const auto o = read_jsonl(old);
+    REQUIRE(o.size() == 1);
+    CHECK(std::get<OpTiming>(o[0]).cpu_ns == -1);
+    CHECK_FALSE(std::get<OpTiming>(o[0]).split);
+    std::istringstream bad("{\"type\":\"op\",\"step\":3,\"layer\":0,\"op\":\"ffn\",\"device\":\"cpu\",\"t_begin_ns\":5,"
+                           "\"dur_ns\":7,\"flops\":0,\"bytes\":0,\"rows\":2,\"cpu_ns\":-4,\"split\":false}\n");
+    CHECK_THROWS_WITH(read_jsonl(bad), Catch::Contains("line 1") && Catch::Contains("'cpu_ns' must be >= 0"));
+}
