@@ -60,9 +60,11 @@ int parse_options(int argc, char** argv, StudioOptions& opt) {
         ->check(CLI::PositiveNumber);
     cli.add_option("--sweep-tau", opt.sweep_taus, "tau list of --sweep-task, e.g. 0.9,0.99 (default 0.9,0.98,0.99,"
                                                   "0.995,0.999)");
-    cli.add_option("--tab", opt.tab, "bottom band tab to open: time, op-stats, tune")
-        ->check(CLI::IsMember({"time", "op-stats", "tune"}));
-    cli.add_option("--open", opt.open, "windows to open at start (comma-separated): explain, export, compare")
+    cli.add_option("--tab", opt.tab, "bottom band tab to show at start: time, op-stats, gpu-kernels, tune, compare, "
+                                     "token-history, explain")
+        ->check(CLI::IsMember({"time", "op-stats", "gpu-kernels", "tune", "compare", "token-history", "explain"}));
+    cli.add_option("--open", opt.open, "at start (comma-separated): explain and compare select their tab, export "
+                                       "opens the export dialog")
         ->delimiter(',')
         ->check(CLI::IsMember({"explain", "export", "compare"}));
     cli.add_option("--size", size, "window size WxH (default 1600x1000)");

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iterator>
+#include <utility>
 
 #include "app/model/task_suite.h"
 
@@ -81,9 +82,12 @@ Studio::Studio(const StudioOptions& o) : opts(o) {
         if (w == "explain") select_tab(BottomTab::Explain);
         if (w == "compare") select_tab(BottomTab::Compare);
     }
-    if (o.tab == "time") select_tab(BottomTab::Time);
-    if (o.tab == "op-stats") select_tab(BottomTab::OpStats);
-    if (o.tab == "tune") select_tab(BottomTab::Tune);
+    static constexpr std::pair<const char*, BottomTab> kTabNames[] = {
+        {"time", BottomTab::Time},       {"op-stats", BottomTab::OpStats},     {"gpu-kernels", BottomTab::Kernels},
+        {"tune", BottomTab::Tune},       {"compare", BottomTab::Compare},      {"token-history", BottomTab::Token},
+        {"explain", BottomTab::Explain}};
+    for (const auto& [name, tab] : kTabNames)
+        if (o.tab == name) select_tab(tab);
     worker.sink().set_wants_cosines(true);
     worker.sink().set_wants_op_timings(true);
 }
