@@ -244,11 +244,17 @@ void EngineWorker::do_load(const Command& c) {
         std::lock_guard lk(status_mutex_);
         status_.state      = WorkerState::Loading;
         status_.model_name = c.spec.empty() ? "tiny-llada (default)" : c.spec;
+        status_.load       = LoadProgress{};
     }
+    // Packing a real-size model's weights takes seconds: the UI shows how far it got.
+    const LoadProgressFn progress = [this](const LoadProgress& p) {
+        std::lock_guard lk(status_mutex_);
+        status_.load = p;
+    };
     try {
         std::string note;
         load_failed_ = true;  // until the load below succeeds
-        model_ = Model::load(c.spec, c.backend, c.n_threads, &note);
+        model_ = Model::load(c.spec, c.backend, c.n_threads, &note, progress);
         load_failed_ = false;
         auto v = std::make_shared<Vocab>();
         const ModelConfig& cfg = model_->config();

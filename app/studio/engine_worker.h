@@ -33,6 +33,7 @@ struct WorkerStatus {
     std::string family;           // "llada" / "dream"
     int         n_layer = 0, n_vocab = 0;
     double      load_seconds = 0;
+    LoadProgress load;            // weight preparation of the model being loaded (state Loading)
     std::string error;            // last error (load, params, step), shown in the red message bar
     uint64_t    error_serial = 0; // increments with every new error
     uint64_t    run_serial = 0;   // increments with every started run

@@ -33,7 +33,21 @@ void draw_canvas(Studio& s, const Rect& r) {
     help_marker("Canvas");
     ImGui::SameLine();
     if (!run || !run->history.has_run()) {
-        ImGui::TextDisabled(s.status.state == WorkerState::Loading ? "loading the model..." : "no run yet: press play");
+        if (s.status.state != WorkerState::Loading) {
+            ImGui::TextDisabled("no run yet: press play");
+            return;
+        }
+        const LoadProgress& p = s.status.load;
+        char text[160];
+        if (p.tensors_total > 0) {
+            std::snprintf(text, sizeof text, "loading the model: weights %d/%d (%.2f of %.2f GB)", p.tensors_done,
+                          p.tensors_total, double(p.bytes_done) * 1e-9, double(p.bytes_total) * 1e-9);
+            ImGui::TextDisabled("%s", text);
+            ImGui::ProgressBar(p.bytes_total ? float(double(p.bytes_done) / double(p.bytes_total)) : 0.f,
+                               ImVec2(std::min(r.w - 20, 480.f), 0), p.tensor.c_str());
+        } else {
+            ImGui::TextDisabled("loading the model...");
+        }
         return;
     }
     const RunHistory& h     = run->history;

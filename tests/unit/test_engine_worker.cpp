@@ -240,3 +240,16 @@ TEST_CASE("studio: the export notice outlives the frames after it was set", "[st
     CHECK(s.notice.visible());
     CHECK(s.notice.text() == "wrote 7 files to /tmp/somewhere");
 }
+
+TEST_CASE("studio: the worker reports the weights prepared while loading, all of them once loaded", "[studio_runs]") {
+    Studio s(tiny_options());
+    s.open(false);
+    REQUIRE(frames_until(s, [&] {
+        return s.status.state != WorkerState::Loading && s.status.state != WorkerState::NoModel;
+    }));
+    const LoadProgress& p = s.status.load;
+    CHECK(p.tensors_total > 0);
+    CHECK(p.tensors_done == p.tensors_total);
+    CHECK(p.bytes_done == p.bytes_total);
+    CHECK(p.bytes_total > 0);
+}
