@@ -161,8 +161,22 @@ class StopFlag:
         self.signal = signum
 
 
+def yield_to_other_sessions():
+    """A trainer started with setsid leads its own scheduler autogroup, and with autogroups on, nice orders processes
+    only within a group: measured here, two setsid trainers at nice 19 took 65% of a core each beside builds at
+    nice 10. Lowering the autogroup's own priority (only this process's group) makes them take idle time only."""
+    if os.getsid(0) != os.getpid():
+        return
+    try:
+        with open("/proc/self/autogroup", "w") as f:
+            f.write("19")
+    except OSError:
+        pass  # no autogroups (kernel without them, or not permitted): nice alone applies
+
+
 def main(argv=None):
     args = parse_args(argv)
+    yield_to_other_sessions()
     stop = StopFlag()
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
