@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Real-size CPU measurement (issue 19; not a test, never run by ctest or CI): writes a random bf16 checkpoint shaped
+# like LLaDA-8B (16 GB, 6 shards) or Dream-7B (15 GB: GQA 28/4 heads, q/k/v biases) unless DIR holds one, then one
+# dyllm run of 25 prompt + 8 response rows at T threads: 4 dense steps (33 rows) and 4 DyLLM sparse steps, with load
+# time and peak RSS (/usr/bin/time -v). Needs ~17 GB of free memory.
+#   tests/bench/bench_real_size.sh [BUILD_DIR=build] [DIR=/tmp/llada8b] [THREADS=2] [LAYERS=full] [FAMILY=llada]
+# LAYERS below the model's writes a shorter model of the same shape (per-layer time is what scales); remove DIR
+# afterwards.
+set -euo pipefail
+BUILD=${1:-build}
+DIR=${2:-/tmp/llada8b}
+THREADS=${3:-2}
+LAYERS=${4:-}
+FAMILY=${5:-llada}
+DYLLM="$BUILD/app/dyllm"
+case $FAMILY in
+    llada) SHAPE=(--layers "${LAYERS:-32}" --embd 4096 --heads 32 --ffn 12288 --vocab 126464) ;;
+    dream) SHAPE=(--layers "${LAYERS:-28}" --embd 3584 --heads 28 --kv-heads 4 --ffn 18944 --vocab 152064) ;;
+    *) echo "bench_real_size.sh: FAMILY must be llada or dream (got '$FAMILY')" >&2; exit 2 ;;
+esac
+if [ ! -f "$DIR/config.json" ]; then
+    "$DYLLM" make-model -o "$DIR" --family "$FAMILY" --dtype bf16 --shards 6 "${SHAPE[@]}"
+fi
+IDS=$(seq -s, 100 124)  # 25 prompt ids
+/usr/bin/time -v "$DYLLM" generate -m "$DIR" -t "$THREADS" --prompt-ids "$IDS" -n 8 --steps 8 --block-length 8 \
+    --method dyllm --ignore-eos --json >"$DIR.run.json" 2>"$DIR.time.txt"
+python3 - "$DIR.run.json" "$DIR.time.txt" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(f"backend {d['backend']}; load {d['load_s']:.2f} s")
+for s in d['accounting']['steps']:
+    rows = s['layers'][0]['query_rows']
+    print(f"step {s['step']}: {s['kind']:<16} {s['seconds']:7.3f} s  {s['flops'] / 1e9:8.1f} GFLOP  "
+          f"{s['flops'] / s['seconds'] / 1e9:6.1f} GFLOP/s  (layer 0: {rows} query rows)")
+for line in open(sys.argv[2]):
+    if any(k in line for k in ('Maximum resident', 'Elapsed (wall', 'User time', 'Percent of CPU')):
+        print(line.strip())
+PY
