@@ -19,24 +19,11 @@ using namespace dyllm;
 namespace {
 
 using test::CliRun;
+using test::read_csv;
 using test::slurp;
 
 CliRun run_cli(const fs::path& dir, const std::vector<std::string>& args) {
     return test::run_command(std::getenv("DYLLM_CLI"), args, dir / "cli");
-}
-
-// CSV rows as fields (the sweep's fields hold no commas or quotes: method names, numbers, "tiny-llada", "cpu").
-std::vector<std::vector<std::string>> read_csv(const fs::path& p) {
-    std::vector<std::vector<std::string>> rows;
-    std::istringstream                    is(slurp(p));
-    for (std::string line; std::getline(is, line);) {
-        std::vector<std::string> f;
-        std::stringstream        ls(line);
-        for (std::string x; std::getline(ls, x, ',');) f.push_back(x);
-        if (!line.empty() && line.back() == ',') f.push_back("");
-        rows.push_back(f);
-    }
-    return rows;
 }
 
 }  // namespace

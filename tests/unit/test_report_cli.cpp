@@ -21,6 +21,7 @@ using namespace dyllm;
 namespace {
 
 using test::CliRun;
+using test::read_csv;
 using test::slurp;
 
 CliRun run_cli(const fs::path& dir, const std::vector<std::string>& args) {
@@ -40,20 +41,6 @@ fs::path write_tasks(const fs::path& root) {
         rev << R"({"prompt": "Q: rev )" << w << R"(", "answer": ")" << w[1] << w[0]
             << R"(", "task": "rev", "shots": 0})" << "\n";
     return dir;
-}
-
-// CSV rows as fields (the report writes no quoted fields for these tables).
-std::vector<std::vector<std::string>> read_csv(const fs::path& p) {
-    std::vector<std::vector<std::string>> rows;
-    std::istringstream                    is(slurp(p));
-    for (std::string line; std::getline(is, line);) {
-        std::vector<std::string> f;
-        std::stringstream        ls(line);
-        for (std::string x; std::getline(ls, x, ',');) f.push_back(x);
-        if (!line.empty() && line.back() == ',') f.push_back("");
-        rows.push_back(f);
-    }
-    return rows;
 }
 
 }  // namespace

@@ -42,6 +42,17 @@ bool all_finite(const json& j) {
     return true;
 }
 
+// Reads JSONL text back and checks that writing what was read gives the same text (write -> read -> write is the
+// identity); returns what was read.
+std::vector<EventRecord> read_back_identical(const std::string& text) {
+    std::istringstream in(text);
+    auto               back = read_jsonl(in);
+    std::ostringstream again;
+    write_jsonl(again, back);
+    CHECK(again.str() == text);
+    return back;
+}
+
 }  // namespace
 
 TEST_CASE("chrome trace: valid JSON object form with metadata and env as the first event", "[trace][chrome]") {
@@ -285,11 +296,7 @@ TEST_CASE("jsonl: write -> read -> write is the identity, and the events come ba
 
     std::ostringstream a;
     write_jsonl(a, ev);
-    std::istringstream in(a.str());
-    const auto back = read_jsonl(in);
-    std::ostringstream b;
-    write_jsonl(b, back);
-    CHECK(a.str() == b.str());
+    const auto back = read_back_identical(a.str());
 
     // Same multiset of kinds, same run header, same saliency content.
     std::map<RecordKind, size_t> ka, kb;
@@ -363,11 +370,7 @@ TEST_CASE("jsonl and chrome trace carry the drift measurement; runs without it w
     }
     CHECK(with > 0);
     CHECK(without == size_t(sp.n_layer * sp.n_seq));  // step 1 measured nothing
-    std::istringstream in(a.str());
-    const auto         back = read_jsonl(in);
-    std::ostringstream b;
-    write_jsonl(b, back);
-    CHECK(a.str() == b.str());
+    const auto back = read_back_identical(a.str());
     std::vector<const LayerSaliencyRecord*> la, lb;
     for (const auto& e : ev) if (auto* l = std::get_if<LayerSaliencyRecord>(&e)) la.push_back(l);
     for (const auto& e : back) if (auto* l = std::get_if<LayerSaliencyRecord>(&e)) lb.push_back(l);
@@ -457,11 +460,7 @@ TEST_CASE("jsonl and chrome trace carry thread CPU time; files without it still 
         if (auto* o = std::get_if<OpTiming>(&e); o && n++ % 2 == 0) o->cpu_ns = 1000 + n, o->split = n % 4 == 1;
     std::ostringstream a;
     write_jsonl(a, ev);
-    std::istringstream in(a.str());
-    const auto back = read_jsonl(in);
-    std::ostringstream b;
-    write_jsonl(b, back);
-    CHECK(a.str() == b.str());
+    const auto back = read_back_identical(a.str());
     std::vector<std::pair<int64_t, bool>> before, after;
     for (const auto& e : ev) if (auto* o = std::get_if<OpTiming>(&e)) before.emplace_back(o->cpu_ns, o->split);
     for (const auto& e : back) if (auto* o = std::get_if<OpTiming>(&e)) after.emplace_back(o->cpu_ns, o->split);
