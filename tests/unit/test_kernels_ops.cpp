@@ -12,6 +12,7 @@
 #include "kernels/cpu/cosine.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/embed.h"
+#include "kernels/cpu/huge_page_buffer.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/ref/cosine.h"
 #include "kernels/cpu/ref/elementwise.h"
@@ -390,4 +391,31 @@ TEST_CASE("vectorised exp for softmax arguments is within a few ulp of exp", "[k
     const float     zeros[16] = {};
     const simd::V16 one       = simd::exp_nonpos(simd::load16(zeros));
     for (int l = 0; l < 16; ++l) CHECK(one[l] == 1.0f);
+}
+
+TEST_CASE("HugePageBuffer: zeroed, aligned to 2 MiB from one huge page up, movable", "[kernels][memory]") {
+    HugePageBuffer empty(0);
+    CHECK(empty.data() == nullptr);
+    CHECK(empty.size() == 0);
+    const size_t size = GENERATE(size_t(100), size_t(1) << 20, (size_t(5) << 20) + 12345);
+    INFO("size " << size);
+    HugePageBuffer b(size);
+    REQUIRE(b.data() != nullptr);
+    CHECK(b.size() == size);
+    const uintptr_t align = size >= HugePageBuffer::kHugePage ? HugePageBuffer::kHugePage : 4096;
+    CHECK(reinterpret_cast<uintptr_t>(b.data()) % align == 0);
+    size_t nonzero = 0;
+    for (size_t i = 0; i < size; ++i) nonzero += b.data()[i] != 0;
+    CHECK(nonzero == 0);
+    b.data()[0] = 1, b.data()[size - 1] = 2;  // the whole requested range is writable
+    b.warm(0, size);
+    char*          p = b.data();
+    HugePageBuffer moved(std::move(b));
+    CHECK(moved.data() == p);
+    CHECK(moved.size() == size);
+    CHECK(b.data() == nullptr);  // NOLINT(bugprone-use-after-move): the moved-from state is specified
+    HugePageBuffer assigned;
+    assigned = std::move(moved);
+    CHECK(assigned.data() == p);
+    CHECK(assigned.data()[size - 1] == 2);
 }
