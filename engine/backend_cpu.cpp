@@ -23,6 +23,7 @@
 #include "kernels/cpu/cosine.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/embed.h"
+#include "kernels/cpu/huge_page_buffer.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/packed_gemm.h"
 #include "kernels/cpu/rms_norm.h"
@@ -140,11 +141,16 @@ public:
         const size_t alloc = std::max<size_t>(64, (bytes + 63) / 64 * 64);  // 64-byte lines, never a null pointer
         // Aligned operator new (not aligned_alloc): tensor memory then goes through the C++ allocation functions,
         // which a test can replace to prove that the step loop allocates none (tests/unit/test_step_allocations.cpp).
-        void* p = ::operator new(alloc, std::align_val_t(64), std::nothrow);
+        // From 4 MiB on (logits, caches, workspace chunks): 2 MiB-aligned and advised huge pages before the memset
+        // touches them (kernels/cpu/huge_page_buffer.h: a first touch is the expensive part of a fresh allocation).
+        const bool  huge  = alloc >= 2 * cpu::HugePageBuffer::kHugePage;
+        const auto  align = std::align_val_t(huge ? cpu::HugePageBuffer::kHugePage : 64);
+        void*       p     = ::operator new(alloc, align, std::nothrow);
         if (!p) throw BackendError("cpu backend: out of memory allocating " + std::to_string(bytes) + " bytes");
+        if (huge) cpu::advise_huge_pages(p, alloc);
         std::memset(p, 0, alloc);
         return Tensor(TensorView::matrix(p, dtype, Device::Cpu, rows, cols),
-                      std::shared_ptr<void>(p, [](void* q) { ::operator delete(q, std::align_val_t(64)); }));
+                      std::shared_ptr<void>(p, [align](void* q) { ::operator delete(q, align); }));
     }
     void upload(const TensorView& dst, const void* host_src) override {
         DYLLM_ASSERT(dst.device == Device::Cpu && dst.contiguous(), "upload: destination " + shp(dst) +

@@ -39,9 +39,10 @@ Tensor Workspace::alloc(DType dtype, int64_t rows, int64_t cols) {
     // Skip chunks too small for this block (kept for later, smaller blocks).
     while (size_t(cur_) < chunks_.size() && bytes > chunks_[size_t(cur_)].cap) ++cur_, spilled_ = true;
     if (size_t(cur_) == chunks_.size()) {
-        // A new chunk: at least 1 MiB and at least the largest so far, so a first step needs few of them.
+        // A new chunk: at least 4 MiB (the CPU backend backs that with 2 MiB pages, so touching it costs two page
+        // faults instead of a thousand) and at least the largest so far, so a first step needs few of them.
         const size_t prev = chunks_.empty() ? 0 : chunks_.back().cap;
-        const size_t cap  = std::max({bytes, prev, size_t(1) << 20});
+        const size_t cap  = std::max({bytes, prev, size_t(4) << 20});
         Chunk        ch;
         ch.mem = be_.alloc(DType::F32, 1, int64_t(cap / sizeof(float)));
         ch.cap = cap;

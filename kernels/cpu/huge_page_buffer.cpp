@@ -13,6 +13,16 @@ size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 volatile uint64_t warm_sink;
 }  // namespace
 
+void advise_huge_pages(void* p, size_t bytes) {
+#ifdef MADV_HUGEPAGE
+    const uintptr_t a = reinterpret_cast<uintptr_t>(p), lo = round_up(a, HugePageBuffer::kHugePage);
+    const uintptr_t hi = (a + bytes) / HugePageBuffer::kHugePage * HugePageBuffer::kHugePage;
+    if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
+#else
+    (void)p, (void)bytes;
+#endif
+}
+
 HugePageBuffer::HugePageBuffer(size_t bytes) : size_(bytes) {
     if (bytes == 0) return;
     // Below one huge page a plain mapping is all there is to have.

@@ -49,6 +49,20 @@ int64_t bucket_rows(int64_t n) { return n <= 256 ? n : (n + 15) / 16 * 16; }
     std::abort();
 }
 
+// Grows a per-call buffer to at least n elements (never shrinks). A large one is reserved untouched first and advised
+// huge pages before the resize touches it (huge_page_buffer.h: page faults dominate a fresh buffer's cost).
+template <class T>
+void grow(std::vector<T>& v, size_t n) {
+    if (v.size() >= n) return;
+    if (n * sizeof(T) >= 2 * HugePageBuffer::kHugePage) {
+        std::vector<T> fresh;
+        fresh.reserve(n);
+        advise_huge_pages(fresh.data(), n * sizeof(T));
+        v.swap(fresh);
+    }
+    v.resize(n);
+}
+
 dnnl::primitive_attr user_scratchpad() {
     dnnl::primitive_attr a;
     a.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // per-thread scratch below, never a shared global one
@@ -212,7 +226,7 @@ void PackedGemm::matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, T
     const void* src = x.data;
     try {
         if (W.type == ElemType::BF16) {
-            if (I.xb.size() < size_t(rows * k)) I.xb.resize(size_t(rows * k));
+            grow(I.xb, size_t(rows * k));
             auto it = I.to_bf16.find({n, k});
             if (it == I.to_bf16.end()) {
                 const memory::desc s({n, k}, dt::f32, memory::dims{x.ld, 1}), d({n, k}, dt::bf16, tag::ab);
@@ -224,7 +238,7 @@ void PackedGemm::matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, T
             it->second.execute(I.streams[0], xs, xd);
             src = I.xb.data();
         } else if (rows != n || x.ld != k) {
-            if (I.xf.size() < size_t(rows * k)) I.xf.resize(size_t(rows * k));
+            grow(I.xf, size_t(rows * k));
             for (int64_t i = 0; i < n; ++i) std::memcpy(I.xf.data() + i * k, x.row(i), size_t(k) * 4);
             src = I.xf.data();
         }
@@ -251,8 +265,8 @@ void PackedGemm::matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, T
         die("matmul primitive creation", e);
     }
     for (int t = 0; t < I.n_threads; ++t) {
-        if (I.ybuf[size_t(t)].size() < ybytes) I.ybuf[size_t(t)].resize(ybytes);
-        if (I.scratch[size_t(t)].size() < sbytes) I.scratch[size_t(t)].resize(sbytes);
+        grow(I.ybuf[size_t(t)], ybytes);
+        grow(I.scratch[size_t(t)], sbytes);
     }
     const bool direct = W.slices.size() == 1 && rows == n && y.ld == m && !b;  // the primitive writes y itself
 
