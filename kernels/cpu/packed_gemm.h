@@ -14,9 +14,11 @@ namespace dyllm::cpu {
 // Output columns (W rows) per slice, at least: slices are the units the pool hands out, and a slice narrower than
 // this runs the provider's micro-kernel on too few columns to pay for its hand-out (tests/bench/bench_gemm_providers).
 constexpr int64_t kPackedSliceMinCols = 128;
-// Below this many flops (2 n m k) a product runs on the calling thread only: a pool hand-out (two condition-variable
-// wake-ups, ~10-30 us on the shared dev machine) costs more than splitting saves (4 MFLOP is ~40 us on one core).
-constexpr double kPackedParallelFlops = 4e6;
+// Below this many flops (2 n m k) a product runs on the calling thread only: a hand-out to a polling worker costs ~1 us
+// (thread_pool.h kPoolSpinNs), so from ~10 us of work (1 MFLOP at ~100 GFLOP/s) two slices pay. Splitting the small
+// products of a cached step also keeps the worker polling between attention calls instead of asleep (a wake-up from
+// sleep costs 50-150 us on the dev VM; with 4 MFLOP here, tiny-llada's split attention ran 3x slower at 2 threads).
+constexpr double kPackedParallelFlops = 1e6;
 
 // A weight [m, k] in the provider's layout, cut into column slices of the output (row ranges of W).
 class PackedWeight {

@@ -37,14 +37,15 @@ void one_omp_thread() {
 
 dt dnnl_type(ElemType t) { return t == ElemType::BF16 ? dt::bf16 : dt::f32; }
 
-// Rows of x a primitive is built for: exact up to 256, then rounded up to 16 (padding rows are computed and dropped).
-// Padding is not free: brgemm's time grows with the rows it computes (bf16 [6144, 4096] slice: 33 rows 8.7 ms, 48
-// rows 11.9 ms; f32 [344, 128]: 3 rows 2.9 us, 16 rows 12.9 us, paid again at every step), while building a primitive
-// takes 0.06-0.3 ms once per row count and shape (a 64-step tiny-llada run meets ~16 counts per shape: ~8 ms in all,
-// against ~10 ms of padding over the same run). Above 256 rows the padding costs at most 6% and bounds the
-// primitives to ~270 per weight shape.
-int64_t bucket_rows(int64_t n) { return n <= 256 ? n : (n + 15) / 16 * 16; }
-
+// Padding rows are computed and dropped, and they are not free: brgemm's time grows with the rows it computes (bf16
+// [6144, 4096] slice: 33 rows 8.7 ms, 48 rows 11.9 ms; f32 [344, 128]: 3 rows 2.9 us, 16 rows 12.9 us, paid again at
+// every step). Neither is a primitive: building one takes 0.06-0.3 ms, once per row count and shape, and a run meets
+// a new row count at almost every step (the masked rows left, the salient sets): on tiny-llada that is more than the
+// GEMM itself. So a product runs with its exact row count when the padding up to a multiple of 16 would cost more
+// than building a primitive (about 25 MFLOP of one core: the wide weights of real models), or when that count was
+// seen before on this weight shape (a steady run, a studio session, a sweep); otherwise with the padded count, whose
+// primitive a run builds once. Above 256 rows always padded (at most 6%; bounds the primitives per shape).
+constexpr double kPadWasteFlops = 2.5e7;
 // oneDNN reports errors by exception; a failure while multiplying is a bug (the shapes were checked by the caller).
 [[noreturn]] void die(const char* what, const dnnl::error& e) {
     std::fprintf(stderr, "packed_gemm: oneDNN %s failed: %s (status %d)\n", what, e.what(), int(e.status));
@@ -106,6 +107,7 @@ struct PackedGemm::Impl {
     // Everything below is per product; one product at a time.
     std::mutex                                                 mu;
     std::map<std::tuple<int, int64_t, int64_t, int64_t>, Prim> prims;    // (type, rows, cols, k) -> matmul
+    std::map<std::tuple<int, int64_t, int64_t, int64_t>, bool> seen;     // (type, n, m, k) products run so far
     std::map<std::pair<int64_t, int64_t>, dnnl::reorder>        to_bf16;  // (rows, k) -> f32 -> bf16 reorder of x
     std::vector<uint16_t>                                      xb;       // x in bf16, bucket rows
     std::vector<float>                                         xf;       // x in f32 when it must be padded/compacted
@@ -119,6 +121,15 @@ struct PackedGemm::Impl {
         const memory::desc xd({64, k}, dnnl_type(t), tag::ab), wd({k, cols}, dnnl_type(t), tag::any),
             yd({64, cols}, dt::f32, tag::ab);
         return dnnl::matmul::primitive_desc(dnnl::matmul::desc(xd, wd, yd), user_scratchpad(), eng).weights_desc();
+    }
+
+    // The rows x is run with (see kPadWasteFlops).
+    int64_t primitive_rows(ElemType t, int64_t n, int64_t m, int64_t k) {
+        const int64_t padded = (n + 15) / 16 * 16;
+        if (n > 256 || padded == n) return padded;
+        if (2.0 * double(padded - n) * double(m) * double(k) > kPadWasteFlops) return n;
+        const bool again = !seen.emplace(std::make_tuple(int(t), n, m, k), true).second;
+        return again ? n : padded;
     }
 
     Prim& prim(ElemType t, int64_t rows, int64_t cols, int64_t k, const memory::desc& wdesc) {
@@ -222,7 +233,7 @@ void PackedGemm::matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, T
     Impl&                       I = *impl_;
     std::lock_guard<std::mutex> lk(I.mu);
     one_omp_thread();
-    const int64_t rows = bucket_rows(n);
+    const int64_t rows = I.primitive_rows(W.type, n, m, k);
 
     // x as the primitive reads it: [rows, k] contiguous, in the weight's type.
     const void* src = x.data;

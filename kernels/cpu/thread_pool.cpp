@@ -1,7 +1,8 @@
-// The CPU kernels' thread pool: workers sleep on a condition variable between jobs; a job is a generation number, a
-// task count and an atomic counter from which the caller and the workers take task indices.
+// The CPU kernels' thread pool: workers poll briefly, then sleep on a condition variable between jobs; a job is a
+// generation number, a task count and an atomic counter from which the caller and the workers take task indices.
 #include "kernels/cpu/thread_pool.h"
 
+#include <chrono>
 #include <stdexcept>
 #include <string>
 
@@ -11,7 +12,20 @@ namespace {
 thread_local bool t_in_pool_task = false;  // set while a thread runs pool tasks: nested calls run inline
 thread_local int  t_thread_index = 0;      // the pool thread index of the task this thread is running
 thread_local uint64_t t_handoffs = 0;      // parallel_for jobs this thread handed to the workers
+
+// Polls `done()` for up to kPoolSpinNs; true when it became true. The clock is read every 64 polls.
+template <class Done>
+bool spin_until(const Done& done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(kPoolSpinNs);
+    for (int i = 1;; ++i) {
+        if (done()) return true;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+        if (i % 64 == 0 && std::chrono::steady_clock::now() >= deadline) return done();
+    }
 }
+}  // namespace
 
 uint64_t thread_handoffs() { return t_handoffs; }
 
@@ -32,7 +46,7 @@ ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads
 void ThreadPool::stop_and_join() {
     {
         std::lock_guard<std::mutex> lk(mu_);
-        stop_ = true;
+        stop_.store(true);
     }
     wake_.notify_all();
     for (auto& w : workers_)
@@ -56,16 +70,18 @@ void ThreadPool::run_tasks(int thread) {
 void ThreadPool::worker_loop(int thread) {
     uint64_t seen = 0;
     for (;;) {
-        {
+        // A new generation is stored under mu_ after the job's fields, so a worker that sees it (acquire) sees them.
+        if (!spin_until([&] { return stop_.load(std::memory_order_acquire) ||
+                                     generation_.load(std::memory_order_acquire) != seen; })) {
             std::unique_lock<std::mutex> lk(mu_);
-            wake_.wait(lk, [&] { return stop_ || generation_ != seen; });
-            if (stop_) return;
-            seen = generation_;
+            wake_.wait(lk, [&] { return stop_.load() || generation_.load() != seen; });
         }
+        if (stop_.load(std::memory_order_acquire)) return;
+        seen = generation_.load(std::memory_order_acquire);
         run_tasks(thread);
-        {
-            std::lock_guard<std::mutex> lk(mu_);
-            if (--busy_ == 0) done_cv_.notify_one();
+        if (busy_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+            std::lock_guard<std::mutex> lk(mu_);  // the caller may be between its check and its wait
+            done_cv_.notify_one();
         }
     }
 }
@@ -90,13 +106,15 @@ void ThreadPool::parallel_for(int64_t n_tasks, TaskFn fn) {
         fn_      = &fn;
         n_tasks_ = n_tasks;
         next_.store(0, std::memory_order_relaxed);
-        busy_ = int(workers_.size());
-        ++generation_;
+        busy_.store(int(workers_.size()), std::memory_order_relaxed);
+        generation_.fetch_add(1, std::memory_order_release);
     }
-    wake_.notify_all();
+    wake_.notify_all();  // no system call when every worker is polling
     run_tasks(0);
-    std::unique_lock<std::mutex> lk(mu_);
-    done_cv_.wait(lk, [&] { return busy_ == 0; });
+    if (!spin_until([&] { return busy_.load(std::memory_order_acquire) == 0; })) {
+        std::unique_lock<std::mutex> lk(mu_);
+        done_cv_.wait(lk, [&] { return busy_.load(std::memory_order_acquire) == 0; });
+    }
     fn_ = nullptr;
 }
 

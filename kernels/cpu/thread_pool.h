@@ -32,6 +32,12 @@ private:
 // 0.50x (n = 64 Ki), 0.71x (128 Ki) and 1.53x (256 Ki) of one thread, so each thread needs at least 128 Ki.
 constexpr int64_t kMinSplitWork = 1 << 17;
 
+// How long a worker that finished a job, and a caller waiting for its workers, poll before they block on a condition
+// variable. A step of a small model is a chain of ops a few to a few hundred microseconds long, some split and some
+// inline in between; a worker that went to sleep after each one costs a futex wake-up per split op (tens of
+// microseconds on the VM, sometimes more than the split saves), so it polls through the gaps instead. Only the pool's
+// own threads poll (OpenBLAS and oneDNN run single-threaded inside tasks), so nothing else on the cores is starved.
+constexpr int64_t kPoolSpinNs = 200'000;
 // Jobs this thread has handed to pool workers so far (parallel_for calls that did not run inline). An op timer
 // compares two readings to tell whether an op ran on more than one thread.
 uint64_t thread_handoffs();
@@ -78,13 +84,15 @@ private:
     std::mutex               mu_;
     std::condition_variable  wake_;
     std::condition_variable  done_cv_;
-    uint64_t                 generation_ = 0;
-    bool                     stop_       = false;
-    int                      busy_       = 0;  // workers still inside the current generation
+    // Published under mu_ (so a sleeper cannot miss it) and read without it by a spinning worker or caller.
+    alignas(64) std::atomic<uint64_t> generation_{0};
+    std::atomic<bool>        stop_{false};
+    std::atomic<int>         busy_{0};  // workers still inside the current generation
     // The current job.
     const TaskFn*                            fn_ = nullptr;
     int64_t                                  n_tasks_ = 0;
-    std::atomic<int64_t>                     next_{0};
+    // Its own cache line: every task takes an index from it, while idle threads poll generation_ and busy_.
+    alignas(64) std::atomic<int64_t>         next_{0};
 };
 
 }  // namespace dyllm::cpu
