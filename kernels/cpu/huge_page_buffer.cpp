@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <atomic>
 #include <cstdint>
 #include <new>
 #include <utility>
@@ -10,7 +11,7 @@ namespace dyllm::cpu {
 
 namespace {
 size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
-volatile uint64_t warm_sink;
+std::atomic<uint64_t> warm_sink{0};  // atomic: several pool threads warm slices at once
 }  // namespace
 
 void advise_huge_pages(void* p, size_t bytes) {
@@ -46,7 +47,7 @@ void HugePageBuffer::warm(size_t offset, size_t bytes) const {
     const char* p   = data_ + offset;
     uint64_t    acc = 0;
     for (size_t i = 0; i < bytes; i += 64) acc += static_cast<unsigned char>(p[i]);
-    warm_sink = acc;  // the loads must happen; the value is meaningless
+    warm_sink.store(acc, std::memory_order_relaxed);  // the loads must happen; the value is meaningless
 }
 
 HugePageBuffer::~HugePageBuffer() {
