@@ -14,6 +14,12 @@ namespace dyllm::cpu {
 // Output columns (W rows) per slice, at least: slices are the units the pool hands out, and a slice narrower than
 // this runs the provider's micro-kernel on too few columns to pay for its hand-out (tests/bench/bench_gemm_providers).
 constexpr int64_t kPackedSliceMinCols = 128;
+// A weight with fewer output columns than this is packed whole, and a product with it splits over the pool by rows of
+// x, in chunks of at least kPackedRowChunkMin rows (brgemm's row block). Measured on tiny-llada (W [128..374, 128]):
+// cut into 192-column slices, a dense step's q/k/v/o/down products (one slice) never split at 2 threads, and a
+// sparse step's few-row products ran as two primitives plus a copy instead of one.
+constexpr int64_t kPackedWholeBelowRows = 4 * kPackedSliceMinCols;
+constexpr int64_t kPackedRowChunkMin    = 16;
 // Below this many flops (2 n m k) a product runs on the calling thread only: a hand-out to a polling worker costs ~1 us
 // (thread_pool.h kPoolSpinNs), so from ~10 us of work (1 MFLOP at ~100 GFLOP/s) two slices pay. Splitting the small
 // products of a cached step also keeps the worker polling between attention calls instead of asleep (a wake-up from

@@ -114,6 +114,12 @@ struct PackedGemm::Impl {
     std::vector<float>                                         bias;     // the bias row widened
     std::vector<std::vector<float>>                            ybuf;     // per thread: a slice's output
     std::vector<std::vector<char>>                             scratch;  // per thread: the primitive's scratchpad
+    struct Block {
+        int64_t r0, r, rows;  // x rows [r0, r0 + r), run as `rows` (>= r: padding rows computed and dropped)
+        size_t  s;            // slice of W
+        Prim*   prim;
+    };
+    std::vector<Block> blocks;  // the current product's pool tasks
 
     // The weights layout oneDNN's matmul picks for {k, cols} (the same for every row count: checked in the tests by
     // the results, and by hand with impl_info_str() = "brg:avx512_core_bf16" for 1..512 rows).
@@ -170,7 +176,9 @@ std::shared_ptr<const PackedWeight> PackedGemm::pack(ConstMat w, ThreadPool& poo
     auto          p = std::make_unique<PackedWeight::Impl>();
     p->type = w.type, p->m = w.rows, p->k = w.cols;
     // Slices: two per thread when wide enough (dynamic hand-out evens out a thread the OS delays), 64-column aligned.
-    const int64_t n_slices = impl_->n_threads == 1
+    // A narrow weight stays whole: matmul splits x's rows instead (every thread reads the whole weight, which fits in
+    // cache), and a product of a few rows runs as one primitive writing y directly instead of one per slice.
+    const int64_t n_slices = impl_->n_threads == 1 || w.rows < kPackedWholeBelowRows
                                  ? 1
                                  : std::clamp<int64_t>(w.rows / kPackedSliceMinCols, 1, 2 * impl_->n_threads);
     const int64_t width    = std::min(w.rows, ((w.rows + n_slices - 1) / n_slices + 63) / 64 * 64);
@@ -233,13 +241,35 @@ void PackedGemm::matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, T
     Impl&                       I = *impl_;
     std::lock_guard<std::mutex> lk(I.mu);
     one_omp_thread();
-    const int64_t rows = I.primitive_rows(W.type, n, m, k);
 
-    // x as the primitive reads it: [rows, k] contiguous, in the weight's type.
+    // The work as blocks of (rows of x, slice of W), one pool task each. A weight cut into column slices gives one
+    // block per slice over all rows; a weight packed whole (narrow: pack() keeps it in one slice) gives row chunks of
+    // x when the product is worth splitting, so every thread reads the whole (small, cache-resident) weight.
+    // Per-thread buffers are indexed by the pool's thread index: a bigger pool than the one sized for runs inline.
+    const double flops     = 2.0 * double(n) * double(m) * double(k);
+    const bool   may_split = pool.size() > 1 && pool.size() <= I.n_threads && flops >= kPackedParallelFlops;
+    using Block                = Impl::Block;
+    std::vector<Block>& blocks = I.blocks;
+    blocks.clear();
+    if (W.slices.size() > 1) {
+        const int64_t rows = I.primitive_rows(W.type, n, m, k);
+        for (size_t s = 0; s < W.slices.size(); ++s) blocks.push_back({0, n, rows, s, nullptr});
+    } else {
+        const int64_t parts = may_split ? std::min<int64_t>(pool.size(), n / kPackedRowChunkMin) : 1;
+        const int64_t chunk = (n + std::max<int64_t>(parts, 1) - 1) / std::max<int64_t>(parts, 1);
+        for (int64_t r0 = 0; r0 < n; r0 += chunk) {
+            const int64_t r = std::min(chunk, n - r0);
+            blocks.push_back({r0, r, I.primitive_rows(W.type, r, m, k), 0, nullptr});
+        }
+    }
+    int64_t src_rows = 0;  // rows the primitives read from x's buffer (padding included)
+    for (const Block& bl : blocks) src_rows = std::max(src_rows, bl.r0 + bl.rows);
+
+    // x as the primitives read it: [src_rows, k] contiguous, in the weight's type.
     const void* src = x.data;
     try {
         if (W.type == ElemType::BF16) {
-            grow(I.xb, size_t(rows * k));
+            grow(I.xb, size_t(src_rows * k));
             auto it = I.to_bf16.find({n, k});
             if (it == I.to_bf16.end()) {
                 const memory::desc s({n, k}, dt::f32, memory::dims{x.ld, 1}), d({n, k}, dt::bf16, tag::ab);
@@ -250,8 +280,8 @@ void PackedGemm::matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, T
             memory xd({{n, k}, dt::bf16, tag::ab}, I.eng, I.xb.data());
             it->second.execute(I.streams[0], xs, xd);
             src = I.xb.data();
-        } else if (rows != n || x.ld != k) {
-            grow(I.xf, size_t(rows * k));
+        } else if (src_rows != n || x.ld != k) {
+            grow(I.xf, size_t(src_rows * k));
             for (int64_t i = 0; i < n; ++i) std::memcpy(I.xf.data() + i * k, x.row(i), size_t(k) * 4);
             src = I.xf.data();
         }
@@ -265,14 +295,14 @@ void PackedGemm::matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, T
         b = I.bias.data();
     }
 
-    // The primitives for the (at most two) slice widths, built on this thread; buffers sized before the tasks run.
-    std::vector<Impl::Prim*> prim(W.slices.size());
-    size_t                   ybytes = 0, sbytes = 0;
+    // The primitives, built on this thread; buffers sized before the tasks run.
+    size_t ybytes = 0, sbytes = 0;
     try {
-        for (size_t s = 0; s < W.slices.size(); ++s) {
-            prim[s] = &I.prim(W.type, rows, W.slices[s].mb, k, W.slices[s].desc);
-            ybytes  = std::max(ybytes, size_t(rows * W.slices[s].mb));
-            sbytes  = std::max(sbytes, prim[s]->scratch.get_size());
+        for (Block& bl : blocks) {
+            const PackedWeight::Impl::Slice& sl = W.slices[bl.s];
+            bl.prim                             = &I.prim(W.type, bl.rows, sl.mb, k, sl.desc);
+            ybytes                              = std::max(ybytes, size_t(bl.rows * sl.mb));
+            sbytes                              = std::max(sbytes, bl.prim->scratch.get_size());
         }
     } catch (const dnnl::error& e) {
         die("matmul primitive creation", e);
@@ -281,17 +311,21 @@ void PackedGemm::matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, T
         grow(I.ybuf[size_t(t)], ybytes);
         grow(I.scratch[size_t(t)], sbytes);
     }
-    const bool direct = W.slices.size() == 1 && rows == n && y.ld == m && !b;  // the primitive writes y itself
+    const size_t esize = W.type == ElemType::BF16 ? 2 : 4;
 
-    auto run_slice = [&](size_t s, int thr) {
+    auto run_block = [&](size_t i, int thr) {
         one_omp_thread();
-        const PackedWeight::Impl::Slice& sl  = W.slices[s];
-        float*                           dst = direct ? y.data : I.ybuf[size_t(thr)].data();
+        const Block&                     bl = blocks[i];
+        const PackedWeight::Impl::Slice& sl = W.slices[bl.s];
+        // The primitive writes y itself when it covers whole rows of y exactly and there is no bias to add.
+        const bool direct = sl.mb == m && bl.rows == bl.r && y.ld == m && !b;
+        float*     dst    = direct ? y.row(bl.r0) : I.ybuf[size_t(thr)].data();
         try {
-            memory xm({{rows, k}, dnnl_type(W.type), tag::ab}, I.eng, const_cast<void*>(src));
-            memory ym({{rows, sl.mb}, dt::f32, tag::ab}, I.eng, dst);
-            memory sp(prim[s]->scratch, I.eng, I.scratch[size_t(thr)].data());
-            prim[s]->prim.execute(I.streams[size_t(thr)], {{DNNL_ARG_SRC, xm},
+            memory xm({{bl.rows, k}, dnnl_type(W.type), tag::ab}, I.eng,
+                      const_cast<char*>(static_cast<const char*>(src) + size_t(bl.r0 * k) * esize));
+            memory ym({{bl.rows, sl.mb}, dt::f32, tag::ab}, I.eng, dst);
+            memory sp(bl.prim->scratch, I.eng, I.scratch[size_t(thr)].data());
+            bl.prim->prim.execute(I.streams[size_t(thr)], {{DNNL_ARG_SRC, xm},
                                                            {DNNL_ARG_WEIGHTS, sl.mem},
                                                            {DNNL_ARG_DST, ym},
                                                            {DNNL_ARG_SCRATCHPAD, sp}});
@@ -299,21 +333,19 @@ void PackedGemm::matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, T
             die("matmul", e);
         }
         if (direct) return;
-        for (int64_t i = 0; i < n; ++i) {
-            const float* r = dst + i * sl.mb;
-            float*       o = y.row(i) + sl.m0;
+        for (int64_t i2 = 0; i2 < bl.r; ++i2) {
+            const float* r = dst + i2 * sl.mb;
+            float*       o = y.row(bl.r0 + i2) + sl.m0;
             if (b)
                 for (int64_t c = 0; c < sl.mb; ++c) o[c] = r[c] + b[sl.m0 + c];
             else
                 std::memcpy(o, r, size_t(sl.mb) * 4);
         }
     };
-    const double flops = 2.0 * double(n) * double(m) * double(k);
-    // Per-thread buffers are indexed by the pool's thread index: a bigger pool than the one sized for runs inline.
-    if (pool.size() > 1 && pool.size() <= I.n_threads && W.slices.size() > 1 && flops >= kPackedParallelFlops) {
-        pool.parallel_for(int64_t(W.slices.size()), [&](int64_t s, int thr) { run_slice(size_t(s), thr); });
+    if (may_split && blocks.size() > 1) {
+        pool.parallel_for(int64_t(blocks.size()), [&](int64_t i, int thr) { run_block(size_t(i), thr); });
     } else {
-        for (size_t s = 0; s < W.slices.size(); ++s) run_slice(s, 0);  // inline (the lock makes slot 0 ours)
+        for (size_t i = 0; i < blocks.size(); ++i) run_block(i, 0);  // inline (the lock makes slot 0 ours)
     }
 }
 

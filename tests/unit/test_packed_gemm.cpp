@@ -47,9 +47,12 @@ TEST_CASE("packed matmul equals the fp64 reference within fp32 (F32) or bf16-inp
     const ElemType type    = GENERATE(ElemType::F32, ElemType::BF16);
     const int      threads = GENERATE(1, 2);
     // Rows 1, odd, between multiples of 16 and above one slice; widths below and above kPackedSliceMinCols, odd k;
-    // 261 rows: above the exact-row primitives (padded to 272), with a packed copy over one 2 MiB huge page.
+    // 261 rows: above the exact-row primitives (padded to 272), with a packed copy over one 2 MiB huge page. A weight
+    // under kPackedWholeBelowRows rows is packed whole and split by rows of x at 2 threads: 100 rows (two chunks of 50,
+    // padded to 64 on first sight), 64 rows (two exact chunks of 32).
     const Case c = GENERATE(Case{1, 128, 128}, Case{7, 300, 77}, Case{17, 1000, 256}, Case{33, 513, 129},
-                            Case{100, 2048, 64}, Case{3, 1, 5}, Case{261, 1030, 600});
+                            Case{100, 2048, 64}, Case{3, 1, 5}, Case{261, 1030, 600}, Case{100, 300, 77},
+                            Case{64, 200, 130});
     INFO("type " << (type == ElemType::F32 ? "F32" : "BF16") << ", threads " << threads << ", n " << c.n << ", m "
                  << c.m << ", k " << c.k);
     ThreadPool pool(threads);
