@@ -1,7 +1,8 @@
-// Optimised RoPE: inverse frequencies once per call, cos/sin once per row (shared by all heads), then a vectorisable
-// rotation of each head's two halves. Bitwise equal to the reference (same fp32 formulas, same order).
+// Optimised RoPE: cos/sin from a per-thread table of the positions seen (shared by all heads, rows and layers), then a
+// vectorisable rotation of each head's two halves. Bitwise equal to the reference (same fp32 formulas, same order).
 #include "kernels/cpu/rope.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -26,18 +27,66 @@ DYLLM_CPU_CLONES void rotate_heads(float* xr, int n_head, int head_dim, const fl
 }
 }  // namespace
 
+// cos and sin of every (position, pair) angle seen so far for one (head_dim, theta), computed with the same fp32
+// formulas as the reference and kept per thread: a step rotates the same positions in every layer (and the next step
+// mostly the same ones again), and the cosf/sinf pair per element was 1-2% of a step. Grows, never shrinks.
+constexpr int64_t kRopeTableMaxPos = int64_t(1) << 20;  // positions tabulated (1 Mi x head_dim floats at most)
+
+struct RopeTable {
+    int                head_dim = 0;
+    float              theta    = 0;
+    int64_t            n_pos    = 0;  // positions [0, n_pos) filled
+    std::vector<float> inv, cs, sn;   // inv[half]; cs/sn[n_pos * half]
+
+    void reset(int hd, float th) {
+        head_dim = hd, theta = th, n_pos = 0;
+        const int half = hd / 2;
+        inv.resize(size_t(half));
+        for (int c = 0; c < half; ++c) inv[size_t(c)] = rope_inv_freq(c, hd, th);
+        cs.clear(), sn.clear();
+    }
+    void cover(int64_t pos) {
+        if (pos < n_pos) return;
+        const int     half = head_dim / 2;
+        const int64_t grow = std::max<int64_t>(pos + 1, 2 * n_pos);
+        cs.resize(size_t(grow * half)), sn.resize(size_t(grow * half));
+        for (int64_t p = n_pos; p < grow; ++p)
+            for (int c = 0; c < half; ++c) {
+                const float a                = float(p) * inv[size_t(c)];
+                cs[size_t(p * half + c)] = cosf(a);
+                sn[size_t(p * half + c)] = sinf(a);
+            }
+        n_pos = grow;
+    }
+};
+
 void rope(MatF x, const int32_t* positions, int n_head, int head_dim, float theta) {
     if (x.rows == 0) return;
-    const int          half = head_dim / 2;
-    std::vector<float> inv(static_cast<size_t>(half)), cs(inv.size()), sn(inv.size());
-    for (int c = 0; c < half; ++c) inv[size_t(c)] = rope_inv_freq(c, head_dim, theta);
+    thread_local RopeTable t;
+    if (t.head_dim != head_dim || t.theta != theta) t.reset(head_dim, theta);
+    int64_t min_pos = 0, max_pos = 0;
     for (int64_t i = 0; i < x.rows; ++i) {
-        for (int c = 0; c < half; ++c) {
-            const float a = float(positions[i]) * inv[size_t(c)];
-            cs[size_t(c)] = cosf(a);
-            sn[size_t(c)] = sinf(a);
+        min_pos = std::min<int64_t>(min_pos, positions[i]);
+        max_pos = std::max<int64_t>(max_pos, positions[i]);
+    }
+    const int half = head_dim / 2;
+    if (min_pos < 0 || max_pos >= kRopeTableMaxPos) {  // outside any context the engine runs: angles row by row
+        thread_local std::vector<float> cs, sn;
+        cs.resize(size_t(half)), sn.resize(size_t(half));
+        for (int64_t i = 0; i < x.rows; ++i) {
+            for (int c = 0; c < half; ++c) {
+                const float a = float(positions[i]) * t.inv[size_t(c)];
+                cs[size_t(c)] = cosf(a);
+                sn[size_t(c)] = sinf(a);
+            }
+            rotate_heads(x.row(i), n_head, head_dim, cs.data(), sn.data());
         }
-        rotate_heads(x.row(i), n_head, head_dim, cs.data(), sn.data());
+        return;
+    }
+    t.cover(max_pos);
+    for (int64_t i = 0; i < x.rows; ++i) {
+        const size_t off = size_t(int64_t(positions[i]) * half);
+        rotate_heads(x.row(i), n_head, head_dim, t.cs.data() + off, t.sn.data() + off);
     }
 }
 

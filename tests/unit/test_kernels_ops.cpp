@@ -167,6 +167,18 @@ TEST_CASE("optimised rope equals the reference", "[kernels][rope]") {
     CHECK(all_close("rope", x, xr, 4.0 * kU32, 4.0 * kU32));
 }
 
+TEST_CASE("optimised rope: positions outside its table (negative, >= 2^20) and after the table grew", "[kernels][rope]") {
+    const int            n_head = 2, head_dim = 8, w = n_head * head_dim;
+    const auto           pos    = GENERATE(std::vector<int32_t>{-5, 0, 3}, std::vector<int32_t>{7, 1 << 21},
+                                           std::vector<int32_t>{9000, 2, 70000});  // 70000: the table doubles past it
+    CAPTURE(pos);
+    const int64_t        n = int64_t(pos.size());
+    std::vector<float>   x = random_floats(size_t(n * w), 32), xr = x;
+    rope(matf(x, n, w), pos.data(), n_head, head_dim, 10000.0f);
+    ref::rope(matf(xr, n, w), pos.data(), n_head, head_dim, 10000.0f);
+    CHECK(all_close("rope", x, xr, 4.0 * kU32, 4.0 * kU32));  // as above
+}
+
 TEST_CASE("reference rope: position 0 is the identity, rotations keep pair norms", "[kernels][ref]") {
     const int          H = 2, D = 8;
     std::vector<float> x = random_floats(2 * H * D, 3), y = x;
