@@ -9,6 +9,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <set>
 #include <new>
 #include <string>
 #include <tuple>
@@ -107,9 +108,9 @@ struct PackedGemm::Impl {
     // Everything below is per product; one product at a time.
     std::mutex                                                 mu;
     std::map<std::tuple<int, int64_t, int64_t, int64_t>, Prim> prims;    // (type, rows, cols, k) -> matmul
-    std::map<std::tuple<int, int64_t, int64_t, int64_t>, bool> seen;     // (type, n, m, k) products run so far
+    std::set<std::tuple<int, int64_t, int64_t, int64_t>>       seen;     // (type, n, m, k) products run so far
     std::map<std::pair<int64_t, int64_t>, dnnl::reorder>        to_bf16;  // (rows, k) -> f32 -> bf16 reorder of x
-    std::vector<uint16_t>                                      xb;       // x in bf16, bucket rows
+    std::vector<uint16_t>                                      xb;       // x in bf16, padded rows
     std::vector<float>                                         xf;       // x in f32 when it must be padded/compacted
     std::vector<float>                                         bias;     // the bias row widened
     std::vector<std::vector<float>>                            ybuf;     // per thread: a slice's output
@@ -134,7 +135,7 @@ struct PackedGemm::Impl {
         const int64_t padded = (n + 15) / 16 * 16;
         if (n > 256 || padded == n) return padded;
         if (2.0 * double(padded - n) * double(m) * double(k) > kPadWasteFlops) return n;
-        const bool again = !seen.emplace(std::make_tuple(int(t), n, m, k), true).second;
+        const bool again = !seen.emplace(int(t), n, m, k).second;
         return again ? n : padded;
     }
 
@@ -255,11 +256,13 @@ void PackedGemm::matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, T
         const int64_t rows = I.primitive_rows(W.type, n, m, k);
         for (size_t s = 0; s < W.slices.size(); ++s) blocks.push_back({0, n, rows, s, nullptr});
     } else {
-        const int64_t parts = may_split ? std::min<int64_t>(pool.size(), n / kPackedRowChunkMin) : 1;
-        const int64_t chunk = (n + std::max<int64_t>(parts, 1) - 1) / std::max<int64_t>(parts, 1);
+        const int64_t parts = may_split ? std::max<int64_t>(1, std::min<int64_t>(pool.size(), n / kPackedRowChunkMin)) : 1;
+        const int64_t chunk = (n + parts - 1) / parts;
+        int64_t       last_r = -1, last_rows = 0;  // one row-count decision per chunk size (chunks repeat a size)
         for (int64_t r0 = 0; r0 < n; r0 += chunk) {
             const int64_t r = std::min(chunk, n - r0);
-            blocks.push_back({r0, r, I.primitive_rows(W.type, r, m, k), 0, nullptr});
+            if (r != last_r) last_r = r, last_rows = I.primitive_rows(W.type, r, m, k);
+            blocks.push_back({r0, r, last_rows, 0, nullptr});
         }
     }
     int64_t src_rows = 0;  // rows the primitives read from x's buffer (padding included)
