@@ -9,7 +9,6 @@
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <set>
 #include <new>
 #include <string>
 #include <tuple>
@@ -43,10 +42,14 @@ dt dnnl_type(ElemType t) { return t == ElemType::BF16 ? dt::bf16 : dt::f32; }
 // every step). Neither is a primitive: building one takes 0.06-0.3 ms, once per row count and shape, and a run meets
 // a new row count at almost every step (the masked rows left, the salient sets): on tiny-llada that is more than the
 // GEMM itself. So a product runs with its exact row count when the padding up to a multiple of 16 would cost more
-// than building a primitive (about 25 MFLOP of one core: the wide weights of real models), or when that count was
-// seen before on this weight shape (a steady run, a studio session, a sweep); otherwise with the padded count, whose
-// primitive a run builds once. Above 256 rows always padded (at most 6%; bounds the primitives per shape).
+// than building a primitive (about 25 MFLOP of one core: the wide weights of real models), or when that count already
+// ran kPadSightings times on this weight shape (a steady run, a studio session, a sweep: the primitive pays for
+// itself); otherwise with the padded count, whose primitive a run builds once. A single 64-step run meets most counts
+// twice (once per block), so exact from the second sight built a primitive per count and step there (tiny-llada
+// fast-dual, lm_head: 120-130 us per cached step for a 3 MFLOP product). Above 256 rows always padded (at most 6%;
+// bounds the primitives per shape).
 constexpr double kPadWasteFlops = 2.5e7;
+constexpr int    kPadSightings  = 3;
 // oneDNN reports errors by exception; a failure while multiplying is a bug (the shapes were checked by the caller).
 [[noreturn]] void die(const char* what, const dnnl::error& e) {
     std::fprintf(stderr, "packed_gemm: oneDNN %s failed: %s (status %d)\n", what, e.what(), int(e.status));
@@ -108,7 +111,7 @@ struct PackedGemm::Impl {
     // Everything below is per product; one product at a time.
     std::mutex                                                 mu;
     std::map<std::tuple<int, int64_t, int64_t, int64_t>, Prim> prims;    // (type, rows, cols, k) -> matmul
-    std::set<std::tuple<int, int64_t, int64_t, int64_t>>       seen;     // (type, n, m, k) products run so far
+    std::map<std::tuple<int, int64_t, int64_t, int64_t>, int>  seen;     // (type, n, m, k) -> products run so far
     std::map<std::pair<int64_t, int64_t>, dnnl::reorder>        to_bf16;  // (rows, k) -> f32 -> bf16 reorder of x
     std::vector<uint16_t>                                      xb;       // x in bf16, padded rows
     std::vector<float>                                         xf;       // x in f32 when it must be padded/compacted
@@ -135,8 +138,7 @@ struct PackedGemm::Impl {
         const int64_t padded = (n + 15) / 16 * 16;
         if (n > 256 || padded == n) return padded;
         if (2.0 * double(padded - n) * double(m) * double(k) > kPadWasteFlops) return n;
-        const bool again = !seen.emplace(int(t), n, m, k).second;
-        return again ? n : padded;
+        return ++seen[std::make_tuple(int(t), n, m, k)] > kPadSightings ? n : padded;
     }
 
     Prim& prim(ElemType t, int64_t rows, int64_t cols, int64_t k, const memory::desc& wdesc) {
