@@ -15,7 +15,7 @@ std::atomic<uint64_t> warm_sink{0};  // atomic: several pool threads warm slices
 }  // namespace
 
 void advise_huge_pages(void* p, size_t bytes) {
-#ifdef MADV_HUGEPAGE
+#ifdef MADV_HUGEPAGE  // advisory: a refusal leaves 4 KiB pages
     const uintptr_t a = reinterpret_cast<uintptr_t>(p), lo = round_up(a, HugePageBuffer::kHugePage);
     const uintptr_t hi = (a + bytes) / HugePageBuffer::kHugePage * HugePageBuffer::kHugePage;
     if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
@@ -36,11 +36,10 @@ HugePageBuffer::HugePageBuffer(size_t bytes) : size_(bytes) {
     const uintptr_t base = reinterpret_cast<uintptr_t>(p);
     const uintptr_t aligned = round_up(base, align);
     if (aligned > base) munmap(p, aligned - base);
-    if (base + span > aligned + mapped_) munmap(reinterpret_cast<void*>(aligned + mapped_), base + span - aligned - mapped_);
+    if (base + span > aligned + mapped_)
+        munmap(reinterpret_cast<void*>(aligned + mapped_), base + span - aligned - mapped_);
     data_ = reinterpret_cast<char*>(aligned);
-#ifdef MADV_HUGEPAGE
-    if (align == kHugePage) madvise(data_, mapped_, MADV_HUGEPAGE);  // advisory: failure leaves 4 KiB pages
-#endif
+    advise_huge_pages(data_, mapped_);  // a no-op below one huge page
 }
 
 void HugePageBuffer::warm(size_t offset, size_t bytes) const {
