@@ -35,8 +35,9 @@ constexpr int64_t kMinSplitWork = 1 << 17;
 // How long a worker that finished a job, and a caller waiting for its workers, poll before they block on a condition
 // variable. A step of a small model is a chain of ops a few to a few hundred microseconds long, some split and some
 // inline in between; a worker that went to sleep after each one costs a futex wake-up per split op (tens of
-// microseconds on the VM, sometimes more than the split saves), so it polls through the gaps instead. Only the pool's
-// own threads poll (OpenBLAS and oneDNN run single-threaded inside tasks), so nothing else on the cores is starved.
+// microseconds on the VM, sometimes more than the split saves), so it polls through the gaps instead, at the price of
+// up to this long of a core after each job. Only the pool's own threads poll (OpenBLAS and oneDNN run single-threaded
+// inside tasks): no second thread team polls beside them.
 constexpr int64_t kPoolSpinNs = 200'000;
 // Jobs this thread has handed to pool workers so far (parallel_for calls that did not run inline). An op timer
 // compares two readings to tell whether an op ran on more than one thread.
