@@ -70,6 +70,10 @@ public:
     // A weight as this backend wants it: the CPU keeps the host (memory-mapped) view as stored; CUDA copies to the
     // device (F32 converted to BF16). The returned view stays valid while the backend lives.
     virtual TensorView prepare_weight(const TensorView& host_weight, const std::string& name) = 0;
+    // Forgets what prepare_weight kept for this host view (the CPU's packed copy, CUDA's device copy); call it before
+    // the host memory is freed, or a later weight stored at the same address would be matched to the old copy.
+    // A view that was never prepared is ignored. Models never call it (their weights live as long as the backend).
+    virtual void release_weight(const TensorView& host_weight) = 0;
 
     // ---- ops ------------------------------------------------------------------------------------------------------
     // out[i, :] = table[ids[i], :]. table: [n_vocab, n_embd] (any weight dtype); out: [n, n_embd] F32.

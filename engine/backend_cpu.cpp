@@ -120,7 +120,7 @@ public:
         cpu::blas_set_threads(1);  // every BLAS call runs on the thread that makes it; the pool splits (do_matmul)
         const std::string cfg = cpu::blas_config();  // "OpenBLAS 0.3.21 DYNAMIC_ARCH ..."
         const size_t      sp  = cfg.find(' ', cfg.find(' ') + 1);
-        blas_name_            = cfg.substr(0, sp);
+        blas_name_            = cfg.substr(0, sp) + " " + cpu::blas_core();  // the kernel set goes with every figure
         if (!cpu::PackedGemm::provider().empty()) blas_name_ += ", " + cpu::PackedGemm::provider();
     }
 
@@ -181,6 +181,8 @@ public:
         release_pages(host_weight);
         return host_weight;
     }
+
+    void release_weight(const TensorView& host_weight) override { packed_.erase(host_weight.data); }
 
 protected:
     // ---- ops (arguments already checked by the public Backend ops) ---------------------------------------------

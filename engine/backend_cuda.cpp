@@ -229,6 +229,16 @@ public:
         return keep_weight(host_weight, std::move(t));
     }
 
+    void release_weight(const TensorView& host_weight) override {
+        for (size_t i = 0; i < prepared_.size(); ++i) {
+            if (prepared_[i].host != host_weight.data || prepared_[i].host_dtype != host_weight.dtype) continue;
+            const void* dev = prepared_[i].device.data;
+            prepared_.erase(prepared_.begin() + long(i));
+            std::erase_if(weights_, [dev](const Tensor& t) { return t.view().data == dev; });
+            return;
+        }
+    }
+
 protected:
     // ---- ops (arguments already checked by the public Backend ops) ---------------------------------------------
     void do_embed(const TensorView& table, std::span<const int32_t> ids, const TensorView& out) override {

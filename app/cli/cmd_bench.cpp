@@ -618,7 +618,9 @@ int run_bench(const BenchOptions& o) {
     for (const auto& g : probe.shapes)
         detail += (detail.empty() ? "" : ", ") + g.shape.name + " " + std::to_string(g.shape.m) + "x" +
                   std::to_string(g.shape.n) + "x" + std::to_string(g.shape.k) + " " + fmt("%.1f", g.gflops_per_s());
-    std::fprintf(stderr, "bench: sgemm rate %.1f GFLOP/s through the backend's matmul (m x n x k: %s)\n",
+    std::fprintf(stderr,
+                 "bench: sgemm rate %.1f GFLOP/s (fp32, the backend's matmul on prepared weights as the engine runs "
+                 "it; m x n x k: %s)\n",
                  probe.gflops_per_s, detail.c_str());
 
     const bool          tty = is_terminal(stderr);

@@ -37,16 +37,20 @@ SgemmProbe measure_sgemm(Backend& be, std::span<const GemmShape> shapes, double 
         if (s.m <= 0 || s.n <= 0 || s.k <= 0)
             throw InputError("sgemm probe: shape '" + s.name + "' has a zero or negative size");
         const Tensor x = filled(be, s.m, s.k), w = filled(be, s.n, s.k), y = be.alloc(DType::F32, s.m, s.n);
-        be.matmul(x, w, TensorView{}, y);  // warm-up: packing buffers, thread start, first touch
+        // Prepared like a model's weight, so the probe times the GEMM the engine runs (the CPU's packed oneDNN
+        // matmul), not OpenBLAS, which a CPU it does not know can leave on SSE3 kernels.
+        const TensorView wv = be.prepare_weight(w.view(), "gemm probe " + s.name);
+        be.matmul(x, wv, TensorView{}, y);  // warm-up: primitive creation, thread start, first touch
         be.synchronize();
         std::vector<double> times;
         const auto          start = clock::now();
         while (times.size() < 3 || std::chrono::duration<double>(clock::now() - start).count() < min_seconds_per_shape) {
             const auto t0 = clock::now();
-            be.matmul(x, w, TensorView{}, y);
+            be.matmul(x, wv, TensorView{}, y);
             be.synchronize();
             times.push_back(std::chrono::duration<double>(clock::now() - t0).count());
         }
+        be.release_weight(w.view());  // before w is freed (engine/backend.h)
         std::nth_element(times.begin(), times.begin() + long(times.size() / 2), times.end());
         GemmRate r{s, times[times.size() / 2]};
         total_flops += s.flops();

@@ -1,4 +1,5 @@
-// The machine's sgemm rate on a model's own GEMM shapes, measured through a backend's matmul op: the peak that
+// The machine's fp32 GEMM rate on a model's own GEMM shapes, measured through a backend's matmul op on weights
+// prepared as a model's are (the CPU: oneDNN's packed matmul where built, else OpenBLAS sgemm): the peak that
 // `dyllm bench` (and the studio's Time panel) report achieved GFLOP/s against.
 #pragma once
 #include <cstdint>

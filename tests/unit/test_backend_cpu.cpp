@@ -121,6 +121,27 @@ TEST_CASE("cpu backend identity, supports, alloc, upload and download", "[backen
     CHECK(pw.dtype == DType::BF16);
 }
 
+TEST_CASE("CpuBackend: release_weight forgets a packed weight, so reused memory is read afresh", "[backend]") {
+    // The packed copy is found by the stored view's address: a weight freed without release_weight and a new one
+    // stored at the same address would multiply by the old values (how `dyllm bench`'s GEMM probe uses the API).
+    auto                     be = cpu_backend(1);
+    const int64_t            n = 5, m = 48, k = 40;
+    std::vector<float>       x = random_floats(size_t(n * k), 1), w = random_floats(size_t(m * k), 2);
+    const std::vector<float> w2 = random_floats(size_t(m * k), 3);
+    std::vector<float>       y(size_t(n * m)), ref(size_t(n * m));
+    const TensorView         wv = be->prepare_weight(view(w, m, k), "probe");
+    be->matmul(view(x, n, k), wv, TensorView{}, view(y, n, m));
+    cpu::ref::matmul(cm(x, n, k), cpu::ConstMat{w.data(), cpu::ElemType::F32, m, k, k}, cpu::ConstMat{}, mm(ref, n, m));
+    // Products of 40 fp32 terms of |value| <= 1, fp32 accumulation in another order: |error| well under 1e-4.
+    CHECK(all_close("packed", y, ref, 1e-4, 0));
+    be->release_weight(wv);
+    w = w2;  // same storage, new values: what a freed and reallocated weight would look like
+    be->matmul(view(x, n, k), wv, TensorView{}, view(y, n, m));
+    cpu::ref::matmul(cm(x, n, k), cpu::ConstMat{w2.data(), cpu::ElemType::F32, m, k, k}, cpu::ConstMat{}, mm(ref, n, m));
+    CHECK(all_close("released", y, ref, 1e-4, 0));
+    be->release_weight(view(x, n, k));  // never prepared: ignored
+}
+
 TEST_CASE("make_backend: cpu, cuda without CUDA, auto fallback reason", "[backend]") {
     std::string reason = "stale";
     auto        c      = make_backend(BackendKind::Cpu, 1, &reason);
