@@ -24,6 +24,14 @@ ENV="env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 OMP_NUM
 # narrower model is not faster there); Dream-format model with GQA (4 query / 2 kv heads), as Dream-7B has it.
 SHAPE="--format v2 --d 128 --layers 8 --heads 4 --ffn 256 --warmup 200"
 mkdir -p $S/llada $S/dream
+# A new checkout on a new machine has no STATE_DIR: it resumes from the sitting kept in the repository
+# (assets/train/sitting, written by keep_sitting.sh at the end of the previous sitting).
+for f in llada dream; do
+  if [ ! -f $S/$f/state.pt ] && [ -f assets/train/sitting/$f/state.pt ]; then
+    cp assets/train/sitting/$f/state.pt assets/train/sitting/$f/train.log $S/$f/
+    echo "run_all.sh: $f resumes from assets/train/sitting/$f/state.pt" >&2
+  fi
+done
 $PY assets/train/make_tasks.py --format v2 --out $S/tasks-v2 > /dev/null
 for f in llada dream; do
   $ENV nice -n 19 $PY assets/train/train.py --family $f $SHAPE $B --work $S/$f --out $S/$f/export \
