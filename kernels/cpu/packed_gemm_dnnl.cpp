@@ -17,6 +17,7 @@
 #include "kernels/cpu/convert.h"
 #include "kernels/cpu/huge_page_buffer.h"
 #include "kernels/cpu/packed_gemm.h"
+#include "kernels/cpu/small_gemm.h"
 
 // libgomp's own entry points (declared here so the build needs no omp.h or -fopenmp; libdnnl already loads libgomp).
 extern "C" int  omp_get_max_threads(void);
@@ -88,6 +89,7 @@ struct PackedWeight::Impl {
     int64_t            m = 0, k = 0;
     HugePageBuffer     buffer;  // every slice, one mapping (huge pages: the weights are what each step streams)
     std::vector<Slice> slices;
+    KMajorWeight       small;  // small weights only: products of <= kSmallGemmMaxRows rows run on it (small_gemm.h)
     size_t             bytes = 0;
 };
 
@@ -185,6 +187,11 @@ std::shared_ptr<const PackedWeight> PackedGemm::pack(ConstMat w, ThreadPool& poo
                                  ? 1
                                  : std::clamp<int64_t>(w.rows / kPackedSliceMinCols, 1, 2 * impl_->n_threads);
     const int64_t width    = std::min(w.rows, ((w.rows + n_slices - 1) / n_slices + 63) / 64 * 64);
+    // A small weight (a small model's: kilobytes to a megabyte) is also kept k-major for few-row products.
+    if (size_t(w.rows) * size_t(w.cols) * sizeof(float) <= kSmallGemmMaxWeightBytes) {
+        p->small = make_kmajor(w);
+        p->bytes += p->small.bytes();
+    }
     try {
         std::map<int64_t, dnnl::reorder> reorders;  // per slice width
         std::vector<size_t>              offsets;
@@ -243,13 +250,35 @@ void PackedGemm::matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, T
     if (n == 0 || m == 0) return;
     Impl&                       I = *impl_;
     std::lock_guard<std::mutex> lk(I.mu);
+    const double flops = 2.0 * double(n) * double(m) * double(k);
+    if (n <= kSmallGemmMaxRows && !W.small.wt.empty()) {
+        const float* b = nullptr;
+        if (bias.data) {
+            if (I.bias.size() < size_t(m)) I.bias.resize(size_t(m));
+            widen_row(bias.data, bias.type, I.bias.data(), m);
+            b = I.bias.data();
+        }
+        // Split by whole 8-row tiles of x when the work pays for a hand-out (kPackedParallelFlops).
+        const int64_t tiles = (n + 7) / 8;
+        const int64_t want  = pool.size() > 1 && flops >= kPackedParallelFlops ? std::min<int64_t>(pool.size(), tiles) : 1;
+        const int64_t chunk = (tiles + want - 1) / want * 8;
+        const int64_t parts = (n + chunk - 1) / chunk;
+        auto run = [&](int64_t i, int) {
+            const int64_t r0 = i * chunk, r = std::min(chunk, n - r0);
+            small_gemm(CMatF{x.row(r0), r, k, x.ld}, W.small, b, MatF{y.row(r0), r, m, y.ld});
+        };
+        if (parts > 1)
+            pool.parallel_for(parts, run);
+        else
+            run(0, 0);
+        return;
+    }
     one_omp_thread();
 
     // The work as blocks of (rows of x, slice of W), one pool task each. A weight cut into column slices gives one
     // block per slice over all rows; a weight packed whole (narrow: pack() keeps it in one slice) gives row chunks of
     // x when the product is worth splitting, so every thread reads the whole (small, cache-resident) weight.
     // Per-thread buffers are indexed by the pool's thread index: a bigger pool than the one sized for runs inline.
-    const double flops     = 2.0 * double(n) * double(m) * double(k);
     const bool   may_split = pool.size() > 1 && pool.size() <= I.n_threads && flops >= kPackedParallelFlops;
     using Block                = Impl::Block;
     std::vector<Block>& blocks = I.blocks;

@@ -49,10 +49,16 @@ TEST_CASE("packed matmul equals the fp64 reference within fp32 (F32) or bf16-inp
     // Rows 1, odd, between multiples of 16 and above one slice; widths below and above kPackedSliceMinCols, odd k;
     // 261 rows: above the exact-row primitives (padded to 272), with a packed copy over one 2 MiB huge page. A weight
     // under kPackedWholeBelowRows rows is packed whole and split by rows of x at 2 threads: 100 rows (two chunks of 50,
-    // padded to 64 on first sight), 64 rows (two exact chunks of 32).
+    // padded to 64 on first sight), 64 rows (two exact chunks of 32). Up to kSmallGemmMaxRows (32) rows a weight of
+    // <= 1 MiB in fp32 takes small_gemm (k-major copy, tiles of 8 rows): 1-8 rows, outputs a multiple of 32, of 16
+    // only (tile of one vector), with a partial vector (344, 374, 20, 1), sliced at 2 threads (1000 x 64); 17 and 30
+    // rows (partial last tile; split over 2 threads when >= 1 MFLOP), 32; 33 rows goes back to oneDNN, and so does a
+    // weight over 1 MiB (1030 x 600).
     const Case c = GENERATE(Case{1, 128, 128}, Case{7, 300, 77}, Case{17, 1000, 256}, Case{33, 513, 129},
                             Case{100, 2048, 64}, Case{3, 1, 5}, Case{261, 1030, 600}, Case{100, 300, 77},
-                            Case{64, 200, 130});
+                            Case{64, 200, 130}, Case{8, 344, 128}, Case{5, 374, 40}, Case{2, 20, 3},
+                            Case{4, 16, 9}, Case{6, 511, 64}, Case{9, 300, 77}, Case{1, 1000, 64},
+                            Case{5, 1030, 600}, Case{30, 374, 128}, Case{32, 344, 128}, Case{33, 344, 128});
     INFO("type " << (type == ElemType::F32 ? "F32" : "BF16") << ", threads " << threads << ", n " << c.n << ", m "
                  << c.m << ", k " << c.k);
     ThreadPool pool(threads);

@@ -1,0 +1,107 @@
+// The few-row product against a k-major copy of a narrow weight (kernels/cpu/small_gemm.h).
+#include "kernels/cpu/small_gemm.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/common/dtype_convert.h"
+#include "kernels/cpu/convert.h"
+#include "kernels/cpu/simd.h"
+
+// 16-lane values only pass between always-inlined helpers here (see simd.h).
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace dyllm::cpu {
+
+using simd::V16;
+
+KMajorWeight make_kmajor(ConstMat w) {
+    KMajorWeight out;
+    out.m    = w.rows;
+    out.k    = w.cols;
+    out.ld   = (w.rows + 15) / 16 * 16;
+    out.type = w.type;
+    out.wt.assign(size_t(out.ld * out.k), 0.0f);
+    std::vector<float> row(size_t(w.cols));
+    for (int64_t o = 0; o < w.rows; ++o) {
+        widen_row(w.row_ptr(o), w.type, row.data(), w.cols);
+        for (int64_t c = 0; c < w.cols; ++c) out.wt[size_t(c * out.ld + o)] = row[size_t(c)];
+    }
+    return out;
+}
+
+namespace {
+
+// R rows of x against NV vectors of 16 outputs starting at o0: R x NV accumulators over all k in registers, each
+// weight vector loaded once per c and used by every row.
+template <int R, int NV>
+DYLLM_ALWAYS_INLINE void tile(const float* const* xr, const float* wt, int64_t ld, int64_t k, int64_t o0,
+                              const float* bias, int64_t m, float* const* yr) {
+    V16 acc[R][NV] = {};
+    for (int64_t c = 0; c < k; ++c) {
+        V16 wv[NV];
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; ++v) wv[v] = simd::load16(wt + c * ld + o0 + 16 * v);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+            const float xv = xr[r][c];
+#pragma GCC unroll 2
+            for (int v = 0; v < NV; ++v) acc[r][v] += xv * wv[v];
+        }
+    }
+    const int64_t n_out = std::min<int64_t>(16 * NV, m - o0);
+    for (int r = 0; r < R; ++r) {
+        float buf[16 * NV];
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; ++v) simd::store16(buf + 16 * v, acc[r][v]);
+        float* y = yr[r] + o0;
+        if (bias)
+            for (int64_t o = 0; o < n_out; ++o) y[o] = buf[o] + bias[o0 + o];
+        else
+            std::memcpy(y, buf, size_t(n_out) * sizeof(float));
+    }
+}
+
+template <int R>
+DYLLM_ALWAYS_INLINE void rows(const float* const* xr, const KMajorWeight& w, const float* bias, float* const* yr) {
+    int64_t o0 = 0;
+    for (; o0 + 32 <= w.ld; o0 += 32) tile<R, 2>(xr, w.wt.data(), w.ld, w.k, o0, bias, w.m, yr);
+    if (o0 < w.ld) tile<R, 1>(xr, w.wt.data(), w.ld, w.k, o0, bias, w.m, yr);  // ld is a multiple of 16
+}
+
+}  // namespace
+
+DYLLM_CPU_CLONES void small_gemm(CMatF x, const KMajorWeight& w, const float* bias, MatF y) {
+    const int64_t n = x.rows;
+    if (n == 0 || w.m == 0) return;
+    // Rows of x as the products read them: as stored for an F32 weight, rounded to bf16 for a BF16 one (the
+    // buffer only grows: a steady run does not allocate here).
+    thread_local std::vector<float> rounded;
+    if (w.type == ElemType::BF16) {
+        if (rounded.size() < size_t(n * w.k)) rounded.resize(size_t(n * w.k));
+        for (int64_t r = 0; r < n; ++r)
+            for (int64_t c = 0; c < w.k; ++c) rounded[size_t(r * w.k + c)] = round_to_bf16(x.row(r)[c]);
+    }
+    // Tiles of 8 rows, then the remainder; each tile reads the whole (cache-resident) weight once.
+    for (int64_t r0 = 0; r0 < n; r0 += 8) {
+        const int    nr = int(std::min<int64_t>(8, n - r0));
+        const float* xr[8];
+        float*       yr[8];
+        for (int r = 0; r < nr; ++r) {
+            xr[r] = w.type == ElemType::BF16 ? rounded.data() + (r0 + r) * w.k : x.row(r0 + r);
+            yr[r] = y.row(r0 + r);
+        }
+        switch (nr) {
+            case 1: rows<1>(xr, w, bias, yr); break;
+            case 2: rows<2>(xr, w, bias, yr); break;
+            case 3: rows<3>(xr, w, bias, yr); break;
+            case 4: rows<4>(xr, w, bias, yr); break;
+            case 5: rows<5>(xr, w, bias, yr); break;
+            case 6: rows<6>(xr, w, bias, yr); break;
+            case 7: rows<7>(xr, w, bias, yr); break;
+            default: rows<8>(xr, w, bias, yr); break;
+        }
+    }
+}
+
+}  // namespace dyllm::cpu

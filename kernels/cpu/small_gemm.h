@@ -1,0 +1,38 @@
+// y = x W^T + b for a few rows of x (a DyLLM step's salient rows, a short block) against a narrow weight, without a
+// GEMM library: W is kept once more in k-major order (column c of W^T contiguous over the outputs), so each weight
+// vector loaded feeds one fused multiply-add per row of x, and nothing is packed, padded or built per call. oneDNN's
+// matmul spends 3-9 us per call on its own bookkeeping at these sizes, more than the product itself (kernels/README.md
+// "GEMM provider", small products).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/mat.h"
+
+namespace dyllm::cpu {
+
+// Products with at most this many rows of x take small_gemm (the register tile holds 8 rows x 32 outputs; more rows
+// run as several tiles, each reading the cache-resident weight again).
+constexpr int64_t kSmallGemmMaxRows = 32;
+// Weights whose fp32 copy is at most this big get one (it stays in a core's L2 between the layers' products): every
+// weight of the built-in models and of hidden-256 shapes, none of an 8B model's (whose memory must stay ~1x the
+// checkpoint, and whose few-row products are bound by streaming the weight, not by a library's call overhead).
+constexpr size_t kSmallGemmMaxWeightBytes = size_t(1) << 20;
+
+// W [m, k] as wt[c * ld + o] (ld = m rounded up to 16, padding columns zero), widened to fp32; `type` is the stored
+// type, which decides how x is rounded (below).
+struct KMajorWeight {
+    std::vector<float> wt;
+    int64_t            m = 0, k = 0, ld = 0;
+    ElemType           type = ElemType::F32;
+    size_t             bytes() const { return wt.size() * sizeof(float); }
+};
+
+KMajorWeight make_kmajor(ConstMat w);
+
+// x: [n, k] fp32 (any n; PackedGemm sends it the products of <= kSmallGemmMaxRows rows); bias: m floats or nullptr; y: [n, m] (any row stride, not aliasing x).
+// Each output is summed over c = 0..k-1 in order in fp32. A BF16 weight multiplies x rounded to bf16 (round to
+// nearest even), as PackedGemm does, so a product's rounding does not depend on its row count.
+void small_gemm(CMatF x, const KMajorWeight& w, const float* bias, MatF y);
+
+}  // namespace dyllm::cpu
