@@ -18,8 +18,13 @@ PY=/usr/bin/python3   # Debian's python3-torch; the pyenv python3 on PATH has no
 if ! $PY -c "import torch" 2>/dev/null; then
   echo "run_all.sh: $PY cannot import torch (apt-get install python3-torch)" >&2; exit 2
 fi
-# OPENBLAS_CORETYPE=Haswell (set on these machines) halves OpenBLAS speed (measured on these machines).
-ENV="env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1"
+# OPENBLAS_CORETYPE=Haswell (set on some of these machines) halves OpenBLAS speed on AVX-512 CPUs, and OpenBLAS 0.3.21
+# falls back to its SSE3 "Prescott" kernels on CPUs it does not know (Emerald Rapids Xeon: torch's 4096x128x256 matmul
+# 28 GFLOP/s, 122 with SkylakeX). So the trainers get the best kernel set the CPU has. This is the trainers' own
+# environment only; tests and CI never change OPENBLAS_*.
+CORE=
+if grep -qw avx512f /proc/cpuinfo; then CORE=SkylakeX; elif grep -qw avx2 /proc/cpuinfo; then CORE=Haswell; fi
+ENV="env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ${CORE:+OPENBLAS_CORETYPE=$CORE} OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1"
 # The v2 shape: 8 layers at width 128 (the engine's kernels run head dim 32 about twice as fast per FLOP as 24, so a
 # narrower model is not faster there); Dream-format model with GQA (4 query / 2 kv heads), as Dream-7B has it.
 SHAPE="--format v2 --d 128 --layers 8 --heads 4 --ffn 256 --warmup 200"
