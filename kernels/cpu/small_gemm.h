@@ -11,9 +11,10 @@
 
 namespace dyllm::cpu {
 
-// Products with at most this many rows of x take small_gemm (the register tile holds 8 rows x 32 outputs; more rows
-// run as several tiles, each reading the cache-resident weight again).
-constexpr int64_t kSmallGemmMaxRows = 32;
+// Products with at most this many rows of x take small_gemm: one register tile of 8 rows x 32 outputs, so the weight
+// is read once. More rows run as several tiles, each reading the weight again, and from 16 rows that lost to oneDNN
+// on hidden-256 weights (fast-dual's 32-row blocks: 321 -> 255-281 tokens/s at 32; 8 rows: 331 -> 352).
+constexpr int64_t kSmallGemmMaxRows = 8;
 // Weights whose fp32 copy is at most this big get one (it stays in a core's L2 between the layers' products): every
 // weight of the built-in models and of hidden-256 shapes, none of an 8B model's (whose memory must stay ~1x the
 // checkpoint, and whose few-row products are bound by streaming the weight, not by a library's call overhead).

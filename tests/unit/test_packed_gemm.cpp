@@ -15,6 +15,7 @@
 #include "kernels/common/dtype_convert.h"
 #include "kernels/cpu/packed_gemm.h"
 #include "kernels/cpu/ref/matmul.h"
+#include "kernels/cpu/small_gemm.h"
 #include "support/tiny_models.h"
 
 using namespace dyllm;
@@ -49,16 +50,16 @@ TEST_CASE("packed matmul equals the fp64 reference within fp32 (F32) or bf16-inp
     // Rows 1, odd, between multiples of 16 and above one slice; widths below and above kPackedSliceMinCols, odd k;
     // 261 rows: above the exact-row primitives (padded to 272), with a packed copy over one 2 MiB huge page. A weight
     // under kPackedWholeBelowRows rows is packed whole and split by rows of x at 2 threads: 100 rows (two chunks of 50,
-    // padded to 64 on first sight), 64 rows (two exact chunks of 32). Up to kSmallGemmMaxRows (32) rows a weight of
-    // <= 1 MiB in fp32 takes small_gemm (k-major copy, tiles of 8 rows): 1-8 rows, outputs a multiple of 32, of 16
-    // only (tile of one vector), with a partial vector (344, 374, 20, 1), sliced at 2 threads (1000 x 64); 17 and 30
-    // rows (partial last tile; split over 2 threads when >= 1 MFLOP), 32; 33 rows goes back to oneDNN, and so does a
-    // weight over 1 MiB (1030 x 600).
+    // padded to 64 on first sight), 64 rows (two exact chunks of 32). Up to kSmallGemmMaxRows (8) rows a weight of
+    // <= 1 MiB in fp32 takes small_gemm (k-major copy): 1-8 rows, outputs a multiple of 32, of 16 only (tile of one
+    // vector), with a partial vector (344, 374, 20, 1), sliced at 2 threads (1000 x 64), split over 2 threads when
+    // >= 1 MFLOP (8 x 1000 x 64); 9 rows and more go to oneDNN, and so does a weight over 1 MiB (1030 x 600).
+    // small_gemm itself takes any row count in 8-row tiles: the next test case.
     const Case c = GENERATE(Case{1, 128, 128}, Case{7, 300, 77}, Case{17, 1000, 256}, Case{33, 513, 129},
                             Case{100, 2048, 64}, Case{3, 1, 5}, Case{261, 1030, 600}, Case{100, 300, 77},
                             Case{64, 200, 130}, Case{8, 344, 128}, Case{5, 374, 40}, Case{2, 20, 3},
                             Case{4, 16, 9}, Case{6, 511, 64}, Case{9, 300, 77}, Case{1, 1000, 64},
-                            Case{5, 1030, 600}, Case{30, 374, 128}, Case{32, 344, 128}, Case{33, 344, 128});
+                            Case{5, 1030, 600}, Case{8, 1000, 64}, Case{32, 344, 128});
     INFO("type " << (type == ElemType::F32 ? "F32" : "BF16") << ", threads " << threads << ", n " << c.n << ", m "
                  << c.m << ", k " << c.k);
     ThreadPool pool(threads);
@@ -107,6 +108,48 @@ TEST_CASE("packed matmul equals the fp64 reference within fp32 (F32) or bf16-inp
             const double got = y[size_t(i * yld + 3 + j)], want = ref[size_t(i * c.m + j)];
             if (std::fabs(got - want) > tol && bad++ < 5)
                 FAIL_CHECK("y[" << i << ", " << j << "] = " << got << ", reference " << want << ", tol " << tol);
+        }
+    }
+    CHECK(bad == 0);
+}
+
+TEST_CASE("small_gemm equals the fp64 reference for any row count, in 8-row tiles", "[packed][small]") {
+    const ElemType type = GENERATE(ElemType::F32, ElemType::BF16);
+    // Rows: one tile partly and fully used, a full tile plus one row, several tiles with a partial last one; outputs
+    // below one vector, with a partial vector, a multiple of 32; k from 1.
+    const Case c = GENERATE(Case{1, 5, 1}, Case{7, 20, 3}, Case{8, 344, 128}, Case{9, 374, 40}, Case{17, 64, 33},
+                            Case{33, 48, 16});
+    INFO("type " << (type == ElemType::F32 ? "F32" : "BF16") << ", n " << c.n << ", m " << c.m << ", k " << c.k);
+    const int64_t         xld = c.k + 2, yld = c.m + 3;
+    std::vector<float>    wv = normals(size_t(c.m * c.k), 6, 0.05f), xv = normals(size_t(c.n * xld), 7, 1.0f);
+    std::vector<float>    bias = normals(size_t(c.m), 8, 0.1f);
+    std::vector<uint16_t> wb(wv.size());
+    for (size_t i = 0; i < wv.size(); ++i) wb[i] = f32_to_bf16(wv[i]);
+    const ConstMat w = type == ElemType::F32 ? ConstMat{wv.data(), type, c.m, c.k, c.k}
+                                             : ConstMat{wb.data(), type, c.m, c.k, c.k};
+    const KMajorWeight kw = make_kmajor(w);
+    CHECK(kw.ld % 16 == 0);
+    std::vector<float> y(size_t(c.n * yld), -7.0f);
+    small_gemm(CMatF{xv.data(), c.n, c.k, xld}, kw, bias.data(), MatF{y.data(), c.n, c.m, yld});
+    // Same bound as the packed products above: x rounded to bf16 for a BF16 weight, then fp32 accumulation of k
+    // exact products in order: |got - ref| <= (k + 2) u sum |x w| + u |b|.
+    std::vector<float> xr(xv);
+    if (type == ElemType::BF16)
+        for (float& f : xr) f = round_to_bf16(f);
+    std::vector<float> ref(size_t(c.n * c.m));
+    ref::matmul(CMatF{xr.data(), c.n, c.k, xld}, w, ConstMat{bias.data(), ElemType::F32, 1, c.m, c.m},
+                MatF{ref.data(), c.n, c.m, c.m});
+    const double u   = std::ldexp(1.0, -24);
+    int          bad = 0;
+    for (int64_t i = 0; i < c.n; ++i) {
+        for (int64_t j = c.m; j < yld; ++j) CHECK(y[size_t(i * yld + j)] == -7.0f);  // past the row: untouched
+        for (int64_t j = 0; j < c.m; ++j) {
+            double mag = 0;
+            for (int64_t l = 0; l < c.k; ++l) mag += std::fabs(double(xr[size_t(i * xld + l)]) * double(w.at(j, l)));
+            const double tol = double(c.k + 2) * u * mag + u * std::fabs(bias[size_t(j)]) + 1e-30;
+            if (std::fabs(double(y[size_t(i * yld + j)]) - double(ref[size_t(i * c.m + j)])) > tol && bad++ < 5)
+                FAIL_CHECK("y[" << i << ", " << j << "] = " << y[size_t(i * yld + j)] << ", reference "
+                                << ref[size_t(i * c.m + j)]);
         }
     }
     CHECK(bad == 0);
