@@ -64,17 +64,18 @@ void AttnScratch::size_for(int row_block, int64_t max_keys, int head_dim) {
 
 namespace {
 
-// Scores of KB keys against NV vectors of 16 transposed query rows: KB x NV accumulators stay in registers over the
+// Scores of KB keys against NV vectors of W transposed query rows: KB x NV accumulators stay in registers over the
 // D products (each query vector loaded once per column c, each key element broadcast once). Per score the products
-// are summed over c = 0..D-1 in order, then scaled, as the former kernel did.
-template <int NV, int KB>
+// are summed over c = 0..D-1 in order, then scaled, as the former kernel did (at any W: lanes are independent).
+template <int W, int NV, int KB>
 DYLLM_ALWAYS_INLINE void score_tile(const float* qt, int64_t ldq, const float* const* kr, int D, float scale,
                                     float* out, int64_t ld_p) {
-    V16 acc[KB][NV] = {};
+    using VW          = typename simd::Lanes<W>::F;
+    VW acc[KB][NV] = {};
     for (int c = 0; c < D; ++c) {
-        V16 qv[NV];
+        VW qv[NV];
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) qv[v] = simd::load16(qt + c * ldq + 16 * v);
+        for (int v = 0; v < NV; ++v) qv[v] = simd::load<W>(qt + c * ldq + W * v);
 #pragma GCC unroll 8
         for (int b = 0; b < KB; ++b) {
             const float x = kr[b][c];
@@ -85,29 +86,30 @@ DYLLM_ALWAYS_INLINE void score_tile(const float* qt, int64_t ldq, const float* c
 #pragma GCC unroll 8
     for (int b = 0; b < KB; ++b)
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) simd::store16(out + b * ld_p + 16 * v, acc[b][v] * scale);
+        for (int v = 0; v < NV; ++v) simd::store<W>(out + b * ld_p + W * v, acc[b][v] * scale);
 }
 
 // Scores of keys [0, nk) (rows kr0 + j * k_ld) against NV query vectors: KB keys at a time, then one by one.
-template <int NV, int KB>
+template <int W, int NV, int KB>
 DYLLM_ALWAYS_INLINE void score_keys(const float* qt, int64_t ldq, const float* kr0, int64_t k_ld, int64_t nk, int D,
                                     float scale, float* out, int64_t ld_p) {
     int64_t j = 0;
     for (; j + KB <= nk; j += KB) {
         const float* kr[KB];
         for (int b = 0; b < KB; ++b) kr[b] = kr0 + (j + b) * k_ld;
-        score_tile<NV, KB>(qt, ldq, kr, D, scale, out + j * ld_p, ld_p);
+        score_tile<W, NV, KB>(qt, ldq, kr, D, scale, out + j * ld_p, ld_p);
     }
     for (; j < nk; ++j) {
         const float* kr[1] = {kr0 + j * k_ld};
-        score_tile<NV, 1>(qt, ldq, kr, D, scale, out + j * ld_p, ld_p);
+        score_tile<W, NV, 1>(qt, ldq, kr, D, scale, out + j * ld_p, ld_p);
     }
 }
 
-}  // namespace
-
-DYLLM_CPU_CLONES void softmax_block(CMatF q, const int32_t* rows, int n, int h, CMatF k, int64_t k0, int64_t k1,
-                                    AttnDims dims, float* p, int64_t ld_p, float* l, float* qt, float* m_out) {
+// softmax_block with query vectors of W lanes (ldq = score_ld(n), a multiple of W).
+template <int W>
+DYLLM_ALWAYS_INLINE void softmax_lanes(CMatF q, const int32_t* rows, int n, int h, CMatF k, int64_t k0, int64_t k1,
+                                       AttnDims dims, float* p, int64_t ld_p, float* l, float* qt, float* m_out) {
+    using VW             = typename simd::Lanes<W>::F;
     const int     D      = dims.head_dim;
     const int64_t kv_off = int64_t(h / (dims.n_head / dims.n_kv_head)) * D;
     const float   scale  = 1.0f / std::sqrt(float(D));
@@ -122,46 +124,64 @@ DYLLM_CPU_CLONES void softmax_block(CMatF q, const int32_t* rows, int n, int h, 
     for (int c = 0; c < D; ++c)
         for (int64_t r = n; r < ldq; ++r) qt[c * ldq + r] = 0.0f;
     const float* kr0 = k.row(k0) + kv_off;
-    for (int64_t r0 = 0; r0 < ldq; r0 += 64) {  // 64 query rows (4 vectors) per pass over the keys
-        const float* qc = qt + r0;
-        float*       pc = p + r0;
-        switch (std::min<int64_t>(4, (ldq - r0) / 16)) {
-            case 1: score_keys<1, 8>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p); break;
-            case 2: score_keys<2, 8>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p); break;
-            case 3: score_keys<3, 4>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p); break;
-            default: score_keys<4, 4>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p); break;
+    if constexpr (W == 16) {
+        for (int64_t r0 = 0; r0 < ldq; r0 += 64) {  // 64 query rows (4 vectors) per pass over the keys
+            const float* qc = qt + r0;
+            float*       pc = p + r0;
+            switch (std::min<int64_t>(4, (ldq - r0) / 16)) {
+                case 1: score_keys<16, 1, 8>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p); break;
+                case 2: score_keys<16, 2, 8>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p); break;
+                case 3: score_keys<16, 3, 4>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p); break;
+                default: score_keys<16, 4, 4>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p); break;
+            }
         }
+    } else {
+        score_keys<W, 1, 8>(qt, ldq, kr0, k.ld, nk, D, scale, p, ld_p);  // ldq == W: one vector of rows
     }
-    // Per vector of 16 query rows: max over the keys, then exp and sum. The sum keeps the former kernel's order
+    // Per vector of W query rows: max over the keys, then exp and sum. The sum keeps the former kernel's order
     // exactly: 16 partial sums (key j into partial j % 16) over the whole 16-key groups, added in order, then the
     // remaining keys one by one with expf.
     const int64_t nk16 = nk / 16 * 16;
-    for (int64_t r0 = 0; r0 < ldq; r0 += 16) {
-        V16 mv = V16{} - INFINITY;
+    for (int64_t r0 = 0; r0 < ldq; r0 += W) {
+        VW mv = VW{} - INFINITY;
         for (int64_t j = 0; j < nk; ++j) {
-            const V16 x = simd::load16(p + j * ld_p + r0);
-            mv          = x > mv ? x : mv;
+            const VW x = simd::load<W>(p + j * ld_p + r0);
+            mv         = x > mv ? x : mv;
         }
-        V16 part[16] = {};
+        VW part[16] = {};
         for (int64_t jb = 0; jb < nk16; jb += 16) {
 #pragma GCC unroll 16
             for (int t = 0; t < 16; ++t) {
-                float*    pj = p + (jb + t) * ld_p + r0;
-                const V16 e  = simd::exp_nonpos(simd::load16(pj) - mv);
-                simd::store16(pj, e);
+                float*   pj = p + (jb + t) * ld_p + r0;
+                const VW e  = simd::exp_nonpos_n<W>(simd::load<W>(pj) - mv);
+                simd::store<W>(pj, e);
                 part[t] += e;
             }
         }
-        V16 sum = {};
+        VW sum = {};
         for (int t = 0; t < 16; ++t) sum += part[t];
-        simd::store16(l + r0, sum);
-        if (m_out) simd::store16(m_out + r0, mv);
-        const int64_t rn = std::min<int64_t>(16, n - r0);
+        simd::store<W>(l + r0, sum);
+        if (m_out) simd::store<W>(m_out + r0, mv);
+        const int64_t rn = std::min<int64_t>(W, n - r0);
         for (int64_t j = nk16; j < nk; ++j) {
             float* pj = p + j * ld_p + r0;
             for (int64_t r = 0; r < rn; ++r) l[r0 + r] += (pj[r] = expf(pj[r] - mv[r]));
         }
     }
+}
+
+}  // namespace
+
+DYLLM_CPU_CLONES void softmax_block(CMatF q, const int32_t* rows, int n, int h, CMatF k, int64_t k0, int64_t k1,
+                                    AttnDims dims, float* p, int64_t ld_p, float* l, float* qt, float* m_out) {
+    // A block of a few rows (a DyLLM step's salient rows) runs on 4- or 8-lane vectors: with 16 lanes, 3 real rows
+    // would pay for 16 in every score FMA and every exp.
+    if (n <= 4)
+        softmax_lanes<4>(q, rows, n, h, k, k0, k1, dims, p, ld_p, l, qt, m_out);
+    else if (n <= 8)
+        softmax_lanes<8>(q, rows, n, h, k, k0, k1, dims, p, ld_p, l, qt, m_out);
+    else
+        softmax_lanes<16>(q, rows, n, h, k, k0, k1, dims, p, ld_p, l, qt, m_out);
 }
 
 namespace {

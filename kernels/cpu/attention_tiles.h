@@ -35,8 +35,8 @@ void plan_attention(AttnPlan& plan, const int32_t* q_seq, int64_t nq, const int3
 int64_t plan_work(const AttnPlan& plan, const int32_t* cu_k, int head_dim);
 
 // Score rows of a block of n query rows: p holds the block's scores keys x queries, p[j * ld + r], with ld = n
-// rounded up to the vector width so every key's scores are whole vectors.
-inline int64_t score_ld(int n) { return (int64_t(n) + 15) / 16 * 16; }
+// rounded up to the vector width so every key's scores are whole vectors: 4 lanes up to 4 rows, 8 up to 8, else 16.
+inline int64_t score_ld(int n) { return n <= 4 ? 4 : n <= 8 ? 8 : (int64_t(n) + 15) / 16 * 16; }
 
 // Per-thread scratch of the attention kernels, kept between calls (thread_local in the kernels).
 struct AttnScratch {

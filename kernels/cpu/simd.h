@@ -29,39 +29,56 @@ namespace dyllm::cpu::simd {
 
 constexpr int kLanes = 16;
 
-// 16 fp32 / int32 lanes as one value (one zmm under AVX-512, two ymm under AVX2, four xmm otherwise); aligned(4)
-// lets them load from and store to any float row.
-typedef float   V16 __attribute__((vector_size(64), aligned(4)));
-typedef int32_t I16 __attribute__((vector_size(64), aligned(4)));
+// N fp32 / int32 lanes as one value (N = 16: one zmm under AVX-512, two ymm under AVX2, four xmm otherwise; N = 4 or 8
+// for kernels whose vectors run over a few query rows); aligned(4) lets them load from and store to any float row.
+template <int N>
+struct Lanes {
+    typedef float   F __attribute__((vector_size(4 * N), aligned(4)));
+    typedef int32_t I __attribute__((vector_size(4 * N), aligned(4)));
+};
+typedef Lanes<16>::F V16;
+typedef Lanes<16>::I I16;
 
-DYLLM_ALWAYS_INLINE V16 load16(const float* p) { return *reinterpret_cast<const V16*>(p); }
-DYLLM_ALWAYS_INLINE void store16(float* p, V16 v) { *reinterpret_cast<V16*>(p) = v; }
+template <int N>
+DYLLM_ALWAYS_INLINE typename Lanes<N>::F load(const float* p) {
+    return *reinterpret_cast<const typename Lanes<N>::F*>(p);
+}
+template <int N>
+DYLLM_ALWAYS_INLINE void store(float* p, typename Lanes<N>::F v) {
+    *reinterpret_cast<typename Lanes<N>::F*>(p) = v;
+}
+DYLLM_ALWAYS_INLINE V16 load16(const float* p) { return load<16>(p); }
+DYLLM_ALWAYS_INLINE void store16(float* p, V16 v) { store<16>(p, v); }
 
-// exp(x) for x <= 0 (a max-subtracted softmax argument), 16 lanes. Cody-Waite reduction x = n ln2 + r with
+// exp(x) for x <= 0 (a max-subtracted softmax argument), N lanes. Cody-Waite reduction x = n ln2 + r with
 // |r| <= ln2 / 2, then the degree-7 Taylor polynomial of e^r (truncation error r^8 / 8! < 5e-9 relative, so the result
 // is within ~2 ulp of expf), scaled by 2^n through the exponent bits. Inputs below -87.3 are clamped there
-// (e^-87.3 ~ 1e-38, negligible next to the softmax maximum's weight of 1).
-DYLLM_ALWAYS_INLINE V16 exp_nonpos(V16 x) {
-    const V16 lo = V16{} - 87.3f;
-    x            = x < lo ? lo : x;
-    const V16 t  = x * 1.44269504088896341f;                 // x / ln 2
-    const I16 n  = __builtin_convertvector(t - 0.5f, I16);  // round to nearest for t <= 0 (truncation toward 0)
-    const V16 nf = __builtin_convertvector(n, V16);
-    V16       r  = x - nf * 0.693145751953125f;             // ln2 split in a high part exact in fp32 ...
-    r            = r - nf * 1.428606765330187e-06f;         // ... and the low remainder (Cody-Waite)
-    V16 p        = V16{} + (1.0f / 5040.0f);
-    p            = p * r + (1.0f / 720.0f);
-    p            = p * r + (1.0f / 120.0f);
-    p            = p * r + (1.0f / 24.0f);
-    p            = p * r + (1.0f / 6.0f);
-    p            = p * r + 0.5f;
-    p            = p * r + 1.0f;
-    p            = p * r + 1.0f;
-    const I16 e  = (n + 127) << 23;                          // 2^n, n >= -126 after the clamp
-    V16       scale;
+// (e^-87.3 ~ 1e-38, negligible next to the softmax maximum's weight of 1). Lane-wise: the same bits at any N.
+template <int N>
+DYLLM_ALWAYS_INLINE typename Lanes<N>::F exp_nonpos_n(typename Lanes<N>::F x) {
+    using F     = typename Lanes<N>::F;
+    using I     = typename Lanes<N>::I;
+    const F lo  = F{} - 87.3f;
+    x           = x < lo ? lo : x;
+    const F t   = x * 1.44269504088896341f;                // x / ln 2
+    const I n   = __builtin_convertvector(t - 0.5f, I);   // round to nearest for t <= 0 (truncation toward 0)
+    const F nf  = __builtin_convertvector(n, F);
+    F       r   = x - nf * 0.693145751953125f;            // ln2 split in a high part exact in fp32 ...
+    r           = r - nf * 1.428606765330187e-06f;        // ... and the low remainder (Cody-Waite)
+    F p         = F{} + (1.0f / 5040.0f);
+    p           = p * r + (1.0f / 720.0f);
+    p           = p * r + (1.0f / 120.0f);
+    p           = p * r + (1.0f / 24.0f);
+    p           = p * r + (1.0f / 6.0f);
+    p           = p * r + 0.5f;
+    p           = p * r + 1.0f;
+    p           = p * r + 1.0f;
+    const I e   = (n + 127) << 23;                         // 2^n, n >= -126 after the clamp
+    F       scale;
     __builtin_memcpy(&scale, &e, sizeof scale);
     return p * scale;
 }
+DYLLM_ALWAYS_INLINE V16 exp_nonpos(V16 x) { return exp_nonpos_n<16>(x); }
 
 // sum_c a[c] * b[c]
 DYLLM_ALWAYS_INLINE float dot(const float* a, const float* b, int64_t n) {
