@@ -251,13 +251,13 @@ void PackedGemm::matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, T
     Impl&                       I = *impl_;
     std::lock_guard<std::mutex> lk(I.mu);
     const double flops = 2.0 * double(n) * double(m) * double(k);
+    const float* b     = nullptr;  // the bias row widened, added to the outputs by either path
+    if (bias.data) {
+        if (I.bias.size() < size_t(m)) I.bias.resize(size_t(m));
+        widen_row(bias.data, bias.type, I.bias.data(), m);
+        b = I.bias.data();
+    }
     if (n <= kSmallGemmMaxRows && !W.small.wt.empty()) {
-        const float* b = nullptr;
-        if (bias.data) {
-            if (I.bias.size() < size_t(m)) I.bias.resize(size_t(m));
-            widen_row(bias.data, bias.type, I.bias.data(), m);
-            b = I.bias.data();
-        }
         // Split by whole 8-row tiles of x when the work pays for a hand-out (kPackedParallelFlops).
         const int64_t tiles = (n + 7) / 8;
         const int64_t want  = pool.size() > 1 && flops >= kPackedParallelFlops ? std::min<int64_t>(pool.size(), tiles) : 1;
@@ -321,12 +321,6 @@ void PackedGemm::matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, T
         }
     } catch (const dnnl::error& e) {
         die("f32 -> bf16 reorder of the activations", e);
-    }
-    const float* b = nullptr;
-    if (bias.data) {
-        if (I.bias.size() < size_t(m)) I.bias.resize(size_t(m));
-        widen_row(bias.data, bias.type, I.bias.data(), m);
-        b = I.bias.data();
     }
 
     // The primitives, built on this thread; buffers sized before the tasks run.

@@ -1,4 +1,4 @@
-// The few-row product against a k-major copy of a narrow weight (kernels/cpu/small_gemm.h).
+// The few-row product against a k-major copy of a small weight (kernels/cpu/small_gemm.h).
 #include "kernels/cpu/small_gemm.h"
 
 #include <algorithm>
