@@ -69,7 +69,7 @@ namespace {
 // are summed over c = 0..D-1 in order, then scaled, as the former kernel did (at any W: lanes are independent).
 template <int W, int NV, int KB>
 DYLLM_ALWAYS_INLINE void score_tile(const float* qt, int64_t ldq, const float* const* kr, int D, float scale,
-                                    float* out, int64_t ld_p) {
+                                    float* out, int64_t ld_p, typename simd::Lanes<W>::F* mx) {
     using VW          = typename simd::Lanes<W>::F;
     VW acc[KB][NV] = {};
     for (int c = 0; c < D; ++c) {
@@ -86,22 +86,27 @@ DYLLM_ALWAYS_INLINE void score_tile(const float* qt, int64_t ldq, const float* c
 #pragma GCC unroll 8
     for (int b = 0; b < KB; ++b)
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) simd::store<W>(out + b * ld_p + W * v, acc[b][v] * scale);
+        for (int v = 0; v < NV; ++v) {
+            const VW s = acc[b][v] * scale;
+            simd::store<W>(out + b * ld_p + W * v, s);
+            mx[v] = s > mx[v] ? s : mx[v];  // the row maxima ride along: no second pass over the scores
+        }
 }
 
-// Scores of keys [0, nk) (rows kr0 + j * k_ld) against NV query vectors: KB keys at a time, then one by one.
+// Scores of keys [0, nk) (rows kr0 + j * k_ld) against NV query vectors: KB keys at a time, then one by one; mx[v]
+// takes the maximum of vector v's scores (a max is exact in any order).
 template <int W, int NV, int KB>
 DYLLM_ALWAYS_INLINE void score_keys(const float* qt, int64_t ldq, const float* kr0, int64_t k_ld, int64_t nk, int D,
-                                    float scale, float* out, int64_t ld_p) {
+                                    float scale, float* out, int64_t ld_p, typename simd::Lanes<W>::F* mx) {
     int64_t j = 0;
     for (; j + KB <= nk; j += KB) {
         const float* kr[KB];
         for (int b = 0; b < KB; ++b) kr[b] = kr0 + (j + b) * k_ld;
-        score_tile<W, NV, KB>(qt, ldq, kr, D, scale, out + j * ld_p, ld_p);
+        score_tile<W, NV, KB>(qt, ldq, kr, D, scale, out + j * ld_p, ld_p, mx);
     }
     for (; j < nk; ++j) {
         const float* kr[1] = {kr0 + j * k_ld};
-        score_tile<W, NV, 1>(qt, ldq, kr, D, scale, out + j * ld_p, ld_p);
+        score_tile<W, NV, 1>(qt, ldq, kr, D, scale, out + j * ld_p, ld_p, mx);
     }
 }
 
@@ -124,31 +129,33 @@ DYLLM_ALWAYS_INLINE void softmax_lanes(CMatF q, const int32_t* rows, int n, int 
     for (int c = 0; c < D; ++c)
         for (int64_t r = n; r < ldq; ++r) qt[c * ldq + r] = 0.0f;
     const float* kr0 = k.row(k0) + kv_off;
+    // The row maxima come out of the score tiles and wait in l (ldq floats) until the sums replace them.
     if constexpr (W == 16) {
         for (int64_t r0 = 0; r0 < ldq; r0 += 64) {  // 64 query rows (4 vectors) per pass over the keys
-            const float* qc = qt + r0;
-            float*       pc = p + r0;
-            switch (std::min<int64_t>(4, (ldq - r0) / 16)) {
-                case 1: score_keys<16, 1, 8>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p); break;
-                case 2: score_keys<16, 2, 8>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p); break;
-                case 3: score_keys<16, 3, 4>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p); break;
-                default: score_keys<16, 4, 4>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p); break;
+            const float* qc    = qt + r0;
+            float*       pc    = p + r0;
+            VW           mx[4] = {VW{} - INFINITY, VW{} - INFINITY, VW{} - INFINITY, VW{} - INFINITY};
+            const int    nv    = int(std::min<int64_t>(4, (ldq - r0) / 16));
+            switch (nv) {
+                case 1: score_keys<16, 1, 8>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p, mx); break;
+                case 2: score_keys<16, 2, 8>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p, mx); break;
+                case 3: score_keys<16, 3, 4>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p, mx); break;
+                default: score_keys<16, 4, 4>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p, mx); break;
             }
+            for (int v = 0; v < nv; ++v) simd::store<16>(l + r0 + 16 * v, mx[v]);
         }
     } else {
-        score_keys<W, 1, 8>(qt, ldq, kr0, k.ld, nk, D, scale, p, ld_p);  // ldq == W: one vector of rows
+        VW mx[1] = {VW{} - INFINITY};
+        score_keys<W, 1, 8>(qt, ldq, kr0, k.ld, nk, D, scale, p, ld_p, mx);  // ldq == W: one vector of rows
+        simd::store<W>(l, mx[0]);
     }
-    // Per vector of W query rows: max over the keys, then exp and sum. The sum keeps the former kernel's order
+    // Per vector of W query rows: exp and sum. The sum keeps the former kernel's order
     // exactly: 16 partial sums (key j into partial j % 16) over the whole 16-key groups, added in order, then the
     // remaining keys one by one with expf.
     const int64_t nk16 = nk / 16 * 16;
     for (int64_t r0 = 0; r0 < ldq; r0 += W) {
-        VW mv = VW{} - INFINITY;
-        for (int64_t j = 0; j < nk; ++j) {
-            const VW x = simd::load<W>(p + j * ld_p + r0);
-            mv         = x > mv ? x : mv;
-        }
-        VW part[16] = {};
+        const VW mv       = simd::load<W>(l + r0);
+        VW       part[16] = {};
         for (int64_t jb = 0; jb < nk16; jb += 16) {
 #pragma GCC unroll 16
             for (int t = 0; t < 16; ++t) {
@@ -186,12 +193,17 @@ DYLLM_CPU_CLONES void softmax_block(CMatF q, const int32_t* rows, int n, int h, 
 
 namespace {
 
-// NR query rows x NC vectors of 16 output columns, accumulated over all terms in registers.
+// NR query rows x NC vectors of 16 output columns, accumulated over terms [t0, t1) in registers: starting from zero
+// (first) or from what acc holds (a later chunk of terms: the same sums, in the same order, as one pass).
 template <int NR, int NC>
-DYLLM_ALWAYS_INLINE void pv_tile(const float* p, int64_t ld_p, const int32_t* cols, int64_t col_base, int64_t n_terms,
-                                 const float* src0, int64_t src_ld, float* acc, int D) {
-    V16 a[NR][NC] = {};
-    for (int64_t t = 0; t < n_terms; ++t) {
+DYLLM_ALWAYS_INLINE void pv_tile(const float* p, int64_t ld_p, const int32_t* cols, int64_t col_base, int64_t t0,
+                                 int64_t t1, bool first, const float* src0, int64_t src_ld, float* acc, int D) {
+    V16 a[NR][NC];
+#pragma GCC unroll 8
+    for (int r = 0; r < NR; ++r)
+#pragma GCC unroll 4
+        for (int c = 0; c < NC; ++c) a[r][c] = first ? V16{} : simd::load16(acc + r * D + 16 * c);
+    for (int64_t t = t0; t < t1; ++t) {
         const int64_t j  = cols ? cols[t] - col_base : t;
         const float*  pj = p + j * ld_p;
         const float*  vr = src0 + t * src_ld;
@@ -213,24 +225,38 @@ DYLLM_ALWAYS_INLINE void pv_tile(const float* p, int64_t ld_p, const int32_t* co
 
 template <int NC>
 DYLLM_ALWAYS_INLINE void pv_rows(const float* p, int64_t ld_p, int n, const int32_t* cols, int64_t col_base,
-                                 int64_t n_terms, const float* src0, int64_t src_ld, float* acc, int D) {
-    int r = 0;
-    for (; r + 8 <= n; r += 8) pv_tile<8, NC>(p + r, ld_p, cols, col_base, n_terms, src0, src_ld, acc + r * D, D);
-    for (; r + 4 <= n; r += 4) pv_tile<4, NC>(p + r, ld_p, cols, col_base, n_terms, src0, src_ld, acc + r * D, D);
-    for (; r < n; ++r) pv_tile<1, NC>(p + r, ld_p, cols, col_base, n_terms, src0, src_ld, acc + r * D, D);
+                                 int64_t t0, int64_t t1, const float* src0, int64_t src_ld, float* acc, int D) {
+    const bool first = t0 == 0;
+    int        r     = 0;
+    for (; r + 8 <= n; r += 8)
+        pv_tile<8, NC>(p + r, ld_p, cols, col_base, t0, t1, first, src0, src_ld, acc + r * D, D);
+    for (; r + 4 <= n; r += 4)
+        pv_tile<4, NC>(p + r, ld_p, cols, col_base, t0, t1, first, src0, src_ld, acc + r * D, D);
+    for (; r < n; ++r) pv_tile<1, NC>(p + r, ld_p, cols, col_base, t0, t1, first, src0, src_ld, acc + r * D, D);
 }
 
 }  // namespace
 
 DYLLM_CPU_CLONES void pv_block(const float* p, int64_t ld_p, int n, int64_t n_terms, const int32_t* cols,
                                int64_t col_base, CMatF src, int64_t row0, int64_t kv_off, int D, float* acc) {
-    // 8 query rows x 32 columns of accumulators per pass (16 vectors), then 16-column and leftover passes. Each
-    // output is summed over the terms in order, whatever the blocking.
-    const float* src0 = src.row(row0) + kv_off;
-    int          c0   = 0;
-    for (; c0 + 32 <= D; c0 += 32) pv_rows<2>(p, ld_p, n, cols, col_base, n_terms, src0 + c0, src.ld, acc + c0, D);
-    for (; c0 + 16 <= D; c0 += 16) pv_rows<1>(p, ld_p, n, cols, col_base, n_terms, src0 + c0, src.ld, acc + c0, D);
+    // 8 query rows x 32 columns of accumulators per pass (16 vectors), then 16-column and leftover passes. The terms
+    // go in chunks whose src rows (about 16 KiB) stay in L1 while every row group reads them; each output is still
+    // summed over the terms in order, whatever the blocking.
+    const float*  src0  = src.row(row0) + kv_off;
+    const int64_t chunk = std::max<int64_t>(16, 16384 / (int64_t(D) * 4));
+    for (int64_t t0 = 0; t0 < n_terms; t0 += chunk) {
+        const int64_t t1 = std::min(n_terms, t0 + chunk);
+        int           c0 = 0;
+        for (; c0 + 32 <= D; c0 += 32)
+            pv_rows<2>(p, ld_p, n, cols, col_base, t0, t1, src0 + c0, src.ld, acc + c0, D);
+        for (; c0 + 16 <= D; c0 += 16)
+            pv_rows<1>(p, ld_p, n, cols, col_base, t0, t1, src0 + c0, src.ld, acc + c0, D);
+    }
+    if (n_terms == 0)  // no term: zero outputs, as the unchunked loop left them
+        for (int r = 0; r < n; ++r)
+            for (int c = 0; c < D / 16 * 16; ++c) acc[r * D + c] = 0.0f;
     // Leftover columns (head_dim not a multiple of 16): plain loops.
+    const int c0 = D / 16 * 16;
     if (c0 < D) {
         for (int r = 0; r < n; ++r) {
             float* ar = acc + r * D;
