@@ -59,7 +59,8 @@ void AttnScratch::size_for(int row_block, int64_t max_keys, int head_dim) {
     acc.resize(size_t(row_block * head_dim));
     l.resize(size_t(ld));
     m.resize(size_t(ld));
-    qt.resize(size_t(ld * head_dim));
+    qt.resize(size_t(std::max(softmax_scratch_floats(row_block, max_keys, head_dim),
+                               softmax_scratch_floats(kAttnFewRows, max_keys, head_dim))));
 }
 
 namespace {
@@ -177,12 +178,109 @@ DYLLM_ALWAYS_INLINE void softmax_lanes(CMatF q, const int32_t* rows, int n, int 
     }
 }
 
+// x[0..16) <- its transpose (16 x 16): four rounds of interleaving row i with row i + 8 (the perfect shuffle).
+DYLLM_ALWAYS_INLINE void transpose16(V16* x) {
+    for (int round = 0; round < 4; ++round) {
+        V16 y[16];
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; ++i) {
+            y[2 * i]     = __builtin_shufflevector(x[i], x[i + 8], 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+            y[2 * i + 1] = __builtin_shufflevector(x[i], x[i + 8], 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30,
+                                                   15, 31);
+        }
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; ++i) x[i] = y[i];
+    }
+}
+
+// softmax_block for n <= kAttnFewRows rows, head_dim a multiple of 16: the keys are transposed once (kt[c * nkp + j],
+// zero keys up to nkp), so each vector holds 16 keys of one query row and every score FMA and exp uses all lanes.
+// Each score is the same chain over c = 0..D-1 from zero, then scaled; the sums keep the former kernel's order (lane t
+// of part is its partial sum t: keys t, t + 16, ... in order; then lanes 0..15 in order; then the remaining keys with
+// expf), so the results are bit for bit those of the query-lane kernel.
+template <int NR>
+DYLLM_ALWAYS_INLINE void softmax_keys_lanes(CMatF q, const int32_t* rows, int h, CMatF k, int64_t k0, int64_t k1,
+                                            AttnDims dims, float* p, int64_t ld_p, float* l, float* scratch,
+                                            float* m_out) {
+    const int     D      = dims.head_dim;
+    const int64_t kv_off = int64_t(h / (dims.n_head / dims.n_kv_head)) * D;
+    const float   scale  = 1.0f / std::sqrt(float(D));
+    const int64_t nk = k1 - k0, nk16 = nk / 16 * 16, nkp = (nk + 15) / 16 * 16;
+    float*        kt = scratch;             // [D][nkp]
+    float*        sr = scratch + D * nkp;   // [NR][nkp] scores, then their exps
+    for (int64_t jb = 0; jb < nkp; jb += 16) {
+        for (int c0 = 0; c0 < D; c0 += 16) {
+            V16 x[16];
+            for (int i = 0; i < 16; ++i)
+                x[i] = jb + i < nk ? simd::load16(k.row(k0 + jb + i) + kv_off + c0) : V16{};
+            transpose16(x);
+            for (int i = 0; i < 16; ++i) simd::store16(kt + (c0 + i) * nkp + jb, x[i]);
+        }
+    }
+    const float* qr[NR];
+    for (int r = 0; r < NR; ++r) qr[r] = q.row(rows[r]) + int64_t(h) * D;
+    // Scores, four key vectors per pass so the FMA chains overlap.
+    constexpr int G  = 4;
+    int64_t       jb = 0;
+    for (; jb + 16 * G <= nkp; jb += 16 * G) {
+        V16 acc[NR][G] = {};
+        for (int c = 0; c < D; ++c) {
+            V16 kv[G];
+#pragma GCC unroll 4
+            for (int g = 0; g < G; ++g) kv[g] = simd::load16(kt + c * nkp + jb + 16 * g);
+#pragma GCC unroll 4
+            for (int r = 0; r < NR; ++r) {
+                const float x = qr[r][c];
+#pragma GCC unroll 4
+                for (int g = 0; g < G; ++g) acc[r][g] += x * kv[g];
+            }
+        }
+        for (int r = 0; r < NR; ++r)
+            for (int g = 0; g < G; ++g) simd::store16(sr + r * nkp + jb + 16 * g, acc[r][g] * scale);
+    }
+    for (; jb < nkp; jb += 16) {
+        V16 acc[NR] = {};
+        for (int c = 0; c < D; ++c) {
+            const V16 kv = simd::load16(kt + c * nkp + jb);
+#pragma GCC unroll 4
+            for (int r = 0; r < NR; ++r) acc[r] += qr[r][c] * kv;
+        }
+        for (int r = 0; r < NR; ++r) simd::store16(sr + r * nkp + jb, acc[r] * scale);
+    }
+    for (int r = 0; r < NR; ++r) {
+        float* s = sr + r * nkp;
+        float  m = -INFINITY;
+        for (int64_t j = 0; j < nk; ++j) m = s[j] > m ? s[j] : m;
+        const V16 mv = V16{} + m;
+        V16       part{};
+        for (int64_t j = 0; j < nk16; j += 16) {
+            const V16 e = simd::exp_nonpos_n<16>(simd::load16(s + j) - mv);
+            simd::store16(s + j, e);
+            part += e;
+        }
+        float sum = 0.0f;
+        for (int t = 0; t < 16; ++t) sum += part[t];
+        for (int64_t j = nk16; j < nk; ++j) sum += (s[j] = expf(s[j] - m));
+        l[r] = sum;
+        if (m_out) m_out[r] = m;
+        for (int64_t j = 0; j < nk; ++j) p[j * ld_p + r] = s[j];  // keys x queries, as pv_block reads it
+    }
+}
+
 }  // namespace
 
 DYLLM_CPU_CLONES void softmax_block(CMatF q, const int32_t* rows, int n, int h, CMatF k, int64_t k0, int64_t k1,
                                     AttnDims dims, float* p, int64_t ld_p, float* l, float* qt, float* m_out) {
     // A block of a few rows (a DyLLM step's salient rows) runs on 4- or 8-lane vectors: with 16 lanes, 3 real rows
     // would pay for 16 in every score FMA and every exp.
+    if (n <= kAttnFewRows && dims.head_dim % 16 == 0) {
+        switch (n) {
+            case 1: softmax_keys_lanes<1>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
+            case 2: softmax_keys_lanes<2>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
+            case 3: softmax_keys_lanes<3>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
+            default: softmax_keys_lanes<4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
+        }
+    }
     if (n <= 4)
         softmax_lanes<4>(q, rows, n, h, k, k0, k1, dims, p, ld_p, l, qt, m_out);
     else if (n <= 8)

@@ -38,6 +38,18 @@ int64_t plan_work(const AttnPlan& plan, const int32_t* cu_k, int head_dim);
 // rounded up to the vector width so every key's scores are whole vectors: 4 lanes up to 4 rows, 8 up to 8, else 16.
 inline int64_t score_ld(int n) { return n <= 4 ? 4 : n <= 8 ? 8 : (int64_t(n) + 15) / 16 * 16; }
 
+// Blocks of at most this many query rows score 16 keys per vector (K transposed per call) instead of a few query rows
+// per vector: the kernel the sparse steps' 1-4 salient rows run.
+constexpr int kAttnFewRows = 4;
+
+// Floats softmax_block needs in its qt scratch: the transposed queries, or for a few-row block (head_dim a multiple
+// of 16) the transposed keys and the row-major scores.
+inline int64_t softmax_scratch_floats(int n, int64_t n_keys, int head_dim) {
+    const int64_t nkp = (n_keys + 15) / 16 * 16;
+    return n <= kAttnFewRows && head_dim % 16 == 0 ? (int64_t(head_dim) + kAttnFewRows) * nkp
+                                                   : int64_t(head_dim) * score_ld(n);
+}
+
 // Per-thread scratch of the attention kernels, kept between calls (thread_local in the kernels).
 struct AttnScratch {
     std::vector<float> p, acc, l, qt, m;  // m: the row maxima (exact attention's log-sum-exp)
@@ -57,7 +69,7 @@ AttnCall prepare_attention(const int32_t* q_seq, int64_t nq, const int32_t* cu_k
 // Unnormalised softmax of one block: for the n query rows rows[0..n) at head h and the keys [k0, k1) of their
 // sequence, p[(j - k0) * ld_p + r] = exp(s_rj - m_r) with s_rj = q[rows[r], h] . k[j, g] / sqrt(D), and
 // l[r] = sum_j p[j, r] (fp32). g = h / (n_head / n_kv_head). ld_p >= score_ld(n); l and m (optional, the row maxima
-// m_r) hold score_ld(n) floats. qt: scratch of head_dim * score_ld(n) floats (the block's queries, transposed once).
+// m_r) hold score_ld(n) floats. qt: scratch of softmax_scratch_floats(n, k1 - k0, head_dim) floats.
 // Bit-identical to the former row-major kernel (same dot and sum order per score), so decodes do not change.
 void softmax_block(CMatF q, const int32_t* rows, int n, int h, CMatF k, int64_t k0, int64_t k1, AttnDims dims,
                    float* p, int64_t ld_p, float* l, float* qt, float* m = nullptr);

@@ -140,31 +140,33 @@ TEST_CASE("optimised attention equals the reference", "[kernels][attention]") {
 }
 
 TEST_CASE("a few query rows attend bit for bit as they do inside a large block", "[kernels][attention]") {
-    // Blocks of <= 4 and <= 8 rows run on 4- and 8-lane vectors, larger ones on 16 (attention_tiles.cpp); every
-    // score, exp and sum keeps its order, so a row's output must not depend on how many rows shared its call (a
-    // DyLLM step attends its few salient rows; a dense step all rows). 203 keys: whole 16-key groups and a tail.
-    const AttnDims     d{4, 2, 32};
-    const int64_t      nk = 203, nq = 40, qd = 4 * 32, kvd = 2 * 32;
-    const auto         q = random_floats(size_t(nq * qd), 11, -3.0f, 3.0f);
-    const auto         k = random_floats(size_t(nk * kvd), 12), v = random_floats(size_t(nk * kvd), 13);
-    const int32_t      cu_k[2] = {0, int32_t(nk)};
-    ThreadPool         pool(1);
-    std::vector<int32_t> seq(size_t(nq), 0);
-    std::vector<float> all(size_t(nq * qd));
-    attention(cm(q, nq, qd), seq.data(), cm(k, nk, kvd), cm(v, nk, kvd), cu_k, 1, d, mm(all, nq, qd), pool);
-    for (const std::vector<int>& pick : std::vector<std::vector<int>>{{7}, {0, 19, 39}, {3, 4, 5, 6}, {1, 9, 17, 25, 33},
-                                                                      {2, 3, 5, 7, 11, 13, 17, 19}}) {
-        const int64_t      n = int64_t(pick.size());
-        std::vector<float> qs(size_t(n * qd)), out(size_t(n * qd));
-        for (int64_t i = 0; i < n; ++i)
-            std::copy_n(q.begin() + pick[size_t(i)] * qd, qd, qs.begin() + i * qd);
-        attention(cm(qs, n, qd), seq.data(), cm(k, nk, kvd), cm(v, nk, kvd), cu_k, 1, d, mm(out, n, qd), pool);
-        int differ = 0;
-        for (int64_t i = 0; i < n; ++i)
-            for (int64_t c = 0; c < qd; ++c)
-                differ += out[size_t(i * qd + c)] != all[size_t(pick[size_t(i)] * qd + c)];
-        CAPTURE(n);
-        CHECK(differ == 0);
+    // Blocks of <= 4 rows score 16 keys per vector (K transposed per call), <= 8 rows run on 8-lane query vectors,
+    // larger ones on 16 (attention_tiles.cpp); every score, exp and sum keeps its order, so a row's output must not
+    // depend on how many rows shared its call (a DyLLM step attends its few salient rows; a dense step all rows).
+    // 203 keys: whole 16-key groups, a partial one and a tail past the last group of four; head dims 32 and 64.
+    for (const AttnDims d : {AttnDims{4, 2, 32}, AttnDims{2, 1, 64}}) {
+        const int64_t      nk = 203, nq = 40, qd = int64_t(d.n_head) * d.head_dim, kvd = int64_t(d.n_kv_head) * d.head_dim;
+        const auto         q = random_floats(size_t(nq * qd), 11, -3.0f, 3.0f);
+        const auto         k = random_floats(size_t(nk * kvd), 12), v = random_floats(size_t(nk * kvd), 13);
+        const int32_t      cu_k[2] = {0, int32_t(nk)};
+        ThreadPool         pool(1);
+        std::vector<int32_t> seq(size_t(nq), 0);
+        std::vector<float> all(size_t(nq * qd));
+        attention(cm(q, nq, qd), seq.data(), cm(k, nk, kvd), cm(v, nk, kvd), cu_k, 1, d, mm(all, nq, qd), pool);
+        for (const std::vector<int>& pick : std::vector<std::vector<int>>{
+                 {7}, {5, 38}, {0, 19, 39}, {3, 4, 5, 6}, {1, 9, 17, 25, 33}, {2, 3, 5, 7, 11, 13, 17, 19}}) {
+            const int64_t      n = int64_t(pick.size());
+            std::vector<float> qs(size_t(n * qd)), out(size_t(n * qd));
+            for (int64_t i = 0; i < n; ++i)
+                std::copy_n(q.begin() + pick[size_t(i)] * qd, qd, qs.begin() + i * qd);
+            attention(cm(qs, n, qd), seq.data(), cm(k, nk, kvd), cm(v, nk, kvd), cu_k, 1, d, mm(out, n, qd), pool);
+            int differ = 0;
+            for (int64_t i = 0; i < n; ++i)
+                for (int64_t c = 0; c < qd; ++c)
+                    differ += out[size_t(i * qd + c)] != all[size_t(pick[size_t(i)] * qd + c)];
+            CAPTURE(d.head_dim, n);
+            CHECK(differ == 0);
+        }
     }
 }
 
