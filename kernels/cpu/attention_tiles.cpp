@@ -70,7 +70,7 @@ namespace {
 // are summed over c = 0..D-1 in order, then scaled, as the former kernel did (at any W: lanes are independent).
 template <int W, int NV, int KB>
 DYLLM_ALWAYS_INLINE void score_tile(const float* qt, int64_t ldq, const float* const* kr, int D, float scale,
-                                    float* out, int64_t ld_p, typename simd::Lanes<W>::F* mx) {
+                                    float* out, int64_t ld_p, float* mx) {
     using VW          = typename simd::Lanes<W>::F;
     VW acc[KB][NV] = {};
     for (int c = 0; c < D; ++c) {
@@ -90,7 +90,10 @@ DYLLM_ALWAYS_INLINE void score_tile(const float* qt, int64_t ldq, const float* c
         for (int v = 0; v < NV; ++v) {
             const VW s = acc[b][v] * scale;
             simd::store<W>(out + b * ld_p + W * v, s);
-            mx[v] = s > mx[v] ? s : mx[v];  // the row maxima ride along: no second pass over the scores
+            // The row maxima ride along (no second pass over the scores); kept in memory, not in registers, so the
+            // tile's 16 accumulators and 4 query vectors never spill.
+            const VW cur = simd::load<W>(mx + W * v);
+            simd::store<W>(mx + W * v, s > cur ? s : cur);
         }
 }
 
@@ -98,7 +101,7 @@ DYLLM_ALWAYS_INLINE void score_tile(const float* qt, int64_t ldq, const float* c
 // takes the maximum of vector v's scores (a max is exact in any order).
 template <int W, int NV, int KB>
 DYLLM_ALWAYS_INLINE void score_keys(const float* qt, int64_t ldq, const float* kr0, int64_t k_ld, int64_t nk, int D,
-                                    float scale, float* out, int64_t ld_p, typename simd::Lanes<W>::F* mx) {
+                                    float scale, float* out, int64_t ld_p, float* mx) {
     int64_t j = 0;
     for (; j + KB <= nk; j += KB) {
         const float* kr[KB];
@@ -131,24 +134,21 @@ DYLLM_ALWAYS_INLINE void softmax_lanes(CMatF q, const int32_t* rows, int n, int 
         for (int64_t r = n; r < ldq; ++r) qt[c * ldq + r] = 0.0f;
     const float* kr0 = k.row(k0) + kv_off;
     // The row maxima come out of the score tiles and wait in l (ldq floats) until the sums replace them.
+    for (int64_t r = 0; r < ldq; ++r) l[r] = -INFINITY;
     if constexpr (W == 16) {
         for (int64_t r0 = 0; r0 < ldq; r0 += 64) {  // 64 query rows (4 vectors) per pass over the keys
-            const float* qc    = qt + r0;
-            float*       pc    = p + r0;
-            VW           mx[4] = {VW{} - INFINITY, VW{} - INFINITY, VW{} - INFINITY, VW{} - INFINITY};
-            const int    nv    = int(std::min<int64_t>(4, (ldq - r0) / 16));
-            switch (nv) {
-                case 1: score_keys<16, 1, 8>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p, mx); break;
-                case 2: score_keys<16, 2, 8>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p, mx); break;
-                case 3: score_keys<16, 3, 4>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p, mx); break;
-                default: score_keys<16, 4, 4>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p, mx); break;
+            const float* qc = qt + r0;
+            float*       pc = p + r0;
+            float*       mc = l + r0;
+            switch (std::min<int64_t>(4, (ldq - r0) / 16)) {
+                case 1: score_keys<16, 1, 8>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p, mc); break;
+                case 2: score_keys<16, 2, 8>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p, mc); break;
+                case 3: score_keys<16, 3, 4>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p, mc); break;
+                default: score_keys<16, 4, 4>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p, mc); break;
             }
-            for (int v = 0; v < nv; ++v) simd::store<16>(l + r0 + 16 * v, mx[v]);
         }
     } else {
-        VW mx[1] = {VW{} - INFINITY};
-        score_keys<W, 1, 8>(qt, ldq, kr0, k.ld, nk, D, scale, p, ld_p, mx);  // ldq == W: one vector of rows
-        simd::store<W>(l, mx[0]);
+        score_keys<W, 1, 8>(qt, ldq, kr0, k.ld, nk, D, scale, p, ld_p, l);  // ldq == W: one vector of rows
     }
     // Per vector of W query rows: exp and sum. The sum keeps the former kernel's order
     // exactly: 16 partial sums (key j into partial j % 16) over the whole 16-key groups, added in order, then the
