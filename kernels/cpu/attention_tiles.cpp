@@ -271,8 +271,9 @@ DYLLM_ALWAYS_INLINE void softmax_keys_lanes(CMatF q, const int32_t* rows, int h,
 
 DYLLM_CPU_CLONES void softmax_block(CMatF q, const int32_t* rows, int n, int h, CMatF k, int64_t k0, int64_t k1,
                                     AttnDims dims, float* p, int64_t ld_p, float* l, float* qt, float* m_out) {
-    // A block of a few rows (a DyLLM step's salient rows) runs on 4- or 8-lane vectors: with 16 lanes, 3 real rows
-    // would pay for 16 in every score FMA and every exp.
+    // A block of a few rows (a DyLLM step's salient rows) must not pay for 16 query lanes with 1-3 real rows in every
+    // score FMA and every exp: up to 4 rows put 16 keys in a vector instead, up to 8 run on 8-lane query vectors (and
+    // up to 4 on 4-lane ones when head_dim is not a multiple of 16, which the key transpose needs).
     if (n <= kAttnFewRows && dims.head_dim % 16 == 0) {
         switch (n) {
             case 1: softmax_keys_lanes<1>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
