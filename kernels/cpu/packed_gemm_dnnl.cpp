@@ -101,6 +101,27 @@ ElemType PackedWeight::type() const { return impl_->type; }
 int      PackedWeight::slices() const { return int(impl_->slices.size()); }
 size_t   PackedWeight::bytes() const { return impl_->bytes; }
 
+namespace {
+
+// Outputs per panel of oneDNN's f32 brgemm weights layout on AVX-512 (BA16a64b).
+constexpr int64_t kOneDnnPanel = 64;
+
+// Floats between the k-major panels of a packed f32 weight {k, n} when oneDNN laid it out as BA16a64b: blocks of 16 k
+// x 64 outputs, outputs innermost, the k blocks of one 64-output panel consecutive, so that within a panel W(o, c)
+// sits at c * 64 + o % 64 (small_gemm.h's panels). 0 for any other layout (another ISA's, a bf16 one).
+int64_t kmajor_panel_stride(const memory::desc& d) {
+    const dnnl_memory_desc_t& md = d.data;
+    if (md.ndims != 2 || md.format_kind != dnnl_blocked || md.offset0 != 0 || md.data_type != dnnl_f32) return 0;
+    const auto& b = md.format_desc.blocking;
+    if (b.inner_nblks != 2 || b.inner_blks[0] != 16 || b.inner_idxs[0] != 0 || b.inner_blks[1] != kOneDnnPanel ||
+        b.inner_idxs[1] != 1)
+        return 0;
+    const int64_t panel_stride = int64_t(md.padded_dims[0]) * kOneDnnPanel;
+    return b.strides[0] == 16 * kOneDnnPanel && b.strides[1] == panel_stride ? panel_stride : 0;
+}
+
+}  // namespace
+
 struct PackedGemm::Impl {
     struct Prim {
         dnnl::matmul prim;
@@ -187,11 +208,6 @@ std::shared_ptr<const PackedWeight> PackedGemm::pack(ConstMat w, ThreadPool& poo
                                  ? 1
                                  : std::clamp<int64_t>(w.rows / kPackedSliceMinCols, 1, 2 * impl_->n_threads);
     const int64_t width    = std::min(w.rows, ((w.rows + n_slices - 1) / n_slices + 63) / 64 * 64);
-    // A small weight (a small model's: kilobytes to a megabyte) is also kept k-major for few-row products.
-    if (size_t(w.rows) * size_t(w.cols) * sizeof(float) <= kSmallGemmMaxWeightBytes) {
-        p->small = make_kmajor(w);
-        p->bytes += p->small.bytes();
-    }
     try {
         std::map<int64_t, dnnl::reorder> reorders;  // per slice width
         std::vector<size_t>              offsets;
@@ -238,6 +254,18 @@ std::shared_ptr<const PackedWeight> PackedGemm::pack(ConstMat w, ThreadPool& poo
         else
             for (size_t i = 0; i < p->slices.size(); ++i) run(int64_t(i), 0);
         if (!ok) return fail("oneDNN reorder into the packed layout failed");
+        // A small weight (a small model's: kilobytes to a megabyte) also serves few-row products (small_gemm.h):
+        // straight from the packed copy when that is fp32 in k-major panels, else from a k-major copy of its own.
+        if (size_t(w.rows) * size_t(w.cols) * sizeof(float) <= kSmallGemmMaxWeightBytes) {
+            const int64_t panel_stride = p->slices.size() == 1 ? kmajor_panel_stride(p->slices[0].desc) : 0;
+            if (w.type == ElemType::F32 && panel_stride > 0) {
+                p->small = kmajor_view(reinterpret_cast<const float*>(p->buffer.data() + offsets[0]), w.rows, w.cols,
+                                       kOneDnnPanel, panel_stride);
+            } else {
+                p->small = make_kmajor(w);
+                p->bytes += p->small.bytes();
+            }
+        }
     } catch (const dnnl::error& e) {
         return fail(std::string("oneDNN could not pack it: ") + e.what());
     }
@@ -257,7 +285,7 @@ void PackedGemm::matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, T
         widen_row(bias.data, bias.type, I.bias.data(), m);
         b = I.bias.data();
     }
-    if (n <= kSmallGemmMaxRows && !W.small.wt.empty()) {
+    if (n <= kSmallGemmMaxRows && !W.small.empty()) {
         // Split by whole 8-row tiles of x when the work pays for a hand-out (kPackedParallelFlops).
         const int64_t tiles = (n + 7) / 8;
         const int64_t want  = pool.size() > 1 && flops >= kPackedParallelFlops ? std::min<int64_t>(pool.size(), tiles) : 1;

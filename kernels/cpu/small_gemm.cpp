@@ -17,31 +17,38 @@ using simd::V16;
 
 KMajorWeight make_kmajor(ConstMat w) {
     KMajorWeight out;
-    out.m    = w.rows;
-    out.k    = w.cols;
-    out.ld   = (w.rows + 15) / 16 * 16;
-    out.type = w.type;
-    out.wt.assign(size_t(out.ld * out.k), 0.0f);
+    out.m        = w.rows;
+    out.k        = w.cols;
+    out.padded_m = out.panel = (w.rows + 15) / 16 * 16;
+    out.type     = w.type;
+    out.own.assign(size_t(out.panel * out.k), 0.0f);
     std::vector<float> row(size_t(w.cols));
     for (int64_t o = 0; o < w.rows; ++o) {
         widen_row(w.row_ptr(o), w.type, row.data(), w.cols);
-        for (int64_t c = 0; c < w.cols; ++c) out.wt[size_t(c * out.ld + o)] = row[size_t(c)];
+        for (int64_t c = 0; c < w.cols; ++c) out.own[size_t(c * out.panel + o)] = row[size_t(c)];
     }
+    return out;
+}
+
+KMajorWeight kmajor_view(const float* base, int64_t m, int64_t k, int64_t panel, int64_t panel_stride) {
+    KMajorWeight out;
+    out.view = base, out.m = m, out.k = k, out.panel = panel, out.panel_stride = panel_stride;
+    out.padded_m = (m + panel - 1) / panel * panel;
     return out;
 }
 
 namespace {
 
-// R rows of x against NV vectors of 16 outputs starting at o0: R x NV accumulators over all k in registers, each
-// weight vector loaded once per c and used by every row.
+// R rows of x against NV vectors of 16 outputs starting at o0, whose weights start at wp (row stride ld): R x NV
+// accumulators over all k in registers, each weight vector loaded once per c and used by every row.
 template <int R, int NV>
-DYLLM_ALWAYS_INLINE void tile(const float* const* xr, const float* wt, int64_t ld, int64_t k, int64_t o0,
+DYLLM_ALWAYS_INLINE void tile(const float* const* xr, const float* wp, int64_t ld, int64_t k, int64_t o0,
                               const float* bias, int64_t m, float* const* yr) {
     V16 acc[R][NV] = {};
     for (int64_t c = 0; c < k; ++c) {
         V16 wv[NV];
 #pragma GCC unroll 2
-        for (int v = 0; v < NV; ++v) wv[v] = simd::load16(wt + c * ld + o0 + 16 * v);
+        for (int v = 0; v < NV; ++v) wv[v] = simd::load16(wp + c * ld + 16 * v);
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
             const float xv = xr[r][c];
@@ -50,6 +57,7 @@ DYLLM_ALWAYS_INLINE void tile(const float* const* xr, const float* wt, int64_t l
         }
     }
     const int64_t n_out = std::min<int64_t>(16 * NV, m - o0);
+    if (n_out <= 0) return;  // a panel's padding columns
     for (int r = 0; r < R; ++r) {
         float buf[16 * NV];
 #pragma GCC unroll 2
@@ -64,9 +72,11 @@ DYLLM_ALWAYS_INLINE void tile(const float* const* xr, const float* wt, int64_t l
 
 template <int R>
 DYLLM_ALWAYS_INLINE void rows(const float* const* xr, const KMajorWeight& w, const float* bias, float* const* yr) {
-    int64_t o0 = 0;
-    for (; o0 + 32 <= w.ld; o0 += 32) tile<R, 2>(xr, w.wt.data(), w.ld, w.k, o0, bias, w.m, yr);
-    if (o0 < w.ld) tile<R, 1>(xr, w.wt.data(), w.ld, w.k, o0, bias, w.m, yr);  // ld is a multiple of 16
+    // 32-output tiles never straddle a panel (panels are whole multiples of 32, or one panel of a multiple of 16).
+    const auto at = [&](int64_t o0) { return w.base() + (o0 / w.panel) * w.panel_stride + o0 % w.panel; };
+    int64_t    o0 = 0;
+    for (; o0 + 32 <= w.padded_m && o0 < w.m; o0 += 32) tile<R, 2>(xr, at(o0), w.panel, w.k, o0, bias, w.m, yr);
+    if (o0 < w.m) tile<R, 1>(xr, at(o0), w.panel, w.k, o0, bias, w.m, yr);  // padded_m is a multiple of 16
 }
 
 }  // namespace

@@ -128,7 +128,7 @@ TEST_CASE("small_gemm equals the fp64 reference for any row count, in 8-row tile
     const ConstMat w = type == ElemType::F32 ? ConstMat{wv.data(), type, c.m, c.k, c.k}
                                              : ConstMat{wb.data(), type, c.m, c.k, c.k};
     const KMajorWeight kw = make_kmajor(w);
-    CHECK(kw.ld % 16 == 0);
+    CHECK(kw.panel % 16 == 0);
     std::vector<float> y(size_t(c.n * yld), -7.0f);
     small_gemm(CMatF{xv.data(), c.n, c.k, xld}, kw, bias.data(), MatF{y.data(), c.n, c.m, yld});
     // Same bound as the packed products above: x rounded to bf16 for a BF16 weight, then fp32 accumulation of k
@@ -153,6 +153,42 @@ TEST_CASE("small_gemm equals the fp64 reference for any row count, in 8-row tile
         }
     }
     CHECK(bad == 0);
+}
+
+TEST_CASE("few-row packed products equal small_gemm on its own k-major copy, bit for bit", "[packed][small]") {
+    // PackedGemm runs products of <= kSmallGemmMaxRows rows of a small weight on small_gemm, reading an fp32 weight
+    // straight from the packed copy where the provider lays it out in k-major panels (oneDNN's BA16a64b on
+    // AVX-512), else from a copy of its own. The panels only move where each weight is read: every output must be
+    // the same sum in the same order as on make_kmajor's copy. Shapes: whole and partial 64-output panels, k not a
+    // multiple of 16, the model shapes; 1..8 rows (every register tile), with a bias.
+    const ElemType type    = GENERATE(ElemType::F32, ElemType::BF16);
+    const int      threads = GENERATE(1, 2);
+    const Case     c       = GENERATE(Case{0, 128, 128}, Case{0, 344, 128}, Case{0, 128, 344}, Case{0, 374, 128},
+                                      Case{0, 40, 100}, Case{0, 16, 7}, Case{0, 688, 256});
+    INFO("type " << (type == ElemType::F32 ? "F32" : "BF16") << ", threads " << threads << ", m " << c.m << ", k "
+                 << c.k);
+    ThreadPool            pool(threads);
+    PackedGemm            gemm(threads);
+    std::vector<float>    wv = normals(size_t(c.m * c.k), 16, 0.05f), bias = normals(size_t(c.m), 17, 0.1f);
+    std::vector<uint16_t> wb(wv.size());
+    for (size_t i = 0; i < wv.size(); ++i) wb[i] = f32_to_bf16(wv[i]);
+    const ConstMat w = type == ElemType::F32 ? ConstMat{wv.data(), type, c.m, c.k, c.k}
+                                             : ConstMat{wb.data(), type, c.m, c.k, c.k};
+    std::string    err;
+    const auto     pw = gemm.pack(w, pool, &err);
+    REQUIRE(pw);
+    const KMajorWeight kw = make_kmajor(w);
+    for (int64_t n = 1; n <= kSmallGemmMaxRows; ++n) {
+        const std::vector<float> xv = normals(size_t(n * c.k), uint32_t(18 + n), 1.0f);
+        std::vector<float>       got(size_t(n * c.m), -7.0f), want(size_t(n * c.m), -9.0f);
+        gemm.matmul(CMatF{xv.data(), n, c.k, c.k}, *pw, ConstMat{bias.data(), ElemType::F32, 1, c.m, c.m},
+                    MatF{got.data(), n, c.m, c.m}, pool);
+        small_gemm(CMatF{xv.data(), n, c.k, c.k}, kw, bias.data(), MatF{want.data(), n, c.m, c.m});
+        int differ = 0;
+        for (size_t i = 0; i < got.size(); ++i) differ += got[i] != want[i];
+        CAPTURE(n);
+        CHECK(differ == 0);
+    }
 }
 
 TEST_CASE("packed bf16 matmul stays within bf16 input rounding of the exact fp32 product", "[packed]") {
