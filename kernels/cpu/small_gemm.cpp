@@ -19,7 +19,7 @@ KMajorWeight make_kmajor(ConstMat w) {
     KMajorWeight out;
     out.m        = w.rows;
     out.k        = w.cols;
-    out.padded_m = out.panel = (w.rows + 15) / 16 * 16;
+    out.panel    = (w.rows + 15) / 16 * 16;
     out.type     = w.type;
     out.own.assign(size_t(out.panel * out.k), 0.0f);
     std::vector<float> row(size_t(w.cols));
@@ -33,7 +33,6 @@ KMajorWeight make_kmajor(ConstMat w) {
 KMajorWeight kmajor_view(const float* base, int64_t m, int64_t k, int64_t panel, int64_t panel_stride) {
     KMajorWeight out;
     out.view = base, out.m = m, out.k = k, out.panel = panel, out.panel_stride = panel_stride;
-    out.padded_m = (m + panel - 1) / panel * panel;
     return out;
 }
 
@@ -57,7 +56,6 @@ DYLLM_ALWAYS_INLINE void tile(const float* const* xr, const float* wp, int64_t l
         }
     }
     const int64_t n_out = std::min<int64_t>(16 * NV, m - o0);
-    if (n_out <= 0) return;  // a panel's padding columns
     for (int r = 0; r < R; ++r) {
         float buf[16 * NV];
 #pragma GCC unroll 2
@@ -73,10 +71,11 @@ DYLLM_ALWAYS_INLINE void tile(const float* const* xr, const float* wp, int64_t l
 template <int R>
 DYLLM_ALWAYS_INLINE void rows(const float* const* xr, const KMajorWeight& w, const float* bias, float* const* yr) {
     // 32-output tiles never straddle a panel (panels are whole multiples of 32, or one panel of a multiple of 16).
-    const auto at = [&](int64_t o0) { return w.base() + (o0 / w.panel) * w.panel_stride + o0 % w.panel; };
-    int64_t    o0 = 0;
-    for (; o0 + 32 <= w.padded_m && o0 < w.m; o0 += 32) tile<R, 2>(xr, at(o0), w.panel, w.k, o0, bias, w.m, yr);
-    if (o0 < w.m) tile<R, 1>(xr, at(o0), w.panel, w.k, o0, bias, w.m, yr);  // padded_m is a multiple of 16
+    const auto    at     = [&](int64_t o0) { return w.base() + (o0 / w.panel) * w.panel_stride + o0 % w.panel; };
+    const int64_t padded = (w.m + w.panel - 1) / w.panel * w.panel;  // the columns the panels hold
+    int64_t       o0     = 0;
+    for (; o0 + 32 <= padded && o0 < w.m; o0 += 32) tile<R, 2>(xr, at(o0), w.panel, w.k, o0, bias, w.m, yr);
+    if (o0 < w.m) tile<R, 1>(xr, at(o0), w.panel, w.k, o0, bias, w.m, yr);  // padded is a multiple of 16
 }
 
 }  // namespace

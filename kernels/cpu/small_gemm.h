@@ -21,14 +21,14 @@ constexpr int64_t kSmallGemmMaxRows = 8;
 constexpr size_t kSmallGemmMaxWeightBytes = size_t(1) << 20;
 
 // W [m, k] in k-major panels: W(o, c) at base()[(o / panel) * panel_stride + c * panel + o % panel], widened to fp32,
-// the columns from m up to padded_m zero or ignored. Either its own copy (make_kmajor: one panel of m rounded up to
+// the columns from m to the end of the last panel zero or ignored. Either its own copy (make_kmajor: one panel of m rounded up to
 // 16) or a view of the GEMM provider's packed weight when that is laid out so (oneDNN's f32 brgemm layout on AVX-512,
 // BA16a64b: panels of 64 outputs): a small model's weights then sit in memory, and in the caches, once. `type` is the
 // stored type, which decides how x is rounded (below).
 struct KMajorWeight {
     std::vector<float> own;            // the copy (empty for a view)
     const float*       view = nullptr; // the provider's panels (a view)
-    int64_t            m = 0, k = 0, padded_m = 0, panel = 0, panel_stride = 0;
+    int64_t            m = 0, k = 0, panel = 0, panel_stride = 0;
     ElemType           type = ElemType::F32;
     const float*       base() const { return view ? view : own.data(); }
     bool               empty() const { return m == 0; }
@@ -36,7 +36,7 @@ struct KMajorWeight {
 };
 
 KMajorWeight make_kmajor(ConstMat w);
-// A view of fp32 panels laid out as above (panel a multiple of 32, padded_m = m rounded up to it); base must outlive it.
+// A view of fp32 panels laid out as above (panel a multiple of 32); base must outlive it.
 KMajorWeight kmajor_view(const float* base, int64_t m, int64_t k, int64_t panel, int64_t panel_stride);
 
 // x: [n, k] fp32 (any n; PackedGemm sends it the products of <= kSmallGemmMaxRows rows); bias: m floats or nullptr; y: [n, m] (any row stride, not aliasing x).
