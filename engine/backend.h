@@ -59,6 +59,9 @@ public:
     virtual std::string description() const = 0;   // "cpu (2 threads, OpenBLAS 0.3.21)", "cuda (NVIDIA H100, sm_90)"
     virtual bool        supports(OpKind op, DType dtype) const = 0;
     virtual DType       cache_dtype() const = 0;   // storage dtype of the K/V/context/FFN caches
+    // Whether attention_approx_exact runs as one fused pass here (else the caller runs attention_approx and then
+    // attention on the exact rows; the results are the same).
+    virtual bool        fuses_exact_rows() const { return false; }
 
     // ---- memory -------------------------------------------------------------------------------------------------
     // A zero-initialised contiguous [rows, cols] tensor on this backend.
@@ -109,6 +112,16 @@ public:
                           const TensorView& dv, std::span<const int32_t> sal_k,
                           std::span<const int32_t> cu_sal, std::span<const int32_t> cu_k,
                           const TensorView& c_old, AttentionShape shape, const TensorView& c_new);
+
+    // attention_approx, except that the query rows exact (ascending indices into q's rows) get attention()'s output
+    // against v (the full, updated V cache, [nk, H_kv*D] like k) instead, bit for bit: one pass over the keys serves
+    // both, as DyLLM's step 5-6 do (the salient rows' scores are computed for the approximation anyway). Only on a
+    // backend whose fuses_exact_rows() is true.
+    void attention_approx_exact(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
+                                const TensorView& v, const TensorView& dv, std::span<const int32_t> sal_k,
+                                std::span<const int32_t> cu_sal, std::span<const int32_t> cu_k,
+                                std::span<const int32_t> exact, const TensorView& c_old, AttentionShape shape,
+                                const TensorView& c_new);
 
     // The column-sparse update (engine/README.md decision 12): only the salient keys' scores, against the log-sum-exp
     // each row had at its last exact attention (lse: [nq, H_q] F32, from attention()); O(nq |S| D) instead of
@@ -162,6 +175,12 @@ protected:
                                      const TensorView& dv, std::span<const int32_t> sal_k,
                                      std::span<const int32_t> cu_sal, std::span<const int32_t> cu_k,
                                      const TensorView& c_old, AttentionShape shape, const TensorView& c_new) = 0;
+    // Only called where fuses_exact_rows() is true.
+    virtual void do_attention_approx_exact(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
+                                           const TensorView& v, const TensorView& dv, std::span<const int32_t> sal_k,
+                                           std::span<const int32_t> cu_sal, std::span<const int32_t> cu_k,
+                                           std::span<const int32_t> exact, const TensorView& c_old,
+                                           AttentionShape shape, const TensorView& c_new);
     virtual void do_attention_cols(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
                                    const TensorView& dv, std::span<const int32_t> sal_k, std::span<const int32_t> cu_sal,
                                    const TensorView& lse, const TensorView& c_old, AttentionShape shape,

@@ -272,6 +272,33 @@ void Backend::attention_approx(const TensorView& q, std::span<const int32_t> q_s
     do_attention_approx(q, q_seq, k, dv, sal_k, cu_sal, cu_k, c_old, shape, c_new);
 }
 
+void Backend::attention_approx_exact(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
+                                     const TensorView& v, const TensorView& dv, std::span<const int32_t> sal_k,
+                                     std::span<const int32_t> cu_sal, std::span<const int32_t> cu_k,
+                                     std::span<const int32_t> exact, const TensorView& c_old, AttentionShape shape,
+                                     const TensorView& c_new) {
+    const char* op = "attention_approx_exact";
+    DYLLM_ASSERT(fuses_exact_rows(), std::string(op) + ": the " + name() + " backend has no fused exact rows");
+    check_attention_common(*this, OpKind::AttentionApprox, q, q_seq, k, cu_k, shape, c_new, op, "c_new");
+    check_salient_keys(*this, OpKind::AttentionApprox, k, dv, sal_k, cu_sal, cu_k, op);
+    check_context_update(*this, OpKind::AttentionApprox, q, k, dv, c_old, c_new, op);
+    check_same_shape(k, v, op, "k", "v");
+    check_stored(*this, OpKind::AttentionApprox, v, op, "v");
+    DYLLM_ASSERT(!overlaps(c_new, v), std::string(op) + ": c_new aliases v");
+    for (size_t e = 0; e < exact.size(); ++e)
+        DYLLM_ASSERT(exact[e] >= 0 && exact[e] < q.rows() && (e == 0 || exact[e] > exact[e - 1]),
+                     std::string(op) + ": exact row " + std::to_string(exact[e]) + " (entry " + std::to_string(e) +
+                         ") is outside [0, " + std::to_string(q.rows()) + ") or not strictly ascending");
+    do_attention_approx_exact(q, q_seq, k, v, dv, sal_k, cu_sal, cu_k, exact, c_old, shape, c_new);
+}
+
+void Backend::do_attention_approx_exact(const TensorView&, std::span<const int32_t>, const TensorView&,
+                                        const TensorView&, const TensorView&, std::span<const int32_t>,
+                                        std::span<const int32_t>, std::span<const int32_t>, std::span<const int32_t>,
+                                        const TensorView&, AttentionShape, const TensorView&) {
+    DYLLM_ASSERT(false, std::string("attention_approx_exact: not implemented by the ") + name() + " backend");
+}
+
 void Backend::attention_cols(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
                              const TensorView& dv, std::span<const int32_t> sal_k, std::span<const int32_t> cu_sal,
                              std::span<const int32_t> cu_k, const TensorView& lse, const TensorView& c_old,

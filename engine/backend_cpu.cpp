@@ -280,6 +280,19 @@ protected:
                               mat(c_new), pool_);
     }
 
+    bool fuses_exact_rows() const override { return true; }
+
+    void do_attention_approx_exact(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
+                                   const TensorView& v, const TensorView& dv, std::span<const int32_t> sal_k,
+                                   std::span<const int32_t> cu_sal, std::span<const int32_t> cu_k,
+                                   std::span<const int32_t> exact, const TensorView& c_old, AttentionShape shape,
+                                   const TensorView& c_new) override {
+        const F32In km = f32_in(k), vm = f32_in(v), dvm = f32_in(dv), co = f32_in(c_old);
+        cpu::attention_approx(cmat(q), q_seq.data(), km.m, dvm.m, sal_k.data(), cu_sal.data(), cu_k.data(),
+                              int(cu_k.size()) - 1, co.m, cpu::AttnDims{shape.n_head, shape.n_kv_head, shape.head_dim},
+                              mat(c_new), pool_, 0, vm.m, exact.data(), int64_t(exact.size()));
+    }
+
     void do_gather_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& dst) override {
         cpu::gather_rows(any_mat(src), idx.data(), int64_t(idx.size()), dst.data, elem_of(dst.dtype), ld(dst));
     }

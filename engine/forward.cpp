@@ -204,8 +204,17 @@ std::vector<int32_t> Forward::attention_cols(int l, const TensorView& q, const R
 void Forward::attention_approx(int l, const TensorView& q, const RowSet& rows, const LayerCache& c,
                                const TensorView& dv, const RowSet& salient, const BatchLayout& lay,
                                const TensorView& c_old, const TensorView& c_new) {
+    attention_approx_exact(l, q, rows, c, dv, salient, lay, c_old, c_new, {}, RowSet{});
+}
+
+void Forward::attention_approx_exact(int l, const TensorView& q, const RowSet& rows, const LayerCache& c,
+                                     const TensorView& dv, const RowSet& salient, const BatchLayout& lay,
+                                     const TensorView& c_old, const TensorView& c_new,
+                                     const std::vector<int32_t>& exact, const RowSet& exact_rows) {
     if (rows.empty()) return;
-    // q K^T over every key of the row's sequence, then P dV over its salient keys.
+    const bool fused = !exact.empty() && be_.fuses_exact_rows();
+    // q K^T over every key of the row's sequence, then P dV over its salient keys; a fused exact row P V over every
+    // key instead (what attention() counts for it).
     std::vector<int32_t>& cu_sal = cu_sal_;  // salient.seq_offsets(), without a fresh vector per call
     cu_sal.assign(size_t(lay.n_seq()) + 1, 0);
     for (int32_t s : salient.seq) cu_sal[size_t(s) + 1]++;
@@ -213,10 +222,27 @@ void Forward::attention_approx(int l, const TensorView& q, const RowSet& rows, c
     double fl = 0;
     for (int32_t s : rows.seq)
         fl += 2.0 * double(cfg_.q_dim()) * double(lay.seq_len(s) + (cu_sal[size_t(s) + 1] - cu_sal[size_t(s)]));
-    ScopedOp sc(sink_, step_, l, OpClass::AttnApprox, fl, 0, int32_t(rows.size()));
-    be_.attention_approx(q, rows.seq, c.k, dv, salient.rows, cu_sal, lay.cu, c_old,
-                         AttentionShape{cfg_.n_head, cfg_.n_kv_head, cfg_.head_dim}, c_new);
+    if (fused)
+        for (int32_t i : exact) {
+            const int32_t s = rows.seq[size_t(i)];
+            fl += 2.0 * double(cfg_.q_dim()) * double(lay.seq_len(s) - (cu_sal[size_t(s) + 1] - cu_sal[size_t(s)]));
+        }
+    {
+        ScopedOp sc(sink_, step_, l, OpClass::AttnApprox, fl, 0, int32_t(rows.size()));
+        const AttentionShape shape{cfg_.n_head, cfg_.n_kv_head, cfg_.head_dim};
+        if (fused)
+            be_.attention_approx_exact(q, rows.seq, c.k, c.v, dv, salient.rows, cu_sal, lay.cu, exact, c_old, shape,
+                                       c_new);
+        else
+            be_.attention_approx(q, rows.seq, c.k, dv, salient.rows, cu_sal, lay.cu, c_old, shape, c_new);
+    }
     acc_[size_t(l)].flops += fl;
+    if (fused || exact.empty()) return;
+    const int64_t ne = int64_t(exact.size());
+    Tensor        qe = alloc(ne, cfg_.q_dim()), o_e = alloc(ne, cfg_.q_dim());
+    gather(l, q, exact, qe);
+    attention(l, qe, exact_rows, c, lay, o_e);
+    scatter(l, o_e, exact, c_new);
 }
 
 void Forward::layer_dense(int l, Tensor& h, const BatchLayout& lay, const RowSet& q, LayerCache& c, bool store_ctx,

@@ -121,6 +121,13 @@ public:
     void   attention_approx(int l, const TensorView& q, const RowSet& rows, const LayerCache& c, const TensorView& dv,
                             const RowSet& salient, const BatchLayout& lay, const TensorView& c_old,
                             const TensorView& c_new);
+    // The same, with the rows exact (indices into rows, ascending) served exactly against c.v instead, in the same
+    // pass where the backend fuses them (Backend::attention_approx_exact), else by attention() on those rows after the
+    // update: the same numbers either way. exact_rows: those rows as a RowSet.
+    void   attention_approx_exact(int l, const TensorView& q, const RowSet& rows, const LayerCache& c,
+                                  const TensorView& dv, const RowSet& salient, const BatchLayout& lay,
+                                  const TensorView& c_old, const TensorView& c_new, const std::vector<int32_t>& exact,
+                                  const RowSet& exact_rows);
     // The column-sparse update (Backend::attention_cols): scores of the salient keys only, against each row's
     // log-sum-exp in c.lse. Incremental when k_old / v_old (the salient keys' rows before this step) are given: c.lse
     // is updated, and the indices (into rows) of the rows it could not serve are returned (the caller computes them

@@ -84,7 +84,10 @@ void dyllm_sparse_layer(Forward& fwd, int l, Tensor& h, const BatchLayout& lay, 
         // none of their softmax mass).
         std::vector<int32_t> idx_e = idx_s;
         if (update == StableUpdate::FullSoftmax) {
-            fwd.attention_approx(l, Q, q, c, dv, s_prev, lay, c_old, c_new);
+            // The exact rows' scores are part of the approximation's pass: one pass serves both (same numbers).
+            exact_rows = RowSet{};
+            for (int32_t i : idx_e) exact_rows.push(q.rows[size_t(i)], q.seq[size_t(i)], q.pos[size_t(i)]);
+            fwd.attention_approx_exact(l, Q, q, c, dv, s_prev, lay, c_old, c_new, idx_e, exact_rows);
         } else {
             const std::vector<int32_t> fb =
                 inc ? fwd.attention_cols(l, Q, q, c, dv, s_prev, lay, c_old, c_new, k_old, v_old)
@@ -94,14 +97,15 @@ void dyllm_sparse_layer(Forward& fwd, int l, Tensor& h, const BatchLayout& lay, 
                 std::sort(idx_e.begin(), idx_e.end());
                 idx_e.erase(std::unique(idx_e.begin(), idx_e.end()), idx_e.end());
             }
+            exact_rows = RowSet{};
+            for (int32_t i : idx_e) exact_rows.push(q.rows[size_t(i)], q.seq[size_t(i)], q.pos[size_t(i)]);
+            const int64_t ne = int64_t(idx_e.size());
+            Tensor        qe = fwd.alloc(ne, cfg.q_dim()), o_e = fwd.alloc(ne, cfg.q_dim());
+            fwd.gather(l, Q, idx_e, qe);
+            fwd.attention(l, qe, exact_rows, c, lay, o_e, &c);  // also refreshes their log-sum-exp in c.lse
+            fwd.scatter(l, o_e, idx_e, c_new);
         }
-        exact_rows = RowSet{};
-        for (int32_t i : idx_e) exact_rows.push(q.rows[size_t(i)], q.seq[size_t(i)], q.pos[size_t(i)]);
         const int64_t ne = int64_t(idx_e.size());
-        Tensor        qe = fwd.alloc(ne, cfg.q_dim()), o_e = fwd.alloc(ne, cfg.q_dim());
-        fwd.gather(l, Q, idx_e, qe);
-        fwd.attention(l, qe, exact_rows, c, lay, o_e, &c);
-        fwd.scatter(l, o_e, idx_e, c_new);
         A.attn_exact_rows += int32_t(ne);
         A.attn_approx_rows += int32_t(n - ne);
     } else {

@@ -57,6 +57,7 @@ void AttnScratch::size_for(int row_block, int64_t max_keys, int head_dim) {
     const int64_t ld = score_ld(row_block);
     p.resize(size_t(ld * std::max<int64_t>(max_keys, 1)));
     acc.resize(size_t(row_block * head_dim));
+    acc1.resize(size_t(head_dim));
     l.resize(size_t(ld));
     m.resize(size_t(ld));
     qt.resize(size_t(std::max(softmax_scratch_floats(row_block, max_keys, head_dim),

@@ -53,6 +53,7 @@ inline int64_t softmax_scratch_floats(int n, int64_t n_keys, int head_dim) {
 // Per-thread scratch of the attention kernels, kept between calls (thread_local in the kernels).
 struct AttnScratch {
     std::vector<float> p, acc, l, qt, m;  // m: the row maxima (exact attention's log-sum-exp)
+    std::vector<float> acc1;              // one row's P V (approximate attention's exact rows)
     void               size_for(int row_block, int64_t max_keys, int head_dim);
 };
 

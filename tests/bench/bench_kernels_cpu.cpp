@@ -1,7 +1,8 @@
 // CPU kernel benchmark (not a test): matmul GFLOP/s for F32 and BF16 weights (per panel size) next to raw
 // cblas_sgemm on the same shapes, and exact/approximate attention GFLOP/s. One line per configuration.
-//   bench_kernels_cpu [--threads N] [--reps R] [--quick] [--attention] [--small]
-//   (--attention: skip the matmul shapes; --small: only the hidden-256 and tiny-llada attention shapes)
+//   bench_kernels_cpu [--threads N] [--reps R] [--quick] [--attention] [--small] [--shape SEQS,L,H,HKV,D]
+//   (--attention: skip the matmul shapes; --small: only the hidden-256 and tiny-llada attention shapes; --shape: one
+//   attention shape of your own, e.g. 1,330,4,4,32 for tiny-llada on the bench's default prompt)
 // Measured choices recorded in the code (with the figures): kMatmulPanelRows (kernels/cpu/matmul.h), kAttnRowBlock
 // (kernels/cpu/attention_tiles.h).
 #include <algorithm>
@@ -84,14 +85,21 @@ std::vector<float> randv(size_t n, uint32_t seed, float scale = 1.0f) {
 int main(int argc, char** argv) {
     int  threads = 2, reps = 3;
     bool quick = false, attention_only = false, small = false;
+    int  shape[5] = {0, 0, 0, 0, 0};  // --shape SEQS,L,H,HKV,D: one attention shape of your own (and no matmuls)
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
         else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
         else if (!std::strcmp(argv[i], "--quick")) quick = true;
         else if (!std::strcmp(argv[i], "--attention")) attention_only = true;
         else if (!std::strcmp(argv[i], "--small")) small = true;
+        else if (!std::strcmp(argv[i], "--shape") && i + 1 < argc &&
+                 std::sscanf(argv[++i], "%d,%d,%d,%d,%d", &shape[0], &shape[1], &shape[2], &shape[3], &shape[4]) == 5 &&
+                 shape[0] > 0 && shape[1] > 0 && shape[2] > 0 && shape[3] > 0 && shape[2] % shape[3] == 0 && shape[4] > 0)
+            attention_only = true;
         else {
-            std::fprintf(stderr, "usage: %s [--threads N] [--reps R] [--quick] [--attention] [--small]\n", argv[0]);
+            std::fprintf(stderr,
+                         "usage: %s [--threads N] [--reps R] [--quick] [--attention] [--small] [--shape SEQS,L,H,HKV,D]\n",
+                         argv[0]);
             return 2;
         }
     }
@@ -145,6 +153,7 @@ int main(int argc, char** argv) {
                            {1, 768, 28, 4, 128}};
     if (quick) ats = {{1, 256, 8, 8, 64}, {2, 256, 8, 2, 64}};
     if (small) ats.resize(2);
+    if (shape[0] > 0) ats = {{shape[0], shape[1], shape[2], shape[3], shape[4]}};
     for (const AT& a : ats) {
         const int64_t        nq = int64_t(a.n_seq) * a.L, qd = int64_t(a.H) * a.D, kvd = int64_t(a.Hkv) * a.D;
         const auto           q = randv(size_t(nq * qd), 3), k = randv(size_t(nq * kvd), 4), v = randv(size_t(nq * kvd), 5);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
 #include "kernels/cpu/attention.h"
@@ -196,6 +197,58 @@ TEST_CASE("optimised attention_approx equals the reference", "[kernels][attentio
     const int max_k = *std::max_element(s.k_len.begin(), s.k_len.end());
     CHECK(all_close("attention_approx_" + std::to_string(si), c_new, c_ref, attn_atol(s.head_dim, max_k), 1e-5));
     if (sal_every == 0) CHECK(c_new == c_old);  // nothing salient: the context is exactly the old one
+}
+
+TEST_CASE("approximate attention's fused exact rows equal attention on those rows, bit for bit",
+          "[kernels][attention_approx]") {
+    // DyLLM's salient query rows get exact attention; the fused kernel serves them from the approximation's own
+    // scores (attention_approx.h). Every other row must be untouched by the fusion and every exact row must be what
+    // cpu::attention gives it, to the bit: the decodes of the two-call path must not change.
+    const size_t si        = GENERATE(range(size_t(0), shapes().size()));
+    const int    sal_every = GENERATE(0, 3);  // also sequences without salient keys (exact rows must still be served)
+    const int    threads   = GENERATE(1, 2);
+    const int    rblock    = GENERATE(0, 3);
+    const bool   in_place  = GENERATE(false, true);
+    const Shape& s         = shapes()[si];
+    CAPTURE(si, sal_every, threads, rblock, in_place);
+    const Batch   bt = make_batch(s.q_len, s.k_len, sal_every);
+    const int64_t qd = int64_t(s.n_head) * s.head_dim, kvd = int64_t(s.n_kv_head) * s.head_dim;
+    const auto    q = random_floats(size_t(bt.nq * qd), 21, -3.0f, 3.0f);
+    const auto    k = random_floats(size_t(bt.nk * kvd), 22), v = random_floats(size_t(bt.nk * kvd), 23);
+    const auto    dv = random_floats(size_t(bt.ns * kvd), 24), c_old = random_floats(size_t(bt.nq * qd), 25);
+    std::vector<int32_t> exact;  // every third query row, and the last one
+    for (int64_t i = 0; i < bt.nq; ++i)
+        if (i % 3 == 1 || i == bt.nq - 1) exact.push_back(int32_t(i));
+    ThreadPool     pool(threads);
+    const AttnDims d{s.n_head, s.n_kv_head, s.head_dim};
+    std::vector<float> fused = in_place ? c_old : std::vector<float>(size_t(bt.nq * qd), 99.0f);
+    attention_approx(cm(q, bt.nq, qd), bt.q_seq.data(), cm(k, bt.nk, kvd), cm(dv, bt.ns, kvd), bt.sal_k.data(),
+                     bt.cu_sal.data(), bt.cu_k.data(), bt.n_seq, in_place ? cm(fused, bt.nq, qd) : cm(c_old, bt.nq, qd),
+                     d, mm(fused, bt.nq, qd), pool, rblock, cm(v, bt.nk, kvd), exact.data(), int64_t(exact.size()));
+    // The two-call path: the approximation for every row, then cpu::attention on the exact rows alone.
+    std::vector<float> approx(size_t(bt.nq * qd));
+    attention_approx(cm(q, bt.nq, qd), bt.q_seq.data(), cm(k, bt.nk, kvd), cm(dv, bt.ns, kvd), bt.sal_k.data(),
+                     bt.cu_sal.data(), bt.cu_k.data(), bt.n_seq, cm(c_old, bt.nq, qd), d, mm(approx, bt.nq, qd), pool,
+                     rblock);
+    const int64_t        ne = int64_t(exact.size());
+    std::vector<float>   qe(size_t(ne * qd)), oe(size_t(ne * qd));
+    std::vector<int32_t> seq_e(static_cast<size_t>(ne));
+    for (int64_t e = 0; e < ne; ++e) {
+        std::copy_n(q.begin() + exact[size_t(e)] * qd, qd, qe.begin() + e * qd);
+        seq_e[size_t(e)] = bt.q_seq[size_t(exact[size_t(e)])];
+    }
+    attention(cm(qe, ne, qd), seq_e.data(), cm(k, bt.nk, kvd), cm(v, bt.nk, kvd), bt.cu_k.data(), bt.n_seq, d,
+              mm(oe, ne, qd), pool, rblock);
+    std::vector<float> want = approx;
+    for (int64_t e = 0; e < ne; ++e) std::copy_n(oe.begin() + e * qd, qd, want.begin() + exact[size_t(e)] * qd);
+    int differ = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+        uint32_t a, b;  // bits, so a -0 / +0 or NaN difference counts too
+        std::memcpy(&a, &fused[i], 4);
+        std::memcpy(&b, &want[i], 4);
+        differ += a != b;
+    }
+    CHECK(differ == 0);
 }
 
 TEST_CASE("approximate attention is exact when only V changed on the salient keys", "[kernels][attention_approx]") {
