@@ -297,4 +297,19 @@ TEST_CASE("shared op checks reject bad indices, offsets and salient-key orders o
                              cu_k, view(buf, 3, 2), shape, TensorView::matrix(buf.data() + 2, DType::F32, Device::Cpu,
                                                                                3, 2));
     }, "attention_approx: c_new partially overlaps c_old");
+
+    // The fused form (DyLLM's exact rows in the approximation's pass): the same checks, plus v and the exact rows.
+    REQUIRE(be->fuses_exact_rows());
+    auto fused = [&](std::vector<int32_t> exact, int64_t v_rows) {
+        be->attention_approx_exact(view(q, 3, 2), q_seq, view(k, 7, 2), view(v, v_rows, 2), view(dv, 3, 2),
+                                   std::vector<int32_t>{0, 2, 5}, std::vector<int32_t>{0, 2, 3}, cu_k, exact,
+                                   view(c, 3, 2), shape, view(o, 3, 2));
+    };
+    fused({0, 2}, 7);  // valid
+    fused({}, 7);      // no exact row: the plain approximation
+    check_rejects([&] { fused({2, 0}, 7); },
+                  "attention_approx_exact: exact row 0 (entry 1) is outside [0, 3) or not strictly ascending");
+    check_rejects([&] { fused({1, 3}, 7); },
+                  "attention_approx_exact: exact row 3 (entry 1) is outside [0, 3) or not strictly ascending");
+    check_rejects([&] { fused({1}, 6); }, "attention_approx_exact: k [7, 2]");
 }
