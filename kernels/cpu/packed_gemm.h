@@ -25,6 +25,10 @@ constexpr int64_t kPackedRowChunkMin    = 16;
 // products of a cached step also keeps the worker polling between attention calls instead of asleep (a wake-up from
 // sleep costs 50-150 us on the dev VM; with 4 MFLOP here, tiny-llada's split attention ran 3x slower at 2 threads).
 constexpr double kPackedParallelFlops = 1e6;
+// A product of a few rows (small_gemm.h) streams its weight for 2-16 flops per byte, so it pays for a hand-out from
+// a smaller weight than kPackedParallelFlops says: one row of [688, 128] (352 KiB) took 5.7-6.8 us on one thread
+// (Emerald Rapids, weight in L2), against ~1 us for the hand-out. Its outputs are split over the pool from this size.
+constexpr double kSmallSplitWeightBytes = 256.0 * 1024;
 
 // A weight [m, k] in the provider's layout, cut into column slices of the output (row ranges of W).
 class PackedWeight {

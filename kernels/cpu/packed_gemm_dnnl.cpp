@@ -286,19 +286,23 @@ void PackedGemm::matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, T
         b = I.bias.data();
     }
     if (n <= kSmallGemmMaxRows && !W.small.empty()) {
-        // Split by whole 8-row tiles of x when the work pays for a hand-out (kPackedParallelFlops).
-        const int64_t tiles = (n + 7) / 8;
-        const int64_t want  = pool.size() > 1 && flops >= kPackedParallelFlops ? std::min<int64_t>(pool.size(), tiles) : 1;
-        const int64_t chunk = (tiles + want - 1) / want * 8;
-        const int64_t parts = (n + chunk - 1) / chunk;
-        auto run = [&](int64_t i, int) {
-            const int64_t r0 = i * chunk, r = std::min(chunk, n - r0);
-            small_gemm(CMatF{x.row(r0), r, k, x.ld}, W.small, b, MatF{y.row(r0), r, m, y.ld});
-        };
-        if (parts > 1)
-            pool.parallel_for(parts, run);
-        else
-            run(0, 0);
+        // Split by output columns (whole vectors or panels, so every output is computed as on one thread) when the
+        // product pays for a hand-out: its flops (kPackedParallelFlops), or, with a few rows, the weight it streams
+        // (kSmallSplitWeightBytes).
+        const int64_t align  = kmajor_slice_align(W.small);
+        const int64_t groups = (m + align - 1) / align;
+        const bool    worth  = flops >= kPackedParallelFlops || double(m) * double(k) * 4.0 >= kSmallSplitWeightBytes;
+        const int64_t parts  = pool.size() > 1 && worth ? std::min<int64_t>(pool.size(), groups) : 1;
+        if (parts <= 1) {
+            small_gemm(x, W.small, b, y);
+            return;
+        }
+        const int64_t per = (groups + parts - 1) / parts * align;
+        pool.parallel_for(parts, [&](int64_t i, int) {
+            const int64_t o0 = i * per, o1 = std::min(m, o0 + per);
+            if (o0 >= o1) return;
+            small_gemm(x, kmajor_slice(W.small, o0, o1), b ? b + o0 : nullptr, MatF{y.data + o0, n, o1 - o0, y.ld});
+        });
         return;
     }
     one_omp_thread();

@@ -36,6 +36,21 @@ KMajorWeight kmajor_view(const float* base, int64_t m, int64_t k, int64_t panel,
     return out;
 }
 
+int64_t kmajor_slice_align(const KMajorWeight& w) { return w.view && w.panel_stride > 0 ? w.panel : 16; }
+
+KMajorWeight kmajor_slice(const KMajorWeight& w, int64_t o0, int64_t o1) {
+    KMajorWeight out;
+    // Whole panels of a panelled view; inside the one panel of a copy (or of a one-panel view) an offset of o0
+    // columns (the panel width stays the row stride).
+    out.view  = w.base() + (o0 / w.panel) * w.panel_stride + o0 % w.panel;
+    out.m     = o1 - o0;
+    out.k     = w.k;
+    out.panel = w.panel;
+    out.panel_stride = w.panel_stride;
+    out.type  = w.type;
+    return out;
+}
+
 namespace {
 
 // R rows of x against NV vectors of 16 outputs starting at o0; vector v's weights start at wp[v] (row stride ld, so

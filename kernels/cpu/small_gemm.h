@@ -38,6 +38,10 @@ struct KMajorWeight {
 KMajorWeight make_kmajor(ConstMat w);
 // A view of fp32 panels laid out as above (panel a multiple of 32); base must outlive it.
 KMajorWeight kmajor_view(const float* base, int64_t m, int64_t k, int64_t panel, int64_t panel_stride);
+// Outputs [o0, o1) of w as a weight of its own (a view of w's storage, which must outlive it); o0 a multiple of
+// kmajor_slice_align(w), so the slice's 16-output vectors are w's. small_gemm on the slice gives exactly w's outputs.
+int64_t      kmajor_slice_align(const KMajorWeight& w);
+KMajorWeight kmajor_slice(const KMajorWeight& w, int64_t o0, int64_t o1);
 
 // x: [n, k] fp32 (any n; PackedGemm sends it the products of <= kSmallGemmMaxRows rows); bias: m floats or nullptr; y: [n, m] (any row stride, not aliasing x).
 // Each output is summed over c = 0..k-1 in order in fp32. A BF16 weight multiplies x rounded to bf16 (round to

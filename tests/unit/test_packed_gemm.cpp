@@ -161,11 +161,13 @@ TEST_CASE("few-row packed products equal small_gemm on its own k-major copy, bit
     // straight from the packed copy where the provider lays it out in k-major panels (oneDNN's BA16a64b on
     // AVX-512), else from a copy of its own. The panels only move where each weight is read: every output must be
     // the same sum in the same order as on make_kmajor's copy. Shapes: whole and partial 64-output panels, k not a
-    // multiple of 16, the model shapes; 1..8 rows (every register tile), with a bias.
+    // multiple of 16, the model shapes; 1..8 rows (every register tile), with a bias. At 2 threads the weights of at
+    // least kSmallSplitWeightBytes (688 x 256, and 600 x 112 with a partial last panel) split their outputs over the
+    // pool (kmajor_slice): each slice's outputs must still be exactly the whole product's.
     const ElemType type    = GENERATE(ElemType::F32, ElemType::BF16);
     const int      threads = GENERATE(1, 2);
     const Case     c       = GENERATE(Case{0, 128, 128}, Case{0, 344, 128}, Case{0, 128, 344}, Case{0, 374, 128},
-                                      Case{0, 40, 100}, Case{0, 16, 7}, Case{0, 688, 256});
+                                      Case{0, 40, 100}, Case{0, 16, 7}, Case{0, 688, 256}, Case{0, 600, 112});
     INFO("type " << (type == ElemType::F32 ? "F32" : "BF16") << ", threads " << threads << ", m " << c.m << ", k "
                  << c.k);
     ThreadPool            pool(threads);
