@@ -39,15 +39,10 @@ KMajorWeight kmajor_view(const float* base, int64_t m, int64_t k, int64_t panel,
 int64_t kmajor_slice_align(const KMajorWeight& w) { return w.view && w.panel_stride > 0 ? w.panel : 16; }
 
 KMajorWeight kmajor_slice(const KMajorWeight& w, int64_t o0, int64_t o1) {
-    KMajorWeight out;
     // Whole panels of a panelled view; inside the one panel of a copy (or of a one-panel view) an offset of o0
     // columns (the panel width stays the row stride).
-    out.view  = w.base() + (o0 / w.panel) * w.panel_stride + o0 % w.panel;
-    out.m     = o1 - o0;
-    out.k     = w.k;
-    out.panel = w.panel;
-    out.panel_stride = w.panel_stride;
-    out.type  = w.type;
+    KMajorWeight out = kmajor_view(w.column(o0), o1 - o0, w.k, w.panel, w.panel_stride);
+    out.type         = w.type;
     return out;
 }
 
@@ -88,10 +83,9 @@ DYLLM_ALWAYS_INLINE void tile(const float* const* xr, const float* const* wp, in
 template <int R, int NV>
 DYLLM_ALWAYS_INLINE int64_t tiles(const float* const* xr, const KMajorWeight& w, const float* bias,
                                   float* const* yr, int64_t o0, int64_t o1) {
-    const auto at = [&](int64_t o) { return w.base() + (o / w.panel) * w.panel_stride + o % w.panel; };
     for (; o0 + 16 * (NV - 1) < o1; o0 += 16 * NV) {  // the last vector may run into the panel's padding
         const float* wp[NV];
-        for (int v = 0; v < NV; ++v) wp[v] = at(o0 + 16 * v);
+        for (int v = 0; v < NV; ++v) wp[v] = w.column(o0 + 16 * v);
         tile<R, NV>(xr, wp, w.panel, w.k, o0, bias, w.m, yr);
     }
     return o0;

@@ -31,6 +31,8 @@ struct KMajorWeight {
     int64_t            m = 0, k = 0, panel = 0, panel_stride = 0;
     ElemType           type = ElemType::F32;
     const float*       base() const { return view ? view : own.data(); }
+    // Where output o's k-major column starts (o's weights at column(o)[c * panel]).
+    const float*       column(int64_t o) const { return base() + (o / panel) * panel_stride + o % panel; }
     bool               empty() const { return m == 0; }
     size_t             bytes() const { return own.size() * sizeof(float); }  // memory held (a view holds none)
 };
