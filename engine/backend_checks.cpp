@@ -285,10 +285,10 @@ void Backend::attention_approx_exact(const TensorView& q, std::span<const int32_
     check_same_shape(k, v, op, "k", "v");
     check_stored(*this, OpKind::AttentionApprox, v, op, "v");
     DYLLM_ASSERT(!overlaps(c_new, v), std::string(op) + ": c_new aliases v");
-    for (size_t e = 0; e < exact.size(); ++e)
-        DYLLM_ASSERT(exact[e] >= 0 && exact[e] < q.rows() && (e == 0 || exact[e] > exact[e - 1]),
-                     std::string(op) + ": exact row " + std::to_string(exact[e]) + " (entry " + std::to_string(e) +
-                         ") is outside [0, " + std::to_string(q.rows()) + ") or not strictly ascending");
+    check_indices(exact, q.rows(), op, "exact row");
+    for (size_t e = 1; e < exact.size(); ++e)
+        DYLLM_ASSERT(exact[e] > exact[e - 1], std::string(op) + ": exact rows are not strictly ascending at " +
+                                                  std::to_string(e));
     do_attention_approx_exact(q, q_seq, k, v, dv, sal_k, cu_sal, cu_k, exact, c_old, shape, c_new);
 }
 

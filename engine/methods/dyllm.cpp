@@ -83,10 +83,14 @@ void dyllm_sparse_layer(Forward& fwd, int l, Tensor& h, const BatchLayout& lay, 
         // Exact rows: S_{l-1}, plus the rows the incremental update could not serve (their unchanged keys held almost
         // none of their softmax mass).
         std::vector<int32_t> idx_e = idx_s;
+        const auto exact_of = [&q](const std::vector<int32_t>& idx) {  // the rows of q at idx, as a RowSet
+            RowSet r;
+            for (int32_t i : idx) r.push(q.rows[size_t(i)], q.seq[size_t(i)], q.pos[size_t(i)]);
+            return r;
+        };
         if (update == StableUpdate::FullSoftmax) {
             // The exact rows' scores are part of the approximation's pass: one pass serves both (same numbers).
-            exact_rows = RowSet{};
-            for (int32_t i : idx_e) exact_rows.push(q.rows[size_t(i)], q.seq[size_t(i)], q.pos[size_t(i)]);
+            exact_rows = exact_of(idx_e);
             fwd.attention_approx_exact(l, Q, q, c, dv, s_prev, lay, c_old, c_new, idx_e, exact_rows);
         } else {
             const std::vector<int32_t> fb =
@@ -97,8 +101,7 @@ void dyllm_sparse_layer(Forward& fwd, int l, Tensor& h, const BatchLayout& lay, 
                 std::sort(idx_e.begin(), idx_e.end());
                 idx_e.erase(std::unique(idx_e.begin(), idx_e.end()), idx_e.end());
             }
-            exact_rows = RowSet{};
-            for (int32_t i : idx_e) exact_rows.push(q.rows[size_t(i)], q.seq[size_t(i)], q.pos[size_t(i)]);
+            exact_rows             = exact_of(idx_e);
             const int64_t ne = int64_t(idx_e.size());
             Tensor        qe = fwd.alloc(ne, cfg.q_dim()), o_e = fwd.alloc(ne, cfg.q_dim());
             fwd.gather(l, Q, idx_e, qe);
