@@ -31,10 +31,16 @@ StudioLayout compute_layout(float width, float height, bool message_bar, float b
     const float y2       = body_y + band1;
     const float cosine_w = w * 0.56f;
     const float right_w  = w - cosine_w;
-    const float sal_h    = band2 * 0.58f;
-    L.cosine  = {0, y2, cosine_w, band2};
-    L.salient = {cosine_w, y2, right_w, sal_h};
-    L.lsal    = {cosine_w, y2 + sal_h, right_w, band2 - sal_h};
+    L.cosine = {0, y2, cosine_w, band2};
+    if (band2 >= kSaliencyStackMinPx) {
+        const float sal_h = band2 * 0.58f;
+        L.salient = {cosine_w, y2, right_w, sal_h};
+        L.lsal    = {cosine_w, y2 + sal_h, right_w, band2 - sal_h};
+    } else {
+        const float sal_w = right_w * kSalientShareSideBySide;
+        L.salient = {cosine_w, y2, sal_w, band2};
+        L.lsal    = {cosine_w + sal_w, y2, right_w - sal_w, band2};
+    }
 
     L.time = {0, y2 + band2, w, band3};
     return L;

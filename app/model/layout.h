@@ -34,6 +34,10 @@ constexpr float kBottomDefault = 0.28f, kBottomMin = 0.15f, kBottomMax = 0.7f;
 // ... but never below kBottomMinPx (tabs, legend and a readable plot; at 1280x720 28% left 170 px) or, in a small
 // window (or a large UI scale), kBottomMinShare of the body, so the canvas band keeps its share too.
 constexpr float kBottomMinPx = 230.f, kBottomMinShare = 0.38f;
+// The salient map sits above the L_sal panel; in a band shorter than this (1280x720: 193 px, where an 8-layer model
+// got 5 px per map row and the L_sal plots about 35 px) the two stand side by side, each the band's full height.
+constexpr float kSaliencyStackMinPx = 300.f;
+constexpr float kSalientShareSideBySide = 0.6f;  // of the right column's width: the map needs it more than the bars
 StudioLayout compute_layout(float width, float height, bool message_bar, float bottom_frac = kBottomDefault);
 
 }  // namespace dyllm::app

@@ -68,6 +68,15 @@ void empty_note(const PlotArea& a, const char* text) {
                                         IM_COL32(160, 160, 160, 255), text);
 }
 
+void fit_text(ImDrawList* dl, ImVec2 p, float w, ImU32 col, std::initializer_list<const char*> texts) {
+    const char* pick = "";
+    for (const char* t : texts) {
+        pick = t;
+        if (ImGui::CalcTextSize(t).x <= w) break;
+    }
+    dl->AddText(p, col, pick);
+}
+
 std::string fmt_si(double v, const char* unit) {
     const char* prefix[] = {"", " k", " M", " G", " T", " P"};
     int         i        = 0;

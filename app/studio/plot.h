@@ -3,6 +3,7 @@
 #pragma once
 #include <imgui.h>
 
+#include <initializer_list>
 #include <string>
 
 #include "app/model/colormap.h"
@@ -37,6 +38,8 @@ PlotArea plot_area(const char* id, float w, float h);
 
 // Horizontal colour bar with end labels.
 void colorbar(ImDrawList* dl, ImVec2 p0, ImVec2 size, Rgb (*map)(float), const char* lo, const char* hi);
+// Draws the first of the texts that fits in width w (the last one regardless: "" to draw nothing then).
+void fit_text(ImDrawList* dl, ImVec2 p, float w, ImU32 col, std::initializer_list<const char*> texts);
 // Centered "nothing to show" text in an area.
 void empty_note(const PlotArea& a, const char* text);
 

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <initializer_list>
 
 #include "app/studio/plot.h"
 #include "app/studio/studio.h"
@@ -33,16 +32,6 @@ int step_with_saliency(const RunHistory& h, int seq, int k) {
             if (st->layer(seq, l)) return j;
     }
     return 0;
-}
-
-// Draws the first of the texts that fits in width w (the last one regardless).
-void fit_text(ImDrawList* dl, ImVec2 p, float w, ImU32 col, std::initializer_list<const char*> texts) {
-    const char* pick = "";
-    for (const char* t : texts) {
-        pick = t;
-        if (ImGui::CalcTextSize(t).x <= w) break;
-    }
-    dl->AddText(p, col, pick);
 }
 
 // Bars of one histogram in plot area a: colour lo for the bins left of x_tau, hi for those right of it.

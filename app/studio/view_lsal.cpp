@@ -41,9 +41,12 @@ void draw_lsal(Studio& s, const Rect& r) {
                           to_col(viridis_on_dark(nl > 1 ? float(l) / (nl - 1) : 0.f)));
     }
     dl->AddRect(a.p0, a.p1, kColAxis);
-    char lbl[64];
+    // Captions shortened, then left out, where the plot is narrower than them (1280x720 puts this panel beside the
+    // salient map, about 220 px wide): they must not run into the other plot.
+    char lbl[64], lbl_short[32];
     std::snprintf(lbl, sizeof lbl, "layers 0..%d at step %d", nl - 1, k);
-    dl->AddText(ImVec2(a.p0.x, a.p1.y + 1), IM_COL32(150, 150, 150, 255), lbl);
+    std::snprintf(lbl_short, sizeof lbl_short, "step %d", k);
+    fit_text(dl, ImVec2(a.p0.x, a.p1.y + 1), a.w(), IM_COL32(150, 150, 150, 255), {lbl, lbl_short, ""});
     if (a.hovered && sd) {
         const int l = std::clamp(int((a.mouse.x - a.p0.x) / bw), 0, nl - 1);
         const auto* rec = sd->layer(s.seq, l);
@@ -77,7 +80,8 @@ void draw_lsal(Studio& s, const Rect& r) {
     if (k >= 1) dl->AddLine(ImVec2(x_of(k), b.p0.y), ImVec2(x_of(k), b.p1.y), kColCursor);
     dl->AddRect(b.p0, b.p1, kColAxis);
     std::snprintf(lbl, sizeof lbl, "|S_l| over steps 1..%d (max %d)%s", ns, maxc, s.lsal_log_y ? ", log" : "");
-    dl->AddText(ImVec2(b.p0.x, b.p1.y + 1), IM_COL32(150, 150, 150, 255), lbl);
+    std::snprintf(lbl_short, sizeof lbl_short, "|S_l|, max %d", maxc);
+    fit_text(dl, ImVec2(b.p0.x, b.p1.y + 1), b.w(), IM_COL32(150, 150, 150, 255), {lbl, lbl_short, ""});
     if (b.hovered && ns > 0) {
         const int j = std::clamp(1 + int(std::lround((b.mouse.x - b.p0.x) / b.w() * (n_x - 1))), 1, ns);
         ImGui::BeginTooltip();

@@ -32,25 +32,43 @@ void fill_states(const LayerSaliencyRecord* rec, int n_pos, std::vector<uint8_t>
 }  // namespace
 
 void draw_salient(Studio& s, const Rect& r) {
+    // The view as two radio buttons where the whole control row fits, else as a combo (at 1280x720 the map stands
+    // beside the L_sal panel, about 330 px wide); the checkbox wraps to a second line rather than run out of the panel.
+    const ImGuiStyle& style    = ImGui::GetStyle();
+    auto              toggle_w = [&](const char* label) {
+        return ImGui::GetFrameHeight() + style.ItemInnerSpacing.x + ImGui::CalcTextSize(label, nullptr, true).x;
+    };
+    const char* const kResponseOnly = "response only";
     help_marker("Salient map");
     ImGui::SameLine();
-    ImGui::RadioButton("layers x positions", &s.salient_mode, 0);
-    ImGui::SameLine();
-    ImGui::RadioButton("steps x positions, layer", &s.salient_mode, 1);
+    const float slider_w = 90.f * s.ui_scale;
+    const bool  roomy = ImGui::GetContentRegionAvail().x >= toggle_w("layers x positions") +
+                                                               toggle_w("steps x positions, layer") + slider_w +
+                                                               toggle_w(kResponseOnly) + 3 * style.ItemSpacing.x;
+    if (roomy) {
+        ImGui::RadioButton("layers x positions", &s.salient_mode, 0);
+        ImGui::SameLine();
+        ImGui::RadioButton("steps x positions, layer", &s.salient_mode, 1);
+    } else {
+        ImGui::SetNextItemWidth(ImGui::CalcTextSize("steps x positions").x + ImGui::GetFrameHeight() +
+                                2 * style.FramePadding.x);
+        ImGui::Combo("##salmode", &s.salient_mode, "layers x positions\0steps x positions\0");
+    }
     RunEntry* run = s.shown_run();
     if (!run || !run->history.has_run() || run->history.n_layer() <= 0) return;
     const RunHistory& h  = run->history;
     const int         nl = h.n_layer();
     if (s.salient_mode == 1) {
         ImGui::SameLine();
-        ImGui::SetNextItemWidth(90);
+        ImGui::SetNextItemWidth(roomy ? slider_w : slider_w * 0.7f);
         ImGui::SliderInt("##layer", &s.salient_layer, 0, nl - 1);
     }
     s.salient_layer = std::clamp(s.salient_layer, 0, nl - 1);
     const int P = h.prompt_len(s.seq), R = h.gen_length();
     static bool response_only = false;
     ImGui::SameLine();
-    ImGui::Checkbox("response only", &response_only);
+    if (ImGui::GetContentRegionAvail().x < toggle_w(kResponseOnly)) ImGui::NewLine();
+    ImGui::Checkbox(kResponseOnly, &response_only);
     const int first = response_only ? P : 0, n_pos = P + R, cols = n_pos - first;
     if (cols <= 0) return;
 

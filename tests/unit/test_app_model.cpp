@@ -324,16 +324,21 @@ TEST_CASE("task examples load with the suite's reader; a bad file is skipped wit
     CHECK(load_task_examples("/nonexistent/dir").items.empty());
 }
 
-TEST_CASE("layout panels tile the window without overlap", "[app_model]") {
-    const StudioLayout L = compute_layout(1600, 1000, false);
+// Every panel non-empty, and their areas sum to the window's (with the edge checks below: a tiling).
+static void check_tiles(const StudioLayout& L, double w, double h) {
     const Rect panels[] = {L.controls, L.prompt, L.canvas, L.summary, L.cosine, L.salient, L.lsal, L.time, L.scrubber};
-    double area = 0;
+    double     area     = 0;
     for (const auto& r : panels) {
         CHECK(r.w > 0);
         CHECK(r.h > 0);
         area += double(r.w) * r.h;
     }
-    CHECK(area == Approx(1600.0 * 1000.0).epsilon(1e-4));
+    CHECK(area == Approx(w * h).epsilon(1e-4));
+}
+
+TEST_CASE("layout panels tile the window without overlap", "[app_model]") {
+    const StudioLayout L = compute_layout(1600, 1000, false);
+    check_tiles(L, 1600, 1000);
     CHECK(L.canvas.x == Approx(L.prompt.right()));
     CHECK(L.summary.right() == Approx(1600));
     CHECK(L.scrubber.bottom() == Approx(1000));
@@ -345,6 +350,34 @@ TEST_CASE("layout panels tile the window without overlap", "[app_model]") {
     CHECK(S.scrubber.bottom() == Approx(720));
     CHECK(S.canvas.h == Approx(S.cosine.h));
     CHECK(compute_layout(1280, 720, false, kBottomMax).time.h > kBottomMinPx);  // dragging up still works
+}
+
+TEST_CASE("layout puts the salient map beside the L_sal panel in a short band, above it in a tall one", "[app_model]") {
+    // 1600x1000: the middle band is tall enough to stack them (the map above, full width of the right column).
+    const StudioLayout L = compute_layout(1600, 1000, false);
+    REQUIRE(L.cosine.h >= kSaliencyStackMinPx);
+    CHECK(L.salient.x == Approx(L.cosine.right()));
+    CHECK(L.lsal.x == Approx(L.salient.x));
+    CHECK(L.salient.w == Approx(L.lsal.w));
+    CHECK(L.lsal.y == Approx(L.salient.bottom()));
+    CHECK(L.lsal.bottom() == Approx(L.cosine.bottom()));
+    // 1280x720: a short band (an 8-layer model's map got 5 px per row stacked): side by side, each the band's height,
+    // the map the wider one, together the right column.
+    const StudioLayout S = compute_layout(1280, 720, false);
+    check_tiles(S, 1280, 720);
+    REQUIRE(S.cosine.h < kSaliencyStackMinPx);
+    CHECK(S.salient.y == Approx(S.cosine.y));
+    CHECK(S.lsal.y == Approx(S.cosine.y));
+    CHECK(S.salient.h == Approx(S.cosine.h));
+    CHECK(S.lsal.h == Approx(S.cosine.h));
+    CHECK(S.salient.x == Approx(S.cosine.right()));
+    CHECK(S.lsal.x == Approx(S.salient.right()));
+    CHECK(S.lsal.right() == Approx(1280));
+    CHECK(S.salient.w > S.lsal.w);
+    // Dragging the bottom splitter down makes the band tall enough to stack again.
+    const StudioLayout D = compute_layout(1280, 1200, false, kBottomMin);
+    CHECK(D.cosine.h >= kSaliencyStackMinPx);
+    CHECK(D.lsal.y == Approx(D.salient.bottom()));
 }
 
 TEST_CASE("colormap endpoints and token display", "[app_model]") {
