@@ -2,6 +2,7 @@
 # (assets/models/tiny-*/train_meta.json) and the evaluation JSON (assets/train_work/eval_*.json, or --work DIR), and
 # copies the file into each model directory.
 import argparse
+import csv
 import json
 import os
 import shutil
@@ -65,7 +66,38 @@ def model_section(fam, work):
                 out.append(f"| {l} | {s['n']} | {s['mean']:.4f} | {s['>=0.99']:.3f} | {s['>=0.995']:.3f} | "
                            f"{s['>=0.999']:.3f} |")
     out += engine_section(fam, work)
+    out += layer_section(fam, work)
     out.append("")
+    return out
+
+
+def layer_section(fam, work):
+    """The paper's layer-wise picture as the engine measures it (`dyllm report`, run by eval_engine.sh): per layer, the
+    share of tested rows whose attention context keeps cosine >= 0.99 between consecutive steps, and mean L_sal."""
+    d = os.path.join(work, f"report_{fam}")
+    cos_p, lsal_p = os.path.join(d, "cosine_by_layer.csv"), os.path.join(d, "lsal_by_layer.csv")
+    if not (os.path.exists(cos_p) and os.path.exists(lsal_p)):
+        return []
+    stable, rows = {}, {}
+    for r in csv.DictReader(open(cos_p)):
+        l, n = int(r["layer"]), int(r["rows"])
+        rows[l] = rows.get(l, 0) + n
+        if float(r["one_minus_cos_hi"]) <= 0.01 * (1 + 1e-9):  # the bins end on half decades: 1e-2 is an edge
+            stable[l] = stable.get(l, 0) + n
+    lsal = {}
+    for r in csv.DictReader(open(lsal_p)):
+        lsal.setdefault(r["update"], {})[int(r["layer"])] = (float(r["lsal_mean"]), r["tau"])
+    updates = sorted(lsal, key=lambda u: u != "authors")  # the authors' update first
+    taus = {u: next(iter(lsal[u].values()))[1] for u in updates}
+    out = ["", "Layer-wise picture measured by the engine (`dyllm report --probe 10`: DyLLM at the family's default "
+           "tau on 10 held-out 4-shot prompts per task; cosine between the attention contexts of consecutive steps "
+           "over the rows each sparse step tests; L_sal = salient rows / tested rows, mean over sparse steps):", "",
+           "| layer | rows tested | cos >= 0.99 | " + " | ".join(f"L_sal, {u} update (tau {taus[u]})" for u in updates)
+           + " |", "|--:|--:|--:|" + "--:|" * len(updates)]
+    for l in sorted(rows):
+        cells = [f"{100 * lsal[u][l][0]:.1f}%" if l in lsal[u] else "" for u in updates]
+        share = stable.get(l, 0) / rows[l] if rows[l] else float("nan")
+        out.append(f"| {l} | {rows[l]} | {share:.3f} | " + " | ".join(cells) + " |")
     return out
 
 
