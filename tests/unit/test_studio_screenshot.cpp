@@ -208,6 +208,41 @@ TEST_CASE("dyllm-studio --screenshot renders every panel after 3 engine steps", 
     CHECK(ctrl.second > 50.0);
 }
 
+TEST_CASE("at 1280x720 an 8-layer model's salient map stands beside L_sal, its cells down the whole map",
+          "[studio][gui]") {
+    const std::string studio = studio_or_fail();
+    ModelConfig       cfg    = test::tiny_config(Family::LLaDA);
+    cfg.n_layer              = 8;  // the built-in v2 depth: stacked, this band gave each map row about 5 px
+    const auto        model  = test::make_checkpoint(cfg, DType::F32, 1, 3);
+    const std::string png = "studio_deep_small.png", log = "studio_deep_small.log";
+    std::filesystem::remove(png);
+    const std::string args = "--screenshot " + png + " --frames 5 --step 3 --size 1280x720 --full-steps 1 -m '" +
+                             model.string() + "' -p 'Q: add 12+30'";
+    const int rc = run_studio(studio, args, log);
+    INFO("studio " << args << "\nlog:\n" << slurp(log));
+    REQUIRE(rc == 0);
+    Image im;
+    int   n = 0;
+    im.px   = stbi_load(png.c_str(), &im.w, &im.h, &n, 3);
+    REQUIRE(im.px != nullptr);
+    REQUIRE(im.w == 1280);
+    REQUIRE(im.h == 720);
+    const app::StudioLayout L = app::compute_layout(1280, 720, false);
+    REQUIRE(L.lsal.x > L.salient.x);  // side by side (test_app_model checks the geometry)
+    // Tested cells (stable blue or salient orange) in each eighth of the map's height (the part of the panel under
+    // its title, controls and canvas strip, over the axis line), so the 8 rows got the panel's height.
+    const float top = L.salient.y + 0.35f * L.salient.h, bottom = L.salient.bottom() - 22;
+    const float row_h = (bottom - top) / 8;
+    int         rows_with_cells = 0;
+    for (int r = 0; r < 8; ++r) {
+        const app::Rect slice{L.salient.x, top + r * row_h, L.salient.w, row_h};
+        if (count_colour(im, slice, 62, 108, 175) + count_colour(im, slice, 245, 145, 45) > 60) ++rows_with_cells;
+    }
+    CHECK(rows_with_cells >= 7);  // the slices are estimates of where rows fall: allow one straddling a gap
+    // No map cells spill into the L_sal panel beside it.
+    CHECK(count_colour(im, L.lsal, 62, 108, 175) < 50);
+}
+
 TEST_CASE("--sweep-task shoots the Tune panel after the task-suite sweep, references drawn", "[studio][gui]") {
     const std::string studio = studio_or_fail();
     const auto        model  = test::make_tiny_checkpoint(Family::LLaDA);
