@@ -30,6 +30,11 @@ struct Image {
         if (px) stbi_image_free(px);
     }
     const unsigned char* at(int x, int y) const { return px + (size_t(y) * w + x) * 3; }
+    bool                 load(const std::string& path) {  // RGB, whatever the PNG's channels
+        int n = 0;
+        px    = stbi_load(path.c_str(), &w, &h, &n, 3);
+        return px != nullptr;
+    }
 };
 
 // Pixels of rect r with exactly colour (R, G, B): the panels draw solid, non-antialiased rectangles with these colours.
@@ -113,9 +118,7 @@ TEST_CASE("a model that cannot be loaded shows the red message bar and the app k
     REQUIRE(std::filesystem::exists(png));
     CHECK(slurp(log).find("/nonexistent/dyllm-model") != std::string::npos);
     Image im;
-    int   n = 0;
-    im.px   = stbi_load(png.c_str(), &im.w, &im.h, &n, 3);
-    REQUIRE(im.px != nullptr);
+    REQUIRE(im.load(png));
     // The message bar (150, 30, 30) spans the window under the controls.
     CHECK(count_colour(im, {0, app::kControlsHeight, 1600, app::kMessageBarHeight}, 150, 30, 30) > 1600 * 10);
 }
@@ -176,9 +179,7 @@ TEST_CASE("dyllm-studio --screenshot renders every panel after 3 engine steps", 
     REQUIRE(std::filesystem::exists(png));
 
     Image im;
-    int   n = 0;
-    im.px   = stbi_load(png.c_str(), &im.w, &im.h, &n, 3);
-    REQUIRE(im.px != nullptr);
+    REQUIRE(im.load(png));
     REQUIRE(im.w == 1600);
     REQUIRE(im.h == 1000);
 
@@ -222,9 +223,7 @@ TEST_CASE("at 1280x720 an 8-layer model's salient map stands beside L_sal, its c
     INFO("studio " << args << "\nlog:\n" << slurp(log));
     REQUIRE(rc == 0);
     Image im;
-    int   n = 0;
-    im.px   = stbi_load(png.c_str(), &im.w, &im.h, &n, 3);
-    REQUIRE(im.px != nullptr);
+    REQUIRE(im.load(png));
     REQUIRE(im.w == 1280);
     REQUIRE(im.h == 720);
     const app::StudioLayout L = app::compute_layout(1280, 720, false);
@@ -263,9 +262,7 @@ TEST_CASE("--sweep-task shoots the Tune panel after the task-suite sweep, refere
     REQUIRE(rc == 0);
     CHECK(slurp(log).find("task sweep: 4 runs") != std::string::npos);  // original, fast-dual, dyllm at 2 taus
     Image im;
-    int   n = 0;
-    im.px   = stbi_load(png.c_str(), &im.w, &im.h, &n, 3);
-    REQUIRE(im.px != nullptr);
+    REQUIRE(im.load(png));
     REQUIRE(im.w == 1280);
     // The bottom half holds the Tune band (--sweep-task opens it at half the body): the original square and the
     // fast-dual diamond in their own colours (kColOrig, kColFastDual in app/studio/view_tune.cpp).
