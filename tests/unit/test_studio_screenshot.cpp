@@ -106,6 +106,20 @@ int run_studio(const std::string& studio, const std::string& args, const std::st
     return rc;
 }
 
+// Runs the studio on `model` for 3 engine steps and loads its screenshot of size "WxH" into im. T_full = 1 so steps 2
+// and 3 are sparse DyLLM steps with cosine tests (engine/README.md §a.3: step 1 is always FULL).
+void shoot_three_steps(const std::string& studio, const std::filesystem::path& model, const std::string& size,
+                       const std::string& name, Image& im) {
+    const std::string png = name + ".png", log = name + ".log";
+    std::filesystem::remove(png);
+    const std::string args = "--screenshot " + png + " --frames 5 --step 3 --size " + size + " --full-steps 1 -m '" +
+                             model.string() + "' -p 'Q: add 12+30'";
+    const int rc = run_studio(studio, args, log);
+    INFO("studio " << args << "\nlog:\n" << slurp(log));
+    REQUIRE(rc == 0);
+    REQUIRE(im.load(png));
+}
+
 }  // namespace
 
 TEST_CASE("a model that cannot be loaded shows the red message bar and the app keeps running", "[studio][gui]") {
@@ -166,20 +180,8 @@ TEST_CASE("--compare runs original then dyllm and --export-dir writes parseable 
 
 TEST_CASE("dyllm-studio --screenshot renders every panel after 3 engine steps", "[studio][gui]") {
     const std::string studio = studio_or_fail();
-    const auto model = test::make_tiny_checkpoint(Family::LLaDA);
-    const std::string png = "studio_screenshot.png", log = "studio_screenshot.log";
-    std::filesystem::remove(png);
-    // T_full = 1 so steps 2 and 3 are sparse DyLLM steps with cosine tests (engine/README.md §a.3: step 1 is always
-    // FULL).
-    const std::string args = "--screenshot " + png + " --frames 5 --step 3 --size 1600x1000 --full-steps 1 -m '" +
-                             model.string() + "' -p 'Q: add 12+30'";
-    const int rc = run_studio(studio, args, log);
-    INFO("studio " << args << "\nlog:\n" << slurp(log));
-    REQUIRE(rc == 0);
-    REQUIRE(std::filesystem::exists(png));
-
-    Image im;
-    REQUIRE(im.load(png));
+    Image             im;
+    shoot_three_steps(studio, test::make_tiny_checkpoint(Family::LLaDA), "1600x1000", "studio_screenshot", im);
     REQUIRE(im.w == 1600);
     REQUIRE(im.h == 1000);
 
@@ -214,16 +216,8 @@ TEST_CASE("at 1280x720 an 8-layer model's salient map stands beside L_sal, its c
     const std::string studio = studio_or_fail();
     ModelConfig       cfg    = test::tiny_config(Family::LLaDA);
     cfg.n_layer              = 8;  // the built-in v2 depth: stacked, this band gave each map row about 5 px
-    const auto        model  = test::make_checkpoint(cfg, DType::F32, 1, 3);
-    const std::string png = "studio_deep_small.png", log = "studio_deep_small.log";
-    std::filesystem::remove(png);
-    const std::string args = "--screenshot " + png + " --frames 5 --step 3 --size 1280x720 --full-steps 1 -m '" +
-                             model.string() + "' -p 'Q: add 12+30'";
-    const int rc = run_studio(studio, args, log);
-    INFO("studio " << args << "\nlog:\n" << slurp(log));
-    REQUIRE(rc == 0);
-    Image im;
-    REQUIRE(im.load(png));
+    Image             im;
+    shoot_three_steps(studio, test::make_checkpoint(cfg, DType::F32, 1, 3), "1280x720", "studio_deep_small", im);
     REQUIRE(im.w == 1280);
     REQUIRE(im.h == 720);
     const app::StudioLayout L = app::compute_layout(1280, 720, false);
