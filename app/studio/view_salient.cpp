@@ -38,17 +38,17 @@ void draw_salient(Studio& s, const Rect& r) {
     auto              toggle_w = [&](const char* label) {
         return ImGui::GetFrameHeight() + style.ItemInnerSpacing.x + ImGui::CalcTextSize(label, nullptr, true).x;
     };
+    const char* const kLayersView = "layers x positions", *const kStepsView = "steps x positions, layer";
     const char* const kResponseOnly = "response only";
     help_marker("Salient map");
     ImGui::SameLine();
     const float slider_w = 90.f * s.ui_scale;
-    const bool  roomy = ImGui::GetContentRegionAvail().x >= toggle_w("layers x positions") +
-                                                               toggle_w("steps x positions, layer") + slider_w +
+    const bool  roomy = ImGui::GetContentRegionAvail().x >= toggle_w(kLayersView) + toggle_w(kStepsView) + slider_w +
                                                                toggle_w(kResponseOnly) + 3 * style.ItemSpacing.x;
     if (roomy) {
-        ImGui::RadioButton("layers x positions", &s.salient_mode, 0);
+        ImGui::RadioButton(kLayersView, &s.salient_mode, 0);
         ImGui::SameLine();
-        ImGui::RadioButton("steps x positions, layer", &s.salient_mode, 1);
+        ImGui::RadioButton(kStepsView, &s.salient_mode, 1);
     } else {
         ImGui::SetNextItemWidth(ImGui::CalcTextSize("steps x positions").x + ImGui::GetFrameHeight() +
                                 2 * style.FramePadding.x);
