@@ -5,12 +5,17 @@ import random
 
 TASKS = ["add", "sort", "word", "rev"]
 FORMATS = ["v1", "v2"]
+# "v2-plain": v2 with the word answers the v2 runs were trained on before the question's object was restated
+# (gen_word). Not a suite format: train.py generates it for the steps before V2_WORD_ECHO_FROM_STEP only, so a run
+# from scratch reproduces the shipped models.
+DATA_FORMATS = FORMATS + ["v2-plain"]
 
 # Training mix per format. v1: addition is the hard "reasoning" task, so it gets half the examples
 # (tiny-mdlm-experiment.md advice). v2: the shipped v1 model scores add 0.98 / sort 0.92 but word 0.32 / rev 0.56,
 # so the weak tasks get the examples addition no longer needs.
 TASK_WEIGHTS = {"v1": {"add": 0.5, "sort": 1 / 6, "word": 1 / 6, "rev": 1 / 6},
                 "v2": {"add": 0.3, "sort": 0.15, "word": 0.25, "rev": 0.3}}
+TASK_WEIGHTS["v2-plain"] = TASK_WEIGHTS["v2"]
 # v2 training draws rev lists of 4..9 letters with these weights (the held-out suite keeps uniform lengths): the v1
 # model's rev misses are all lists of 7-9 letters, at the last output items (markers 1-3), whose letters sit farthest
 # from the response; uniform lengths give those lookups a ninth of the rev examples.
@@ -76,9 +81,14 @@ def gen_sort(rng, fmt="v1", train=False):
 
 
 def gen_word(rng, fmt="v1", train=False):
-    """v1: 'Tom has 6 apples.'; v2 writes the arithmetic first, as addition does: '13-7=6, answer Tom has 6 apples.'
-    (the v1 model's misses are mostly the sum or difference, computed in one token). Same random draws in both
-    formats, so the v1 and v2 suites hold the same queries."""
+    """v1: 'Tom has 6 apples.'; v2 restates the question's object, then writes the arithmetic, as addition does:
+    'How many apples: 13-7=6, answer Tom has 6 apples.' (the v1 model's misses are mostly the sum or difference,
+    computed in one token). The restatement: the 8-layer v2 models trained on '13-7=6, answer Tom has 6 apples.'
+    (v2-plain) never learned to carry the object from the question to the answer (with every other answer token given,
+    their object is uniform over the five, whatever the question says; TRAINING.md "The object of a word problem"):
+    the object follows a freshly computed number, so no neighbouring token ties it to the question. ' many apples'
+    after ' many' repeats the question's own bigram, which a copy head finds; the answer's object then has a copy in
+    the response. Same random draws in every format, so the v1 and v2 suites hold the same queries."""
     name, obj = rng.choice(NAMES), rng.choice(OBJECTS)
     if rng.random() < 0.5:
         a, b = rng.randint(1, 19), rng.randint(1, 9)
@@ -90,12 +100,14 @@ def gen_word(rng, fmt="v1", train=False):
         q = f"{name} has {a} {obj} and gives away {b}. How many {obj} does {name} have?"
         r, work = a - b, f"{a}-{b}={a - b}"
     sentence = f"{name} has {r} {obj}."
-    return q, (f"{work}, answer {sentence}" if fmt == "v2" else sentence)
+    if fmt == "v2":
+        return q, f"How many {obj}: {work}, answer {sentence}"
+    return q, (f"{work}, answer {sentence}" if fmt == "v2-plain" else sentence)
 
 
 def gen_rev(rng, fmt="v1", train=False):
     """Reverse a letter list that carries explicit position markers, so the output is found by content."""
-    if fmt == "v2" and train:
+    if fmt in ("v2", "v2-plain") and train:
         n = rng.choices(list(REV_TRAIN_LENGTH_WEIGHTS), list(REV_TRAIN_LENGTH_WEIGHTS.values()))[0]
     else:
         n = rng.randint(4, 9)
@@ -110,8 +122,8 @@ GENERATORS = {"add": gen_add, "sort": gen_sort, "word": gen_word, "rev": gen_rev
 def sample(rng, task, held_out, fmt="v1"):
     """Rejection-samples a (query, response) of the requested split; training draws (held_out=False) may use the
     format's training distribution (v2 rev lengths)."""
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown task format {fmt!r} (expected one of {', '.join(FORMATS)})")
+    if fmt not in DATA_FORMATS:
+        raise ValueError(f"unknown task format {fmt!r} (expected one of {', '.join(DATA_FORMATS)})")
     while True:
         q, r = GENERATORS[task](rng, fmt, not held_out)
         if is_held_out(q) == held_out:

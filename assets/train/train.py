@@ -19,6 +19,9 @@ import tasks  # noqa: E402
 from family import Family  # noqa: E402
 from model import TinyMDLM, export_names, write_safetensors  # noqa: E402
 
+# The shipped v2 runs trained on "v2-plain" word answers up to these steps and on v2's (the question's object restated,
+# tasks.gen_word) from them on; a run from scratch follows the same switch, so it reproduces the shipped models.
+V2_WORD_ECHO_FROM_STEP = {"llada": 15950, "dream": 15262}
 GEN_LENGTH = 64  # response canvas: the engine's default gen_length (every answer + end token must fit)
 # Shot-count mix: cheaper short prompts most often (they teach the tasks), but 4-shot prompts, the shape the goals are
 # measured on (prompt about 4x the response), get a fifth of the batches so the model learns to find the last query.
@@ -61,6 +64,11 @@ def make_batch(rng, fam, tok, batch, fmt="v1"):
         valid[i, :lp - len(p)] = False
     tgt = torch.tensor(resps)
     return ids, valid, tgt, lp, k
+
+
+def data_format(fmt, family, step):
+    """The task format of the training data at this step (V2_WORD_ECHO_FROM_STEP)."""
+    return "v2-plain" if fmt == "v2" and step < V2_WORD_ECHO_FROM_STEP[family] else fmt
 
 
 def response_logits(model, fam, h, lp):
@@ -253,7 +261,7 @@ def main(argv=None):
         lr = lr_at(args, step, progress)
         for g in opt.param_groups:
             g["lr"] = lr
-        ids, valid, tgt, lp, k = make_batch(rng, fam, tok, args.batch, args.format)
+        ids, valid, tgt, lp, k = make_batch(rng, fam, tok, args.batch, data_format(args.format, fam.name, step))
         B = ids.shape[0]
         t = torch.rand(B, 1) * (1 - 1e-3) + 1e-3  # t ~ U(1e-3, 1]
         masked = torch.rand(B, GEN_LENGTH) < t
