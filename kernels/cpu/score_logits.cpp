@@ -29,8 +29,7 @@ DYLLM_CPU_CLONES double exp_sum(const float* r, int64_t n, float m, float inv_l)
     double  acc[simd::kLanes] = {};
     int64_t v                 = 0;
     auto    add               = [&](V16 e, int lanes) {
-        for (int l = 0; l < lanes; ++l)
-            acc[l] += Entropy ? double(neg_entropy_term(e[l] * inv_l)) : double(e[l]);
+        for (int l = 0; l < lanes; ++l) acc[l] += Entropy ? double(neg_entropy_term(e[l] * inv_l)) : double(e[l]);
     };
     const V16 mv = V16{} + m;
     for (; v + simd::kLanes <= n; v += simd::kLanes) add(simd::exp_nonpos(simd::load16(r + v) - mv), simd::kLanes);
@@ -77,7 +76,7 @@ void score_row(const float* r, int64_t n_vocab, const uint8_t* ban, ScoreRule ru
     const double l = exp_sum<false>(r, n_vocab, m, 0.0f);
     if (rule == ScoreRule::Confidence) {
         // The top logit's exp by the same function as the normaliser's terms (4 lanes: the same bits at any width).
-    score = float(double(simd::exp_nonpos_n<4>(simd::Lanes<4>::F{} + (top - m))[0]) / l);
+        score = float(double(simd::exp_nonpos_n<4>(simd::Lanes<4>::F{} + (top - m))[0]) / l);
         return;
     }
     score = float(exp_sum<true>(r, n_vocab, m, float(1.0 / l)));
@@ -85,8 +84,8 @@ void score_row(const float* r, int64_t n_vocab, const uint8_t* ban, ScoreRule ru
 
 }  // namespace
 
-void score_logits(CMatF logits, ScoreRule rule, const int32_t* banned, int64_t n_banned, int32_t* tokens,
-                  float* scores, ThreadPool& pool) {
+void score_logits(CMatF logits, ScoreRule rule, const int32_t* banned, int64_t n_banned, int32_t* tokens, float* scores,
+                  ThreadPool& pool) {
     if (logits.rows == 0) return;
     thread_local std::vector<uint8_t> ban;  // kept between calls: no allocation per step
     ban.assign(size_t(logits.cols), 0);
