@@ -19,9 +19,11 @@ import tasks  # noqa: E402
 from family import Family  # noqa: E402
 from model import TinyMDLM, export_names, write_safetensors  # noqa: E402
 
-# The shipped v2 runs trained on "v2-plain" word answers up to these steps and on v2's (the question's object restated,
-# tasks.gen_word) from them on; a run from scratch follows the same switch, so it reproduces the shipped models.
+# The shipped v2 runs trained on "v2-plain" data up to V2_WORD_ECHO_FROM_STEP, on "v2-echo" (the word answers restate
+# the question's object, tasks.gen_word) up to V2_MIX_FROM_STEP and on v2 (more word problems, less rev) from then
+# on; a run from scratch follows the same stages, so it reproduces the shipped models.
 V2_WORD_ECHO_FROM_STEP = {"llada": 15950, "dream": 15262}
+V2_MIX_FROM_STEP = {"llada": 17185, "dream": 16464}
 GEN_LENGTH = 64  # response canvas: the engine's default gen_length (every answer + end token must fit)
 # Shot-count mix: cheaper short prompts most often (they teach the tasks), but 4-shot prompts, the shape the goals are
 # measured on (prompt about 4x the response), get a fifth of the batches so the model learns to find the last query.
@@ -67,8 +69,12 @@ def make_batch(rng, fam, tok, batch, fmt="v1"):
 
 
 def data_format(fmt, family, step):
-    """The task format of the training data at this step (V2_WORD_ECHO_FROM_STEP)."""
-    return "v2-plain" if fmt == "v2" and step < V2_WORD_ECHO_FROM_STEP[family] else fmt
+    """The task format of the training data at this step (V2_WORD_ECHO_FROM_STEP, V2_MIX_FROM_STEP)."""
+    if fmt != "v2":
+        return fmt
+    if step < V2_WORD_ECHO_FROM_STEP[family]:
+        return "v2-plain"
+    return "v2-echo" if step < V2_MIX_FROM_STEP[family] else "v2"
 
 
 def response_logits(model, fam, h, lp):
