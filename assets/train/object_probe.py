@@ -51,7 +51,7 @@ def main():
     print("question's object -> p over " + " ".join(tasks.OBJECTS))
     for obj in tasks.OBJECTS:
         q = f"Sam has 11 {obj} and gets 3 more. How many {obj} does Sam have?"
-        r = {"v1": "", "v2-plain": "11+3=14, answer ", "v2": f"How many {obj}: 11+3=14, answer "}[args.format]
+        r = {"v1": "", "v2-plain": "11+3=14, answer "}.get(args.format, f"How many {obj}: 11+3=14, answer ")
         pr, _ = object_probs(model, fam, tok, q, r + f"Sam has 14 {obj}.", obj)
         print(f"  {obj:7s} " + " ".join(f"{float(pr[i]):.2f}" for i in ids))
 
