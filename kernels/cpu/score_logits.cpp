@@ -91,9 +91,11 @@ void score_logits(CMatF logits, ScoreRule rule, const int32_t* banned, int64_t n
     ban.assign(size_t(logits.cols), 0);
     for (int64_t t = 0; t < n_banned; ++t) ban[size_t(banned[t])] = 1;
     const uint8_t* ban_p = ban.data();  // the lambda runs on pool threads: never name the thread_local inside it
-    // kMinSplitWork units per logit: two max passes, a libm expf and an fp64 add in order (plus a second expf and a
-    // log for the entropy). Measured on one thread (Emerald Rapids Xeon): 7.8 ns per logit for confidence on
-    // tiny-llada (22 rows x 374 ids: 64 us, which ran inline at 2 threads when counted as 4 units per logit).
+    // kMinSplitWork units per logit, set for the scalar form (a libm expf and an fp64 add in order per logit: 7.8 ns
+    // for confidence on one thread, Emerald Rapids Xeon; 22 rows x 374 ids took 64 us and ran inline at 2 threads when
+    // counted as 4 units per logit). The vector exps now take about 3.3 ns per logit (v2 tiny-llada trace, 82 rows x
+    // 374 ids in 102 us, op timer included), so these counts overstate the work ~2.4x and split a little early;
+    // retuning them needs a 2-thread measurement (kernels/README.md, score_logits).
     const int64_t per_logit = rule == ScoreRule::Confidence ? 32 : 64;
     pool.parallel_for(logits.rows, per_logit * logits.rows * logits.cols, [&](int64_t i, int) {
         score_row(logits.row(i), logits.cols, ban_p, rule, tokens[i], scores[i]);
