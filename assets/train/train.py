@@ -24,6 +24,11 @@ from model import TinyMDLM, export_names, write_safetensors  # noqa: E402
 # on; a run from scratch follows the same stages, so it reproduces the shipped models.
 V2_WORD_ECHO_FROM_STEP = {"llada": 15950, "dream": 15262}
 V2_MIX_FROM_STEP = {"llada": 17185, "dream": 16464}
+# They ran on a 24,000-step budget up to V2_BUDGET_RAISED_AT_STEP and on a larger one (the command line's) from then
+# on: tiny-llada had not learned the word problems' object (TRAINING.md "Session 12"). A run from scratch with a step
+# budget above 24,000 schedules its LR the same way, so it reproduces them; smaller budgets are untouched.
+V2_FIRST_BUDGET_STEPS = 24000
+V2_BUDGET_RAISED_AT_STEP = {"llada": 18988, "dream": 18180}
 GEN_LENGTH = 64  # response canvas: the engine's default gen_length (every answer + end token must fit)
 # Shot-count mix: cheaper short prompts most often (they teach the tasks), but 4-shot prompts, the shape the goals are
 # measured on (prompt about 4x the response), get a fifth of the batches so the model learns to find the last query.
@@ -119,11 +124,19 @@ def lr_at(args, step, progress):
     return args.lr * min(1.0, (step + 1) / args.warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
+def schedule_budget_steps(args, step):
+    """The step budget the LR schedule runs on at this step (V2_BUDGET_RAISED_AT_STEP); 0 without a step budget."""
+    if (args.format == "v2" and args.budget_steps > V2_FIRST_BUDGET_STEPS
+            and step < V2_BUDGET_RAISED_AT_STEP[args.family]):
+        return V2_FIRST_BUDGET_STEPS
+    return args.budget_steps
+
+
 def budget_progress(args, step, train_s):
     """Fraction of the budget used: the larger of the step fraction and the training-time fraction."""
     p = 0.0
     if args.budget_steps:
-        p = max(p, step / args.budget_steps)
+        p = max(p, step / schedule_budget_steps(args, step))
     if args.budget_hours:
         p = max(p, train_s / (args.budget_hours * 3600))
     return p
