@@ -29,7 +29,8 @@ bool spin_until(const Done& done) {
 
 uint64_t thread_handoffs() { return t_handoffs; }
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
+ThreadPool::ThreadPool(int n_threads)
+    : n_threads_(n_threads < 1 ? 1 : n_threads), shares_(std::make_unique<Share[]>(size_t(n_threads_))) {
     // When the system refuses a thread part-way (std::system_error, EAGAIN), the members the started workers wait on
     // must outlive them: stop and join what was started, then report, instead of unwinding under them.
     try {
@@ -58,11 +59,15 @@ ThreadPool::~ThreadPool() { stop_and_join(); }
 
 void ThreadPool::run_tasks(int thread) {
     t_in_pool_task = true;
-    for (;;) {
-        const int64_t t = next_.fetch_add(1, std::memory_order_relaxed);
-        if (t >= n_tasks_) break;
-        t_thread_index = thread;
-        (*fn_)(t, thread);
+    t_thread_index = thread;
+    // Its own share first, then the others' in turn from the next thread on.
+    for (int i = 0; i < n_threads_; ++i) {
+        Share& sh = shares_[size_t((thread + i) % n_threads_)];
+        for (;;) {
+            const int64_t t = sh.next.fetch_add(1, std::memory_order_relaxed);
+            if (t >= sh.end) break;
+            (*fn_)(t, thread);
+        }
     }
     t_in_pool_task = false;
 }
@@ -104,8 +109,10 @@ void ThreadPool::parallel_for(int64_t n_tasks, TaskFn fn) {
     {
         std::lock_guard<std::mutex> lk(mu_);
         fn_      = &fn;
-        n_tasks_ = n_tasks;
-        next_.store(0, std::memory_order_relaxed);
+        for (int i = 0; i < n_threads_; ++i) {
+            shares_[size_t(i)].next.store(n_tasks * i / n_threads_, std::memory_order_relaxed);
+            shares_[size_t(i)].end = n_tasks * (i + 1) / n_threads_;
+        }
         busy_.store(int(workers_.size()), std::memory_order_relaxed);
         generation_.fetch_add(1, std::memory_order_release);
     }

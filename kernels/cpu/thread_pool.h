@@ -4,6 +4,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <type_traits>
@@ -55,8 +56,12 @@ public:
     int size() const { return n_threads_; }
 
     // Runs fn(task, thread) for every task in [0, n_tasks) and returns when all are done. `thread` is in [0, size())
-    // and is unique among concurrently running calls, so it can index per-thread scratch buffers. Tasks are handed out
-    // dynamically (an atomic counter). A call from inside a task runs its tasks inline on that thread (with that
+    // and is unique among concurrently running calls, so it can index per-thread scratch buffers. Each thread first
+    // runs its own contiguous share of the tasks (thread i: [n i / T, n (i + 1) / T)), then takes what is left of the
+    // others' shares: the same task goes to the same core from one call to the next, so the slice of a weight or of
+    // the activations it touches stays in that core's cache (a task that moved pulled its data across cores: up to
+    // 2.7x slower than one thread on this VM, tests/bench/bench_thread_pool.cpp), while a late or slow thread's share
+    // is still finished by the others. A call from inside a task runs its tasks inline on that thread (with that
     // thread's index); calls from different outside threads are serialised. fn must not throw (kernels never do).
     void parallel_for(int64_t n_tasks, TaskFn fn);
 
@@ -91,9 +96,13 @@ private:
     std::atomic<int>         busy_{0};  // workers still inside the current generation
     // The current job.
     const TaskFn*                            fn_ = nullptr;
-    int64_t                                  n_tasks_ = 0;
-    // Its own cache line: every task takes an index from it, while idle threads poll generation_ and busy_.
-    alignas(64) std::atomic<int64_t>         next_{0};
+    // One share per thread, each on its own cache line (its owner takes task indices from `next`, a thread that has
+    // finished its own share steals from the others'), away from generation_ and busy_, which idle threads poll.
+    struct alignas(64) Share {
+        std::atomic<int64_t> next{0};
+        int64_t              end = 0;
+    };
+    std::unique_ptr<Share[]> shares_;
 };
 
 }  // namespace dyllm::cpu

@@ -4,6 +4,7 @@
 //   bench_gemm_providers [--threads 1,2] [--rows 1,8,33,128,512] [--shapes tiny,h256,8b] [--budget S]
 // The table and the choice it justifies: kernels/README.md "GEMM provider".
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kernels/common/dtype_convert.h"
@@ -38,17 +40,21 @@ struct Timing {
     double wall = 0, cpu = 0;  // best of the repetitions, seconds
 };
 
-// One warm-up, then repetitions until 3 are done or `budget` seconds have passed; best wall and best CPU time (the
-// dev machine is shared by several builds: CPU time per core is the steadier figure).
+// One warm-up, then repetitions until 3 are done or `budget` seconds have passed; best wall and best CPU time per call
+// (the dev machine is shared by several builds: CPU time per core is the steadier figure). A repetition is a batch of
+// back-to-back calls lasting about 2 ms, as the products of a decode follow each other: a single call of a few
+// microseconds would time the clock and a pool worker's wake-up from sleep, not the product.
 Timing best(double budget, const std::function<void()>& fn) {
+    const double w = now_s();
     fn();
+    const int    calls = int(std::clamp(2e-3 / std::max(now_s() - w, 1e-7), 1.0, 10000.0));
     Timing       t{1e30, 1e30};
     const double start = now_s();
     for (int r = 0; r < 3 && (r == 0 || now_s() - start < budget); ++r) {
         const double w0 = now_s(), c0 = cpu_s();
-        fn();
-        t.wall = std::min(t.wall, now_s() - w0);
-        t.cpu  = std::min(t.cpu, cpu_s() - c0);
+        for (int c = 0; c < calls; ++c) fn();
+        t.wall = std::min(t.wall, (now_s() - w0) / calls);
+        t.cpu  = std::min(t.cpu, (cpu_s() - c0) / calls);
     }
     return t;
 }
@@ -121,26 +127,42 @@ int main(int argc, char** argv) {
             std::shared_ptr<const PackedWeight> pf, pb;
             if (PackedGemm::supports(ElemType::F32)) pf = gemm.pack(wmf, pool, &err);
             if (PackedGemm::supports(ElemType::BF16)) pb = gemm.pack(wmb, pool, &err);
-            for (int n : rows) {
-                std::vector<float> x(size_t(n) * size_t(s.k)), y(size_t(n) * size_t(s.m));
-                for (float& v : x) v = nd(rng);
-                const CMatF  xm{x.data(), n, s.k, s.k};
-                const MatF   ym{y.data(), n, s.m, s.m};
-                const double flop = 2.0 * double(n) * double(s.m) * double(s.k);
-                auto         cell = [&](const std::function<void()>& fn) {
-                    const Timing tm = best(budget, fn);
-                    char         b[64];
-                    std::snprintf(b, sizeof b, "%7.1f [%7.1f]", flop / tm.wall * 1e-9, flop / tm.cpu * 1e-9 / 1.0);
-                    return std::string(b);
-                };
-                const std::string c0 = cell([&] { sgemm_nt(xm, CMatF{wf.data(), s.m, s.k, s.k}, ym); });
-                const std::string c1 = cell([&] { matmul(xm, wmb, ConstMat{}, ym, pool); });
-                const std::string c2 = pf ? cell([&] { gemm.matmul(xm, *pf, ConstMat{}, ym, pool); }) : "      -";
-                const std::string c3 = pb ? cell([&] { gemm.matmul(xm, *pb, ConstMat{}, ym, pool); }) : "      -";
-                std::printf("  %-20s %5lld %4lld %3d %d | %s | %s | %s | %s\n", s.name, (long long)s.m,
-                            (long long)s.k, n, t, c0.c_str(), c1.c_str(), c2.c_str(), c3.c_str());
-                std::fflush(stdout);
+            // OpenBLAS's own threads poll for a while after each call: measured between the packed provider's cells
+            // they took the second core from the pool's worker (q/k/v/o, 33 rows, 2 threads: packed f32 4.4 GFLOP/s
+            // against 74 on one thread). So the two sgemm columns are measured last, after the packed ones.
+            std::vector<std::array<std::string, 4>> cells(rows.size());
+            for (int pass = 0; pass < 2; ++pass) {
+                for (size_t ri = 0; ri < rows.size(); ++ri) {
+                    const int          n = rows[ri];
+                    std::vector<float> x(size_t(n) * size_t(s.k)), y(size_t(n) * size_t(s.m));
+                    for (float& v : x) v = nd(rng);
+                    const CMatF  xm{x.data(), n, s.k, s.k};
+                    const MatF   ym{y.data(), n, s.m, s.m};
+                    const double flop = 2.0 * double(n) * double(s.m) * double(s.k);
+                    auto         cell = [&](const std::function<void()>& fn) {
+                        const Timing tm = best(budget, fn);
+                        char         b[64];
+                        std::snprintf(b, sizeof b, "%7.1f [%7.1f]", flop / tm.wall * 1e-9, flop / tm.cpu * 1e-9 / 1.0);
+                        return std::string(b);
+                    };
+                    std::array<std::string, 4>& c = cells[ri];
+                    if (pass == 0) {
+                        c[2] = pf ? cell([&] { gemm.matmul(xm, *pf, ConstMat{}, ym, pool); }) : "      -";
+                        c[3] = pb ? cell([&] { gemm.matmul(xm, *pb, ConstMat{}, ym, pool); }) : "      -";
+                    } else {
+                        c[1] = cell([&] { matmul(xm, wmb, ConstMat{}, ym, pool); });
+                        c[0] = cell([&] { sgemm_nt(xm, CMatF{wf.data(), s.m, s.k, s.k}, ym); });
+                    }
+                }
             }
+            // OpenBLAS's idle threads poll for about 2^28 cycles (its THREAD_TIMEOUT) before they sleep.
+            std::this_thread::sleep_for(std::chrono::milliseconds(300));
+            for (size_t ri = 0; ri < rows.size(); ++ri) {
+                const std::array<std::string, 4>& c = cells[ri];
+                std::printf("  %-20s %5lld %4lld %3d %d | %s | %s | %s | %s\n", s.name, (long long)s.m,
+                            (long long)s.k, rows[ri], t, c[0].c_str(), c[1].c_str(), c[2].c_str(), c[3].c_str());
+            }
+            std::fflush(stdout);
         }
     }
     return 0;

@@ -1,7 +1,8 @@
 // The CPU thread pool's hand-off (kernels/cpu/thread_pool.h): workers poll for kPoolSpinNs after a job and then sleep,
-// and the caller polls for its workers before it sleeps. These tests exercise both paths (back-to-back jobs, jobs
-// apart by more than the polling window, several outside callers, destruction while workers poll); under
-// ThreadSanitizer (.ci/run) they also check that every task's plain writes are visible to the caller afterwards.
+// and the caller polls for its workers before it sleeps; each thread runs its own share of a job's tasks first, then
+// takes what is left of the others'. These tests exercise those paths (back-to-back jobs, jobs apart by more than the
+// polling window, several outside callers, destruction while workers poll, a stalled share); under ThreadSanitizer
+// (.ci/run) they also check that every task's plain writes are visible to the caller afterwards.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -78,4 +79,24 @@ TEST_CASE("thread pool: destroyed right after a job, while its workers poll", "[
         std::vector<int64_t> out(5);
         REQUIRE(run_job(pool, out, i));
     }  // the destructor stops workers that are still polling
+}
+
+TEST_CASE("thread pool: each task runs once; a stalled thread's share is finished by the others",
+          "[kernels][pool][threads]") {
+    const int        threads = GENERATE(2, 3);
+    ThreadPool       pool(threads);
+    const int64_t    n = 12;
+    std::vector<int> runs(size_t(n), 0), ran_on(size_t(n), -1);  // plain writes: one task, one thread
+    // Task 0 opens the caller's share (thread 0: tasks [0, n / threads)) and stalls it far longer than the workers
+    // need for their own shares, so the rest of the caller's share must be taken by a worker.
+    pool.parallel_for(n, [&](int64_t t, int thread) {
+        if (t == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        ++runs[size_t(t)];
+        ran_on[size_t(t)] = thread;
+    });
+    for (int64_t t = 0; t < n; ++t) CHECK(runs[size_t(t)] == 1);
+    CHECK(ran_on[0] == 0);
+    int stolen = 0;
+    for (int64_t t = 1; t < n / threads; ++t) stolen += ran_on[size_t(t)] != 0;
+    CHECK(stolen == n / threads - 1);
 }
