@@ -94,8 +94,10 @@ void score_logits(CMatF logits, ScoreRule rule, const int32_t* banned, int64_t n
     // kMinSplitWork units per logit, set for the scalar form (a libm expf and an fp64 add in order per logit: 7.8 ns
     // for confidence on one thread, Emerald Rapids Xeon; 22 rows x 374 ids took 64 us and ran inline at 2 threads when
     // counted as 4 units per logit). The vector exps now take about 3.3 ns per logit (v2 tiny-llada trace, 82 rows x
-    // 374 ids in 102 us, op timer included), so these counts overstate the work ~2.4x and split a little early;
-    // retuning them needs a 2-thread measurement (kernels/README.md, score_logits).
+    // 374 ids in 102 us, op timer included), so these counts overstate the work ~2.4x and split from 22 rows of 374
+    // ids instead of ~52. Kept: measured at 2 threads, splitting that early pays (v2 tiny-llada, bench prompt, trace
+    // medians of 3 runs, op per step at -t 1 -> -t 2: fast-dual's 32-row cached steps 20 -> 17 us, DyLLM's
+    // sparse-response steps 26 -> 21 us).
     const int64_t per_logit = rule == ScoreRule::Confidence ? 32 : 64;
     pool.parallel_for(logits.rows, per_logit * logits.rows * logits.cols, [&](int64_t i, int) {
         score_row(logits.row(i), logits.cols, ban_p, rule, tokens[i], scores[i]);
