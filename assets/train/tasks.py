@@ -9,7 +9,8 @@ FORMATS = ["v1", "v2"]
 # from scratch reproduces the shipped models): "v2-plain", word answers without the question's object restated
 # (gen_word) and the first mix; "v2-echo", restated answers with the first mix. Not suite formats: every held-out
 # suite is v1 or v2.
-DATA_FORMATS = FORMATS + ["v2-plain", "v2-echo"]
+# "v2-word": the v2 data with word problems at 0.7 of the mix, a stretch of tiny-llada's run (train.py V2_WORD_FOCUS).
+DATA_FORMATS = FORMATS + ["v2-plain", "v2-echo", "v2-word"]
 
 # Training mix per format. v1: addition is the hard "reasoning" task, so it gets half the examples
 # (tiny-mdlm-experiment.md advice). v2: the shipped v1 model scores add 0.98 / sort 0.92 but word 0.32 / rev 0.56,
@@ -21,6 +22,9 @@ TASK_WEIGHTS = {"v1": {"add": 0.5, "sort": 1 / 6, "word": 1 / 6, "rev": 1 / 6},
                 "v2-plain": {"add": 0.3, "sort": 0.15, "word": 0.25, "rev": 0.3},
                 "v2": {"add": 0.3, "sort": 0.15, "word": 0.4, "rev": 0.15}}
 TASK_WEIGHTS["v2-echo"] = TASK_WEIGHTS["v2-plain"]
+# Still no object copied by tiny-llada 2,300 steps into the v2 mix (object_probe.py 8/40, chance), where three
+# 100-step fine-tunes on word problems alone at 2e-3 had taught it (13, 19, 24 /40): more of the examples for a while.
+TASK_WEIGHTS["v2-word"] = {"add": 0.15, "sort": 0.1, "word": 0.7, "rev": 0.05}
 # v2 training draws rev lists of 4..9 letters with these weights (the held-out suite keeps uniform lengths): the v1
 # model's rev misses are all lists of 7-9 letters, at the last output items (markers 1-3), whose letters sit farthest
 # from the response; uniform lengths give those lookups a ninth of the rev examples.
@@ -105,7 +109,7 @@ def gen_word(rng, fmt="v1", train=False):
         q = f"{name} has {a} {obj} and gives away {b}. How many {obj} does {name} have?"
         r, work = a - b, f"{a}-{b}={a - b}"
     sentence = f"{name} has {r} {obj}."
-    if fmt in ("v2", "v2-echo"):
+    if fmt in ("v2", "v2-echo", "v2-word"):
         return q, f"How many {obj}: {work}, answer {sentence}"
     return q, (f"{work}, answer {sentence}" if fmt == "v2-plain" else sentence)
 

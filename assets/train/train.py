@@ -21,9 +21,12 @@ from model import TinyMDLM, export_names, write_safetensors  # noqa: E402
 
 # The shipped v2 runs trained on "v2-plain" data up to V2_WORD_ECHO_FROM_STEP, on "v2-echo" (the word answers restate
 # the question's object, tasks.gen_word) up to V2_MIX_FROM_STEP and on v2 (more word problems, less rev) from then
-# on; a run from scratch follows the same stages, so it reproduces the shipped models.
+# on (tiny-llada with a stretch of "v2-word", V2_WORD_FOCUS); a run from scratch follows the same stages, so it
+# reproduces the shipped models.
 V2_WORD_ECHO_FROM_STEP = {"llada": 15950, "dream": 15262}
 V2_MIX_FROM_STEP = {"llada": 17185, "dream": 16464}
+# tiny-llada then trained on "v2-word" data (word problems at 0.7 of the mix) over these steps [first, last).
+V2_WORD_FOCUS = {"llada": (19518, 21018)}
 # They ran on a 24,000-step budget up to V2_BUDGET_RAISED_AT_STEP and on a larger one (the command line's) from then
 # on: tiny-llada had not learned the word problems' object (TRAINING.md "Session 12"). A run from scratch with a step
 # budget above 24,000 schedules its LR the same way, so it reproduces them; smaller budgets are untouched.
@@ -74,12 +77,15 @@ def make_batch(rng, fam, tok, batch, fmt="v1"):
 
 
 def data_format(fmt, family, step):
-    """The task format of the training data at this step (V2_WORD_ECHO_FROM_STEP, V2_MIX_FROM_STEP)."""
+    """The task format of the training data at this step (V2_WORD_ECHO_FROM_STEP, V2_MIX_FROM_STEP, V2_WORD_FOCUS)."""
     if fmt != "v2":
         return fmt
     if step < V2_WORD_ECHO_FROM_STEP[family]:
         return "v2-plain"
-    return "v2-echo" if step < V2_MIX_FROM_STEP[family] else "v2"
+    if step < V2_MIX_FROM_STEP[family]:
+        return "v2-echo"
+    first, last = V2_WORD_FOCUS.get(family, (0, 0))
+    return "v2-word" if first <= step < last else "v2"
 
 
 def response_logits(model, fam, h, lp):
