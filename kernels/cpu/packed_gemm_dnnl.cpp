@@ -89,7 +89,7 @@ struct PackedWeight::Impl {
     int64_t            m = 0, k = 0;
     HugePageBuffer     buffer;  // every slice, one mapping (huge pages: the weights are what each step streams)
     std::vector<Slice> slices;
-    KMajorWeight       small;  // small weights only: products of <= small_gemm_max_rows() rows run on it (small_gemm.h)
+    KMajorWeight       small;  // small weights only: products of <= kSmallGemmMaxRows rows run on it (small_gemm.h)
     size_t             bytes = 0;
 };
 
@@ -285,7 +285,7 @@ void PackedGemm::matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, T
         widen_row(bias.data, bias.type, I.bias.data(), m);
         b = I.bias.data();
     }
-    if (!W.small.empty() && n <= small_gemm_max_rows(m, k)) {
+    if (n <= kSmallGemmMaxRows && !W.small.empty()) {
         // Split by output columns (whole vectors or panels, so every output is computed as on one thread) when the
         // product pays for a hand-out: its flops (kPackedParallelFlops), or, with a few rows, the weight it streams
         // (kSmallSplitWeightBytes).

@@ -15,18 +15,6 @@ namespace dyllm::cpu {
 // is read once. More rows run as several tiles, each reading the weight again, and from 16 rows that lost to oneDNN
 // on hidden-256 weights (fast-dual's 32-row blocks: 321 -> 255-281 tokens/s at 32; 8 rows: 331 -> 352).
 constexpr int64_t kSmallGemmMaxRows = 8;
-// A weight of at most kSmallGemmNarrowWeightBytes (every weight of the built-in models, d 128: 64-187 KiB; none of
-// hidden-256's) takes small_gemm up to kSmallGemmNarrowMaxRows rows: its product is 1-3 MFLOP, where oneDNN's fixed
-// 3-9 us per call is a third of the time or more and does not shrink when the product is split over threads (a
-// fast-dual 32-row q product at 2 threads: each half took 11 us, the whole one 12 us on one thread), while
-// small_gemm's re-reads of a weight this size come from L2 and its halves cost half (kernels/README.md).
-constexpr int64_t kSmallGemmNarrowMaxRows     = 32;
-constexpr size_t  kSmallGemmNarrowWeightBytes = size_t(192) << 10;
-// The most rows of x a product with an [m, k] weight takes small_gemm for (PackedGemm, weights with a k-major copy).
-constexpr int64_t small_gemm_max_rows(int64_t m, int64_t k) {
-    return size_t(m) * size_t(k) * sizeof(float) <= kSmallGemmNarrowWeightBytes ? kSmallGemmNarrowMaxRows
-                                                                                : kSmallGemmMaxRows;
-}
 // Weights whose fp32 copy is at most this big get one (it stays in a core's L2 between the layers' products): every
 // weight of the built-in models and of hidden-256 shapes, none of an 8B model's (whose memory must stay ~1x the
 // checkpoint, and whose few-row products are bound by streaming the weight, not by a library's call overhead).

@@ -53,16 +53,13 @@ TEST_CASE("packed matmul equals the fp64 reference within fp32 (F32) or bf16-inp
     // padded to 64 on first sight), 64 rows (two exact chunks of 32). Up to kSmallGemmMaxRows (8) rows a weight of
     // <= 1 MiB in fp32 takes small_gemm (k-major copy): 1-8 rows, outputs a multiple of 32, of 16 only (tile of one
     // vector), with a partial vector (344, 374, 20, 1), sliced at 2 threads (1000 x 64), split over 2 threads when
-    // >= 1 MFLOP (8 x 1000 x 64); a weight of <= kSmallGemmNarrowWeightBytes up to kSmallGemmNarrowMaxRows (32)
-    // rows (9 x 300 x 77, 32 x 344 x 128, split at 2 threads); 33 rows of such a weight (33 x 128 x 128), 9 rows of
-    // a larger one (9 x 600 x 112) and a weight over 1 MiB (1030 x 600) go to oneDNN.
+    // >= 1 MFLOP (8 x 1000 x 64); 9 rows and more go to oneDNN, and so does a weight over 1 MiB (1030 x 600).
     // small_gemm itself takes any row count in 8-row tiles: the next test case.
     const Case c = GENERATE(Case{1, 128, 128}, Case{7, 300, 77}, Case{17, 1000, 256}, Case{33, 513, 129},
                             Case{100, 2048, 64}, Case{3, 1, 5}, Case{261, 1030, 600}, Case{100, 300, 77},
                             Case{64, 200, 130}, Case{8, 344, 128}, Case{5, 374, 40}, Case{2, 20, 3},
                             Case{4, 16, 9}, Case{6, 511, 64}, Case{9, 300, 77}, Case{1, 1000, 64},
-                            Case{5, 1030, 600}, Case{8, 1000, 64}, Case{32, 344, 128}, Case{33, 128, 128},
-                            Case{9, 600, 112});
+                            Case{5, 1030, 600}, Case{8, 1000, 64}, Case{32, 344, 128});
     INFO("type " << (type == ElemType::F32 ? "F32" : "BF16") << ", threads " << threads << ", n " << c.n << ", m "
                  << c.m << ", k " << c.k);
     ThreadPool pool(threads);
@@ -160,12 +157,11 @@ TEST_CASE("small_gemm equals the fp64 reference for any row count, in 8-row tile
 }
 
 TEST_CASE("few-row packed products equal small_gemm on its own k-major copy, bit for bit", "[packed][small]") {
-    // PackedGemm runs products of <= small_gemm_max_rows() rows of a small weight on small_gemm, reading an fp32 weight
+    // PackedGemm runs products of <= kSmallGemmMaxRows rows of a small weight on small_gemm, reading an fp32 weight
     // straight from the packed copy where the provider lays it out in k-major panels (oneDNN's BA16a64b on
     // AVX-512), else from a copy of its own. The panels only move where each weight is read: every output must be
     // the same sum in the same order as on make_kmajor's copy. Shapes: whole and partial 64-output panels, k not a
-    // multiple of 16, the model shapes; 1..8 rows (every register tile), and up to 32 (several tiles, a partial last
-    // one) for the weights of <= kSmallGemmNarrowWeightBytes, with a bias. At 2 threads the weights of at
+    // multiple of 16, the model shapes; 1..8 rows (every register tile), with a bias. At 2 threads the weights of at
     // least kSmallSplitWeightBytes (688 x 256, and 600 x 112 with a partial last panel) split their outputs over the
     // pool (kmajor_slice): each slice's outputs must still be exactly the whole product's.
     const ElemType type    = GENERATE(ElemType::F32, ElemType::BF16);
@@ -185,7 +181,7 @@ TEST_CASE("few-row packed products equal small_gemm on its own k-major copy, bit
     const auto     pw = gemm.pack(w, pool, &err);
     REQUIRE(pw);
     const KMajorWeight kw = make_kmajor(w);
-    for (int64_t n = 1; n <= small_gemm_max_rows(c.m, c.k); ++n) {
+    for (int64_t n = 1; n <= kSmallGemmMaxRows; ++n) {
         const std::vector<float> xv = normals(size_t(n * c.k), uint32_t(18 + n), 1.0f);
         std::vector<float>       got(size_t(n * c.m), -7.0f), want(size_t(n * c.m), -9.0f);
         gemm.matmul(CMatF{xv.data(), n, c.k, c.k}, *pw, ConstMat{bias.data(), ElemType::F32, 1, c.m, c.m},
