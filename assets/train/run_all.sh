@@ -2,7 +2,7 @@
 # Trains, or resumes, both built-in models v2 (TRAINING.md "v2"): task suite v2, both trainings side by side (one torch
 # thread each, nice 19), then the held-out evaluation in torch, the C++ self-test fixtures and, when built, dyllm eval.
 # Usage: sh assets/train/run_all.sh BUDGET [STATE_DIR]   (from the repository root)
-#   BUDGET     optimizer steps per model (24000: the v2 recipe) or training hours per model with an h suffix (6h)
+#   BUDGET     optimizer steps per model (30000: the v2 recipe) or training hours per model with an h suffix (6h)
 #   STATE_DIR  state, logs, task suite and exported models (default assets/train_work/v2). Rerunning the same command
 #              resumes from STATE_DIR/<family>/state.pt; stop with SIGTERM/SIGINT to the process group (state is saved).
 # Nothing under assets/models or assets/tasks is written: shipping copies STATE_DIR/<family>/export there by hand.
