@@ -23,6 +23,8 @@ for f in llada dream; do
   done
   # The paper's "Salient" ablation at the family's default tau: exact attention for every query, FFN skipping only.
   $E --method dyllm --no-approx >> $out
+  # The studio's default stable-row update (engine/README.md decision 12) at the family's default tau.
+  $E --method dyllm --approx-incremental >> $out
   # The layer-wise picture (report.py's per-layer cosine and L_sal table): DyLLM at the family's default tau on 10
   # prompts per task; the accuracy sweep it also draws is kept to one item (dyllm eval above measured accuracy).
   $EXE report -m $M --tasks-dir $TASKS -o $W/report_$f --probe 10 --limit 1 --taus 0.99 > /dev/null

@@ -111,6 +111,8 @@ def engine_section(fam, work):
         key = "original" if r["method"] == "original" else f"dyllm tau {r['tau']:.3f}".rstrip("0")
         if not r.get("approx", True):
             key += " (Salient ablation: exact attention)"
+        elif r.get("approx_incremental", False):
+            key += " (incremental update: the studio's default)"
         runs.setdefault(key, []).append(r)
     out = ["", "Held-out accuracy measured by the C++ engine (`dyllm eval --task all --limit 50 --shots 4`, greedy, "
            "n_u = 1, gen 64, block 32; all held-out addition operand pairs are unseen in training; tokens/s on this "

@@ -2,18 +2,25 @@
 # Trains, or resumes, both built-in models v2 (TRAINING.md "v2"): task suite v2, both trainings side by side (one torch
 # thread each, nice 19), then the held-out evaluation in torch, the C++ self-test fixtures and, when built, dyllm eval.
 # Usage: sh assets/train/run_all.sh BUDGET [STATE_DIR]   (from the repository root)
-#   BUDGET     optimizer steps per model (30000: the v2 recipe) or training hours per model with an h suffix (6h)
+#   BUDGET     optimizer steps per model (24000), steps for tiny-llada,tiny-dream (25000,24100: the shipped v2 models)
+#              or training hours per model with an h suffix (6h)
 #   STATE_DIR  state, logs, task suite and exported models (default assets/train_work/v2). Rerunning the same command
 #              resumes from STATE_DIR/<family>/state.pt; stop with SIGTERM/SIGINT to the process group (state is saved).
 # Nothing under assets/models or assets/tasks is written: shipping copies STATE_DIR/<family>/export there by hand.
 set -e
-BUDGET=${1:?usage: sh assets/train/run_all.sh BUDGET [STATE_DIR]  (BUDGET: steps, e.g. 24000, or hours, e.g. 6h)}
+BUDGET=${1:?usage: sh assets/train/run_all.sh BUDGET [STATE_DIR]  (BUDGET: steps, e.g. 24000, steps per family, e.g. 25000,24100, or hours, e.g. 6h)}
 S=${2:-assets/train_work/v2}
 case $BUDGET in
-  *h) B="--budget-hours ${BUDGET%h}" ;;
-  *[!0-9]*|'') echo "run_all.sh: BUDGET '$BUDGET' is neither a step count (24000) nor hours (6h)" >&2; exit 2 ;;
-  *) B="--budget-steps $BUDGET" ;;
+  *h) BL="--budget-hours ${BUDGET%h}"; BD=$BL ;;
+  *,*) BL="--budget-steps ${BUDGET%%,*}"; BD="--budget-steps ${BUDGET#*,}" ;;
+  *) BL="--budget-steps $BUDGET"; BD=$BL ;;
 esac
+case $BUDGET in  # hours: digits and a dot; steps: digits, or two digit strings joined by a comma
+  ?*h) case ${BUDGET%h} in *[!0-9.]*) BL= ;; esac ;;
+  ?*,?*) case ${BUDGET%%,*}:${BUDGET#*,} in *[!0-9:]*) BL= ;; esac ;;
+  *[!0-9]*|'') BL= ;;
+esac
+[ -n "$BL" ] || { echo "run_all.sh: BUDGET '$BUDGET' is neither steps (30000), steps per family (25000,24100: tiny-llada, tiny-dream) nor hours (6h)" >&2; exit 2; }
 PY=/usr/bin/python3   # Debian's python3-torch; the pyenv python3 on PATH has no torch
 if ! $PY -c "import torch" 2>/dev/null; then
   echo "run_all.sh: $PY cannot import torch (apt-get install python3-torch)" >&2; exit 2
@@ -39,6 +46,7 @@ for f in llada dream; do
 done
 $PY assets/train/make_tasks.py --format v2 --out $S/tasks-v2 > /dev/null
 for f in llada dream; do
+  B=$BL; [ $f = dream ] && B=$BD
   $ENV nice -n 19 $PY assets/train/train.py --family $f $SHAPE $B --work $S/$f --out $S/$f/export \
       >> $S/$f/train.log 2>&1 &
 done
