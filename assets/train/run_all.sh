@@ -2,13 +2,13 @@
 # Trains, or resumes, both built-in models v2 (TRAINING.md "v2"): task suite v2, both trainings side by side (one torch
 # thread each, nice 19), then the held-out evaluation in torch, the C++ self-test fixtures and, when built, dyllm eval.
 # Usage: sh assets/train/run_all.sh BUDGET [STATE_DIR]   (from the repository root)
-#   BUDGET     optimizer steps per model (24000), steps for tiny-llada,tiny-dream (25000,24100: the shipped v2 models)
+#   BUDGET     optimizer steps per model (24000), steps for tiny-llada,tiny-dream (24400,23500: the shipped v2 models)
 #              or training hours per model with an h suffix (6h)
 #   STATE_DIR  state, logs, task suite and exported models (default assets/train_work/v2). Rerunning the same command
 #              resumes from STATE_DIR/<family>/state.pt; stop with SIGTERM/SIGINT to the process group (state is saved).
 # Nothing under assets/models or assets/tasks is written: shipping copies STATE_DIR/<family>/export there by hand.
 set -e
-BUDGET=${1:?usage: sh assets/train/run_all.sh BUDGET [STATE_DIR]  (BUDGET: steps, e.g. 24000, steps per family, e.g. 25000,24100, or hours, e.g. 6h)}
+BUDGET=${1:?usage: sh assets/train/run_all.sh BUDGET [STATE_DIR]  (BUDGET: steps, e.g. 24000, steps per family, e.g. 24400,23500, or hours, e.g. 6h)}
 S=${2:-assets/train_work/v2}
 case $BUDGET in
   *h) BL="--budget-hours ${BUDGET%h}"; BD=$BL ;;
@@ -20,7 +20,7 @@ case $BUDGET in  # hours: digits and a dot; steps: digits, or two digit strings 
   ?*,?*) case ${BUDGET%%,*}:${BUDGET#*,} in *[!0-9:]*) BL= ;; esac ;;
   *[!0-9]*|'') BL= ;;
 esac
-[ -n "$BL" ] || { echo "run_all.sh: BUDGET '$BUDGET' is neither steps (30000), steps per family (25000,24100: tiny-llada, tiny-dream) nor hours (6h)" >&2; exit 2; }
+[ -n "$BL" ] || { echo "run_all.sh: BUDGET '$BUDGET' is neither steps (30000), steps per family (24400,23500: tiny-llada, tiny-dream) nor hours (6h)" >&2; exit 2; }
 PY=/usr/bin/python3   # Debian's python3-torch; the pyenv python3 on PATH has no torch
 if ! $PY -c "import torch" 2>/dev/null; then
   echo "run_all.sh: $PY cannot import torch (apt-get install python3-torch)" >&2; exit 2

@@ -27,16 +27,16 @@ V2_WORD_ECHO_FROM_STEP = {"llada": 15950, "dream": 15262}
 V2_MIX_FROM_STEP = {"llada": 17185, "dream": 16464}
 # tiny-llada then trained on "v2-word" data (word problems at 0.7 of the mix) over these steps [first, last).
 V2_WORD_FOCUS = {"llada": (19518, 21018)}
-# They ran on a 24,000-step budget up to the first of V2_LATE_BUDGETS and on 30,000 from then on: tiny-llada had not
-# learned the word problems' object (TRAINING.md "Session 12"). A run from scratch with a step budget above 24,000
-# schedules its LR the same way, so it reproduces them; smaller budgets are untouched.
+# The shipped models ran on a 24,000-step budget up to the first of V2_LATE_BUDGETS and on 30,000 from then on:
+# tiny-llada had not learned the word problems' object (TRAINING.md "Session 12"). The budget came down in session 13
+# (TRAINING.md "Session 13"), in steps as the time left to ship the models became clear (1.8-3.4 s per step on that
+# machine): the rest of 30,000 did not fit. Segments (first step, budget), a later one replacing an earlier one from
+# its first step on. A run from scratch with the shipped budgets (`run_all.sh 24400,23500`) schedules its LR the same
+# way, so it reproduces them; any other budget runs a plain schedule over itself.
 V2_FIRST_BUDGET_STEPS = 24000
-# The raised budget came down in session 13 (TRAINING.md "Session 13"): at this machine's 1.5-3.4 s per step the rest
-# of 30,000 did not fit the time left to ship the models. Segments (first step, budget), a later one replacing an
-# earlier one from its first step on; None is the command line's budget (25,000 / 24,100 for the shipped models:
-# `run_all.sh 25000,24100`).
-V2_LATE_BUDGETS = {"llada": [(18988, 30000), (23175, None)],
-                   "dream": [(18180, 30000), (22292, 25000), (22513, None)]}
+V2_SHIPPED_BUDGET_STEPS = {"llada": 24400, "dream": 23500}
+V2_LATE_BUDGETS = {"llada": [(18988, 30000), (23175, 25000), (23523, 24400)],
+                   "dream": [(18180, 30000), (22292, 25000), (22513, 24100), (22622, 23500)]}
 GEN_LENGTH = 64  # response canvas: the engine's default gen_length (every answer + end token must fit)
 # Shot-count mix: cheaper short prompts most often (they teach the tasks), but 4-shot prompts, the shape the goals are
 # measured on (prompt about 4x the response), get a fifth of the batches so the model learns to find the last query.
@@ -138,12 +138,12 @@ def lr_at(args, step, progress):
 def schedule_budget_steps(args, step):
     """The step budget the LR schedule runs on at this step (V2_FIRST_BUDGET_STEPS, V2_LATE_BUDGETS); 0 without a
     step budget."""
-    if args.format != "v2" or args.budget_steps <= V2_FIRST_BUDGET_STEPS:
+    if args.format != "v2" or args.budget_steps != V2_SHIPPED_BUDGET_STEPS[args.family]:
         return args.budget_steps
     budget = V2_FIRST_BUDGET_STEPS
     for first, b in V2_LATE_BUDGETS[args.family]:
         if step >= first:
-            budget = args.budget_steps if b is None else b
+            budget = b
     return budget
 
 
