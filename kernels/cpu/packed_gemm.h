@@ -57,8 +57,10 @@ public:
 
     // "oneDNN 2.6.3", or "" when the build has no provider (then supports() is false for every type).
     static std::string provider();
-    // The weight types pack() takes: F32 (fp32 math, as exact as sgemm) and BF16 (bf16 products, fp32 accumulation)
-    // with oneDNN. F16 never: oneDNN 2.6 has no f16 matmul on CPUs without AVX512-FP16.
+    // The weight types pack() takes on this CPU: F32 (fp32 math, as exact as sgemm) with oneDNN, and BF16 (bf16
+    // products, fp32 accumulation) where oneDNN has a bf16 matmul (AVX-512 CPUs; not AVX2 ones). F16 never: oneDNN
+    // 2.6 has no f16 matmul on CPUs without AVX512-FP16. A type it does not take runs on matmul.h, which widens the
+    // stored weight a panel at a time (its memory stays the checkpoint's).
     static bool supports(ElemType t);
 
     // Packs w: [m, k] (any row stride) into a new buffer, one slice per pool task. Returns nullptr and sets *error

@@ -188,14 +188,34 @@ std::string PackedGemm::provider() {
     return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
 }
 
-bool PackedGemm::supports(ElemType t) { return t == ElemType::F32 || t == ElemType::BF16; }
+bool PackedGemm::supports(ElemType t) {
+    if (t == ElemType::F32) return true;
+    if (t != ElemType::BF16) return false;
+    // oneDNN 2.6 builds bf16 matmuls on AVX-512 CPUs only (emulated on avx512_core, native with avx512_bf16); an AVX2
+    // CPU (AMD Zen 2/3, most laptops) has none. Asked once: the answer is the CPU's.
+    static const bool bf16 = [] {
+        try {
+            one_omp_thread();
+            const dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+            const memory::desc xd({16, 64}, dt::bf16, tag::ab), wd({64, 64}, dt::bf16, tag::any),
+                yd({16, 64}, dt::f32, tag::ab);
+            dnnl::matmul::primitive_desc(dnnl::matmul::desc(xd, wd, yd), user_scratchpad(), eng);
+            return true;
+        } catch (const dnnl::error&) {
+            return false;
+        }
+    }();
+    return bf16;
+}
 
 std::shared_ptr<const PackedWeight> PackedGemm::pack(ConstMat w, ThreadPool& pool, std::string* error) const {
     auto fail = [&](const std::string& why) -> std::shared_ptr<const PackedWeight> {
         if (error) *error = why;
         return nullptr;
     };
-    if (!supports(w.type)) return fail("oneDNN 2.6 has no f16 matmul on this CPU");
+    if (!supports(w.type))
+        return fail(std::string("oneDNN ") + (w.type == ElemType::BF16 ? "has no bf16" : "2.6 has no f16") +
+                    " matmul on this CPU");
     if (w.rows <= 0 || w.cols <= 0) return fail("empty weight");
     std::lock_guard<std::mutex> lk(impl_->mu);
     one_omp_thread();

@@ -42,6 +42,14 @@ struct Case {
     int64_t n, m, k;
 };
 
+// oneDNN 2.6 has a bf16 matmul on AVX-512 CPUs only: elsewhere the backend keeps bf16 weights unpacked (matmul.h, the
+// last test case) and there is no packed bf16 product to test.
+bool packs(ElemType type) {
+    if (PackedGemm::supports(type)) return true;
+    WARN("this CPU has no oneDNN bf16 matmul: the packed bf16 cases are not run here");
+    return false;
+}
+
 }  // namespace
 
 TEST_CASE("packed matmul equals the fp64 reference within fp32 (F32) or bf16-input (BF16) rounding", "[packed]") {
@@ -62,6 +70,7 @@ TEST_CASE("packed matmul equals the fp64 reference within fp32 (F32) or bf16-inp
                             Case{5, 1030, 600}, Case{8, 1000, 64}, Case{32, 344, 128});
     INFO("type " << (type == ElemType::F32 ? "F32" : "BF16") << ", threads " << threads << ", n " << c.n << ", m "
                  << c.m << ", k " << c.k);
+    if (!packs(type)) return;
     ThreadPool pool(threads);
     PackedGemm gemm(threads);
 
@@ -170,6 +179,7 @@ TEST_CASE("few-row packed products equal small_gemm on its own k-major copy, bit
                                       Case{0, 40, 100}, Case{0, 16, 7}, Case{0, 688, 256}, Case{0, 600, 112});
     INFO("type " << (type == ElemType::F32 ? "F32" : "BF16") << ", threads " << threads << ", m " << c.m << ", k "
                  << c.k);
+    if (!packs(type)) return;
     ThreadPool            pool(threads);
     PackedGemm            gemm(threads);
     std::vector<float>    wv = normals(size_t(c.m * c.k), 16, 0.05f), bias = normals(size_t(c.m), 17, 0.1f);
@@ -198,6 +208,7 @@ TEST_CASE("packed bf16 matmul stays within bf16 input rounding of the exact fp32
     // Against x in full fp32: rounding x to bf16 (RNE, relative 2^-9) moves each product by at most 2^-9 |x_i w_i|.
     ThreadPool         pool(2);
     PackedGemm         gemm(2);
+    if (!packs(ElemType::BF16)) return;
     const int64_t      n = 9, m = 640, k = 1024;
     std::vector<float> xv = normals(size_t(n * k), 4, 1.0f), wv = normals(size_t(m * k), 5, 0.03f);
     std::vector<uint16_t> wb(wv.size());
@@ -231,14 +242,15 @@ TEST_CASE("the provider runs on the engine's pool: no thread of its own", "[pack
     for (size_t i = 0; i < wv.size(); ++i) wb[i] = f32_to_bf16(wv[i]);
     std::string err;
     const auto  pf = gemm.pack(ConstMat{wv.data(), ElemType::F32, 1024, 512, 512}, pool, &err);
-    const auto  pb = gemm.pack(ConstMat{wb.data(), ElemType::BF16, 1024, 512, 512}, pool, &err);
+    const auto  pb = PackedGemm::supports(ElemType::BF16)  // AVX-512 CPUs only
+                         ? gemm.pack(ConstMat{wb.data(), ElemType::BF16, 1024, 512, 512}, pool, &err)
+                         : nullptr;
     REQUIRE(pf);
-    REQUIRE(pb);
-    CHECK(pb->slices() >= 2);  // wide enough to be split across the two threads
+    CHECK(pf->slices() >= 2);  // wide enough to be split across the two threads
     std::vector<float> y(64 * 1024);
     for (int r = 0; r < 3; ++r) {
         gemm.matmul(CMatF{xv.data(), 64, 512, 512}, *pf, ConstMat{}, MatF{y.data(), 64, 1024, 1024}, pool);
-        gemm.matmul(CMatF{xv.data(), 64, 512, 512}, *pb, ConstMat{}, MatF{y.data(), 64, 1024, 1024}, pool);
+        if (pb) gemm.matmul(CMatF{xv.data(), 64, 512, 512}, *pb, ConstMat{}, MatF{y.data(), 64, 1024, 1024}, pool);
     }
     // An OpenMP team (oneDNN's default threading) would add n - 1 threads that spin beside the pool after each GEMM.
     CHECK(process_threads() == before);
@@ -300,7 +312,7 @@ TEST_CASE("a bf16 checkpoint decodes like the same weights in fp32 on a wide sha
 
 int main(int argc, char** argv) {
     return dyllm::test::run_skippable(argc, argv, {{"", [] {
-        return PackedGemm::supports(ElemType::BF16) ? std::string()
+        return PackedGemm::supports(ElemType::F32) ? std::string()
                                                     : std::string("no GEMM provider in this build (libdnnl-dev)");
     }}});
 }
