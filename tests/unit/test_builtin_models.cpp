@@ -51,10 +51,10 @@ TEST_CASE("built-in models load in their real formats", "[builtin]") {
         const ModelConfig& c = m->config();
         REQUIRE(m->tokenizer() != nullptr);
         const Tokenizer& tok = *m->tokenizer();
-        CHECK(c.n_layer == 4);
+        CHECK(c.n_layer == 8);  // deep enough for the paper's layer-wise picture (TRAINING.md)
         CHECK(c.n_embd == 128);
         CHECK(c.n_vocab == tok.vocab_size());
-        CHECK(c.n_params() < 1'250'000);  // < 5 MB of F32 (committed to git)
+        CHECK(c.n_params() < 1'500'000);  // < 6 MB of F32 (committed to git)
         if (std::string(name) == "tiny-llada") {
             CHECK(c.family == Family::LLaDA);
             CHECK(c.n_kv_head == c.n_head);
