@@ -63,6 +63,12 @@ public:
     // stored weight a panel at a time (its memory stays the checkpoint's).
     static bool supports(ElemType t);
 
+    // True where oneDNN's f32 matmul on this CPU is its generic jit sgemm (AVX2 CPUs), whose rounding of a row
+    // depends on how many rows the product has: every product of a small weight then runs on small_gemm, whatever its
+    // row count, so that a row comes out the same alone, in a lock-step batch or in a padded primitive. False with
+    // oneDNN's brgemm (AVX-512 CPUs), whose rows do not depend on the row count (tests/unit/test_packed_gemm.cpp).
+    static bool small_gemm_for_all_rows();
+
     // Packs w: [m, k] (any row stride) into a new buffer, one slice per pool task. Returns nullptr and sets *error
     // (one line) when the provider refuses it (unsupported type, out of memory).
     std::shared_ptr<const PackedWeight> pack(ConstMat w, ThreadPool& pool, std::string* error) const;

@@ -208,6 +208,22 @@ bool PackedGemm::supports(ElemType t) {
     return bf16;
 }
 
+bool PackedGemm::small_gemm_for_all_rows() {
+    static const bool generic = [] {
+        try {
+            one_omp_thread();
+            const dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+            const memory::desc xd({64, 128}, dt::f32, tag::ab), wd({128, 128}, dt::f32, tag::any),
+                yd({64, 128}, dt::f32, tag::ab);
+            const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(xd, wd, yd), user_scratchpad(), eng);
+            return std::strncmp(pd.impl_info_str(), "brg", 3) != 0;  // "gemm:jit" on AVX2, "brg:avx512_core" above
+        } catch (const dnnl::error&) {
+            return false;
+        }
+    }();
+    return generic;
+}
+
 std::shared_ptr<const PackedWeight> PackedGemm::pack(ConstMat w, ThreadPool& pool, std::string* error) const {
     auto fail = [&](const std::string& why) -> std::shared_ptr<const PackedWeight> {
         if (error) *error = why;
@@ -305,7 +321,7 @@ void PackedGemm::matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, T
         widen_row(bias.data, bias.type, I.bias.data(), m);
         b = I.bias.data();
     }
-    if (n <= kSmallGemmMaxRows && !W.small.empty()) {
+    if ((n <= kSmallGemmMaxRows || small_gemm_for_all_rows()) && !W.small.empty()) {
         // Split by output columns (whole vectors or panels, so every output is computed as on one thread) when the
         // product pays for a hand-out: its flops (kPackedParallelFlops), or, with a few rows, the weight it streams
         // (kSmallSplitWeightBytes).

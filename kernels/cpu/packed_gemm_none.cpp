@@ -21,6 +21,7 @@ PackedGemm::PackedGemm(int) {}
 PackedGemm::~PackedGemm() = default;
 std::string PackedGemm::provider() { return ""; }
 bool        PackedGemm::supports(ElemType) { return false; }
+bool        PackedGemm::small_gemm_for_all_rows() { return false; }
 
 std::shared_ptr<const PackedWeight> PackedGemm::pack(ConstMat, ThreadPool&, std::string* error) const {
     if (error) *error = "no GEMM provider in this build (libdnnl-dev was not found at configure time)";

@@ -316,3 +316,40 @@ int main(int argc, char** argv) {
                                                     : std::string("no GEMM provider in this build (libdnnl-dev)");
     }}});
 }
+
+TEST_CASE("where oneDNN's rounding depends on the row count, a row's output does not", "[packed][small][batch]") {
+    // A lock-step batch stacks the rows of several sequences into one product, and a product's primitive may run
+    // padded rows, so a row decodes the same alone and in a batch only if its output does not depend on the product's
+    // row count. oneDNN's generic jit sgemm (its f32 matmul on AVX2 CPUs) rounds a row differently at different row
+    // counts (here: 31 or 32 rows of [128, 128], 9 or more of [374, 128]); PackedGemm then runs every product of a
+    // small weight on small_gemm (small_gemm_for_all_rows), and every row of an n-row product must equal, bit for bit,
+    // the same row run alone. With oneDNN's brgemm (AVX-512) products of more than 8 rows stay on oneDNN.
+    if (!PackedGemm::small_gemm_for_all_rows()) {
+        WARN("oneDNN's f32 matmul on this CPU is its brgemm: products of more than 8 rows run on it");
+        return;
+    }
+    const int  threads = GENERATE(1, 2);
+    const Case c       = GENERATE(Case{0, 128, 128}, Case{0, 256, 128}, Case{0, 128, 256}, Case{0, 374, 128},
+                                  Case{0, 688, 256}, Case{0, 40, 100});
+    INFO("threads " << threads << ", m " << c.m << ", k " << c.k);
+    ThreadPool         pool(threads);
+    PackedGemm         gemm(threads);
+    std::vector<float> wv = normals(size_t(c.m * c.k), 26, 0.05f), bias = normals(size_t(c.m), 27, 0.1f);
+    std::string        err;
+    const auto         pw = gemm.pack(ConstMat{wv.data(), ElemType::F32, c.m, c.k, c.k}, pool, &err);
+    REQUIRE(pw);
+    const ConstMat           b{bias.data(), ElemType::F32, 1, c.m, c.m};
+    constexpr int64_t        kMaxRows = 200;
+    const std::vector<float> xv       = normals(size_t(kMaxRows * c.k), 28, 1.0f);
+    std::vector<float>       alone(size_t(kMaxRows * c.m));
+    for (int64_t r = 0; r < kMaxRows; ++r)
+        gemm.matmul(CMatF{xv.data() + r * c.k, 1, c.k, c.k}, *pw, b, MatF{alone.data() + r * c.m, 1, c.m, c.m}, pool);
+    for (int64_t n : {2, 7, 8, 9, 16, 17, 31, 32, 33, 64, 100, 200}) {
+        std::vector<float> got(size_t(n * c.m));
+        gemm.matmul(CMatF{xv.data(), n, c.k, c.k}, *pw, b, MatF{got.data(), n, c.m, c.m}, pool);
+        int differ = 0;
+        for (size_t i = 0; i < got.size(); ++i) differ += got[i] != alone[i];
+        CAPTURE(n);
+        CHECK(differ == 0);
+    }
+}
