@@ -13,8 +13,6 @@
 
 namespace dyllm::cpu {
 
-using simd::V16;
-
 KMajorWeight make_kmajor(ConstMat w) {
     KMajorWeight out;
     out.m        = w.rows;
@@ -48,17 +46,18 @@ KMajorWeight kmajor_slice(const KMajorWeight& w, int64_t o0, int64_t o1) {
 
 namespace {
 
-// R rows of x against NV vectors of 16 outputs starting at o0; vector v's weights start at wp[v] (row stride ld, so
+// R rows of x against NV vectors of L outputs starting at o0; vector v's weights start at wp[v] (row stride ld, so
 // a tile may span panels): R x NV accumulators over all k in registers, each weight vector loaded once per c and used
-// by every row. Each output is one chain of fused multiply-adds over c in order, whatever R and NV.
-template <int R, int NV>
+// by every row. Each output is one chain of fused multiply-adds over c in order, whatever R, NV and L.
+template <int L, int R, int NV>
 DYLLM_ALWAYS_INLINE void tile(const float* const* xr, const float* const* wp, int64_t ld, int64_t k, int64_t o0,
                               const float* bias, int64_t m, float* const* yr) {
-    V16 acc[R][NV] = {};
+    using V      = typename simd::Lanes<L>::F;
+    V acc[R][NV] = {};
     for (int64_t c = 0; c < k; ++c) {
-        V16 wv[NV];
+        V wv[NV];
 #pragma GCC unroll 8
-        for (int v = 0; v < NV; ++v) wv[v] = simd::load16(wp[v] + c * ld);
+        for (int v = 0; v < NV; ++v) wv[v] = simd::load<L>(wp[v] + c * ld);
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
             const float xv = xr[r][c];
@@ -66,11 +65,11 @@ DYLLM_ALWAYS_INLINE void tile(const float* const* xr, const float* const* wp, in
             for (int v = 0; v < NV; ++v) acc[r][v] += xv * wv[v];
         }
     }
-    const int64_t n_out = std::min<int64_t>(16 * NV, m - o0);
+    const int64_t n_out = std::min<int64_t>(L * NV, m - o0);
     for (int r = 0; r < R; ++r) {
-        float buf[16 * NV];
+        float buf[L * NV];
 #pragma GCC unroll 8
-        for (int v = 0; v < NV; ++v) simd::store16(buf + 16 * v, acc[r][v]);
+        for (int v = 0; v < NV; ++v) simd::store<L>(buf + L * v, acc[r][v]);
         float* y = yr[r] + o0;
         if (bias)
             for (int64_t o = 0; o < n_out; ++o) y[o] = buf[o] + bias[o0 + o];
@@ -79,29 +78,50 @@ DYLLM_ALWAYS_INLINE void tile(const float* const* xr, const float* const* wp, in
     }
 }
 
-// Outputs [o0, o1) (o0 a multiple of 16) in tiles of NV vectors, then smaller tiles down to one vector.
-template <int R, int NV>
+// Outputs [o0, o1) (o0 a multiple of L) in tiles of NV vectors of L outputs.
+template <int L, int R, int NV>
 DYLLM_ALWAYS_INLINE int64_t tiles(const float* const* xr, const KMajorWeight& w, const float* bias,
                                   float* const* yr, int64_t o0, int64_t o1) {
-    for (; o0 + 16 * (NV - 1) < o1; o0 += 16 * NV) {  // the last vector may run into the panel's padding
+    for (; o0 + L * (NV - 1) < o1; o0 += L * NV) {  // the last vector may run into the panel's padding
         const float* wp[NV];
-        for (int v = 0; v < NV; ++v) wp[v] = w.column(o0 + 16 * v);
-        tile<R, NV>(xr, wp, w.panel, w.k, o0, bias, w.m, yr);
+        for (int v = 0; v < NV; ++v) wp[v] = w.column(o0 + L * v);
+        tile<L, R, NV>(xr, wp, w.panel, w.k, o0, bias, w.m, yr);
     }
     return o0;
 }
 
-template <int R>
+// About 8-12 independent accumulators keep the FMA units busy (4 cycles each, two issued per cycle) while the tile
+// still fits the register file: few rows take more output vectors per tile. Vectors of L = 16 lanes (one zmm) on
+// AVX-512; of 8 (one ymm) elsewhere: 16-lane values on AVX2 are register pairs, and an 8-row tile of them (32 ymm)
+// spilled: the product ran at 1.6 GFLOP/s on an AVX2 EPYC, against 76 for oneDNN's sgemm. On a weight in L2 (Emerald
+// Rapids, 1 thread) 1-4 rows ran 15-45% faster than with 2-vector tiles (1 x 128 x 344: 3.7 -> 2.5 us; 4 x 688 x
+// 128: 9.7 -> 7.2 us). Vectors of L outputs never straddle a panel (panels are whole multiples of 16).
+template <int L, int R>
+constexpr int kTileVectors = L == 16 ? (R == 1 ? 8 : R <= 4 ? 4 : 2)
+                                     : (R == 1 ? 8 : R == 2 ? 6 : R == 3 ? 4 : R == 4 ? 3 : R <= 6 ? 2 : 1);
+
+template <int L, int R>
 DYLLM_ALWAYS_INLINE void rows(const float* const* xr, const KMajorWeight& w, const float* bias, float* const* yr) {
-    // A fused multiply-add takes 4 cycles and two issue each cycle, so about 8 independent accumulators keep the FMA
-    // units busy: few rows take more output vectors per tile (16-output vectors never straddle a panel: panels are
-    // whole multiples of 16). On a weight in L2 (Emerald Rapids, 1 thread) 1-4 rows ran 15-45% faster than with
-    // 2-vector tiles (1 x 128 x 344: 3.7 -> 2.5 us; 4 x 688 x 128: 9.7 -> 7.2 us).
-    constexpr int NV = R == 1 ? 8 : R <= 4 ? 4 : 2;
-    int64_t       o0 = tiles<R, NV>(xr, w, bias, yr, 0, w.m);
-    if constexpr (NV > 4) o0 = tiles<R, 4>(xr, w, bias, yr, o0, w.m);
-    if constexpr (NV > 2) o0 = tiles<R, 2>(xr, w, bias, yr, o0, w.m);
-    tiles<R, 1>(xr, w, bias, yr, o0, w.m);
+    constexpr int NV = kTileVectors<L, R>;
+    int64_t       o0 = tiles<L, R, NV>(xr, w, bias, yr, 0, w.m);
+    if constexpr (NV > 4) o0 = tiles<L, R, 4>(xr, w, bias, yr, o0, w.m);
+    if constexpr (NV > 2) o0 = tiles<L, R, 2>(xr, w, bias, yr, o0, w.m);
+    if constexpr (NV > 1) o0 = tiles<L, R, 1>(xr, w, bias, yr, o0, w.m);
+}
+
+template <int L>
+DYLLM_ALWAYS_INLINE void row_tile(int nr, const float* const* xr, const KMajorWeight& w, const float* bias,
+                                  float* const* yr) {
+    switch (nr) {
+        case 1: rows<L, 1>(xr, w, bias, yr); break;
+        case 2: rows<L, 2>(xr, w, bias, yr); break;
+        case 3: rows<L, 3>(xr, w, bias, yr); break;
+        case 4: rows<L, 4>(xr, w, bias, yr); break;
+        case 5: rows<L, 5>(xr, w, bias, yr); break;
+        case 6: rows<L, 6>(xr, w, bias, yr); break;
+        case 7: rows<L, 7>(xr, w, bias, yr); break;
+        default: rows<L, 8>(xr, w, bias, yr); break;
+    }
 }
 
 }  // namespace
@@ -117,6 +137,7 @@ DYLLM_CPU_CLONES void small_gemm(CMatF x, const KMajorWeight& w, const float* bi
         for (int64_t r = 0; r < n; ++r)
             for (int64_t c = 0; c < w.k; ++c) rounded[size_t(r * w.k + c)] = round_to_bf16(x.row(r)[c]);
     }
+    static const bool wide = __builtin_cpu_supports("avx512f");  // 16-lane vectors are one register (kTileVectors)
     // Tiles of 8 rows, then the remainder; each tile reads the whole (cache-resident) weight once.
     for (int64_t r0 = 0; r0 < n; r0 += 8) {
         const int    nr = int(std::min<int64_t>(8, n - r0));
@@ -126,16 +147,10 @@ DYLLM_CPU_CLONES void small_gemm(CMatF x, const KMajorWeight& w, const float* bi
             xr[r] = w.type == ElemType::BF16 ? rounded.data() + (r0 + r) * w.k : x.row(r0 + r);
             yr[r] = y.row(r0 + r);
         }
-        switch (nr) {
-            case 1: rows<1>(xr, w, bias, yr); break;
-            case 2: rows<2>(xr, w, bias, yr); break;
-            case 3: rows<3>(xr, w, bias, yr); break;
-            case 4: rows<4>(xr, w, bias, yr); break;
-            case 5: rows<5>(xr, w, bias, yr); break;
-            case 6: rows<6>(xr, w, bias, yr); break;
-            case 7: rows<7>(xr, w, bias, yr); break;
-            default: rows<8>(xr, w, bias, yr); break;
-        }
+        if (wide)
+            row_tile<16>(nr, xr, w, bias, yr);
+        else
+            row_tile<8>(nr, xr, w, bias, yr);
     }
 }
 
