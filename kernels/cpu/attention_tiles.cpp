@@ -133,7 +133,8 @@ DYLLM_ALWAYS_INLINE void transpose16(V16* x) {
 // softmax_block with query vectors of W lanes (ldq = score_ld(n), a multiple of W).
 template <int W>
 DYLLM_ALWAYS_INLINE void softmax_lanes(CMatF q, const int32_t* rows, int n, int h, CMatF k, int64_t k0, int64_t k1,
-                                       AttnDims dims, float* p, int64_t ld_p, float* l, float* qt, float* m_out) {
+                                       AttnDims dims, float* p, int64_t ld_p, float* l, float* qt, float* m_out,
+                                       bool wide) {
     using VW             = typename simd::Lanes<W>::F;
     const int     D      = dims.head_dim;
     const int64_t kv_off = int64_t(h / (dims.n_head / dims.n_kv_head)) * D;
@@ -168,6 +169,11 @@ DYLLM_ALWAYS_INLINE void softmax_lanes(CMatF q, const int32_t* rows, int n, int 
             const float* qc = qt + r0;
             float*       pc = p + r0;
             float*       mc = l + r0;
+            if (!wide) {  // 8-lane query vectors, 8 keys x 1 vector (8 ymm) per tile: see softmax_block
+                for (int64_t v0 = 0; v0 < std::min<int64_t>(64, ldq - r0); v0 += 8)
+                    score_keys<8, 1, 8>(qc + v0, ldq, kr0, k.ld, nk, D, scale, pc + v0, ld_p, mc + v0);
+                continue;
+            }
             switch (std::min<int64_t>(4, (ldq - r0) / 16)) {
                 case 1: score_keys<16, 1, 8>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p, mc); break;
                 case 2: score_keys<16, 2, 8>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p, mc); break;
@@ -211,7 +217,7 @@ DYLLM_ALWAYS_INLINE void softmax_lanes(CMatF q, const int32_t* rows, int n, int 
 // Each score is the same chain over c = 0..D-1 from zero, then scaled; the sums keep the former kernel's order (lane t
 // of part is its partial sum t: keys t, t + 16, ... in order; then lanes 0..15 in order; then the remaining keys with
 // expf), so the results are bit for bit those of the query-lane kernel.
-template <int NR>
+template <int NR, int G>
 DYLLM_ALWAYS_INLINE void softmax_keys_lanes(CMatF q, const int32_t* rows, int h, CMatF k, int64_t k0, int64_t k1,
                                             AttnDims dims, float* p, int64_t ld_p, float* l, float* scratch,
                                             float* m_out) {
@@ -232,9 +238,9 @@ DYLLM_ALWAYS_INLINE void softmax_keys_lanes(CMatF q, const int32_t* rows, int h,
     }
     const float* qr[NR];
     for (int r = 0; r < NR; ++r) qr[r] = q.row(rows[r]) + int64_t(h) * D;
-    // Scores, four key vectors per pass so the FMA chains overlap.
-    constexpr int G  = 4;
-    int64_t       jb = 0;
+    // Scores, G key vectors per pass so the FMA chains overlap (G = 4 on AVX-512; 1 where 16-lane values are ymm
+    // pairs, whose NR x 4 tile would spill).
+    int64_t jb = 0;
     for (; jb + 16 * G <= nkp; jb += 16 * G) {
         V16 acc[NR][G] = {};
         for (int c = 0; c < D; ++c) {
@@ -287,41 +293,55 @@ DYLLM_CPU_CLONES void softmax_block(CMatF q, const int32_t* rows, int n, int h, 
     // A block of a few rows (a DyLLM step's salient rows) must not pay for 16 query lanes with 1-3 real rows in every
     // score FMA and every exp: up to 4 rows put 16 keys in a vector instead, up to 8 run on 8-lane query vectors (and
     // up to 4 on 4-lane ones when head_dim is not a multiple of 16, which the key transpose needs).
+    // The tiles are sized for AVX-512's 32 zmm registers; elsewhere a 16-lane value is two ymm (or four xmm), the big
+    // tiles spill and GCC builds each scalar x 16-lane product through the stack (AVX2 EPYC, tiny-llada 4-shot
+    // prompts: 87% of a decode in these kernels), so smaller tiles of 8-lane vectors run there. Each score and sum
+    // keeps its order (lanes are independent): the results are the same bits either way.
+    static const bool wide = __builtin_cpu_supports("avx512f");
     if (n <= kAttnFewRows && dims.head_dim % 16 == 0) {
+        if (wide) {
+            switch (n) {
+                case 1: softmax_keys_lanes<1, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
+                case 2: softmax_keys_lanes<2, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
+                case 3: softmax_keys_lanes<3, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
+                default: softmax_keys_lanes<4, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
+            }
+        }
         switch (n) {
-            case 1: softmax_keys_lanes<1>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
-            case 2: softmax_keys_lanes<2>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
-            case 3: softmax_keys_lanes<3>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
-            default: softmax_keys_lanes<4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
+            case 1: softmax_keys_lanes<1, 2>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
+            case 2: softmax_keys_lanes<2, 1>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
+            case 3: softmax_keys_lanes<3, 1>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
+            default: softmax_keys_lanes<4, 1>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
         }
     }
     if (n <= 4)
-        softmax_lanes<4>(q, rows, n, h, k, k0, k1, dims, p, ld_p, l, qt, m_out);
+        softmax_lanes<4>(q, rows, n, h, k, k0, k1, dims, p, ld_p, l, qt, m_out, wide);
     else if (n <= 8)
-        softmax_lanes<8>(q, rows, n, h, k, k0, k1, dims, p, ld_p, l, qt, m_out);
+        softmax_lanes<8>(q, rows, n, h, k, k0, k1, dims, p, ld_p, l, qt, m_out, wide);
     else
-        softmax_lanes<16>(q, rows, n, h, k, k0, k1, dims, p, ld_p, l, qt, m_out);
+        softmax_lanes<16>(q, rows, n, h, k, k0, k1, dims, p, ld_p, l, qt, m_out, wide);
 }
 
 namespace {
 
 // NR query rows x NC vectors of 16 output columns, accumulated over terms [t0, t1) in registers: starting from zero
 // (first) or from what acc holds (a later chunk of terms: the same sums, in the same order, as one pass).
-template <int NR, int NC>
+template <int L, int NR, int NC>
 DYLLM_ALWAYS_INLINE void pv_tile(const float* p, int64_t ld_p, const int32_t* cols, int64_t col_base, int64_t t0,
                                  int64_t t1, bool first, const float* src0, int64_t src_ld, float* acc, int D) {
-    V16 a[NR][NC];
+    using V = typename simd::Lanes<L>::F;
+    V a[NR][NC];
 #pragma GCC unroll 8
     for (int r = 0; r < NR; ++r)
 #pragma GCC unroll 4
-        for (int c = 0; c < NC; ++c) a[r][c] = first ? V16{} : simd::load16(acc + r * D + 16 * c);
+        for (int c = 0; c < NC; ++c) a[r][c] = first ? V{} : simd::load<L>(acc + r * D + L * c);
     for (int64_t t = t0; t < t1; ++t) {
         const int64_t j  = cols ? cols[t] - col_base : t;
         const float*  pj = p + j * ld_p;
         const float*  vr = src0 + t * src_ld;
-        V16           v[NC];
+        V             v[NC];
 #pragma GCC unroll 4
-        for (int c = 0; c < NC; ++c) v[c] = simd::load16(vr + 16 * c);
+        for (int c = 0; c < NC; ++c) v[c] = simd::load<L>(vr + L * c);
 #pragma GCC unroll 8
         for (int r = 0; r < NR; ++r) {
             const float w = pj[r];
@@ -332,19 +352,25 @@ DYLLM_ALWAYS_INLINE void pv_tile(const float* p, int64_t ld_p, const int32_t* co
 #pragma GCC unroll 8
     for (int r = 0; r < NR; ++r)
 #pragma GCC unroll 4
-        for (int c = 0; c < NC; ++c) simd::store16(acc + r * D + 16 * c, a[r][c]);
+        for (int c = 0; c < NC; ++c) simd::store<L>(acc + r * D + L * c, a[r][c]);
 }
 
-template <int NC>
+// Rows of the block against L * NC output columns: 8-row tiles where they fit the registers (16-lane values on
+// AVX-512: 8 x NC zmm), else 2-row tiles of 8-lane vectors (softmax_block says why), then 4 and 1 row.
+template <int L, int NC>
 DYLLM_ALWAYS_INLINE void pv_rows(const float* p, int64_t ld_p, int n, const int32_t* cols, int64_t col_base,
                                  int64_t t0, int64_t t1, const float* src0, int64_t src_ld, float* acc, int D) {
     const bool first = t0 == 0;
     int        r     = 0;
-    for (; r + 8 <= n; r += 8)
-        pv_tile<8, NC>(p + r, ld_p, cols, col_base, t0, t1, first, src0, src_ld, acc + r * D, D);
+    if constexpr (L == 16)
+        for (; r + 8 <= n; r += 8)
+            pv_tile<L, 8, NC>(p + r, ld_p, cols, col_base, t0, t1, first, src0, src_ld, acc + r * D, D);
+    else
+        for (; r + 2 <= n; r += 2)
+            pv_tile<L, 2, NC>(p + r, ld_p, cols, col_base, t0, t1, first, src0, src_ld, acc + r * D, D);
     for (; r + 4 <= n; r += 4)
-        pv_tile<4, NC>(p + r, ld_p, cols, col_base, t0, t1, first, src0, src_ld, acc + r * D, D);
-    for (; r < n; ++r) pv_tile<1, NC>(p + r, ld_p, cols, col_base, t0, t1, first, src0, src_ld, acc + r * D, D);
+        pv_tile<L, 4, NC>(p + r, ld_p, cols, col_base, t0, t1, first, src0, src_ld, acc + r * D, D);
+    for (; r < n; ++r) pv_tile<L, 1, NC>(p + r, ld_p, cols, col_base, t0, t1, first, src0, src_ld, acc + r * D, D);
 }
 
 }  // namespace
@@ -354,15 +380,21 @@ DYLLM_CPU_CLONES void pv_block(const float* p, int64_t ld_p, int n, int64_t n_te
     // 8 query rows x 32 columns of accumulators per pass (16 vectors), then 16-column and leftover passes. The terms
     // go in chunks whose src rows (about 16 KiB) stay in L1 while every row group reads them; each output is still
     // summed over the terms in order, whatever the blocking.
-    const float*  src0  = src.row(row0) + kv_off;
-    const int64_t chunk = std::max<int64_t>(16, 16384 / (int64_t(D) * 4));
+    static const bool wide  = __builtin_cpu_supports("avx512f");  // register file: see pv_rows, softmax_block
+    const float*      src0  = src.row(row0) + kv_off;
+    const int64_t     chunk = std::max<int64_t>(16, 16384 / (int64_t(D) * 4));
     for (int64_t t0 = 0; t0 < n_terms; t0 += chunk) {
         const int64_t t1 = std::min(n_terms, t0 + chunk);
         int           c0 = 0;
-        for (; c0 + 32 <= D; c0 += 32)
-            pv_rows<2>(p, ld_p, n, cols, col_base, t0, t1, src0 + c0, src.ld, acc + c0, D);
+        if (wide) {
+            for (; c0 + 32 <= D; c0 += 32)
+                pv_rows<16, 2>(p, ld_p, n, cols, col_base, t0, t1, src0 + c0, src.ld, acc + c0, D);
+        } else {
+            for (; c0 + 32 <= D; c0 += 32)
+                pv_rows<8, 4>(p, ld_p, n, cols, col_base, t0, t1, src0 + c0, src.ld, acc + c0, D);
+        }
         for (; c0 + 16 <= D; c0 += 16)
-            pv_rows<1>(p, ld_p, n, cols, col_base, t0, t1, src0 + c0, src.ld, acc + c0, D);
+            pv_rows<16, 1>(p, ld_p, n, cols, col_base, t0, t1, src0 + c0, src.ld, acc + c0, D);
     }
     if (n_terms == 0)  // no term: zero outputs, as the unchunked loop left them
         for (int r = 0; r < n; ++r)
