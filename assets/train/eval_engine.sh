@@ -16,7 +16,7 @@ for f in llada dream; do
   M=$(echo "$PATTERN" | sed "s/%f/$f/g")
   out=$W/engine_eval_$f.jsonl
   : > $out
-  E="$EXE eval -m $M --tasks-dir $TASKS --task all --limit 50 --shots 4 --json"
+  E="$EXE eval -m $M --tasks-dir $TASKS --task all --limit 50 --shots 4 --json -t 1"
   $E --method original >> $out
   for tau in 0.95 0.98 0.99 0.995 0.999; do
     $E --method dyllm --tau $tau >> $out

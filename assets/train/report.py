@@ -115,8 +115,8 @@ def engine_section(fam, work):
             key += " (incremental update: the studio's default)"
         runs.setdefault(key, []).append(r)
     out = ["", "Held-out accuracy measured by the C++ engine (`dyllm eval --task all --limit 50 --shots 4`, greedy, "
-           "n_u = 1, gen 64, block 32; all held-out addition operand pairs are unseen in training; tokens/s on this "
-           "2-core CPU, all threads):", "",
+           "n_u = 1, gen 64, block 32; all held-out addition operand pairs are unseen in training; tokens/s at `-t 1` "
+           "on the 2-core CPU of the run, session 13: AMD EPYC, AVX2):", "",
            "| method | add | sort | word | rev | **all** | tokens/s |", "|---|--:|--:|--:|--:|--:|--:|"]
     for key, rs in runs.items():
         by = {r["task"]: r for r in rs}
