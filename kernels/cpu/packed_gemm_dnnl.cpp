@@ -188,38 +188,36 @@ std::string PackedGemm::provider() {
     return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
 }
 
+namespace {
+
+// The implementation oneDNN picks on this CPU for a [64, 128] x [128, 128] matmul of type t ("gemm:jit",
+// "brg:avx512_core", ...), or "" when it has none.
+std::string matmul_impl(dt t) {
+    try {
+        one_omp_thread();
+        const dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+        const memory::desc xd({64, 128}, t, tag::ab), wd({128, 128}, t, tag::any), yd({64, 128}, dt::f32, tag::ab);
+        return dnnl::matmul::primitive_desc(dnnl::matmul::desc(xd, wd, yd), user_scratchpad(), eng).impl_info_str();
+    } catch (const dnnl::error&) {
+        return "";
+    }
+}
+
+}  // namespace
+
 bool PackedGemm::supports(ElemType t) {
     if (t == ElemType::F32) return true;
     if (t != ElemType::BF16) return false;
     // oneDNN 2.6 builds bf16 matmuls on AVX-512 CPUs only (emulated on avx512_core, native with avx512_bf16); an AVX2
     // CPU (AMD Zen 2/3, most laptops) has none. Asked once: the answer is the CPU's.
-    static const bool bf16 = [] {
-        try {
-            one_omp_thread();
-            const dnnl::engine eng(dnnl::engine::kind::cpu, 0);
-            const memory::desc xd({16, 64}, dt::bf16, tag::ab), wd({64, 64}, dt::bf16, tag::any),
-                yd({16, 64}, dt::f32, tag::ab);
-            dnnl::matmul::primitive_desc(dnnl::matmul::desc(xd, wd, yd), user_scratchpad(), eng);
-            return true;
-        } catch (const dnnl::error&) {
-            return false;
-        }
-    }();
+    static const bool bf16 = !matmul_impl(dt::bf16).empty();
     return bf16;
 }
 
 bool PackedGemm::small_gemm_for_all_rows() {
-    static const bool generic = [] {
-        try {
-            one_omp_thread();
-            const dnnl::engine eng(dnnl::engine::kind::cpu, 0);
-            const memory::desc xd({64, 128}, dt::f32, tag::ab), wd({128, 128}, dt::f32, tag::any),
-                yd({64, 128}, dt::f32, tag::ab);
-            const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(xd, wd, yd), user_scratchpad(), eng);
-            return std::strncmp(pd.impl_info_str(), "brg", 3) != 0;  // "gemm:jit" on AVX2, "brg:avx512_core" above
-        } catch (const dnnl::error&) {
-            return false;
-        }
+    static const bool generic = [] {  // "gemm:jit" on AVX2, "brg:avx512_core" above
+        const std::string impl = matmul_impl(dt::f32);
+        return !impl.empty() && impl.rfind("brg", 0) != 0;
     }();
     return generic;
 }
