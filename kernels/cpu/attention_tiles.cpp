@@ -130,12 +130,42 @@ DYLLM_ALWAYS_INLINE void transpose16(V16* x) {
     }
 }
 
+// Per vector of E query rows of a keys x queries score block (row maxima in l): exp and sum, the sums into l. The sum
+// keeps the former kernel's order exactly: 16 partial sums (key j into partial j % 16) over the whole 16-key groups,
+// added in order, then the remaining keys one by one with expf. Lanes are independent: the same bits at any E.
+template <int E>
+DYLLM_ALWAYS_INLINE void exp_sums(float* p, int64_t ld_p, int n, int64_t nk, int64_t ldq, float* l, float* m_out) {
+    using VE           = typename simd::Lanes<E>::F;
+    const int64_t nk16 = nk / 16 * 16;
+    for (int64_t r0 = 0; r0 < ldq; r0 += E) {
+        const VE mv       = simd::load<E>(l + r0);
+        VE       part[16] = {};
+        for (int64_t jb = 0; jb < nk16; jb += 16) {
+#pragma GCC unroll 16
+            for (int t = 0; t < 16; ++t) {
+                float*   pj = p + (jb + t) * ld_p + r0;
+                const VE e  = simd::exp_nonpos_n<E>(simd::load<E>(pj) - mv);
+                simd::store<E>(pj, e);
+                part[t] += e;
+            }
+        }
+        VE sum = {};
+        for (int t = 0; t < 16; ++t) sum += part[t];
+        simd::store<E>(l + r0, sum);
+        if (m_out) simd::store<E>(m_out + r0, mv);
+        const int64_t rn = std::min<int64_t>(E, n - r0);
+        for (int64_t j = nk16; j < nk; ++j) {
+            float* pj = p + j * ld_p + r0;
+            for (int64_t r = 0; r < rn; ++r) l[r0 + r] += (pj[r] = expf(pj[r] - mv[r]));
+        }
+    }
+}
+
 // softmax_block with query vectors of W lanes (ldq = score_ld(n), a multiple of W).
 template <int W>
 DYLLM_ALWAYS_INLINE void softmax_lanes(CMatF q, const int32_t* rows, int n, int h, CMatF k, int64_t k0, int64_t k1,
                                        AttnDims dims, float* p, int64_t ld_p, float* l, float* qt, float* m_out,
                                        bool wide) {
-    using VW             = typename simd::Lanes<W>::F;
     const int     D      = dims.head_dim;
     const int64_t kv_off = int64_t(h / (dims.n_head / dims.n_kv_head)) * D;
     const float   scale  = 1.0f / std::sqrt(float(D));
@@ -169,9 +199,9 @@ DYLLM_ALWAYS_INLINE void softmax_lanes(CMatF q, const int32_t* rows, int n, int 
             const float* qc = qt + r0;
             float*       pc = p + r0;
             float*       mc = l + r0;
-            if (!wide) {  // 8-lane query vectors, 8 keys x 1 vector (8 ymm) per tile: see softmax_block
-                for (int64_t v0 = 0; v0 < std::min<int64_t>(64, ldq - r0); v0 += 8)
-                    score_keys<8, 1, 8>(qc + v0, ldq, kr0, k.ld, nk, D, scale, pc + v0, ld_p, mc + v0);
+            if (!wide) {  // 8-lane query vectors, 6 keys x 2 vectors (12 ymm) per tile: see softmax_block
+                for (int64_t v0 = 0; v0 < std::min<int64_t>(64, ldq - r0); v0 += 16)
+                    score_keys<8, 2, 6>(qc + v0, ldq, kr0, k.ld, nk, D, scale, pc + v0, ld_p, mc + v0);
                 continue;
             }
             switch (std::min<int64_t>(4, (ldq - r0) / 16)) {
@@ -184,32 +214,10 @@ DYLLM_ALWAYS_INLINE void softmax_lanes(CMatF q, const int32_t* rows, int n, int 
     } else {
         score_keys<W, 1, 8>(qt, ldq, kr0, k.ld, nk, D, scale, p, ld_p, l);  // ldq == W: one vector of rows
     }
-    // Per vector of W query rows: exp and sum. The sum keeps the former kernel's order
-    // exactly: 16 partial sums (key j into partial j % 16) over the whole 16-key groups, added in order, then the
-    // remaining keys one by one with expf.
-    const int64_t nk16 = nk / 16 * 16;
-    for (int64_t r0 = 0; r0 < ldq; r0 += W) {
-        const VW mv       = simd::load<W>(l + r0);
-        VW       part[16] = {};
-        for (int64_t jb = 0; jb < nk16; jb += 16) {
-#pragma GCC unroll 16
-            for (int t = 0; t < 16; ++t) {
-                float*   pj = p + (jb + t) * ld_p + r0;
-                const VW e  = simd::exp_nonpos_n<W>(simd::load<W>(pj) - mv);
-                simd::store<W>(pj, e);
-                part[t] += e;
-            }
-        }
-        VW sum = {};
-        for (int t = 0; t < 16; ++t) sum += part[t];
-        simd::store<W>(l + r0, sum);
-        if (m_out) simd::store<W>(m_out + r0, mv);
-        const int64_t rn = std::min<int64_t>(W, n - r0);
-        for (int64_t j = nk16; j < nk; ++j) {
-            float* pj = p + j * ld_p + r0;
-            for (int64_t r = 0; r < rn; ++r) l[r0 + r] += (pj[r] = expf(pj[r] - mv[r]));
-        }
-    }
+    // 16-lane vectors of rows on AVX2 take their exps 8 lanes at a time: 16 partial sums of 16 lanes are 32 ymm.
+    if constexpr (W == 16)
+        if (!wide) return exp_sums<8>(p, ld_p, n, nk, ldq, l, m_out);
+    exp_sums<W>(p, ld_p, n, nk, ldq, l, m_out);
 }
 
 // softmax_block for n <= kAttnFewRows rows, head_dim a multiple of 16: the keys are transposed once (kt[c * nkp + j],
@@ -238,8 +246,8 @@ DYLLM_ALWAYS_INLINE void softmax_keys_lanes(CMatF q, const int32_t* rows, int h,
     }
     const float* qr[NR];
     for (int r = 0; r < NR; ++r) qr[r] = q.row(rows[r]) + int64_t(h) * D;
-    // Scores, G key vectors per pass so the FMA chains overlap (G = 4 on AVX-512; 1 where 16-lane values are ymm
-    // pairs, whose NR x 4 tile would spill).
+    // Scores, G key vectors per pass so the FMA chains overlap (G = 4 on AVX-512; where 16-lane values are ymm pairs
+    // and an NR x 4 tile would spill, G = 2 for one row and 1 for more).
     int64_t jb = 0;
     for (; jb + 16 * G <= nkp; jb += 16 * G) {
         V16 acc[NR][G] = {};
@@ -297,7 +305,7 @@ DYLLM_CPU_CLONES void softmax_block(CMatF q, const int32_t* rows, int n, int h, 
     // tiles spill and GCC builds each scalar x 16-lane product through the stack (AVX2 EPYC, tiny-llada 4-shot
     // prompts: 87% of a decode in these kernels), so smaller tiles of 8-lane vectors run there. Each score and sum
     // keeps its order (lanes are independent): the results are the same bits either way.
-    static const bool wide = __builtin_cpu_supports("avx512f");
+    const bool wide = simd::wide_registers();
     if (n <= kAttnFewRows && dims.head_dim % 16 == 0) {
         if (wide) {
             switch (n) {
@@ -355,19 +363,15 @@ DYLLM_ALWAYS_INLINE void pv_tile(const float* p, int64_t ld_p, const int32_t* co
         for (int c = 0; c < NC; ++c) simd::store<L>(acc + r * D + L * c, a[r][c]);
 }
 
-// Rows of the block against L * NC output columns: 8-row tiles where they fit the registers (16-lane values on
-// AVX-512: 8 x NC zmm), else 2-row tiles of 8-lane vectors (softmax_block says why), then 4 and 1 row.
-template <int L, int NC>
+// Rows of the block against L * NC output columns: RT-row tiles (the register file's fill: 8 x 2 zmm on AVX-512,
+// 6 x 2 ymm on AVX2, see softmax_block), then 4 and 1 row.
+template <int L, int NC, int RT>
 DYLLM_ALWAYS_INLINE void pv_rows(const float* p, int64_t ld_p, int n, const int32_t* cols, int64_t col_base,
                                  int64_t t0, int64_t t1, const float* src0, int64_t src_ld, float* acc, int D) {
     const bool first = t0 == 0;
     int        r     = 0;
-    if constexpr (L == 16)
-        for (; r + 8 <= n; r += 8)
-            pv_tile<L, 8, NC>(p + r, ld_p, cols, col_base, t0, t1, first, src0, src_ld, acc + r * D, D);
-    else
-        for (; r + 2 <= n; r += 2)
-            pv_tile<L, 2, NC>(p + r, ld_p, cols, col_base, t0, t1, first, src0, src_ld, acc + r * D, D);
+    for (; r + RT <= n; r += RT)
+        pv_tile<L, RT, NC>(p + r, ld_p, cols, col_base, t0, t1, first, src0, src_ld, acc + r * D, D);
     for (; r + 4 <= n; r += 4)
         pv_tile<L, 4, NC>(p + r, ld_p, cols, col_base, t0, t1, first, src0, src_ld, acc + r * D, D);
     for (; r < n; ++r) pv_tile<L, 1, NC>(p + r, ld_p, cols, col_base, t0, t1, first, src0, src_ld, acc + r * D, D);
@@ -377,10 +381,11 @@ DYLLM_ALWAYS_INLINE void pv_rows(const float* p, int64_t ld_p, int n, const int3
 
 DYLLM_CPU_CLONES void pv_block(const float* p, int64_t ld_p, int n, int64_t n_terms, const int32_t* cols,
                                int64_t col_base, CMatF src, int64_t row0, int64_t kv_off, int D, float* acc) {
-    // 8 query rows x 32 columns of accumulators per pass (16 vectors), then 16-column and leftover passes. The terms
+    // 8 query rows x 32 columns of accumulators per pass (16 zmm; 6 rows x 16 columns, 12 ymm, on AVX2), then
+    // 16-column and leftover passes. The terms
     // go in chunks whose src rows (about 16 KiB) stay in L1 while every row group reads them; each output is still
     // summed over the terms in order, whatever the blocking.
-    static const bool wide  = __builtin_cpu_supports("avx512f");  // register file: see pv_rows, softmax_block
+    const bool        wide  = simd::wide_registers();  // register file: see pv_rows, softmax_block
     const float*      src0  = src.row(row0) + kv_off;
     const int64_t     chunk = std::max<int64_t>(16, 16384 / (int64_t(D) * 4));
     for (int64_t t0 = 0; t0 < n_terms; t0 += chunk) {
@@ -388,13 +393,13 @@ DYLLM_CPU_CLONES void pv_block(const float* p, int64_t ld_p, int n, int64_t n_te
         int           c0 = 0;
         if (wide) {
             for (; c0 + 32 <= D; c0 += 32)
-                pv_rows<16, 2>(p, ld_p, n, cols, col_base, t0, t1, src0 + c0, src.ld, acc + c0, D);
+                pv_rows<16, 2, 8>(p, ld_p, n, cols, col_base, t0, t1, src0 + c0, src.ld, acc + c0, D);
+            for (; c0 + 16 <= D; c0 += 16)
+                pv_rows<16, 1, 8>(p, ld_p, n, cols, col_base, t0, t1, src0 + c0, src.ld, acc + c0, D);
         } else {
-            for (; c0 + 32 <= D; c0 += 32)
-                pv_rows<8, 4>(p, ld_p, n, cols, col_base, t0, t1, src0 + c0, src.ld, acc + c0, D);
+            for (; c0 + 16 <= D; c0 += 16)
+                pv_rows<8, 2, 6>(p, ld_p, n, cols, col_base, t0, t1, src0 + c0, src.ld, acc + c0, D);
         }
-        for (; c0 + 16 <= D; c0 += 16)
-            pv_rows<16, 1>(p, ld_p, n, cols, col_base, t0, t1, src0 + c0, src.ld, acc + c0, D);
     }
     if (n_terms == 0)  // no term: zero outputs, as the unchunked loop left them
         for (int r = 0; r < n; ++r)

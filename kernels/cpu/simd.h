@@ -29,6 +29,18 @@ namespace dyllm::cpu::simd {
 
 constexpr int kLanes = 16;
 
+// Whether a 16-lane value is one register (AVX-512: 32 zmm). The register-blocked tiles (small_gemm, the attention
+// scores and P x V) are sized by it: elsewhere a 16-lane value is two ymm (or four xmm), the AVX-512 tiles spill, and
+// tiles of 8-lane vectors sized for 16 ymm run instead. Each tile keeps every output's order: the same bits either way.
+inline bool wide_registers() {
+#if defined(__x86_64__) && defined(__GNUC__)
+    static const bool wide = __builtin_cpu_supports("avx512f");
+    return wide;
+#else
+    return false;
+#endif
+}
+
 // N fp32 / int32 lanes as one value (N = 16: one zmm under AVX-512, two ymm under AVX2, four xmm otherwise; N = 4 or 8
 // for kernels whose vectors run over a few query rows); aligned(4) lets them load from and store to any float row.
 template <int N>

@@ -96,14 +96,23 @@ DYLLM_ALWAYS_INLINE int64_t tiles(const float* const* xr, const KMajorWeight& w,
 // spilled: the product ran at 1.6 GFLOP/s on an AVX2 EPYC, against 76 for oneDNN's sgemm. On a weight in L2 (Emerald
 // Rapids, 1 thread) 1-4 rows ran 15-45% faster than with 2-vector tiles (1 x 128 x 344: 3.7 -> 2.5 us; 4 x 688 x
 // 128: 9.7 -> 7.2 us). Vectors of L outputs never straddle a panel (panels are whole multiples of 16).
+// Without AVX-512: tiles of 6 rows x 2 vectors of 8 outputs (12 accumulators, 2 weight vectors and a broadcast in 16
+// ymm registers; the 16 outputs' weights are one cache line per c), in blocks of 48 rows (narrow_rows). An AVX2 EPYC,
+// 1 thread, tiny-llada and hidden-256 weights at 33-336 rows (bench_gemm_providers): 8-row x 1-vector tiles 30-42
+// GFLOP/s; 4 x 3 or 6 x 2 tiles in row blocks 45-80, OpenBLAS 50-90 (that host's noise is +-30% from run to run; no
+// tiling of these was steadily ahead).
+constexpr int     kNarrowTileRows  = 6;
+constexpr int64_t kNarrowBlockRows = 48;
+
 template <int L, int R>
 constexpr int kTileVectors = L == 16 ? (R == 1 ? 8 : R <= 4 ? 4 : 2)
                                      : (R == 1 ? 8 : R == 2 ? 6 : R == 3 ? 4 : R == 4 ? 3 : R <= 6 ? 2 : 1);
 
 template <int L, int R>
-DYLLM_ALWAYS_INLINE void rows(const float* const* xr, const KMajorWeight& w, const float* bias, float* const* yr) {
+DYLLM_ALWAYS_INLINE void rows(const float* const* xr, const KMajorWeight& w, const float* bias, float* const* yr,
+                              int64_t o0 = 0) {
     constexpr int NV = kTileVectors<L, R>;
-    int64_t       o0 = tiles<L, R, NV>(xr, w, bias, yr, 0, w.m);
+    o0               = tiles<L, R, NV>(xr, w, bias, yr, o0, w.m);
     if constexpr (NV > 4) o0 = tiles<L, R, 4>(xr, w, bias, yr, o0, w.m);
     if constexpr (NV > 2) o0 = tiles<L, R, 2>(xr, w, bias, yr, o0, w.m);
     if constexpr (NV > 1) o0 = tiles<L, R, 1>(xr, w, bias, yr, o0, w.m);
@@ -124,6 +133,57 @@ DYLLM_ALWAYS_INLINE void row_tile(int nr, const float* const* xr, const KMajorWe
     }
 }
 
+// Rows of x as the products read them and rows of y, for the rows [r0, r0 + nr).
+struct RowPointers {
+    CMatF        x;
+    const float* rounded;  // x rounded to bf16 (BF16 weights), else nullptr
+    MatF         y;
+    void         get(int64_t r0, int nr, const float** xr, float** yr) const {
+        for (int r = 0; r < nr; ++r) {
+            xr[r] = rounded ? rounded + (r0 + r) * x.cols : x.row(r0 + r);
+            yr[r] = y.row(r0 + r);
+        }
+    }
+};
+
+// Without AVX-512 (16 ymm registers): tiles of RT rows x kTileVectors<8, RT> vectors. More rows than one tile go
+// strip by strip: a strip's weights (k x 64 bytes for RT = 6) stay in L1 while every row tile of a block passes over
+// them, instead of the whole weight coming from L2 once per row tile. The outputs past the last whole strip and the
+// leftover rows then take whole-weight tiles. Every output is still one chain over c in order.
+template <int RT>
+DYLLM_ALWAYS_INLINE void narrow_rows(const RowPointers& rp, int64_t n, const KMajorWeight& w, const float* bias) {
+    constexpr int L = 8, NV = kTileVectors<L, RT>;
+    const float*  xr[8];
+    float*        yr[8];
+    const int64_t n_full = n / RT * RT, full_out = w.m / (L * NV) * (L * NV);
+    if (n_full > RT) {
+        // Blocks of kNarrowBlockRows rows (their x and y, a few tens of KiB, stay in L2 across the strips).
+        for (int64_t b0 = 0; b0 < n_full; b0 += kNarrowBlockRows) {
+            const int64_t b1 = std::min(n_full, b0 + kNarrowBlockRows);
+            for (int64_t o0 = 0; o0 < full_out; o0 += L * NV)
+                for (int64_t r0 = b0; r0 < b1; r0 += RT) {
+                    rp.get(r0, RT, xr, yr);
+                    const float* wp[NV];
+                    for (int v = 0; v < NV; ++v) wp[v] = w.column(o0 + L * v);
+                    tile<L, RT, NV>(xr, wp, w.panel, w.k, o0, bias, w.m, yr);
+                }
+        }
+        for (int64_t r0 = 0; r0 < n_full && full_out < w.m; r0 += RT) {  // the outputs past the last whole strip
+            rp.get(r0, RT, xr, yr);
+            rows<L, RT>(xr, w, bias, yr, full_out);
+        }
+    } else {
+        for (int64_t r0 = 0; r0 < n_full; r0 += RT) {
+            rp.get(r0, RT, xr, yr);
+            rows<L, RT>(xr, w, bias, yr);
+        }
+    }
+    if (n_full < n) {
+        rp.get(n_full, int(n - n_full), xr, yr);
+        row_tile<L>(int(n - n_full), xr, w, bias, yr);
+    }
+}
+
 }  // namespace
 
 DYLLM_CPU_CLONES void small_gemm(CMatF x, const KMajorWeight& w, const float* bias, MatF y) {
@@ -137,20 +197,18 @@ DYLLM_CPU_CLONES void small_gemm(CMatF x, const KMajorWeight& w, const float* bi
         for (int64_t r = 0; r < n; ++r)
             for (int64_t c = 0; c < w.k; ++c) rounded[size_t(r * w.k + c)] = round_to_bf16(x.row(r)[c]);
     }
-    static const bool wide = __builtin_cpu_supports("avx512f");  // 16-lane vectors are one register (kTileVectors)
+    const RowPointers rp{x, w.type == ElemType::BF16 ? rounded.data() : nullptr, y};
+    if (!simd::wide_registers()) {  // 16-lane vectors are register pairs (kTileVectors)
+        narrow_rows<kNarrowTileRows>(rp, n, w, bias);
+        return;
+    }
     // Tiles of 8 rows, then the remainder; each tile reads the whole (cache-resident) weight once.
     for (int64_t r0 = 0; r0 < n; r0 += 8) {
         const int    nr = int(std::min<int64_t>(8, n - r0));
         const float* xr[8];
         float*       yr[8];
-        for (int r = 0; r < nr; ++r) {
-            xr[r] = w.type == ElemType::BF16 ? rounded.data() + (r0 + r) * w.k : x.row(r0 + r);
-            yr[r] = y.row(r0 + r);
-        }
-        if (wide)
-            row_tile<16>(nr, xr, w, bias, yr);
-        else
-            row_tile<8>(nr, xr, w, bias, yr);
+        rp.get(r0, nr, xr, yr);
+        row_tile<16>(nr, xr, w, bias, yr);
     }
 }
 
