@@ -115,19 +115,43 @@ DYLLM_ALWAYS_INLINE void score_keys(const float* qt, int64_t ldq, const float* k
     }
 }
 
-// x[0..16) <- its transpose (16 x 16): four rounds of interleaving row i with row i + 8 (the perfect shuffle).
-DYLLM_ALWAYS_INLINE void transpose16(V16* x) {
-    for (int round = 0; round < 4; ++round) {
-        V16 y[16];
+// x[0..N) <- its transpose (N x N, N = 8 or 16): log2 N rounds of interleaving row i with row i + N / 2 (the perfect
+// shuffle).
+template <int N>
+DYLLM_ALWAYS_INLINE void transpose(typename simd::Lanes<N>::F* x) {
+    using V = typename simd::Lanes<N>::F;
+    for (int round = 0; (1 << round) < N; ++round) {
+        V y[N];
 #pragma GCC unroll 8
-        for (int i = 0; i < 8; ++i) {
-            y[2 * i]     = __builtin_shufflevector(x[i], x[i + 8], 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-            y[2 * i + 1] = __builtin_shufflevector(x[i], x[i + 8], 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30,
-                                                   15, 31);
+        for (int i = 0; i < N / 2; ++i) {
+            if constexpr (N == 16) {
+                y[2 * i]     = __builtin_shufflevector(x[i], x[i + 8], 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7,
+                                                       23);
+                y[2 * i + 1] = __builtin_shufflevector(x[i], x[i + 8], 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14,
+                                                       30, 15, 31);
+            } else {
+                static_assert(N == 8);
+                y[2 * i]     = __builtin_shufflevector(x[i], x[i + 4], 0, 8, 1, 9, 2, 10, 3, 11);
+                y[2 * i + 1] = __builtin_shufflevector(x[i], x[i + 4], 4, 12, 5, 13, 6, 14, 7, 15);
+            }
         }
 #pragma GCC unroll 16
-        for (int i = 0; i < 16; ++i) x[i] = y[i];
+        for (int i = 0; i < N; ++i) x[i] = y[i];
     }
+}
+
+// qt[c * ldq + r] <- head h of query row rows[r] (zero rows from n up to ldq), in TL x TL blocks.
+template <int TL>
+DYLLM_ALWAYS_INLINE void transpose_queries(CMatF q, const int32_t* rows, int n, int h, int D, int64_t ldq, float* qt) {
+    using V = typename simd::Lanes<TL>::F;
+    for (int64_t r0 = 0; r0 < ldq; r0 += TL)
+        for (int c0 = 0; c0 < D; c0 += TL) {
+            V x[TL];
+            for (int i = 0; i < TL; ++i)
+                x[i] = r0 + i < n ? simd::load<TL>(q.row(rows[r0 + i]) + int64_t(h) * D + c0) : V{};
+            transpose<TL>(x);
+            for (int i = 0; i < TL; ++i) simd::store<TL>(qt + (c0 + i) * ldq + r0, x[i]);
+        }
 }
 
 // Per vector of E query rows of a keys x queries score block (row maxima in l): exp and sum, the sums into l. The sum
@@ -173,17 +197,13 @@ DYLLM_ALWAYS_INLINE void softmax_lanes(CMatF q, const int32_t* rows, int n, int 
     const int64_t ldq    = score_ld(n);
     // Transpose the block's queries once (qt[c * ldq + r], zero rows up to ldq): the scores then come out keys x
     // queries, and the max, exp and sum below run down the key axis with whole vectors and no horizontal reduction.
-    if (ldq % 16 == 0 && D % 16 == 0) {  // 16 x 16 blocks through registers (the scalar form's strided stores cost
-                                         // about 7% of the kernel's time)
-        for (int64_t r0 = 0; r0 < ldq; r0 += 16)
-            for (int c0 = 0; c0 < D; c0 += 16) {
-                V16 x[16];
-                for (int i = 0; i < 16; ++i)
-                    x[i] = r0 + i < n ? simd::load16(q.row(rows[r0 + i]) + int64_t(h) * D + c0) : V16{};
-                transpose16(x);
-                for (int i = 0; i < 16; ++i) simd::store16(qt + (c0 + i) * ldq + r0, x[i]);
-            }
-    } else {
+    // TL x TL blocks through registers (the scalar form's strided stores cost about 7% of the kernel's time); 8 x 8
+    // without AVX-512, where 16 rows of 16 lanes are 32 ymm.
+    if (wide && ldq % 16 == 0 && D % 16 == 0)
+        transpose_queries<16>(q, rows, n, h, D, ldq, qt);
+    else if (ldq % 8 == 0 && D % 8 == 0)
+        transpose_queries<8>(q, rows, n, h, D, ldq, qt);
+    else {
         for (int r = 0; r < n; ++r) {
             const float* qr = q.row(rows[r]) + int64_t(h) * D;
             for (int c = 0; c < D; ++c) qt[c * ldq + r] = qr[c];
@@ -221,40 +241,41 @@ DYLLM_ALWAYS_INLINE void softmax_lanes(CMatF q, const int32_t* rows, int n, int 
 }
 
 // softmax_block for n <= kAttnFewRows rows, head_dim a multiple of 16: the keys are transposed once (kt[c * nkp + j],
-// zero keys up to nkp), so each vector holds 16 keys of one query row and every score FMA and exp uses all lanes.
+// zero keys up to nkp), so each vector holds L keys (16 on AVX-512, 8 elsewhere) of one query row and every score FMA
+// and exp uses all lanes.
 // Each score is the same chain over c = 0..D-1 from zero, then scaled; the sums keep the former kernel's order (lane t
 // of part is its partial sum t: keys t, t + 16, ... in order; then lanes 0..15 in order; then the remaining keys with
 // expf), so the results are bit for bit those of the query-lane kernel.
-template <int NR, int G>
+template <int L, int NR, int G>
 DYLLM_ALWAYS_INLINE void softmax_keys_lanes(CMatF q, const int32_t* rows, int h, CMatF k, int64_t k0, int64_t k1,
                                             AttnDims dims, float* p, int64_t ld_p, float* l, float* scratch,
                                             float* m_out) {
+    using V              = typename simd::Lanes<L>::F;
     const int     D      = dims.head_dim;
     const int64_t kv_off = int64_t(h / (dims.n_head / dims.n_kv_head)) * D;
     const float   scale  = 1.0f / std::sqrt(float(D));
     const int64_t nk = k1 - k0, nk16 = nk / 16 * 16, nkp = (nk + 15) / 16 * 16;
     float*        kt = scratch;             // [D][nkp]
     float*        sr = scratch + D * nkp;   // [NR][nkp] scores, then their exps
-    for (int64_t jb = 0; jb < nkp; jb += 16) {
-        for (int c0 = 0; c0 < D; c0 += 16) {
-            V16 x[16];
-            for (int i = 0; i < 16; ++i)
-                x[i] = jb + i < nk ? simd::load16(k.row(k0 + jb + i) + kv_off + c0) : V16{};
-            transpose16(x);
-            for (int i = 0; i < 16; ++i) simd::store16(kt + (c0 + i) * nkp + jb, x[i]);
+    for (int64_t jb = 0; jb < nkp; jb += L) {
+        for (int c0 = 0; c0 < D; c0 += L) {
+            V x[L];
+            for (int i = 0; i < L; ++i)
+                x[i] = jb + i < nk ? simd::load<L>(k.row(k0 + jb + i) + kv_off + c0) : V{};
+            transpose<L>(x);
+            for (int i = 0; i < L; ++i) simd::store<L>(kt + (c0 + i) * nkp + jb, x[i]);
         }
     }
     const float* qr[NR];
     for (int r = 0; r < NR; ++r) qr[r] = q.row(rows[r]) + int64_t(h) * D;
-    // Scores, G key vectors per pass so the FMA chains overlap (G = 4 on AVX-512; where 16-lane values are ymm pairs
-    // and an NR x 4 tile would spill, G = 2 for one row and 1 for more).
+    // Scores, G key vectors per pass so the FMA chains overlap (softmax_block sizes the tile).
     int64_t jb = 0;
-    for (; jb + 16 * G <= nkp; jb += 16 * G) {
-        V16 acc[NR][G] = {};
+    for (; jb + L * G <= nkp; jb += L * G) {
+        V acc[NR][G] = {};
         for (int c = 0; c < D; ++c) {
-            V16 kv[G];
+            V kv[G];
 #pragma GCC unroll 4
-            for (int g = 0; g < G; ++g) kv[g] = simd::load16(kt + c * nkp + jb + 16 * g);
+            for (int g = 0; g < G; ++g) kv[g] = simd::load<L>(kt + c * nkp + jb + L * g);
 #pragma GCC unroll 4
             for (int r = 0; r < NR; ++r) {
                 const float x = qr[r][c];
@@ -263,30 +284,32 @@ DYLLM_ALWAYS_INLINE void softmax_keys_lanes(CMatF q, const int32_t* rows, int h,
             }
         }
         for (int r = 0; r < NR; ++r)
-            for (int g = 0; g < G; ++g) simd::store16(sr + r * nkp + jb + 16 * g, acc[r][g] * scale);
+            for (int g = 0; g < G; ++g) simd::store<L>(sr + r * nkp + jb + L * g, acc[r][g] * scale);
     }
-    for (; jb < nkp; jb += 16) {
-        V16 acc[NR] = {};
+    for (; jb < nkp; jb += L) {
+        V acc[NR] = {};
         for (int c = 0; c < D; ++c) {
-            const V16 kv = simd::load16(kt + c * nkp + jb);
+            const V kv = simd::load<L>(kt + c * nkp + jb);
 #pragma GCC unroll 4
             for (int r = 0; r < NR; ++r) acc[r] += qr[r][c] * kv;
         }
-        for (int r = 0; r < NR; ++r) simd::store16(sr + r * nkp + jb, acc[r] * scale);
+        for (int r = 0; r < NR; ++r) simd::store<L>(sr + r * nkp + jb, acc[r] * scale);
     }
     for (int r = 0; r < NR; ++r) {
         float* s = sr + r * nkp;
         float  m = -INFINITY;
         for (int64_t j = 0; j < nk; ++j) m = s[j] > m ? s[j] : m;
-        const V16 mv = V16{} + m;
-        V16       part{};
-        for (int64_t j = 0; j < nk16; j += 16) {
-            const V16 e = simd::exp_nonpos_n<16>(simd::load16(s + j) - mv);
-            simd::store16(s + j, e);
-            part += e;
-        }
+        const V mv = V{} + m;
+        V       part[16 / L] = {};  // lane t of part[h] sums keys 16 i + L h + t
+        for (int64_t j = 0; j < nk16; j += 16)
+            for (int hf = 0; hf < 16 / L; ++hf) {
+                const V e = simd::exp_nonpos_n<L>(simd::load<L>(s + j + L * hf) - mv);
+                simd::store<L>(s + j + L * hf, e);
+                part[hf] += e;
+            }
         float sum = 0.0f;
-        for (int t = 0; t < 16; ++t) sum += part[t];
+        for (int hf = 0; hf < 16 / L; ++hf)
+            for (int t = 0; t < L; ++t) sum += part[hf][t];
         for (int64_t j = nk16; j < nk; ++j) sum += (s[j] = expf(s[j] - m));
         l[r] = sum;
         if (m_out) m_out[r] = m;
@@ -309,17 +332,17 @@ DYLLM_CPU_CLONES void softmax_block(CMatF q, const int32_t* rows, int n, int h, 
     if (n <= kAttnFewRows && dims.head_dim % 16 == 0) {
         if (wide) {
             switch (n) {
-                case 1: softmax_keys_lanes<1, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
-                case 2: softmax_keys_lanes<2, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
-                case 3: softmax_keys_lanes<3, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
-                default: softmax_keys_lanes<4, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
+                case 1: softmax_keys_lanes<16, 1, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
+                case 2: softmax_keys_lanes<16, 2, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
+                case 3: softmax_keys_lanes<16, 3, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
+                default: softmax_keys_lanes<16, 4, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
             }
         }
-        switch (n) {
-            case 1: softmax_keys_lanes<1, 2>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
-            case 2: softmax_keys_lanes<2, 1>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
-            case 3: softmax_keys_lanes<3, 1>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
-            default: softmax_keys_lanes<4, 1>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
+        switch (n) {  // 8-key vectors, at most 12 accumulators
+            case 1: softmax_keys_lanes<8, 1, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
+            case 2: softmax_keys_lanes<8, 2, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
+            case 3: softmax_keys_lanes<8, 3, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
+            default: softmax_keys_lanes<8, 4, 3>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
         }
     }
     if (n <= 4)
