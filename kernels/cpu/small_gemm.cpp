@@ -96,11 +96,11 @@ DYLLM_ALWAYS_INLINE int64_t tiles(const float* const* xr, const KMajorWeight& w,
 // spilled: the product ran at 1.6 GFLOP/s on an AVX2 EPYC, against 76 for oneDNN's sgemm. On a weight in L2 (Emerald
 // Rapids, 1 thread) 1-4 rows ran 15-45% faster than with 2-vector tiles (1 x 128 x 344: 3.7 -> 2.5 us; 4 x 688 x
 // 128: 9.7 -> 7.2 us). Vectors of L outputs never straddle a panel (panels are whole multiples of 16).
-// Without AVX-512: tiles of 6 rows x 2 vectors of 8 outputs (12 accumulators, 2 weight vectors and a broadcast in 16
-// ymm registers; the 16 outputs' weights are one cache line per c), in blocks of 48 rows (narrow_rows). An AVX2 EPYC,
-// 1 thread, tiny-llada and hidden-256 weights at 33-336 rows (bench_gemm_providers): 8-row x 1-vector tiles 30-42
-// GFLOP/s; 4 x 3 or 6 x 2 tiles in row blocks 45-80, OpenBLAS 50-90 (that host's noise is +-30% from run to run; no
-// tiling of these was steadily ahead).
+// Without AVX-512, more than 6 rows: tiles of up to 6 rows x 2 vectors of 8 outputs (12 accumulators, 2 weight vectors
+// and a broadcast in 16 ymm registers; the 16 outputs' weights are one cache line per c), in blocks of 48 rows
+// (narrow_rows). An AVX2 EPYC, 1 thread, tiny-llada and hidden-256 weights at 33-336 rows (bench_gemm_providers):
+// 8-row x 1-vector tiles 30-42 GFLOP/s; 4 x 3 or 6 x 2 tiles in row blocks 45-80, OpenBLAS 50-90 (that host's noise
+// is +-30% from run to run; no tiling of these was steadily ahead).
 constexpr int     kNarrowTileRows  = 6;
 constexpr int64_t kNarrowBlockRows = 48;
 
@@ -120,16 +120,16 @@ DYLLM_ALWAYS_INLINE void rows(const float* const* xr, const KMajorWeight& w, con
 
 template <int L>
 DYLLM_ALWAYS_INLINE void row_tile(int nr, const float* const* xr, const KMajorWeight& w, const float* bias,
-                                  float* const* yr) {
+                                  float* const* yr, int64_t o0 = 0) {
     switch (nr) {
-        case 1: rows<L, 1>(xr, w, bias, yr); break;
-        case 2: rows<L, 2>(xr, w, bias, yr); break;
-        case 3: rows<L, 3>(xr, w, bias, yr); break;
-        case 4: rows<L, 4>(xr, w, bias, yr); break;
-        case 5: rows<L, 5>(xr, w, bias, yr); break;
-        case 6: rows<L, 6>(xr, w, bias, yr); break;
-        case 7: rows<L, 7>(xr, w, bias, yr); break;
-        default: rows<L, 8>(xr, w, bias, yr); break;
+        case 1: rows<L, 1>(xr, w, bias, yr, o0); break;
+        case 2: rows<L, 2>(xr, w, bias, yr, o0); break;
+        case 3: rows<L, 3>(xr, w, bias, yr, o0); break;
+        case 4: rows<L, 4>(xr, w, bias, yr, o0); break;
+        case 5: rows<L, 5>(xr, w, bias, yr, o0); break;
+        case 6: rows<L, 6>(xr, w, bias, yr, o0); break;
+        case 7: rows<L, 7>(xr, w, bias, yr, o0); break;
+        default: rows<L, 8>(xr, w, bias, yr, o0); break;
     }
 }
 
@@ -146,42 +146,50 @@ struct RowPointers {
     }
 };
 
-// Without AVX-512 (16 ymm registers): tiles of RT rows x kTileVectors<8, RT> vectors. More rows than one tile go
-// strip by strip: a strip's weights (k x 64 bytes for RT = 6) stay in L1 while every row tile of a block passes over
-// them, instead of the whole weight coming from L2 once per row tile. The outputs past the last whole strip and the
-// leftover rows then take whole-weight tiles. Every output is still one chain over c in order.
-template <int RT>
+// R rows x the strip of 2 x 8 outputs from o0 (R <= 6: at most 12 accumulators).
+DYLLM_ALWAYS_INLINE void strip_tile(int nr, const float* const* xr, const float* const* wp, const KMajorWeight& w,
+                                    int64_t o0, const float* bias, float* const* yr) {
+    switch (nr) {
+        case 1: tile<8, 1, 2>(xr, wp, w.panel, w.k, o0, bias, w.m, yr); break;
+        case 2: tile<8, 2, 2>(xr, wp, w.panel, w.k, o0, bias, w.m, yr); break;
+        case 3: tile<8, 3, 2>(xr, wp, w.panel, w.k, o0, bias, w.m, yr); break;
+        case 4: tile<8, 4, 2>(xr, wp, w.panel, w.k, o0, bias, w.m, yr); break;
+        case 5: tile<8, 5, 2>(xr, wp, w.panel, w.k, o0, bias, w.m, yr); break;
+        default: tile<8, 6, 2>(xr, wp, w.panel, w.k, o0, bias, w.m, yr); break;
+    }
+}
+
+// Without AVX-512 (16 ymm registers), more than kNarrowTileRows rows: the rows split as evenly as possible into
+// tiles of at most 6 (32 rows: 6, 6, 5, 5, 5, 5; no 2-row leftover tile starving the FMA units), tiles grouped in
+// blocks of kNarrowBlockRows rows, and within a block strip by strip: a strip's weights (k x 64 bytes) stay in L1
+// while every tile of the block passes over them, instead of the whole weight coming from L2 once per tile. The
+// outputs past the last whole strip take whole-weight tiles. Every output is still one chain over c in order.
 DYLLM_ALWAYS_INLINE void narrow_rows(const RowPointers& rp, int64_t n, const KMajorWeight& w, const float* bias) {
-    constexpr int L = 8, NV = kTileVectors<L, RT>;
+    constexpr int L = 8, NV = 2, RT = kNarrowTileRows;
+    const int64_t n_tiles = (n + RT - 1) / RT, full_out = w.m / (L * NV) * (L * NV);
+    auto          tile_rows = [&](int64_t t) { return n * t / n_tiles; };  // tile t: rows [tile_rows(t), tile_rows(t + 1))
+    const int64_t per_block = kNarrowBlockRows / RT;
     const float*  xr[8];
     float*        yr[8];
-    const int64_t n_full = n / RT * RT, full_out = w.m / (L * NV) * (L * NV);
-    if (n_full > RT) {
-        // Blocks of kNarrowBlockRows rows (their x and y, a few tens of KiB, stay in L2 across the strips).
-        for (int64_t b0 = 0; b0 < n_full; b0 += kNarrowBlockRows) {
-            const int64_t b1 = std::min(n_full, b0 + kNarrowBlockRows);
-            for (int64_t o0 = 0; o0 < full_out; o0 += L * NV)
-                for (int64_t r0 = b0; r0 < b1; r0 += RT) {
-                    rp.get(r0, RT, xr, yr);
-                    const float* wp[NV];
-                    for (int v = 0; v < NV; ++v) wp[v] = w.column(o0 + L * v);
-                    tile<L, RT, NV>(xr, wp, w.panel, w.k, o0, bias, w.m, yr);
-                }
-        }
-        for (int64_t r0 = 0; r0 < n_full && full_out < w.m; r0 += RT) {  // the outputs past the last whole strip
-            rp.get(r0, RT, xr, yr);
-            rows<L, RT>(xr, w, bias, yr, full_out);
-        }
-    } else {
-        for (int64_t r0 = 0; r0 < n_full; r0 += RT) {
-            rp.get(r0, RT, xr, yr);
-            rows<L, RT>(xr, w, bias, yr);
+    for (int64_t t0 = 0; t0 < n_tiles; t0 += per_block) {
+        const int64_t t1 = std::min(n_tiles, t0 + per_block);
+        for (int64_t o0 = 0; o0 < full_out; o0 += L * NV) {
+            const float* wp[NV] = {w.column(o0), w.column(o0 + L)};
+            for (int64_t t = t0; t < t1; ++t) {
+                const int64_t r0 = tile_rows(t);
+                const int     nr = int(tile_rows(t + 1) - r0);
+                rp.get(r0, nr, xr, yr);
+                strip_tile(nr, xr, wp, w, o0, bias, yr);
+            }
         }
     }
-    if (n_full < n) {
-        rp.get(n_full, int(n - n_full), xr, yr);
-        row_tile<L>(int(n - n_full), xr, w, bias, yr);
-    }
+    if (full_out < w.m)
+        for (int64_t t = 0; t < n_tiles; ++t) {
+            const int64_t r0 = tile_rows(t);
+            const int     nr = int(tile_rows(t + 1) - r0);
+            rp.get(r0, nr, xr, yr);
+            row_tile<L>(nr, xr, w, bias, yr, full_out);
+        }
 }
 
 }  // namespace
@@ -198,15 +206,16 @@ DYLLM_CPU_CLONES void small_gemm(CMatF x, const KMajorWeight& w, const float* bi
             for (int64_t c = 0; c < w.k; ++c) rounded[size_t(r * w.k + c)] = round_to_bf16(x.row(r)[c]);
     }
     const RowPointers rp{x, w.type == ElemType::BF16 ? rounded.data() : nullptr, y};
+    const float*      xr[8];
+    float*            yr[8];
     if (!simd::wide_registers()) {  // 16-lane vectors are register pairs (kTileVectors)
-        narrow_rows<kNarrowTileRows>(rp, n, w, bias);
-        return;
+        if (n > kNarrowTileRows) return narrow_rows(rp, n, w, bias);
+        rp.get(0, int(n), xr, yr);
+        return row_tile<8>(int(n), xr, w, bias, yr);
     }
     // Tiles of 8 rows, then the remainder; each tile reads the whole (cache-resident) weight once.
     for (int64_t r0 = 0; r0 < n; r0 += 8) {
-        const int    nr = int(std::min<int64_t>(8, n - r0));
-        const float* xr[8];
-        float*       yr[8];
+        const int nr = int(std::min<int64_t>(8, n - r0));
         rp.get(r0, nr, xr, yr);
         row_tile<16>(nr, xr, w, bias, yr);
     }

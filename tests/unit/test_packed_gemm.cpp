@@ -127,11 +127,12 @@ TEST_CASE("small_gemm equals the fp64 reference for any row count, in row tiles"
     // Rows: one tile partly and fully used, a full tile plus one or two rows, several tiles with a partial last one;
     // outputs below one vector, with a partial vector, a multiple of 32; k from 1. One row takes tiles of 8 output
     // vectors, two to four rows tiles of 4, then narrower ones for the rest: 374 and 344 outputs reach every width.
-    // Without AVX-512, more than 6 rows go in 48-row blocks of 16-output strips: 101 rows take two blocks and a
-    // partial one, 344 outputs a partial last strip, and 5 leftover rows their own tiles.
+    // Without AVX-512, more than 6 rows split evenly into tiles of at most 6 (7: 3 + 4; 32: 6, 6, 5, 5, 5, 5), run in
+    // blocks of 8 tiles over 16-output strips, then whole-weight tiles for the outputs past the last whole strip (20,
+    // 344 and 8 outputs: 4, 8 and all of them); 101 rows take three blocks.
     const Case c = GENERATE(Case{1, 5, 1}, Case{1, 374, 128}, Case{2, 344, 64}, Case{4, 374, 12}, Case{7, 20, 3},
                             Case{8, 344, 128}, Case{9, 374, 40}, Case{10, 130, 9}, Case{17, 64, 33}, Case{33, 48, 16},
-                            Case{101, 344, 24}, Case{12, 8, 5});
+                            Case{101, 344, 24}, Case{12, 8, 5}, Case{32, 344, 17});
     INFO("type " << (type == ElemType::F32 ? "F32" : "BF16") << ", n " << c.n << ", m " << c.m << ", k " << c.k);
     const int64_t         xld = c.k + 2, yld = c.m + 3;
     std::vector<float>    wv = normals(size_t(c.m * c.k), 6, 0.05f), xv = normals(size_t(c.n * xld), 7, 1.0f);
