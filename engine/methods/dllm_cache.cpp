@@ -51,7 +51,6 @@ private:
                bool adaptive, LayerCache& c) const {
         const LayerWeights& L = fwd.weights().layers[size_t(l)];
         LayerAccount&       A = fwd.account(l);
-        const int64_t       N = lay.n_rows();
         auto norm_rows = [&](const TensorView& w, const std::vector<int32_t>& rows) {
             Tensor g = fwd.alloc(int64_t(rows.size()), cfg_.n_embd);
             fwd.gather(l, h, rows, g);
@@ -106,10 +105,9 @@ private:
             recompute_attention(transfer, xt, false);
         }
 
+        // Every row's cached output added in one pass (add_rows: the gather and the add without a gathered copy).
         const RowSet every = all_rows(lay);
-        Tensor       a_all = fwd.alloc(N, cfg_.n_embd);
-        fwd.gather(l, c.attn_out, every.rows, a_all);
-        fwd.backend().add(h, a_all, h);
+        fwd.backend().add_rows(c.attn_out, every.rows, h);
 
         // FFN for the recomputed rows; every other row reuses its cached FFN output.
         RowSet ffn_rows;
@@ -129,9 +127,7 @@ private:
         fwd.ffn(l, x2, m);
         fwd.scatter(l, m, ffn_rows.rows, c.ffn);
         A.ffn_rows += int32_t(ffn_rows.size());
-        Tensor m_all = fwd.alloc(N, cfg_.n_embd);
-        fwd.gather(l, c.ffn, every.rows, m_all);
-        fwd.backend().add(h, m_all, h);
+        fwd.backend().add_rows(c.ffn, every.rows, h);
     }
 };
 
