@@ -12,8 +12,6 @@
 
 namespace dyllm::cpu::detail {
 
-using simd::V16;
-
 
 void plan_attention(AttnPlan& plan, const int32_t* q_seq, int64_t nq, const int32_t* cu_k, int n_seq, int n_head,
                     int row_block) {

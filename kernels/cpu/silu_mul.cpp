@@ -12,14 +12,13 @@
 namespace dyllm::cpu {
 
 namespace {
-// silu(g) u, N lanes at a time: with t = e^-|g| (simd::exp_nonpos, within ~2 ulp of expf), sigmoid(g) = 1 / (1 + t) for g >= 0
-// and t / (1 + t) for g < 0, the same value as the shared scalar g / (1 + expf(-g)) but without an exp that can
-// overflow. The scalar form called expf once per element (libm has no vector expf without -ffast-math): on tiny-llada
-// this op took longer than either FFN GEMM. The tail runs through the same lanes (padded), so a value gives the same
-// result at every column.
-// N lanes: 16 (one zmm) with AVX-512, else 8 (one ymm): GCC builds the 16-lane clamp and selects of the exp through
-// scalar code and the stack on AVX2 (an AVX2 EPYC: this op took 10% of a DyLLM decode). Lane-wise: the same bits at
-// any N.
+// silu(g) u, N lanes at a time: with t = e^-|g| (simd::exp_nonpos_n, within ~2 ulp of expf), sigmoid(g) = 1 / (1 + t)
+// for g >= 0 and t / (1 + t) for g < 0, the same value as the shared scalar g / (1 + expf(-g)) but without an exp that
+// can overflow. The scalar form called expf once per element (libm has no vector expf without -ffast-math): on
+// tiny-llada this op took longer than either FFN GEMM. The tail runs through the same lanes (padded), so a value gives
+// the same result at every column. N = 16 (one zmm) with AVX-512, else 8 (one ymm): GCC builds the 16-lane exp's clamp
+// and selects through scalar code and the stack on AVX2 (an AVX2 EPYC: this op took 10% of a DyLLM decode).
+// Lane-wise: the same bits at any N.
 template <int N>
 DYLLM_ALWAYS_INLINE typename simd::Lanes<N>::F silu_mul_n(typename simd::Lanes<N>::F g, typename simd::Lanes<N>::F u) {
     using F      = typename simd::Lanes<N>::F;

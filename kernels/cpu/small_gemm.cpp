@@ -167,29 +167,24 @@ DYLLM_ALWAYS_INLINE void strip_tile(int nr, const float* const* xr, const float*
 DYLLM_ALWAYS_INLINE void narrow_rows(const RowPointers& rp, int64_t n, const KMajorWeight& w, const float* bias) {
     constexpr int L = 8, NV = 2, RT = kNarrowTileRows;
     const int64_t n_tiles = (n + RT - 1) / RT, full_out = w.m / (L * NV) * (L * NV);
-    auto          tile_rows = [&](int64_t t) { return n * t / n_tiles; };  // tile t: rows [tile_rows(t), tile_rows(t + 1))
     const int64_t per_block = kNarrowBlockRows / RT;
     const float*  xr[8];
     float*        yr[8];
+    auto          get_tile = [&](int64_t t) {  // tile t: rows [n t / n_tiles, n (t + 1) / n_tiles) into xr, yr
+        const int64_t r0 = n * t / n_tiles;
+        const int     nr = int(n * (t + 1) / n_tiles - r0);
+        rp.get(r0, nr, xr, yr);
+        return nr;
+    };
     for (int64_t t0 = 0; t0 < n_tiles; t0 += per_block) {
         const int64_t t1 = std::min(n_tiles, t0 + per_block);
         for (int64_t o0 = 0; o0 < full_out; o0 += L * NV) {
             const float* wp[NV] = {w.column(o0), w.column(o0 + L)};
-            for (int64_t t = t0; t < t1; ++t) {
-                const int64_t r0 = tile_rows(t);
-                const int     nr = int(tile_rows(t + 1) - r0);
-                rp.get(r0, nr, xr, yr);
-                strip_tile(nr, xr, wp, w, o0, bias, yr);
-            }
+            for (int64_t t = t0; t < t1; ++t) strip_tile(get_tile(t), xr, wp, w, o0, bias, yr);
         }
     }
     if (full_out < w.m)
-        for (int64_t t = 0; t < n_tiles; ++t) {
-            const int64_t r0 = tile_rows(t);
-            const int     nr = int(tile_rows(t + 1) - r0);
-            rp.get(r0, nr, xr, yr);
-            row_tile<L>(nr, xr, w, bias, yr, full_out);
-        }
+        for (int64_t t = 0; t < n_tiles; ++t) row_tile<L>(get_tile(t), xr, w, bias, yr, full_out);
 }
 
 }  // namespace
