@@ -17,13 +17,15 @@ KMajorWeight make_kmajor(ConstMat w) {
     KMajorWeight out;
     out.m        = w.rows;
     out.k        = w.cols;
-    out.panel    = (w.rows + 15) / 16 * 16;
-    out.type     = w.type;
-    out.own.assign(size_t(out.panel * out.k), 0.0f);
+    out.panel        = 16;
+    out.panel_stride = 16 * w.cols;
+    out.type         = w.type;
+    out.own.assign(size_t((w.rows + 15) / 16 * out.panel_stride), 0.0f);
     std::vector<float> row(size_t(w.cols));
     for (int64_t o = 0; o < w.rows; ++o) {
         widen_row(w.row_ptr(o), w.type, row.data(), w.cols);
-        for (int64_t c = 0; c < w.cols; ++c) out.own[size_t(c * out.panel + o)] = row[size_t(c)];
+        float* col = out.own.data() + (out.column(o) - out.base());
+        for (int64_t c = 0; c < w.cols; ++c) col[c * out.panel] = row[size_t(c)];
     }
     return out;
 }
@@ -34,11 +36,10 @@ KMajorWeight kmajor_view(const float* base, int64_t m, int64_t k, int64_t panel,
     return out;
 }
 
-int64_t kmajor_slice_align(const KMajorWeight& w) { return w.view && w.panel_stride > 0 ? w.panel : 16; }
+int64_t kmajor_slice_align(const KMajorWeight& w) { return w.panel; }
 
 KMajorWeight kmajor_slice(const KMajorWeight& w, int64_t o0, int64_t o1) {
-    // Whole panels of a panelled view; inside the one panel of a copy (or of a one-panel view) an offset of o0
-    // columns (the panel width stays the row stride).
+    // Whole panels (o0 is a multiple of the panel width, which stays the row stride).
     KMajorWeight out = kmajor_view(w.column(o0), o1 - o0, w.k, w.panel, w.panel_stride);
     out.type         = w.type;
     return out;
