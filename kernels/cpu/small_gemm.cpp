@@ -50,12 +50,15 @@ namespace {
 // R rows of x against NV vectors of L outputs starting at o0; vector v's weights start at wp[v] (row stride ld, so
 // a tile may span panels): R x NV accumulators over all k in registers, each weight vector loaded once per c and used
 // by every row. Each output is one chain of fused multiply-adds over c in order, whatever R, NV and L.
+// pf (optional): the first n_pf lines pf[c * ld] to prefetch, one per c, for the tile that reads them next.
 template <int L, int R, int NV>
 DYLLM_ALWAYS_INLINE void tile(const float* const* xr, const float* const* wp, int64_t ld, int64_t k, int64_t o0,
-                              const float* bias, int64_t m, float* const* yr) {
+                              const float* bias, int64_t m, float* const* yr, const float* pf = nullptr,
+                              int64_t n_pf = 0) {
     using V      = typename simd::Lanes<L>::F;
     V acc[R][NV] = {};
     for (int64_t c = 0; c < k; ++c) {
+        if (c < n_pf) __builtin_prefetch(pf + c * ld);
         V wv[NV];
 #pragma GCC unroll 8
         for (int v = 0; v < NV; ++v) wv[v] = simd::load<L>(wp[v] + c * ld);
@@ -147,16 +150,16 @@ struct RowPointers {
     }
 };
 
-// R rows x the strip of 2 x 8 outputs from o0 (R <= 6: at most 12 accumulators).
+// R rows x the strip of 2 x 8 outputs from o0 (R <= 6: at most 12 accumulators), prefetching n_pf lines from pf.
 DYLLM_ALWAYS_INLINE void strip_tile(int nr, const float* const* xr, const float* const* wp, const KMajorWeight& w,
-                                    int64_t o0, const float* bias, float* const* yr) {
+                                    int64_t o0, const float* bias, float* const* yr, const float* pf, int64_t n_pf) {
     switch (nr) {
-        case 1: tile<8, 1, 2>(xr, wp, w.panel, w.k, o0, bias, w.m, yr); break;
-        case 2: tile<8, 2, 2>(xr, wp, w.panel, w.k, o0, bias, w.m, yr); break;
-        case 3: tile<8, 3, 2>(xr, wp, w.panel, w.k, o0, bias, w.m, yr); break;
-        case 4: tile<8, 4, 2>(xr, wp, w.panel, w.k, o0, bias, w.m, yr); break;
-        case 5: tile<8, 5, 2>(xr, wp, w.panel, w.k, o0, bias, w.m, yr); break;
-        default: tile<8, 6, 2>(xr, wp, w.panel, w.k, o0, bias, w.m, yr); break;
+        case 1: tile<8, 1, 2>(xr, wp, w.panel, w.k, o0, bias, w.m, yr, pf, n_pf); break;
+        case 2: tile<8, 2, 2>(xr, wp, w.panel, w.k, o0, bias, w.m, yr, pf, n_pf); break;
+        case 3: tile<8, 3, 2>(xr, wp, w.panel, w.k, o0, bias, w.m, yr, pf, n_pf); break;
+        case 4: tile<8, 4, 2>(xr, wp, w.panel, w.k, o0, bias, w.m, yr, pf, n_pf); break;
+        case 5: tile<8, 5, 2>(xr, wp, w.panel, w.k, o0, bias, w.m, yr, pf, n_pf); break;
+        default: tile<8, 6, 2>(xr, wp, w.panel, w.k, o0, bias, w.m, yr, pf, n_pf); break;
     }
 }
 
@@ -181,7 +184,15 @@ DYLLM_ALWAYS_INLINE void narrow_rows(const RowPointers& rp, int64_t n, const KMa
         const int64_t t1 = std::min(n_tiles, t0 + per_block);
         for (int64_t o0 = 0; o0 < full_out; o0 += L * NV) {
             const float* wp[NV] = {w.column(o0), w.column(o0 + L)};
-            for (int64_t t = t0; t < t1; ++t) strip_tile(get_tile(t), xr, wp, w, o0, bias, yr);
+            // The next strip (k lines) comes in while this one's tiles run, a share of its lines per tile: on its own
+            // the first tile of a strip waits for every line from L3 (the weights of a step do not fit L2).
+            const float*  next  = o0 + L * NV < full_out ? w.column(o0 + L * NV) : nullptr;
+            const int64_t share = (w.k + (t1 - t0) - 1) / (t1 - t0);
+            for (int64_t t = t0; t < t1; ++t) {
+                const int64_t c0 = std::min(w.k, (t - t0) * share);
+                strip_tile(get_tile(t), xr, wp, w, o0, bias, yr, next ? next + c0 * w.panel : nullptr,
+                           next ? std::min(share, w.k - c0) : 0);
+            }
         }
     }
     if (full_out < w.m)
