@@ -1,8 +1,9 @@
 // GEMM provider benchmark (not a test): y = x W^T on the engine's weight shapes, x rows 1..512, per thread count:
 // OpenBLAS sgemm on fp32 weights, today's bf16 path (cpu::matmul: panels widened to fp32 + sgemm), the packed
 // provider (cpu::PackedGemm, oneDNN) on fp32 and bf16 weights packed once, and small_gemm on a k-major fp32 copy (one
-// thread: the engine splits its products by outputs itself; shapes whose weight it would take, <= 1 MiB). One line per
-// (shape, rows, threads).
+// thread: the engine splits its products by outputs itself; shapes whose weight it would take, <= 1 MiB), hot (the
+// same copy every call, in L2) and cold (a different one of 16 MiB of copies each call, from L3, as in a decode step,
+// whose weights do not fit L2). One line per (shape, rows, threads).
 //   bench_gemm_providers [--threads 1,2] [--rows 1,8,33,128,512] [--shapes tiny,h256,8b] [--budget S]
 // The table and the choice it justifies: kernels/README.md "GEMM provider".
 #include <algorithm>
@@ -109,8 +110,8 @@ int main(int argc, char** argv) {
     std::printf("# CPU: %s; %s; packed provider: %s\n", cpu_model().c_str(), blas_config().c_str(),
                 PackedGemm::provider().empty() ? "none" : PackedGemm::provider().c_str());
     std::printf("# GFLOP/s by wall time (per core by CPU time in brackets); best of <= 3 runs after a warm-up\n");
-    std::printf("# %-20s %5s %4s %2s | %-17s | %-17s | %-17s | %-17s | %-17s\n", "shape", "m", "k", "n t",
-                "OpenBLAS f32", "widen bf16+sgemm", "packed f32", "packed bf16", "small_gemm f32");
+    std::printf("# %-20s %5s %4s %2s | %-17s | %-17s | %-17s | %-17s | %-17s | %-17s\n", "shape", "m", "k", "n t",
+                "OpenBLAS f32", "widen bf16+sgemm", "packed f32", "packed bf16", "small_gemm f32", "small_gemm cold");
     std::mt19937                          rng(7);
     std::normal_distribution<float>       nd(0.0f, 1.0f);
     for (const Shape& s : shapes) {
@@ -124,6 +125,10 @@ int main(int argc, char** argv) {
         const ConstMat wmf{wf.data(), ElemType::F32, s.m, s.k, s.k}, wmb{wb.data(), ElemType::BF16, s.m, s.k, s.k};
         const bool         small = wf.size() * sizeof(float) <= kSmallGemmMaxWeightBytes;
         const KMajorWeight wk    = small ? make_kmajor(wmf) : KMajorWeight{};
+        std::vector<KMajorWeight> cold;  // copies of wk filling 16 MiB, read in turn
+        if (small)
+            for (size_t b = 0; b < (size_t(16) << 20); b += wk.bytes()) cold.push_back(make_kmajor(wmf));
+        size_t next_cold = 0;
         for (int t : threads) {
             ThreadPool pool(t);
             blas_set_threads(t);
@@ -135,7 +140,7 @@ int main(int argc, char** argv) {
             // OpenBLAS's own threads poll for a while after each call: measured between the packed provider's cells
             // they took the second core from the pool's worker (q/k/v/o, 33 rows, 2 threads: packed f32 4.4 GFLOP/s
             // against 74 on one thread). So the two sgemm columns are measured last, after the packed ones.
-            std::vector<std::array<std::string, 5>> cells(rows.size());
+            std::vector<std::array<std::string, 6>> cells(rows.size());
             for (int pass = 0; pass < 2; ++pass) {
                 for (size_t ri = 0; ri < rows.size(); ++ri) {
                     const int          n = rows[ri];
@@ -150,9 +155,13 @@ int main(int argc, char** argv) {
                         std::snprintf(b, sizeof b, "%7.1f [%7.1f]", flop / tm.wall * 1e-9, flop / tm.cpu * 1e-9 / 1.0);
                         return std::string(b);
                     };
-                    std::array<std::string, 5>& c = cells[ri];
+                    std::array<std::string, 6>& c = cells[ri];
                     if (pass == 0) {
                         c[4] = small && t == 1 ? cell([&] { small_gemm(xm, wk, nullptr, ym); }) : "      -";
+                        c[5] = small && t == 1 ? cell([&] {
+                            small_gemm(xm, cold[next_cold++ % cold.size()], nullptr, ym);
+                        })
+                                               : "      -";
                         c[2] = pf ? cell([&] { gemm.matmul(xm, *pf, ConstMat{}, ym, pool); }) : "      -";
                         c[3] = pb ? cell([&] { gemm.matmul(xm, *pb, ConstMat{}, ym, pool); }) : "      -";
                     } else {
@@ -164,10 +173,10 @@ int main(int argc, char** argv) {
             // OpenBLAS's idle threads poll for about 2^28 cycles (its THREAD_TIMEOUT) before they sleep.
             std::this_thread::sleep_for(std::chrono::milliseconds(300));
             for (size_t ri = 0; ri < rows.size(); ++ri) {
-                const std::array<std::string, 5>& c = cells[ri];
-                std::printf("  %-20s %5lld %4lld %3d %d | %s | %s | %s | %s | %s\n", s.name, (long long)s.m,
+                const std::array<std::string, 6>& c = cells[ri];
+                std::printf("  %-20s %5lld %4lld %3d %d | %s | %s | %s | %s | %s | %s\n", s.name, (long long)s.m,
                             (long long)s.k, rows[ri], t, c[0].c_str(), c[1].c_str(), c[2].c_str(), c[3].c_str(),
-                            c[4].c_str());
+                            c[4].c_str(), c[5].c_str());
             }
             std::fflush(stdout);
         }
