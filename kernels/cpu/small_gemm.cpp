@@ -15,8 +15,8 @@ namespace dyllm::cpu {
 
 KMajorWeight make_kmajor(ConstMat w) {
     KMajorWeight out;
-    out.m        = w.rows;
-    out.k        = w.cols;
+    out.m            = w.rows;
+    out.k            = w.cols;
     out.panel        = 16;
     out.panel_stride = 16 * w.cols;
     out.type         = w.type;

@@ -23,9 +23,10 @@ constexpr size_t kSmallGemmMaxWeightBytes = size_t(1) << 20;
 // W [m, k] in k-major panels: W(o, c) at base()[(o / panel) * panel_stride + c * panel + o % panel], widened to fp32,
 // the columns from m to the end of the last panel zero or ignored. Either its own copy (make_kmajor: panels of 16
 // outputs, each a contiguous k x 64-byte strip, so a register tile's weights stream in order and sit in L1 without
-// set conflicts, which a single panel of 128 or 256 outputs, a power-of-two row stride, caused) or a view of the GEMM provider's packed weight when that is laid out so (oneDNN's f32 brgemm layout on AVX-512,
-// BA16a64b: panels of 64 outputs): a small model's weights then sit in memory, and in the caches, once. `type` is the
-// stored type, which decides how x is rounded (below).
+// the set conflicts of a single panel of 128 or 256 outputs, a power-of-two row stride) or a view of the GEMM
+// provider's packed weight when that is laid out so (oneDNN's f32 brgemm layout on AVX-512, BA16a64b: panels of 64
+// outputs): a small model's weights then sit in memory, and in the caches, once. `type` is the stored type, which
+// decides how x is rounded (below).
 struct KMajorWeight {
     std::vector<float> own;            // the copy (empty for a view)
     const float*       view = nullptr; // the provider's panels (a view)
