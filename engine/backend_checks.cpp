@@ -111,26 +111,25 @@ void check_attention_common(const Backend& be, OpKind kind, const TensorView& q,
 void check_salient_keys(const Backend& be, OpKind kind, const TensorView& k, const TensorView& dv,
                         std::span<const int32_t> sal_k, std::span<const int32_t> cu_sal, std::span<const int32_t> cu_k,
                         const char* op) {
-    const std::string name(op);
     check_stored(be, kind, dv, op, "dv");
-    DYLLM_ASSERT(dv.cols() == k.cols(), name + ": dv " + shp(dv) + " and k " + shp(k) + " differ in width");
-    DYLLM_ASSERT(cu_sal.size() == cu_k.size(), name + ": cu_sal has " + std::to_string(cu_sal.size()) +
+    DYLLM_ASSERT(dv.cols() == k.cols(), std::string(op) + ": dv " + shp(dv) + " and k " + shp(k) + " differ in width");
+    DYLLM_ASSERT(cu_sal.size() == cu_k.size(), std::string(op) + ": cu_sal has " + std::to_string(cu_sal.size()) +
                                                    " offsets, cu_k " + std::to_string(cu_k.size()));
-    DYLLM_ASSERT(cu_sal[0] == 0, name + ": cu_sal[0] must be 0, got " + std::to_string(cu_sal[0]));
+    DYLLM_ASSERT(cu_sal[0] == 0, std::string(op) + ": cu_sal[0] must be 0, got " + std::to_string(cu_sal[0]));
     check_offsets(cu_sal, int64_t(sal_k.size()), op, "cu_sal");
     DYLLM_ASSERT(int64_t(sal_k.size()) == cu_sal.back() && dv.rows() == int64_t(sal_k.size()),
-                 name + ": " + std::to_string(sal_k.size()) + " salient keys, cu_sal ends at " +
+                 std::string(op) + ": " + std::to_string(sal_k.size()) + " salient keys, cu_sal ends at " +
                      std::to_string(cu_sal.back()) + ", dv " + shp(dv));
     for (size_t b = 0; b + 1 < cu_k.size(); ++b)
         for (int32_t s = cu_sal[b]; s < cu_sal[b + 1]; ++s) {
             const int32_t j = sal_k[size_t(s)];
-            DYLLM_ASSERT(j >= cu_k[b] && j < cu_k[b + 1], name + ": salient key row " + std::to_string(j) +
+            DYLLM_ASSERT(j >= cu_k[b] && j < cu_k[b + 1], std::string(op) + ": salient key row " + std::to_string(j) +
                                                               " outside sequence " + std::to_string(b) + "'s keys [" +
                                                               std::to_string(cu_k[b]) + ", " +
                                                               std::to_string(cu_k[b + 1]) + ")");
-            DYLLM_ASSERT(s == cu_sal[b] || j > sal_k[size_t(s) - 1], name + ": salient key rows of sequence " +
-                                                                         std::to_string(b) +
-                                                                         " are not strictly ascending");
+            DYLLM_ASSERT(s == cu_sal[b] || j > sal_k[size_t(s) - 1],
+                         std::string(op) + ": salient key rows of sequence " + std::to_string(b) +
+                             " are not strictly ascending");
         }
 }
 
@@ -138,14 +137,13 @@ void check_salient_keys(const Backend& be, OpKind kind, const TensorView& k, con
 // (an F32 c_old in place: each row reads its c_old before writing c_new).
 void check_context_update(const Backend& be, OpKind kind, const TensorView& q, const TensorView& k,
                           const TensorView& dv, const TensorView& c_old, const TensorView& c_new, const char* op) {
-    const std::string name(op);
     check_same_shape(q, c_old, op, "q", "c_old");
     check_stored(be, kind, c_old, op, "c_old");
     DYLLM_ASSERT(!overlaps(c_new, q) && !overlaps(c_new, k) && !overlaps(c_new, dv),
-                 name + ": c_new aliases q, k or dv");
+                 std::string(op) + ": c_new aliases q, k or dv");
     DYLLM_ASSERT(!overlaps(c_new, c_old) ||
                      (c_new.data == c_old.data && c_old.dtype == DType::F32 && c_old.nb[1] == c_new.nb[1]),
-                 name + ": c_new partially overlaps c_old");
+                 std::string(op) + ": c_new partially overlaps c_old");
 }
 
 // An [nq, n_head] F32 log-sum-exp operand.

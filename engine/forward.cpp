@@ -11,27 +11,36 @@
 
 namespace dyllm {
 
-std::vector<int32_t> RowSet::seq_offsets(int n_seq) const {
-    std::vector<int32_t> off(size_t(n_seq) + 1, 0);
+void RowSet::seq_offsets(int n_seq, std::vector<int32_t>& off) const {
+    off.assign(size_t(n_seq) + 1, 0);
     for (int32_t s : seq) off[size_t(s) + 1]++;
     for (int b = 0; b < n_seq; ++b) off[size_t(b) + 1] += off[size_t(b)];
-    return off;
+}
+
+void all_rows(const BatchLayout& lay, RowSet& out) {
+    out.clear();
+    for (int b = 0; b < lay.n_seq(); ++b)
+        for (int32_t p = 0; p < lay.seq_len(b); ++p) out.push(lay.cu[b] + p, b, p);
 }
 
 RowSet all_rows(const BatchLayout& lay) {
     RowSet r;
-    for (int b = 0; b < lay.n_seq(); ++b)
-        for (int32_t p = 0; p < lay.seq_len(b); ++p) r.push(lay.cu[b] + p, b, p);
+    all_rows(lay, r);
     return r;
+}
+
+void response_rows(const BatchLayout& lay, bool with_last_prompt_row, RowSet& out) {
+    out.clear();
+    for (int b = 0; b < lay.n_seq(); ++b) {
+        const int32_t P = lay.prompt_len[b];
+        const int32_t first = (with_last_prompt_row && P > 0) ? P - 1 : P;
+        for (int32_t p = first; p < lay.seq_len(b); ++p) out.push(lay.cu[b] + p, b, p);
+    }
 }
 
 RowSet response_rows(const BatchLayout& lay, bool with_last_prompt_row) {
     RowSet r;
-    for (int b = 0; b < lay.n_seq(); ++b) {
-        const int32_t P = lay.prompt_len[b];
-        const int32_t first = (with_last_prompt_row && P > 0) ? P - 1 : P;
-        for (int32_t p = first; p < lay.seq_len(b); ++p) r.push(lay.cu[b] + p, b, p);
-    }
+    response_rows(lay, with_last_prompt_row, r);
     return r;
 }
 
@@ -42,15 +51,20 @@ size_t cache_bytes(const std::vector<LayerCache>& caches) {
     return n;
 }
 
-std::vector<int32_t> index_within(const RowSet& outer, const RowSet& inner) {
-    std::vector<int32_t> idx;
-    idx.reserve(inner.size());
+void index_within(const RowSet& outer, const RowSet& inner, std::vector<int32_t>& out) {
+    out.clear();
+    out.reserve(inner.size());
     size_t j = 0;
     for (int32_t r : inner.rows) {
         while (j < outer.rows.size() && outer.rows[j] < r) ++j;
         DYLLM_ASSERT(j < outer.rows.size() && outer.rows[j] == r, "row set is not a subset of the query rows");
-        idx.push_back(int32_t(j));
+        out.push_back(int32_t(j));
     }
+}
+
+std::vector<int32_t> index_within(const RowSet& outer, const RowSet& inner) {
+    std::vector<int32_t> idx;
+    index_within(outer, inner, idx);
     return idx;
 }
 
@@ -63,10 +77,13 @@ TensorView empty_view() { return TensorView{}; }
 Forward::Forward(const ModelConfig& cfg, const ModelWeights& w, Backend& be, EventSink* sink, Workspace* ws)
     : cfg_(cfg), w_(w), be_(be), sink_(sink), acc_(size_t(cfg.n_layer)), ws_(ws) {}
 
-void Forward::begin_step() {
+void Forward::begin_step(const BatchLayout& lay) {
     acc_.assign(size_t(cfg_.n_layer), LayerAccount{});
     head_flops_ = 0;
     if (ws_) ws_->reset();
+    // Reserved here, on every kind of step, so a method's first sparse step does not grow them.
+    cu_sal_.reserve(size_t(lay.n_seq()) + 1);
+    lse_host_.reserve(size_t(lay.n_rows()) * size_t(cfg_.n_head));
 }
 
 double Forward::flops() const {
@@ -166,17 +183,18 @@ void Forward::attention(int l, const TensorView& q, const RowSet& rows, const La
     acc_[size_t(l)].flops += fl;
 }
 
-std::vector<int32_t> Forward::attention_cols(int l, const TensorView& q, const RowSet& rows, LayerCache& c,
-                                             const TensorView& dv, const RowSet& salient, const BatchLayout& lay,
-                                             const TensorView& c_old, const TensorView& c_new,
-                                             const TensorView& k_old, const TensorView& v_old) {
-    std::vector<int32_t> fallback;
-    if (rows.empty()) return fallback;
+void Forward::attention_cols(int l, const TensorView& q, const RowSet& rows, LayerCache& c, const TensorView& dv,
+                             const RowSet& salient, const BatchLayout& lay, const TensorView& c_old,
+                             const TensorView& c_new, std::vector<int32_t>& fallback, const TensorView& k_old,
+                             const TensorView& v_old) {
+    fallback.clear();
+    if (rows.empty()) return;
     // Per salient key of the row's sequence: q k^T and p dV (plain, 4 D per head); the incremental form adds the old
     // key's score and the old value's term (8 D).
-    const bool                 inc    = k_old.data != nullptr;
-    const std::vector<int32_t> cu_sal = salient.seq_offsets(lay.n_seq());
-    double                     fl     = 0;
+    const bool            inc    = k_old.data != nullptr;
+    std::vector<int32_t>& cu_sal = cu_sal_;  // kept between calls
+    salient.seq_offsets(lay.n_seq(), cu_sal);
+    double fl = 0;
     for (int32_t s : rows.seq)
         fl += (inc ? 8.0 : 4.0) * double(cfg_.q_dim()) * double(cu_sal[size_t(s) + 1] - cu_sal[size_t(s)]);
     Tensor lse = alloc(int64_t(rows.size()), cfg_.n_head);
@@ -188,8 +206,9 @@ std::vector<int32_t> Forward::attention_cols(int l, const TensorView& q, const R
                            inc ? lse.view() : TensorView{});
     }
     acc_[size_t(l)].flops += fl;
-    if (!inc) return fallback;
-    std::vector<float> host(size_t(lse.view().numel()));
+    if (!inc) return;
+    std::vector<float>& host = lse_host_;
+    host.resize(size_t(lse.view().numel()));
     be_.download(lse, host.data());
     for (size_t i = 0; i < rows.size(); ++i)
         for (int h = 0; h < cfg_.n_head; ++h)
@@ -198,7 +217,6 @@ std::vector<int32_t> Forward::attention_cols(int l, const TensorView& q, const R
                 break;
             }
     scatter(l, lse, rows.rows, c.lse);  // fallback rows get NaN here, then their exact attention's statistics
-    return fallback;
 }
 
 void Forward::attention_approx(int l, const TensorView& q, const RowSet& rows, const LayerCache& c,
@@ -215,10 +233,8 @@ void Forward::attention_approx_exact(int l, const TensorView& q, const RowSet& r
     const bool fused = !exact.empty() && be_.fuses_exact_rows();
     // q K^T over every key of the row's sequence, then P dV over its salient keys; a fused exact row P V over every
     // key instead (what attention() counts for it).
-    std::vector<int32_t>& cu_sal = cu_sal_;  // salient.seq_offsets(), without a fresh vector per call
-    cu_sal.assign(size_t(lay.n_seq()) + 1, 0);
-    for (int32_t s : salient.seq) cu_sal[size_t(s) + 1]++;
-    for (int b = 0; b < lay.n_seq(); ++b) cu_sal[size_t(b) + 1] += cu_sal[size_t(b)];
+    std::vector<int32_t>& cu_sal = cu_sal_;  // kept between calls
+    salient.seq_offsets(lay.n_seq(), cu_sal);
     double fl = 0;
     for (int32_t s : rows.seq)
         fl += 2.0 * double(cfg_.q_dim()) * double(lay.seq_len(s) + (cu_sal[size_t(s) + 1] - cu_sal[size_t(s)]));

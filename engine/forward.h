@@ -35,13 +35,20 @@ struct RowSet {
     size_t size() const { return rows.size(); }
     bool   empty() const { return rows.empty(); }
     void   push(int32_t row, int32_t s, int32_t p) { rows.push_back(row), seq.push_back(s), pos.push_back(p); }
-    // Offsets of each sequence's slice: [B+1].
-    std::vector<int32_t> seq_offsets(int n_seq) const;
+    // clear() and reserve() keep the capacity: a set refilled every step allocates only while it grows.
+    void clear() { rows.clear(), seq.clear(), pos.clear(); }
+    void reserve(size_t n) { rows.reserve(n), seq.reserve(n), pos.reserve(n); }
+    // Offsets of each sequence's slice into out: [B+1].
+    void seq_offsets(int n_seq, std::vector<int32_t>& out) const;
 };
 
+// The step loop's forms write into `out` (cleared first), so a set kept between steps is refilled in place.
+void   all_rows(const BatchLayout& lay, RowSet& out);
 RowSet all_rows(const BatchLayout& lay);
 // Indices into `outer` (ascending rows) of each row of `inner` (a subset, ascending).
+void                 index_within(const RowSet& outer, const RowSet& inner, std::vector<int32_t>& out);
 std::vector<int32_t> index_within(const RowSet& outer, const RowSet& inner);
+void                 response_rows(const BatchLayout& lay, bool with_last_prompt_row, RowSet& out);
 RowSet response_rows(const BatchLayout& lay, bool with_last_prompt_row);
 
 // Per-layer caches; a method allocates only what it uses (empty Tensors otherwise). All [N, width] in cache dtype.
@@ -76,7 +83,8 @@ public:
 
     void set_step(int32_t step) { step_ = step; }
     void set_sink(EventSink* sink) { sink_ = sink; }
-    void begin_step();                         // resets the accounting (and coalesces the workspace)
+    // Resets the accounting (and coalesces the workspace); sizes the per-sequence host scratch for lay.
+    void                             begin_step(const BatchLayout& lay);
     const std::vector<LayerAccount>& accounts() const { return acc_; }
     double flops() const;
 
@@ -130,12 +138,11 @@ public:
                                   const RowSet& exact_rows);
     // The column-sparse update (Backend::attention_cols): scores of the salient keys only, against each row's
     // log-sum-exp in c.lse. Incremental when k_old / v_old (the salient keys' rows before this step) are given: c.lse
-    // is updated, and the indices (into rows) of the rows it could not serve are returned (the caller computes them
-    // exactly); the plain form returns none.
-    std::vector<int32_t> attention_cols(int l, const TensorView& q, const RowSet& rows, LayerCache& c,
-                                        const TensorView& dv, const RowSet& salient, const BatchLayout& lay,
-                                        const TensorView& c_old, const TensorView& c_new,
-                                        const TensorView& k_old = {}, const TensorView& v_old = {});
+    // is updated, and the indices (into rows) of the rows it could not serve are written to `fallback` (the caller
+    // computes them exactly); the plain form leaves it empty.
+    void   attention_cols(int l, const TensorView& q, const RowSet& rows, LayerCache& c, const TensorView& dv,
+                          const RowSet& salient, const BatchLayout& lay, const TensorView& c_old, const TensorView& c_new,
+                          std::vector<int32_t>& fallback, const TensorView& k_old = {}, const TensorView& v_old = {});
     void   cosine(int l, const TensorView& a, const TensorView& b, std::vector<float>& out);
     void   gather(int l, const TensorView& src, const std::vector<int32_t>& idx, const TensorView& dst);
     void   scatter(int l, const TensorView& src, const std::vector<int32_t>& idx, const TensorView& dst);
@@ -143,15 +150,16 @@ public:
 private:
     Tensor alloc_as(DType t, int64_t rows, int64_t cols) { return ws_ ? ws_->alloc(t, rows, cols) : be_.alloc(t, rows, cols); }
 
-    const ModelConfig&  cfg_;
-    const ModelWeights& w_;
-    Backend&            be_;
-    EventSink*          sink_;
-    int32_t             step_ = 0;
+    const ModelConfig&        cfg_;
+    const ModelWeights&       w_;
+    Backend&                  be_;
+    EventSink*                sink_;
+    int32_t                   step_ = 0;
     std::vector<LayerAccount> acc_;
-    double              head_flops_ = 0;
-    Workspace*          ws_ = nullptr;
-    std::vector<int32_t> ids_, cu_sal_;  // per-call index scratch, kept between steps
+    double                    head_flops_ = 0;
+    Workspace*                ws_         = nullptr;
+    std::vector<int32_t>      ids_, cu_sal_;  // per-call index scratch, kept between steps
+    std::vector<float>        lse_host_;      // attention_cols' incremental form: the updated log-sum-exp, read back
 };
 
 }  // namespace dyllm

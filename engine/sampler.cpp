@@ -18,27 +18,37 @@ int32_t SequenceState::unmasked() const {
     return n;
 }
 
-std::vector<int32_t> block_candidates(std::span<const int32_t> response, int32_t mask_id, int block_length) {
+void block_candidates(std::span<const int32_t> response, int32_t mask_id, int block_length, std::vector<int32_t>& out) {
     int32_t unmasked = 0;
     for (int32_t t : response) unmasked += (t != mask_id);
     const int64_t block_idx = unmasked / block_length;
     const int64_t end       = std::min<int64_t>(int64_t(response.size()), int64_t(block_length) * (block_idx + 1));
-    std::vector<int32_t> c;
+    out.clear();
     for (int64_t p = 0; p < end; ++p)
-        if (response[size_t(p)] == mask_id) c.push_back(int32_t(p));
+        if (response[size_t(p)] == mask_id) out.push_back(int32_t(p));
+}
+
+std::vector<int32_t> block_candidates(std::span<const int32_t> response, int32_t mask_id, int block_length) {
+    std::vector<int32_t> c;
+    block_candidates(response, mask_id, block_length, c);
     return c;
 }
 
-std::vector<Candidate> select_candidates(std::vector<Candidate> cands, int n_transfer, float threshold) {
+void select_candidates_in_place(std::vector<Candidate>& cands, int n_transfer, float threshold) {
     // NaN ranks lowest, so the comparison is a strict weak order whatever the scores hold.
     auto key = [](float s) { return std::isnan(s) ? -std::numeric_limits<float>::infinity() : s; };
     std::sort(cands.begin(), cands.end(), [&](const Candidate& a, const Candidate& b) {
         return candidate_before(key(a.score), a.pos, key(b.score), b.pos);
     });
-    std::vector<Candidate> keep;
+    size_t kept = 0;  // the kept ones move to the front, in rank order
     for (size_t r = 0; r < cands.size(); ++r)
-        if (candidate_kept(int(r), cands[r].score, n_transfer, threshold)) keep.push_back(cands[r]);
-    return keep;
+        if (candidate_kept(int(r), cands[r].score, n_transfer, threshold)) cands[kept++] = cands[r];
+    cands.resize(kept);
+}
+
+std::vector<Candidate> select_candidates(std::vector<Candidate> cands, int n_transfer, float threshold) {
+    select_candidates_in_place(cands, n_transfer, threshold);
+    return cands;
 }
 
 bool finished_by_eos(std::span<const int32_t> response, std::span<const int32_t> new_positions, int32_t eos_id,
@@ -54,20 +64,19 @@ bool finished_by_eos(std::span<const int32_t> response, std::span<const int32_t>
 
 Sampler::Sampler(const ModelConfig& cfg, const DiffusionParams& p) : cfg_(cfg), p_(p), rng_(p.seed) {}
 
-Sampler::Plan Sampler::plan(std::span<SequenceState* const> live, std::span<const int32_t> cu,
-                            std::span<const int32_t> first_query) const {
-    Plan pl;
+void Sampler::plan(std::span<SequenceState* const> live, std::span<const int32_t> cu,
+                   std::span<const int32_t> first_query, Plan& pl) const {
     pl.cand.resize(live.size());
+    pl.rows.clear();
     for (size_t b = 0; b < live.size(); ++b) {
         const SequenceState& s = *live[b];
-        pl.cand[b]             = block_candidates(s.response(), cfg_.mask_id, p_.block_length);
+        block_candidates(s.response(), cfg_.mask_id, p_.block_length, pl.cand[b]);
         for (int32_t c : pl.cand[b]) {
             int32_t p_abs = s.P + c;
             if (cfg_.family == Family::Dream) p_abs = std::max(first_query[b], p_abs - 1);
             pl.rows.push_back(cu[b] + p_abs);
         }
     }
-    return pl;
 }
 
 // Greedy scoring on the backend; seeded sampling from softmax(logits / T) on the host when temperature > 0.
@@ -75,8 +84,8 @@ Sampler::Plan Sampler::plan(std::span<SequenceState* const> live, std::span<cons
 void Sampler::score(Backend& be, EventSink* sink, int32_t step, const Tensor& logits, std::span<int32_t> tok,
                     std::span<float> score) {
     if (tok.empty()) return;
-    const ScoreKind kind = cfg_.family == Family::Dream ? ScoreKind::NegEntropy : ScoreKind::Confidence;
-    const std::vector<int32_t> banned{cfg_.mask_id};
+    const ScoreKind kind      = cfg_.family == Family::Dream ? ScoreKind::NegEntropy : ScoreKind::Confidence;
+    const int32_t   banned[1] = {cfg_.mask_id};
     ScopedOp s(sink, step, -1, OpClass::Sampling, 0, double(logits.view().bytes()), int32_t(tok.size()));
     if (p_.temperature <= 0.f) {
         be.score_logits(logits, kind, banned, tok, score);
@@ -118,20 +127,23 @@ void Sampler::score(Backend& be, EventSink* sink, int32_t step, const Tensor& lo
     }
 }
 
-std::vector<Sampler::Unmasked> Sampler::sample(Backend& be, EventSink* sink, int32_t step, const Tensor& logits,
-                                               const Plan& plan, std::span<SequenceState* const> live) {
-    std::vector<int32_t> tok(plan.rows.size());
-    std::vector<float>   sc(plan.rows.size());
+void Sampler::sample(Backend& be, EventSink* sink, int32_t step, const Tensor& logits, const Plan& plan,
+                     std::span<SequenceState* const> live, std::vector<Unmasked>& out) {
+    std::vector<int32_t>& tok = tok_;
+    std::vector<float>&   sc  = score_;
+    tok.resize(plan.rows.size());
+    sc.resize(plan.rows.size());
     score(be, sink, step, logits, tok, sc);
 
     const bool  thr_mode   = !std::isnan(p_.conf_threshold);
     const int   n_transfer = thr_mode ? 1 : p_.gen_length / p_.steps;
     const float threshold  = thr_mode ? p_.conf_threshold : std::numeric_limits<float>::infinity();
-    std::vector<Unmasked> out(live.size());
-    size_t                k = 0;
+    out.resize(live.size());
+    size_t k = 0;
     for (size_t b = 0; b < live.size(); ++b) {
-        SequenceState&         s = *live[b];
-        std::vector<Candidate> cs;
+        SequenceState&          s  = *live[b];
+        std::vector<Candidate>& cs = cands_;
+        cs.clear();
         for (int32_t c : plan.cand[b]) {
             // A finite logit row always gives a finite score (a probability, or an entropy >= -log V).
             if (!std::isfinite(sc[k]))
@@ -140,7 +152,9 @@ std::vector<Sampler::Unmasked> Sampler::sample(Backend& be, EventSink* sink, int
             cs.push_back(Candidate{c, tok[k], sc[k]}), ++k;
         }
         Unmasked& u = out[b];
-        for (const Candidate& c : select_candidates(std::move(cs), n_transfer, threshold)) {
+        u.pos.clear(), u.tokens.clear(), u.scores.clear();
+        select_candidates_in_place(cs, n_transfer, threshold);
+        for (const Candidate& c : cs) {
             s.tokens[size_t(s.P + c.pos)] = c.token;
             s.unmask_step[size_t(c.pos)]  = step;
             s.scores[size_t(c.pos)]       = c.score;
@@ -154,7 +168,6 @@ std::vector<Sampler::Unmasked> Sampler::sample(Backend& be, EventSink* sink, int
             s.finished = s.by_eos = true;
         if (s.unmasked() >= s.R || (!thr_mode && step >= p_.steps)) s.finished = true;
     }
-    return out;
 }
 
 }  // namespace dyllm

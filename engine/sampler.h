@@ -36,12 +36,14 @@ struct Candidate {
 
 // Masked response positions of the current block: block_idx = (unmasked count) / block_length, window
 // [0, block_length * (block_idx + 1)) clipped to the response.
+void block_candidates(std::span<const int32_t> response, int32_t mask_id, int block_length, std::vector<int32_t>& out);
 std::vector<int32_t> block_candidates(std::span<const int32_t> response, int32_t mask_id, int block_length);
 
 // Keeps candidate r (in order of score, higher first, then lower position: engine/README.md decision 4) when r <
 // n_transfer or score >= threshold, and only if its score > -inf. Default mode: n_transfer = n_u, threshold = +inf;
 // threshold mode: n_transfer = 1, threshold = the confidence threshold. Returns the kept ones in that order. The order
-// is total: a NaN score ranks below every number and is never kept.
+// is total: a NaN score ranks below every number and is never kept. The in-place form leaves the kept ones in cands.
+void                   select_candidates_in_place(std::vector<Candidate>& cands, int n_transfer, float threshold);
 std::vector<Candidate> select_candidates(std::vector<Candidate> cands, int n_transfer, float threshold);
 
 // EOS termination: an EOS among the newly decoded positions, with no [MASK] before the first of them, finishes the
@@ -58,12 +60,13 @@ public:
     // row P + c (LLaDA) or P + c - 1 (Dream's one-position shift), never before the sequence's first query row
     // (first_query[b], a position): the shift runs over the rows the step computed, so when a step does not query
     // row P - 1 the first response position reads its own row, as in the authors' code.
+    // Written in place (the session keeps one between steps, so a steady run refills it without allocating).
     struct Plan {
         std::vector<std::vector<int32_t>> cand;  // [n_seq] response positions
         std::vector<int32_t>              rows;  // packed row of each candidate, in (sequence, candidate) order
     };
-    Plan plan(std::span<SequenceState* const> live, std::span<const int32_t> cu,
-              std::span<const int32_t> first_query) const;
+    void plan(std::span<SequenceState* const> live, std::span<const int32_t> cu, std::span<const int32_t> first_query,
+              Plan& out) const;
 
     // What one sequence got this step (in selection order).
     struct Unmasked {
@@ -72,18 +75,22 @@ public:
     };
 
     // Scores logits [plan.rows.size(), n_vocab] (row r scores candidate r), selects per sequence, commits into the
-    // states (tokens, unmask_step, scores, last_unmasked, finished flags) and returns what each sequence unmasked.
-    // Throws LoadError naming the step when a score is not finite (corrupt weights).
-    std::vector<Unmasked> sample(Backend& be, EventSink* sink, int32_t step, const Tensor& logits, const Plan& plan,
-                                 std::span<SequenceState* const> live);
+    // states (tokens, unmask_step, scores, last_unmasked, finished flags) and writes what each sequence unmasked into
+    // `out` (refilled in place, as the plan). Throws LoadError naming the step when a score is not finite (corrupt
+    // weights).
+    void sample(Backend& be, EventSink* sink, int32_t step, const Tensor& logits, const Plan& plan,
+                std::span<SequenceState* const> live, std::vector<Unmasked>& out);
 
 private:
     void score(Backend& be, EventSink* sink, int32_t step, const Tensor& logits, std::span<int32_t> tok,
                std::span<float> score);
 
-    const ModelConfig&    cfg_;
-    const DiffusionParams p_;
-    std::mt19937_64       rng_;
+    const ModelConfig&     cfg_;
+    const DiffusionParams  p_;
+    std::mt19937_64        rng_;
+    std::vector<int32_t>   tok_;  // per candidate: the chosen token and its score (kept between steps)
+    std::vector<float>     score_;
+    std::vector<Candidate> cands_;  // one sequence's candidates, then the kept ones
 };
 
 }  // namespace dyllm

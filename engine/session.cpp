@@ -54,26 +54,38 @@ struct Session::Impl {
     Session::LogitsObserver logits_observer;
     std::string             label;
 
+    // The step loop's host-side lists, kept between steps and refilled in place: with the workspace, a steady run
+    // allocates nothing (tests/unit/test_step_allocations.cpp).
+    std::vector<SequenceState*>            live_seqs;
+    std::vector<SeqProgress>               progress;
+    RowSet                                 q;
+    std::vector<int32_t>                   first_query, row_to_q, logits_rows, keep_rows, new_live;
+    Sampler::Plan                          plan;
+    std::vector<Sampler::Unmasked>         unmasked;
+    std::vector<std::vector<LayerAccount>> spare_layers;  // StepRecord::layers, allocated by start()
+    float                                  step_tau = 0;  // the tau of the running step (a report that captures only
+                                                          // `this` fits std::function's buffer: no allocation)
+
     Impl(const Model& m, EventSink* s) : model(m), cfg(m.config()), sink(s) {}
 
     Backend& be() const { return model.backend(); }
 
     // ---- layout and caches ---------------------------------------------------------------------------------------
     void build_layout() {
-        BatchLayout nl;
-        nl.cu.push_back(0);
+        lay.cu.assign(1, 0);
+        lay.prompt_len.clear();
+        lay.tokens.clear();
         for (int32_t i : live) {
             const SequenceState& s = seqs[size_t(i)];
-            nl.prompt_len.push_back(s.P);
-            nl.tokens.insert(nl.tokens.end(), s.tokens.begin(), s.tokens.end());
-            nl.cu.push_back(nl.cu.back() + int32_t(s.tokens.size()));
+            lay.prompt_len.push_back(s.P);
+            lay.tokens.insert(lay.tokens.end(), s.tokens.begin(), s.tokens.end());
+            lay.cu.push_back(lay.cu.back() + int32_t(s.tokens.size()));
         }
-        lay = std::move(nl);
     }
 
     // Drops finished sequences from the layout, carrying their survivors' cache rows along.
     void compact() {
-        std::vector<int32_t> keep_rows, new_live;
+        keep_rows.clear(), new_live.clear();
         for (size_t b = 0; b < live.size(); ++b) {
             if (seqs[size_t(live[b])].finished) continue;
             new_live.push_back(live[b]);
@@ -87,7 +99,7 @@ struct Session::Impl {
                 if (!keep_rows.empty()) be().gather_rows(*t, keep_rows, n);
                 *t = std::move(n);
             }
-        live = std::move(new_live);
+        live.swap(new_live);
     }
 
     void alloc_caches() {
@@ -106,15 +118,11 @@ struct Session::Impl {
         peak_cache_bytes = std::max(peak_cache_bytes, cache_bytes(caches));
     }
 
-    std::vector<SequenceState*> live_states() {
-        std::vector<SequenceState*> v;
-        for (int32_t i : live) v.push_back(&seqs[size_t(i)]);
-        return v;
-    }
-
     // ---- events ---------------------------------------------------------------------------------------------------
-    void emit_saliency(int l, const SaliencyOutcome& o, float t, const Forward& fwd) {
+    void emit_saliency(int l, const SaliencyOutcome& o) {
         if (!sink) return;
+        const float         t   = step_tau;
+        const Forward&      fwd = *fwd_;
         const LayerAccount& A = fwd.accounts()[size_t(l)];
         size_t              i = 0, j = 0;
         for (int b = 0; b < lay.n_seq(); ++b) {
@@ -149,36 +157,38 @@ struct Session::Impl {
         compact();
         build_layout();
         ++step;
-        const auto                   live_seqs = live_states();
-        std::vector<SeqProgress>     progress;
+        live_seqs.clear(), progress.clear();
+        for (int32_t i : live) live_seqs.push_back(&seqs[size_t(i)]);
         for (const SequenceState* s : live_seqs)
             progress.push_back(SeqProgress{s->P, s->R, s->unmasked(), s->last_unmasked});
         StepInput in;
-        in.step = step, in.tau = tau.load(), in.lay = &lay, in.seqs = progress, in.observed = sink != nullptr;
+        step_tau = tau.load();
+        in.step = step, in.tau = step_tau, in.lay = &lay, in.seqs = progress, in.observed = sink != nullptr;
         const StepKind kind = method->step_kind(in);
         const auto     t0   = std::chrono::steady_clock::now();
 
         Forward& fwd = *fwd_;
         fwd.set_sink(sink);
         fwd.set_step(step);
-        fwd.begin_step();
-        const RowSet q = method->query_rows(in, kind);
+        fwd.begin_step(lay);
+        method->query_rows(in, kind, q);
         if (sink) {
             StepBegin e;
             e.step = step, e.kind = kind, e.tau = in.tau, e.n_query_rows = int32_t(q.size()), e.t_ns = steady_now_ns();
             sink->on_step_begin(e);
         }
         const Tensor h = method->run_layers(fwd, in, kind, q, caches,
-                                            [&](int l, const SaliencyOutcome& o) { emit_saliency(l, o, in.tau, fwd); });
+                                            [this](int l, const SaliencyOutcome& o) { emit_saliency(l, o); });
 
         // The candidates' logits rows, as indices into the query rows.
-        std::vector<int32_t> first_query(live_seqs.size(), std::numeric_limits<int32_t>::max());
+        first_query.assign(live_seqs.size(), std::numeric_limits<int32_t>::max());
         for (size_t i = 0; i < q.size(); ++i)
             first_query[size_t(q.seq[i])] = std::min(first_query[size_t(q.seq[i])], q.pos[i]);
-        const Sampler::Plan  plan = sampler->plan(live_seqs, lay.cu, first_query);
-        std::vector<int32_t> row_to_q(size_t(lay.n_rows()), -1);
+        sampler->plan(live_seqs, lay.cu, first_query, plan);
+        row_to_q.assign(size_t(lay.n_rows()), -1);
         for (size_t i = 0; i < q.size(); ++i) row_to_q[size_t(q.rows[i])] = int32_t(i);
-        std::vector<int32_t> idx;
+        std::vector<int32_t>& idx = logits_rows;
+        idx.clear();
         for (int32_t r : plan.rows) {
             DYLLM_ASSERT(row_to_q[size_t(r)] >= 0, "candidate logits row was not computed in this step");
             idx.push_back(row_to_q[size_t(r)]);
@@ -192,7 +202,7 @@ struct Session::Impl {
             if (!host.empty()) be().download(logits, host.data());
             logits_observer(step, where, host, logits.cols());
         }
-        const auto unmasked = sampler->sample(be(), sink, step, logits, plan, live_seqs);
+        sampler->sample(be(), sink, step, logits, plan, live_seqs, unmasked);
 
         int32_t committed = 0;
         for (size_t b = 0; b < live_seqs.size(); ++b) {
@@ -215,7 +225,8 @@ struct Session::Impl {
         rec.step = step, rec.kind = kind, rec.tau = in.tau, rec.seconds = secs, rec.flops = fwd.flops();
         rec.dense_flops = fwd.dense_flops(lay, int64_t(idx.size()));
         rec.tokens_committed = committed;
-        rec.layers = fwd.accounts();
+        if (!spare_layers.empty()) rec.layers = std::move(spare_layers.back()), spare_layers.pop_back();
+        rec.layers.assign(fwd.accounts().begin(), fwd.accounts().end());
         if (sink) {
             StepEnd e;
             e.step = step, e.wall_ns = int64_t(secs * 1e9), e.tokens_committed = committed;
@@ -299,8 +310,15 @@ void Session::start(const std::vector<std::vector<int32_t>>& prompts, const Diff
         I.seqs.push_back(std::move(s));
         I.live.push_back(int32_t(i));
     }
+    // A run takes at most `steps` steps (threshold mode: at most gen_length, each step unmasks at least one position
+    // per sequence): the per-step records are reserved here, not grown by the step loop.
+    const size_t max_steps = size_t(std::isnan(params.conf_threshold) ? params.steps : params.gen_length);
     I.records.clear();
+    I.records.reserve(max_steps);
     I.dense_rows.clear();
+    I.dense_rows.reserve(max_steps);
+    I.spare_layers.assign(max_steps, {});
+    for (auto& l : I.spare_layers) l.reserve(size_t(cfg.n_layer));
     I.step = 0, I.denoise_s = 0, I.peak_cache_bytes = 0;
     I.over = false;
     I.build_layout();

@@ -3,6 +3,8 @@
 #include "engine/methods/dllm_cache.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "engine/methods/method.h"
@@ -29,26 +31,43 @@ public:
     Tensor run_layers(Forward& fwd, const StepInput& in, StepKind, const RowSet& q, std::vector<LayerCache>& caches,
                       const SaliencyReport&) override {
         const BatchLayout& lay = *in.lay;
+        s_.reserve(size_t(lay.n_rows()));
         Tensor h = fwd.embed(lay, q);
-        const auto   r   = dllm_cache_refresh(in.step, p_.kp, p_.kr);
-        const RowSet gen = response_rows(lay, false);
-        RowSet       prompt_rows;
+        const auto r = dllm_cache_refresh(in.step, p_.kp, p_.kr);
+        response_rows(lay, false, s_.gen);
+        s_.prompt_rows.clear();
         for (size_t i = 0; i < q.size(); ++i)
-            if (q.pos[i] < lay.prompt_len[size_t(q.seq[i])]) prompt_rows.push(q.rows[i], q.seq[i], q.pos[i]);
-        const RowSet partial = r.prompt ? prompt_rows : (r.gen ? gen : RowSet{});
+            if (q.pos[i] < lay.prompt_len[size_t(q.seq[i])]) s_.prompt_rows.push(q.rows[i], q.seq[i], q.pos[i]);
+        s_.none.clear();
+        const RowSet& partial = r.prompt ? s_.prompt_rows : (r.gen ? s_.gen : s_.none);
+        all_rows(lay, s_.every);
         for (int l = 0; l < cfg_.n_layer; ++l) {
             // Layer 0 always refreshes both (the reference hooks' "or layer_id == 0").
             const bool both = (r.prompt && r.gen) || l == 0;
-            layer(fwd, l, h, lay, both ? q : partial, gen, !both && !r.gen, caches[size_t(l)]);
+            layer(fwd, l, h, lay, both ? q : partial, s_.gen, !both && !r.gen, caches[size_t(l)]);
         }
         return h;
     }
 
 private:
+    // The host-side row lists of a step, kept between steps and reserved for every row of the batch on the first
+    // step, so a steady run refills them without allocating.
+    struct Scratch {
+        RowSet               gen, prompt_rows, none, every, transfer, ffn_rows;
+        std::vector<float>   cos;
+        std::vector<int32_t> off, pick, order, rows;
+
+        void reserve(size_t n) {
+            for (RowSet* r : {&gen, &prompt_rows, &every, &transfer, &ffn_rows}) r->reserve(n);
+            cos.reserve(n), pick.reserve(n), order.reserve(n), rows.reserve(2 * n);
+        }
+    };
+    Scratch s_;
+
     // h holds every row of the batch. attn_rows are recomputed; with adaptive, the response rows' V is refreshed and
     // the rho share least similar are recomputed too.
     void layer(Forward& fwd, int l, Tensor& h, const BatchLayout& lay, const RowSet& attn_rows, const RowSet& gen_rows,
-               bool adaptive, LayerCache& c) const {
+               bool adaptive, LayerCache& c) {
         const LayerWeights& L = fwd.weights().layers[size_t(l)];
         LayerAccount&       A = fwd.account(l);
         auto norm_rows = [&](const TensorView& w, const std::vector<int32_t>& rows) {
@@ -75,26 +94,36 @@ private:
         recompute_attention(attn_rows, norm_rows(L.attn_norm, attn_rows.rows), true);
         A.kv_rows += int32_t(attn_rows.size());
 
-        RowSet transfer;  // adaptive update: the rho share of response rows whose V changed most
+        RowSet& transfer = s_.transfer;  // adaptive update: the rho share of response rows whose V changed most
+        transfer.clear();
         if (adaptive && p_.rho > 0.f && !gen_rows.empty()) {
             Tensor xg = norm_rows(L.attn_norm, gen_rows.rows);
             Tensor vg = fwd.alloc(int64_t(gen_rows.size()), cfg_.kv_dim());
             fwd.matmul(l, OpClass::Qkv, xg, L.wv, L.bv, vg);
             Tensor v_old = fwd.alloc(int64_t(gen_rows.size()), cfg_.kv_dim());
             fwd.gather(l, c.v, gen_rows.rows, v_old);
-            std::vector<float> cos;
+            std::vector<float>& cos = s_.cos;
             fwd.cosine(l, vg, v_old, cos);
             fwd.scatter(l, vg, gen_rows.rows, c.v);  // V replaced for every response token
             A.kv_rows += int32_t(gen_rows.size());
-            const std::vector<int32_t> off = gen_rows.seq_offsets(lay.n_seq());
-            std::vector<int32_t>       pick;
+            std::vector<int32_t>& off  = s_.off;
+            std::vector<int32_t>& pick = s_.pick;
+            gen_rows.seq_offsets(lay.n_seq(), off);
+            pick.clear();
             for (int b = 0; b < lay.n_seq(); ++b) {
-                const int32_t        lo = off[size_t(b)], hi = off[size_t(b) + 1];
-                const int32_t        k  = int32_t(float(hi - lo) * p_.rho);  // int(gen_len * rho), as the reference
-                std::vector<int32_t> order(size_t(hi - lo));
+                const int32_t         lo = off[size_t(b)], hi = off[size_t(b) + 1];
+                const int32_t         k     = int32_t(float(hi - lo) * p_.rho);  // int(gen_len * rho), as the reference
+                std::vector<int32_t>& order = s_.order;
+                order.resize(size_t(hi - lo));
                 std::iota(order.begin(), order.end(), lo);
-                std::stable_sort(order.begin(), order.end(),
-                                 [&](int32_t i, int32_t j) { return cos[size_t(i)] < cos[size_t(j)]; });
+                // Ascending cosine, ties by row (what a stable sort of the ascending rows gives, without its
+                // temporary buffer); a NaN cosine ranks first, so the order is total whatever the values.
+                const auto key = [&](int32_t i) {
+                    const float c = cos[size_t(i)];
+                    return std::isnan(c) ? -std::numeric_limits<float>::infinity() : c;
+                };
+                std::sort(order.begin(), order.end(),
+                          [&](int32_t i, int32_t j) { return key(i) < key(j) || (key(i) == key(j) && i < j); });
                 pick.insert(pick.end(), order.begin(), order.begin() + std::min<int32_t>(k, hi - lo));
             }
             std::sort(pick.begin(), pick.end());
@@ -106,13 +135,15 @@ private:
         }
 
         // Every row's cached output added in one pass (add_rows: the gather and the add without a gathered copy).
-        const RowSet every = all_rows(lay);
+        const RowSet& every = s_.every;
         fwd.backend().add_rows(c.attn_out, every.rows, h);
 
         // FFN for the recomputed rows; every other row reuses its cached FFN output.
-        RowSet ffn_rows;
+        RowSet& ffn_rows = s_.ffn_rows;
+        ffn_rows.clear();
         {
-            std::vector<int32_t> r = attn_rows.rows;
+            std::vector<int32_t>& r = s_.rows;
+            r                       = attn_rows.rows;
             r.insert(r.end(), transfer.rows.begin(), transfer.rows.end());
             std::sort(r.begin(), r.end());
             r.erase(std::unique(r.begin(), r.end()), r.end());

@@ -21,6 +21,21 @@ TensorView rows_in_place(const TensorView& t, const std::vector<int32_t>& rows) 
     return TensorView::matrix(t.row<char>(rows[0]), t.dtype, t.device, int64_t(rows.size()), t.cols());
 }
 
+// The host-side index lists of one sparse layer, kept between calls (per thread, as the attention kernels keep their
+// plans) and reserved for every row of the batch from a run's first step (DyllmMethod::run_layers), so a steady run
+// refills them without allocating.
+struct SparseLayerScratch {
+    std::vector<int32_t> idx_s, idx_e, idx_l;  // S_{l-1}, the exact rows and S_l as indices into the query rows
+    std::vector<int32_t> fallback;             // rows the incremental update could not serve
+    RowSet               exact_rows;           // the rows attention serves exactly
+
+    void reserve(size_t n) {
+        for (std::vector<int32_t>* v : {&idx_s, &idx_e, &idx_l, &fallback}) v->reserve(n);
+        exact_rows.reserve(n);
+    }
+};
+thread_local SparseLayerScratch t_scratch;
+
 }  // namespace
 
 StepKind dyllm_step_kind(int step, int full_steps, int fullq_every) {
@@ -38,8 +53,13 @@ void dyllm_sparse_layer(Forward& fwd, int l, Tensor& h, const BatchLayout& lay, 
     LayerAccount&       A  = fwd.account(l);
     A.query_rows += int32_t(n);
     A.kv_rows += int32_t(ns);
-    out.tested  = q;
-    out.salient = RowSet{};
+    SparseLayerScratch&   scratch    = t_scratch;
+    std::vector<int32_t>& idx_s      = scratch.idx_s;
+    std::vector<int32_t>& idx_e      = scratch.idx_e;
+    std::vector<int32_t>& idx_l      = scratch.idx_l;
+    RowSet&               exact_rows = scratch.exact_rows;
+    out.tested                       = q;  // copy-assignments and clear() keep the capacity of a reused outcome
+    out.salient.clear();
     out.cosines.clear();
     out.drift.clear();
     if (n == 0) return;
@@ -49,8 +69,8 @@ void dyllm_sparse_layer(Forward& fwd, int l, Tensor& h, const BatchLayout& lay, 
     fwd.norm(l, h, L.attn_norm, x);
     Tensor Q;
     fwd.qkv(l, x, q, &Q, nullptr, nullptr);
-    const std::vector<int32_t> idx_s = index_within(q, s_prev);
-    Tensor                     xs    = fwd.alloc(ns, cfg.n_embd);
+    index_within(q, s_prev, idx_s);
+    Tensor xs = fwd.alloc(ns, cfg.n_embd);
     fwd.gather(l, x, idx_s, xs);
     Tensor Ks, Vs;
     fwd.qkv(l, xs, s_prev, nullptr, &Ks, &Vs);
@@ -78,30 +98,31 @@ void dyllm_sparse_layer(Forward& fwd, int l, Tensor& h, const BatchLayout& lay, 
         c_old = c_old_copy;
     }
     Tensor c_new = fwd.alloc(n, cfg.q_dim());
-    RowSet exact_rows = s_prev;  // the rows attention serves exactly
+    exact_rows   = s_prev;
     if (update != StableUpdate::Exact) {
         // Exact rows: S_{l-1}, plus the rows the incremental update could not serve (their unchanged keys held almost
         // none of their softmax mass).
-        std::vector<int32_t> idx_e = idx_s;
-        const auto exact_of = [&q](const std::vector<int32_t>& idx) {  // the rows of q at idx, as a RowSet
-            RowSet r;
-            for (int32_t i : idx) r.push(q.rows[size_t(i)], q.seq[size_t(i)], q.pos[size_t(i)]);
-            return r;
+        idx_e               = idx_s;
+        const auto exact_of = [&q, &exact_rows](const std::vector<int32_t>& idx) {  // the rows of q at idx
+            exact_rows.clear();
+            for (int32_t i : idx) exact_rows.push(q.rows[size_t(i)], q.seq[size_t(i)], q.pos[size_t(i)]);
         };
         if (update == StableUpdate::FullSoftmax) {
             // The exact rows' scores are part of the approximation's pass: one pass serves both (same numbers).
-            exact_rows = exact_of(idx_e);
+            exact_of(idx_e);
             fwd.attention_approx_exact(l, Q, q, c, dv, s_prev, lay, c_old, c_new, idx_e, exact_rows);
         } else {
-            const std::vector<int32_t> fb =
-                inc ? fwd.attention_cols(l, Q, q, c, dv, s_prev, lay, c_old, c_new, k_old, v_old)
-                    : fwd.attention_cols(l, Q, q, c, dv, s_prev, lay, c_old, c_new);
+            std::vector<int32_t>& fb = scratch.fallback;
+            if (inc)
+                fwd.attention_cols(l, Q, q, c, dv, s_prev, lay, c_old, c_new, fb, k_old, v_old);
+            else
+                fwd.attention_cols(l, Q, q, c, dv, s_prev, lay, c_old, c_new, fb);
             if (!fb.empty()) {
                 idx_e.insert(idx_e.end(), fb.begin(), fb.end());
                 std::sort(idx_e.begin(), idx_e.end());
                 idx_e.erase(std::unique(idx_e.begin(), idx_e.end()), idx_e.end());
             }
-            exact_rows             = exact_of(idx_e);
+            exact_of(idx_e);
             const int64_t ne = int64_t(idx_e.size());
             Tensor        qe = fwd.alloc(ne, cfg.q_dim()), o_e = fwd.alloc(ne, cfg.q_dim());
             fwd.gather(l, Q, idx_e, qe);
@@ -130,8 +151,8 @@ void dyllm_sparse_layer(Forward& fwd, int l, Tensor& h, const BatchLayout& lay, 
     fwd.backend().add(h, a, h);
     Tensor x2 = fwd.alloc(n, cfg.n_embd);
     fwd.norm(l, h, L.ffn_norm, x2);
-    const std::vector<int32_t> idx_l = index_within(q, out.salient);
-    const int64_t              nl    = int64_t(idx_l.size());
+    index_within(q, out.salient, idx_l);
+    const int64_t              nl  = int64_t(idx_l.size());
     Tensor                     x2s = fwd.alloc(nl, cfg.n_embd), m = fwd.alloc(nl, cfg.n_embd);
     fwd.gather(l, x2, idx_l, x2s);
     fwd.ffn(l, x2s, m);
@@ -157,22 +178,27 @@ public:
     // Response-only steps add the last prompt row for Dream, so the first response position reads its shifted logits
     // (engine/README.md, decision 3); without it (dream_prompt_row off) that position reads its own row, as in the
     // authors' code.
-    RowSet query_rows(const StepInput& in, StepKind kind) const override {
+    void query_rows(const StepInput& in, StepKind kind, RowSet& out) const override {
         if (kind == StepKind::SparseResponse)
-            return response_rows(*in.lay, cfg_.family == Family::Dream && p_.dream_prompt_row);
-        return all_rows(*in.lay);
+            return response_rows(*in.lay, cfg_.family == Family::Dream && p_.dream_prompt_row, out);
+        all_rows(*in.lay, out);
     }
 
     Tensor run_layers(Forward& fwd, const StepInput& in, StepKind kind, const RowSet& q, std::vector<LayerCache>& caches,
                       const SaliencyReport& report) override {
         const BatchLayout& lay = *in.lay;
+        // The outcome and S_{l-1} are kept between steps and reserved for every row of the batch from the first (FULL)
+        // step on, so the sparse steps' layer loop refills them without allocating (S_l is at most the query rows).
+        o_.tested.reserve(size_t(lay.n_rows())), o_.salient.reserve(size_t(lay.n_rows()));
+        o_.cosines.reserve(size_t(lay.n_rows())), s_.reserve(size_t(lay.n_rows()));
+        t_scratch.reserve(size_t(lay.n_rows()));
         if (kind == StepKind::Full) {
             // FULL steps fill the caches; their cosines come for free from the context cache when a sink listens.
             const bool measure = (p_.measure_cosine || in.observed) && in.step > 1;
             return run_dense(fwd, in, q, caches, true, measure, report);
         }
         Tensor h = fwd.embed(lay, q);
-        RowSet s = salient_seed(in);
+        salient_seed(in, s_);
         // The drift guard: a refresh step serves every row exactly, so drifted contexts are replaced (and re-tested).
         const bool         refresh = p_.exact_refresh > 0 && in.step % p_.exact_refresh == 0;
         const StableUpdate update  = !p_.approx || refresh ? StableUpdate::Exact
@@ -180,26 +206,27 @@ public:
                                      : p_.approx_columns     ? StableUpdate::Columns
                                                              : StableUpdate::FullSoftmax;
         for (int l = 0; l < cfg_.n_layer; ++l) {
-            SaliencyOutcome o;
-            dyllm_sparse_layer(fwd, l, h, lay, q, s, caches[size_t(l)], in.tau, update, o,
+            dyllm_sparse_layer(fwd, l, h, lay, q, s_, caches[size_t(l)], in.tau, update, o_,
                                p_.measure_drift && in.observed);
-            report(l, o);
-            s = std::move(o.salient);
+            report(l, o_);
+            std::swap(s_, o_.salient);  // S_l seeds the next layer; the old S_{l-1}'s buffers take the next S_l
         }
         return h;
     }
 
 private:
     // S_0: the rows the previous step unmasked (their token changed from [MASK]).
-    static RowSet salient_seed(const StepInput& in) {
-        RowSet s;
+    static void salient_seed(const StepInput& in, RowSet& s) {
+        s.clear();
         for (int b = 0; b < in.lay->n_seq(); ++b) {
             const SeqProgress& st = in.seqs[size_t(b)];
             for (int32_t pos : st.last_unmasked)
                 s.push(in.lay->cu[size_t(b)] + st.prompt_len + pos, b, st.prompt_len + pos);
         }
-        return s;
     }
+
+    SaliencyOutcome o_;  // the current layer's outcome
+    RowSet          s_;  // S_{l-1}
 };
 
 }  // namespace

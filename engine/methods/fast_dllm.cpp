@@ -22,9 +22,9 @@ public:
     }
 
     // Block-cached steps query the current block (dual) or the block and every later position (prefix).
-    RowSet query_rows(const StepInput& in, StepKind kind) const override {
-        if (kind == StepKind::BlockRefresh) return all_rows(*in.lay);
-        RowSet            q;
+    void query_rows(const StepInput& in, StepKind kind, RowSet& q) const override {
+        if (kind == StepKind::BlockRefresh) return all_rows(*in.lay, q);
+        q.clear();
         const BatchLayout& lay   = *in.lay;
         const bool        dream = cfg_.family == Family::Dream;
         for (int b = 0; b < lay.n_seq(); ++b) {
@@ -35,7 +35,6 @@ public:
             if (dream && first > 0) --first;  // the shifted logits of the block's first position (engine/README.md §d)
             for (int32_t a = first; a < s.prompt_len + end; ++a) q.push(lay.cu[size_t(b)] + a, b, a);
         }
-        return q;
     }
 
     Tensor run_layers(Forward& fwd, const StepInput& in, StepKind, const RowSet& q, std::vector<LayerCache>& caches,

@@ -3,7 +3,9 @@
 
 namespace dyllm {
 
-RowSet DecodingMethod::query_rows(const StepInput& in, StepKind) const { return all_rows(*in.lay); }
+void DecodingMethod::query_rows(const StepInput& in, StepKind, RowSet& out) const {
+    all_rows(*in.lay, out);
+}
 
 Tensor DecodingMethod::run_dense(Forward& fwd, const StepInput& in, const RowSet& q, std::vector<LayerCache>& caches,
                                  bool store, bool measure, const SaliencyReport& report) const {

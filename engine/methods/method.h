@@ -46,9 +46,10 @@ public:
 
     virtual CacheNeeds caches() const = 0;
     virtual StepKind   step_kind(const StepInput& in) const = 0;
-    // The rows a step of `kind` queries (their hidden states come out of the last layer; the sampler's logits rows
-    // must be among them). Every row of the batch by default.
-    virtual RowSet query_rows(const StepInput& in, StepKind kind) const;
+    // The rows a step of `kind` queries, written into `out` (their hidden states come out of the last layer; the
+    // sampler's logits rows must be among them). Every row of the batch by default. `out` is the session's set, kept
+    // between steps, so filling it in place allocates nothing once it has grown.
+    virtual void query_rows(const StepInput& in, StepKind kind, RowSet& out) const;
     // Runs every layer of a step of `kind` over the query rows q on fwd and returns their hidden states
     // [q.size(), n_embd]. Decides per layer which rows are recomputed; reports saliency through `report`.
     virtual Tensor run_layers(Forward& fwd, const StepInput& in, StepKind kind, const RowSet& q,

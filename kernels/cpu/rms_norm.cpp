@@ -22,7 +22,8 @@ DYLLM_CPU_CLONES void rms_norm_rows(CMatF x, const float* w, float eps, MatF y) 
 
 void rms_norm(CMatF x, ConstMat w, float eps, MatF y) {
     if (y.rows == 0) return;
-    std::vector<float> wf(size_t(x.cols));
+    thread_local std::vector<float> wf;  // kept between calls: the step loop allocates nothing
+    wf.resize(size_t(x.cols));
     widen_row(w.data, w.type, wf.data(), x.cols);
     rms_norm_rows(x, wf.data(), eps, y);
 }

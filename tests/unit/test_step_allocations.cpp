@@ -1,6 +1,7 @@
-// A steady run allocates no tensor memory: every C++ allocation function is replaced here by a counting one, and a
-// DyLLM and a Fast-dLLM dual-cache run on a generated checkpoint are stepped; from step 3 on (the workspace is sized
-// by step 1 and coalesced before step 2) the CPU backend must allocate nothing and the heap must not grow.
+// A steady run allocates nothing: every C++ allocation function is replaced here by a counting one, and a run of
+// every method (DyLLM in each of its attention updates) on a generated checkpoint is stepped; from step 3 on (the
+// workspace is sized by step 1 and coalesced before step 2, the host-side lists are kept and reserved from step 1)
+// neither the CPU backend nor the engine's host code may allocate, and the heap must not grow.
 #include <catch2/catch.hpp>
 
 #include <malloc.h>
@@ -75,7 +76,8 @@ struct Counts {
 };
 
 // Steps the run to the end; counts the allocations of steps 3..N.
-Counts steady_allocations(const Model& m, const std::vector<int32_t>& prompt, const DiffusionParams& p) {
+Counts steady_allocations(const Model& m, const std::vector<int32_t>& prompt, const DiffusionParams& p,
+                          const char* variant) {
     Session s(m);
     s.start({prompt}, p);
     // The hook sees the backend's tensor memory: the first step sizes the workspace, from the backend.
@@ -96,26 +98,42 @@ Counts steady_allocations(const Model& m, const std::vector<int32_t>& prompt, co
     c.allocs = n_allocs, c.bytes = n_bytes, c.tensor_allocs = n_tensor_allocs, c.max_alloc = max_alloc;
     const size_t heap_before = before.arena + before.hblkhd, heap_after = after.arena + after.hblkhd;
     c.heap_growth = heap_after > heap_before ? heap_after - heap_before : 0;
-    std::printf("%s: steps 3..%d: %lld allocations, %lld bytes (largest %lld), %lld tensor allocations, heap +%zu\n",
-                method_name(p.method), int(c.steps + 2), (long long)c.allocs, (long long)c.bytes,
+    std::printf("%s%s: steps 3..%d: %lld allocations, %lld bytes (largest %lld), %lld tensor allocations, heap +%zu\n",
+                method_name(p.method), variant, int(c.steps + 2), (long long)c.allocs, (long long)c.bytes,
                 (long long)c.max_alloc, (long long)c.tensor_allocs, c.heap_growth);
     return c;
 }
 
 }  // namespace
 
-TEST_CASE("a steady DyLLM / fast-dual run allocates no tensor memory", "[engine][alloc]") {
+TEST_CASE("a steady run of every method allocates nothing", "[engine][alloc]") {
     const ModelConfig cfg    = test::tiny_config(Family::LLaDA);
     auto              m      = Model::load(test::make_tiny_checkpoint(Family::LLaDA).string(), BackendKind::Cpu, 2);
     const auto        prompt = test::random_prompt(cfg, 24, 5);
-    for (Method method : {Method::DyLLM, Method::FastDual}) {
+    struct Variant {
+        Method      method;
+        const char* name;
+        bool        approx = true, columns = false, incremental = false;
+    };
+    const Variant variants[] = {{Method::Original, ""},
+                                {Method::DyLLM, ""},
+                                {Method::DyLLM, " --approx-columns", true, true},
+                                {Method::DyLLM, " --approx-incremental", true, false, true},
+                                {Method::DyLLM, " --no-approx", false},
+                                {Method::FastPrefix, ""},
+                                {Method::FastDual, ""},
+                                {Method::DllmCache, ""}};
+    for (const Variant& v : variants) {
         DiffusionParams p;
-        p.method       = method;
-        p.gen_length   = 32;
-        p.steps        = 32;
-        p.block_length = 8;
-        p.ignore_eos   = true;
-        p.tau          = 0.9f;  // a few salient rows per layer: sparse steps of every kind
+        p.method             = v.method;
+        p.approx             = v.approx;
+        p.approx_columns     = v.columns;
+        p.approx_incremental = v.incremental;
+        p.gen_length         = 32;
+        p.steps              = 32;
+        p.block_length       = 8;
+        p.ignore_eos         = true;
+        p.tau                = 0.9f;  // a few salient rows per layer: sparse steps of every kind
         // A first run warms the GEMM provider's per-shape caches (oneDNN builds one matmul primitive per row bucket
         // the first time it sees it, kernels/cpu/packed_gemm_dnnl.cpp): one-off, bounded, and not the step loop's.
         {
@@ -123,9 +141,10 @@ TEST_CASE("a steady DyLLM / fast-dual run allocates no tensor memory", "[engine]
             warm.start({prompt}, p);
             warm.run();
         }
-        const Counts c = steady_allocations(*m, prompt, p);
+        const Counts c = steady_allocations(*m, prompt, p, v.name);
         CHECK(c.steps == 30);
         CHECK(c.tensor_allocs == 0);
+        CHECK(c.allocs == 0);
         CHECK(c.heap_growth == 0);
     }
 }
