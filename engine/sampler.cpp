@@ -91,10 +91,12 @@ void Sampler::score(Backend& be, EventSink* sink, int32_t step, const Tensor& lo
         be.score_logits(logits, kind, banned, tok, score);
         return;
     }
-    const int64_t      V = logits.cols();
-    std::vector<float> host(size_t(logits.rows() * V));
+    const int64_t        V    = logits.cols();
+    std::vector<float>&  host = host_logits_;  // kept between steps, as the session's lists
+    std::vector<double>& pr   = probs_;
+    host.resize(size_t(logits.rows() * V));
     be.download(logits, host.data());
-    std::vector<double> pr(static_cast<size_t>(V));
+    pr.resize(size_t(V));
     for (size_t r = 0; r < tok.size(); ++r) {
         // The draw never picks [MASK]; the score's softmax runs over every id, [MASK] included
         // (engine/README.md decision 11).

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <new>
+#include <span>
 
 #include "engine/engine.h"
 #include "support/tiny_models.h"
@@ -104,31 +105,25 @@ Counts steady_allocations(const Model& m, const std::vector<int32_t>& prompt, co
     return c;
 }
 
-}  // namespace
+struct Variant {
+    Method      method;
+    const char* name;
+    bool        approx = true, columns = false, incremental = false;
+    float       temperature = 0.f;
+};
 
-TEST_CASE("a steady run of every method allocates nothing", "[engine][alloc]") {
-    const ModelConfig cfg    = test::tiny_config(Family::LLaDA);
-    auto              m      = Model::load(test::make_tiny_checkpoint(Family::LLaDA).string(), BackendKind::Cpu, 2);
+// Each variant, after a warm-up run, stepped from step 3 to the end with the counters on.
+void check_steady(Family family, std::span<const Variant> variants) {
+    const ModelConfig cfg    = test::tiny_config(family);
+    auto              m      = Model::load(test::make_tiny_checkpoint(family).string(), BackendKind::Cpu, 2);
     const auto        prompt = test::random_prompt(cfg, 24, 5);
-    struct Variant {
-        Method      method;
-        const char* name;
-        bool        approx = true, columns = false, incremental = false;
-    };
-    const Variant variants[] = {{Method::Original, ""},
-                                {Method::DyLLM, ""},
-                                {Method::DyLLM, " --approx-columns", true, true},
-                                {Method::DyLLM, " --approx-incremental", true, false, true},
-                                {Method::DyLLM, " --no-approx", false},
-                                {Method::FastPrefix, ""},
-                                {Method::FastDual, ""},
-                                {Method::DllmCache, ""}};
     for (const Variant& v : variants) {
         DiffusionParams p;
         p.method             = v.method;
         p.approx             = v.approx;
         p.approx_columns     = v.columns;
         p.approx_incremental = v.incremental;
+        p.temperature        = v.temperature;  // seeded sampling on the host instead of the backend's argmax
         p.gen_length         = 32;
         p.steps              = 32;
         p.block_length       = 8;
@@ -147,4 +142,26 @@ TEST_CASE("a steady run of every method allocates nothing", "[engine][alloc]") {
         CHECK(c.allocs == 0);
         CHECK(c.heap_growth == 0);
     }
+}
+
+}  // namespace
+
+TEST_CASE("a steady run of every method allocates nothing", "[engine][alloc]") {
+    const Variant variants[] = {{Method::Original, ""},
+                                {Method::DyLLM, ""},
+                                {Method::DyLLM, " --approx-columns", true, true},
+                                {Method::DyLLM, " --approx-incremental", true, false, true},
+                                {Method::DyLLM, " --no-approx", false},
+                                {Method::DyLLM, " --temperature 0.7", true, false, false, 0.7f},
+                                {Method::FastPrefix, ""},
+                                {Method::FastDual, ""},
+                                {Method::DllmCache, ""}};
+    check_steady(Family::LLaDA, variants);
+}
+
+TEST_CASE("a steady Dream run allocates nothing", "[engine][alloc]") {
+    // Dream's shifted logits (the response-only steps also query row P - 1) and its entropy scores.
+    const Variant variants[] = {
+        {Method::DyLLM, ""}, {Method::DyLLM, " --temperature 0.7", true, false, false, 0.7f}, {Method::FastDual, ""}};
+    check_steady(Family::Dream, variants);
 }
