@@ -134,7 +134,10 @@ def write_safetensors(path, tensors):
 
 
 def read_safetensors(path):
+    """name -> fp32 torch tensor, for the F32 / F16 / BF16 tensors of one .safetensors file (also read by
+    tests/bench/official_llada.py)."""
     import numpy as np
+    dtypes = {"F32": np.float32, "F16": np.float16, "BF16": np.uint16}
     with open(path, "rb") as f:
         n = struct.unpack("<Q", f.read(8))[0]
         header = json.loads(f.read(n))
@@ -143,8 +146,13 @@ def read_safetensors(path):
     for k, v in header.items():
         if k == "__metadata__":
             continue
+        if v["dtype"] not in dtypes:
+            raise ValueError(f"{path}: tensor {k}: dtype {v['dtype']} not handled here")
         a, b = v["data_offsets"]
-        out[k] = torch.from_numpy(np.frombuffer(data[a:b], dtype=np.float32).copy()).view(v["shape"])
+        t = torch.from_numpy(np.frombuffer(data[a:b], dtype=dtypes[v["dtype"]]).copy())
+        if v["dtype"] == "BF16":  # bf16 bits are the high half of an fp32
+            t = (t.to(torch.int32) << 16).view(torch.float32)
+        out[k] = t.float().view(v["shape"])
     return out
 
 

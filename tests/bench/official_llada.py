@@ -13,7 +13,7 @@ only as much as the official code touches on this path (none of them is copied f
   torch          F.scaled_dot_product_attention where torch < 2.0 lacks it: softmax(q k^T / sqrt(d)) v, the math
                  path torch itself takes on CPU for these shapes; torch.compile (torch < 2.0) as an eager no-op
                  decorator; torch.backends.cuda.enable_*_sdp as no-ops
-  safetensors    the checkpoint is read by a small parser here (header JSON, then raw little-endian tensors)
+  safetensors    the checkpoint is read by the built-in models' own reader (assets/train/model.py)
 
 Usage (1 thread, as the issue's comparison; Debian's torch imports only with /usr/bin/python3):
   /usr/bin/python3 tests/bench/official_llada.py --fast-dllm ~/Fast-dLLM/llada --model CKPT \
@@ -23,13 +23,14 @@ Prints tokens/s (median of --reps after one warm-up) and the generated ids per m
 """
 import argparse
 import dataclasses
+import importlib.util
 import json
 import math
 import os
-import struct
 import sys
 import time
 import types
+from pathlib import Path
 
 
 def _threads_from_argv():
@@ -45,7 +46,6 @@ def _threads_from_argv():
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, _threads_from_argv())
 
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
@@ -122,33 +122,17 @@ def install_stand_ins():
             setattr(torch.backends.cuda, name, lambda enabled: None)
 
 
-def read_safetensors(path):
-    """name -> torch tensor, for the F32 / BF16 / F16 tensors of one .safetensors file."""
-    dtypes = {"F32": np.float32, "F16": np.float16, "BF16": np.uint16}
-    with open(path, "rb") as f:
-        (header_len,) = struct.unpack("<Q", f.read(8))
-        header = json.loads(f.read(header_len))
-        data = f.read()
-    tensors = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = info["data_offsets"]
-        if info["dtype"] not in dtypes:
-            raise ValueError(f"{path}: tensor {name}: dtype {info['dtype']} not handled here")
-        array = np.frombuffer(data[begin:end], dtype=dtypes[info["dtype"]]).reshape(info["shape"])
-        t = torch.from_numpy(array.copy())
-        if info["dtype"] == "BF16":  # bf16 bits are the high half of an fp32
-            t = (t.to(torch.int32) << 16).view(torch.float32)
-        tensors[name] = t.float()
-    return tensors
-
-
 def load_model(fast_dllm, model_dir):
     sys.path.insert(0, fast_dllm)
     from model.configuration_llada import LLaDAConfig  # noqa: E402  (the official code, after the stand-ins)
     from model.modeling_llada import LLaDAModelLM  # noqa: E402
     import generate as official  # noqa: E402
+
+    # This repository's reader, loaded by path: the official code's package is also called `model`.
+    spec = importlib.util.spec_from_file_location(
+        "dyllm_train_model", Path(__file__).resolve().parents[2] / "assets" / "train" / "model.py")
+    train_model = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(train_model)
 
     with open(os.path.join(model_dir, "config.json")) as f:
         config = LLaDAConfig(**json.load(f))
@@ -156,7 +140,7 @@ def load_model(fast_dllm, model_dir):
     state = {}
     for name in sorted(os.listdir(model_dir)):
         if name.endswith(".safetensors"):
-            state.update(read_safetensors(os.path.join(model_dir, name)))
+            state.update(train_model.read_safetensors(os.path.join(model_dir, name)))
     missing, unexpected = model.load_state_dict(state, strict=False)
     if unexpected or [m for m in missing if "rotary" not in m]:
         raise ValueError(f"{model_dir}: checkpoint does not match the official model: missing {missing}, "
