@@ -38,8 +38,8 @@ public:
         s_.prompt_rows.clear();
         for (size_t i = 0; i < q.size(); ++i)
             if (q.pos[i] < lay.prompt_len[size_t(q.seq[i])]) s_.prompt_rows.push(q.rows[i], q.seq[i], q.pos[i]);
-        s_.none.clear();
-        const RowSet& partial = r.prompt ? s_.prompt_rows : (r.gen ? s_.gen : s_.none);
+        static const RowSet no_rows;  // an empty set (no allocation)
+        const RowSet&       partial = r.prompt ? s_.prompt_rows : (r.gen ? s_.gen : no_rows);
         all_rows(lay, s_.every);
         for (int l = 0; l < cfg_.n_layer; ++l) {
             // Layer 0 always refreshes both (the reference hooks' "or layer_id == 0").
@@ -53,7 +53,7 @@ private:
     // The host-side row lists of a step, kept between steps and reserved for every row of the batch on the first
     // step, so a steady run refills them without allocating.
     struct Scratch {
-        RowSet               gen, prompt_rows, none, every, transfer, ffn_rows;
+        RowSet               gen, prompt_rows, every, transfer, ffn_rows;
         std::vector<float>   cos;
         std::vector<int32_t> off, pick, order, rows;
 

@@ -17,9 +17,9 @@ only as much as the official code touches on this path (none of them is copied f
 
 Usage (1 thread, as the issue's comparison; Debian's torch imports only with /usr/bin/python3):
   /usr/bin/python3 tests/bench/official_llada.py --fast-dllm ~/Fast-dLLM/llada --model CKPT \
-      --prompt-ids "$(dyllm tokenize -m CKPT 'text')" --gen 64 --steps 64 --block 32 --methods original,fast-dual
+      --prompt-ids "$(dyllm tokenize -m CKPT -p 'text')" --gen 64 --steps 64 --block 32 --methods original,fast-dual
 Prints tokens/s (median of --reps after one warm-up) and the generated ids per method as JSON lines; with
---expect FILE (a `dyllm generate --json` output) it also says whether the official decode chose the same tokens.
+--expect METHOD=FILE (a `dyllm generate --json` output) it also says whether the official decode chose the same tokens.
 """
 import argparse
 import dataclasses
