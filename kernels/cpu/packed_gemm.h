@@ -26,9 +26,13 @@ constexpr int64_t kPackedRowChunkMin    = 16;
 // sleep costs 50-150 us on the dev VM; with 4 MFLOP here, tiny-llada's split attention ran 3x slower at 2 threads).
 constexpr double kPackedParallelFlops = 1e6;
 // A product of a few rows (small_gemm.h) streams its weight for 2-16 flops per byte, so it pays for a hand-out from
-// a smaller weight than kPackedParallelFlops says: one row of [688, 128] (352 KiB) took 5.7-6.8 us on one thread
-// (Emerald Rapids, weight in L2), against ~1 us for the hand-out. Its outputs are split over the pool from this size.
-constexpr double kSmallSplitWeightBytes = 256.0 * 1024;
+// a smaller weight than kPackedParallelFlops says: its outputs are split over the pool from this size (each thread
+// then pulls half the weight from L3 into its own L2). tests/bench/bench_small_split.cpp, 2-core AVX2 EPYC, cold
+// weights, 1-8 rows, one thread / split over two (medians of 600 alternating calls, three runs): [128, 128] (64 KiB)
+// 0.93-1.24, a wash; [344, 128] and [128, 344] (172 KiB, tiny-llada v2's FFN) 1.20-1.67; [256, 256] 1.34-1.48.
+// Until session 17 the bound was 256 KiB, set when tiny-llada's FFN weights were that large: the v2 model's
+// few-row FFN products ran on one thread.
+constexpr double kSmallSplitWeightBytes = 128.0 * 1024;
 
 // A weight [m, k] in the provider's layout, cut into column slices of the output (row ranges of W).
 class PackedWeight {

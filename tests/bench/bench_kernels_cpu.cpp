@@ -83,8 +83,8 @@ std::vector<float> randv(size_t n, uint32_t seed, float scale = 1.0f) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    int  threads = 2, reps = 3;
-    bool quick = false, attention_only = false, small = false;
+    int  threads = 2, reps = 3, queries = 0;
+    bool quick = false, attention_only = false, small = false, cold = false;
     int  shape[5] = {0, 0, 0, 0, 0};  // --shape SEQS,L,H,HKV,D: one attention shape of your own (and no matmuls)
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
@@ -92,13 +92,19 @@ int main(int argc, char** argv) {
         else if (!std::strcmp(argv[i], "--quick")) quick = true;
         else if (!std::strcmp(argv[i], "--attention")) attention_only = true;
         else if (!std::strcmp(argv[i], "--small")) small = true;
-        else if (!std::strcmp(argv[i], "--shape") && i + 1 < argc &&
-                 std::sscanf(argv[++i], "%d,%d,%d,%d,%d", &shape[0], &shape[1], &shape[2], &shape[3], &shape[4]) == 5 &&
-                 shape[0] > 0 && shape[1] > 0 && shape[2] > 0 && shape[3] > 0 && shape[2] % shape[3] == 0 && shape[4] > 0)
+        else if (!std::strcmp(argv[i], "--cold"))
+            cold = true;
+        else if (!std::strcmp(argv[i], "--queries") && i + 1 < argc && (queries = std::atoi(argv[++i])) > 0) {
+        } else if (!std::strcmp(argv[i], "--shape") && i + 1 < argc &&
+                   std::sscanf(argv[++i], "%d,%d,%d,%d,%d", &shape[0], &shape[1], &shape[2], &shape[3], &shape[4]) ==
+                       5 &&
+                   shape[0] > 0 && shape[1] > 0 && shape[2] > 0 && shape[3] > 0 && shape[2] % shape[3] == 0 &&
+                   shape[4] > 0)
             attention_only = true;
         else {
             std::fprintf(stderr,
-                         "usage: %s [--threads N] [--reps R] [--quick] [--attention] [--small] [--shape SEQS,L,H,HKV,D]\n",
+                         "usage: %s [--threads N] [--reps R] [--quick] [--attention] [--small] [--shape SEQS,L,H,HKV,D]"
+                         " [--queries NQ] [--cold]\n",
                          argv[0]);
             return 2;
         }
@@ -155,22 +161,31 @@ int main(int argc, char** argv) {
     if (small) ats.resize(2);
     if (shape[0] > 0) ats = {{shape[0], shape[1], shape[2], shape[3], shape[4]}};
     for (const AT& a : ats) {
-        const int64_t        nq = int64_t(a.n_seq) * a.L, qd = int64_t(a.H) * a.D, kvd = int64_t(a.Hkv) * a.D;
-        const auto           q = randv(size_t(nq * qd), 3), k = randv(size_t(nq * kvd), 4), v = randv(size_t(nq * kvd), 5);
+        const int64_t per_seq = queries > 0 ? std::min(queries, a.L) : a.L;  // query rows per sequence
+        const int64_t nq = int64_t(a.n_seq) * per_seq, nk = int64_t(a.n_seq) * a.L;
+        const int64_t qd = int64_t(a.H) * a.D, kvd = int64_t(a.Hkv) * a.D;
+        const int64_t copies = cold ? std::max<int64_t>(1, (int64_t(96) << 20) / (2 * nk * kvd * 4)) : 1;
+        const auto    q = randv(size_t(nq * qd), 3), k = randv(size_t(copies * nk * kvd), 4),
+                   v              = randv(size_t(copies * nk * kvd), 5);
+        int64_t              call = 0;  // the copy of K and V the next call reads
         std::vector<float>   out(size_t(nq * qd));
         std::vector<int32_t> q_seq(static_cast<size_t>(nq)), cu_k;
         for (int b = 0; b <= a.n_seq; ++b) cu_k.push_back(b * a.L);
-        for (int64_t i = 0; i < nq; ++i) q_seq[size_t(i)] = int32_t(i / a.L);
+        for (int64_t i = 0; i < nq; ++i) q_seq[size_t(i)] = int32_t(i / per_seq);
         const AttnDims d{a.H, a.Hkv, a.D};
         const double   flop = 4.0 * double(nq) * a.L * a.H * a.D;  // QK^T and PV, 2 flops per multiply-add
         for (int rb : {8, 16, 32, 64}) {
             const double t = best_time(reps, [&] {
-                attention(CMatF{q.data(), nq, qd, qd}, q_seq.data(), CMatF{k.data(), nq, kvd, kvd},
-                          CMatF{v.data(), nq, kvd, kvd}, cu_k.data(), a.n_seq, d, MatF{out.data(), nq, qd, qd}, pool, rb);
+                const int64_t off = (call++ % copies) * nk * kvd;
+                attention(CMatF{q.data(), nq, qd, qd}, q_seq.data(), CMatF{k.data() + off, nk, kvd, kvd},
+                          CMatF{v.data() + off, nk, kvd, kvd}, cu_k.data(), a.n_seq, d, MatF{out.data(), nq, qd, qd},
+                          pool, rb);
             });
-            std::printf("attention seqs=%d L=%d H=%d Hkv=%d D=%d row_block=%-2d    %8.2f ms %7.1f GFLOP/s%s"
-                        " | out %08x\n",
-                        a.n_seq, a.L, a.H, a.Hkv, a.D, rb, t * 1e3, flop / t * 1e-9, per_core(flop).c_str(), fnv(out));
+            std::printf(
+                "attention seqs=%d L=%d queries=%lld H=%d Hkv=%d D=%d row_block=%-2d%s %8.2f ms %7.1f GFLOP/s%s"
+                " | out %08x\n",
+                a.n_seq, a.L, (long long)per_seq, a.H, a.Hkv, a.D, rb, cold ? " cold" : "", t * 1e3, flop / t * 1e-9,
+                per_core(flop).c_str(), fnv(out));
         }
         // Approximate attention with 10% of the keys salient (DyLLM's typical salient fraction is a few percent).
         std::vector<int32_t> sal_k, cu_sal = {0};
@@ -182,20 +197,20 @@ int main(int argc, char** argv) {
         const auto    dv = randv(size_t(ns * kvd), 6), c_old = randv(size_t(nq * qd), 7);
         const double  flop_a = 2.0 * double(nq) * a.L * a.H * a.D + 2.0 * double(nq) * double(ns) / a.n_seq * a.H * a.D;
         const double  ta     = best_time(reps, [&] {
-            attention_approx(CMatF{q.data(), nq, qd, qd}, q_seq.data(), CMatF{k.data(), nq, kvd, kvd},
-                             CMatF{dv.data(), ns, kvd, kvd}, sal_k.data(), cu_sal.data(), cu_k.data(), a.n_seq,
-                             CMatF{c_old.data(), nq, qd, qd}, d, MatF{out.data(), nq, qd, qd}, pool);
+            attention_approx(CMatF{q.data(), nq, qd, qd}, q_seq.data(), CMatF{k.data(), nk, kvd, kvd},
+                                  CMatF{dv.data(), ns, kvd, kvd}, sal_k.data(), cu_sal.data(), cu_k.data(), a.n_seq,
+                                  CMatF{c_old.data(), nq, qd, qd}, d, MatF{out.data(), nq, qd, qd}, pool);
         });
         std::printf("attention_approx seqs=%d L=%d H=%d Hkv=%d D=%d sal=10%% %8.2f ms %7.1f GFLOP/s%s | out %08x\n",
                     a.n_seq, a.L, a.H, a.Hkv, a.D, ta * 1e3, flop_a / ta * 1e-9, per_core(flop_a).c_str(), fnv(out));
         // The same Q K^T FLOPs through sgemm, one head at a time (an upper bound for the score pass).
-        std::vector<float> s(size_t(a.L) * a.L);
+        std::vector<float> s(size_t(per_seq) * a.L);
         const double       ts = best_time(reps, [&] {
             for (int b = 0; b < a.n_seq; ++b)
                 for (int h = 0; h < a.H; ++h)
-                    sgemm_nt(CMatF{q.data() + int64_t(b) * a.L * qd + int64_t(h) * a.D, a.L, a.D, qd},
+                    sgemm_nt(CMatF{q.data() + int64_t(b) * per_seq * qd + int64_t(h) * a.D, per_seq, a.D, qd},
                              CMatF{k.data() + int64_t(b) * a.L * kvd + int64_t(h / (a.H / a.Hkv)) * a.D, a.L, a.D, kvd},
-                             MatF{s.data(), a.L, a.L, a.L});
+                             MatF{s.data(), per_seq, a.L, a.L});
         });
         std::printf("sgemm QK^T per head (reference) seqs=%d L=%d H=%d D=%d   %8.2f ms %7.1f GFLOP/s%s\n", a.n_seq, a.L,
                     a.H, a.D, ts * 1e3, flop / 2 / ts * 1e-9, per_core(flop / 2).c_str());

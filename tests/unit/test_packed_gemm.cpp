@@ -175,8 +175,8 @@ TEST_CASE("few-row packed products equal small_gemm on its own k-major copy, bit
     // AVX-512), else from a copy of its own. The panels only move where each weight is read: every output must be
     // the same sum in the same order as on make_kmajor's copy. Shapes: whole and partial 64-output panels, k not a
     // multiple of 16, the model shapes; 1..8 rows (every register tile), with a bias. At 2 threads the weights of at
-    // least kSmallSplitWeightBytes (688 x 256, and 600 x 112 with a partial last panel) split their outputs over the
-    // pool (kmajor_slice): each slice's outputs must still be exactly the whole product's.
+    // least kSmallSplitWeightBytes (all but 128 x 128, 40 x 100 and 16 x 7; 600 x 112 with a partial last panel) split
+    // their outputs over the pool (kmajor_slice): each slice's outputs must still be exactly the whole product's.
     const ElemType type    = GENERATE(ElemType::F32, ElemType::BF16);
     const int      threads = GENERATE(1, 2);
     const Case     c       = GENERATE(Case{0, 128, 128}, Case{0, 344, 128}, Case{0, 128, 344}, Case{0, 374, 128},
@@ -198,8 +198,13 @@ TEST_CASE("few-row packed products equal small_gemm on its own k-major copy, bit
     for (int64_t n = 1; n <= kSmallGemmMaxRows; ++n) {
         const std::vector<float> xv = normals(size_t(n * c.k), uint32_t(18 + n), 1.0f);
         std::vector<float>       got(size_t(n * c.m), -7.0f), want(size_t(n * c.m), -9.0f);
+        const uint64_t           handoffs = thread_handoffs();
         gemm.matmul(CMatF{xv.data(), n, c.k, c.k}, *pw, ConstMat{bias.data(), ElemType::F32, 1, c.m, c.m},
                     MatF{got.data(), n, c.m, c.m}, pool);
+        // Split exactly when the weight (or the work) is big enough to pay for the hand-out.
+        const bool split = threads == 2 && (double(c.m * c.k) * 4.0 >= kSmallSplitWeightBytes ||
+                                            2.0 * double(n * c.m * c.k) >= kPackedParallelFlops);
+        CHECK(thread_handoffs() - handoffs == (split ? 1u : 0u));
         small_gemm(CMatF{xv.data(), n, c.k, c.k}, kw, bias.data(), MatF{want.data(), n, c.m, c.m});
         int differ = 0;
         for (size_t i = 0; i < got.size(); ++i) differ += got[i] != want[i];
