@@ -40,6 +40,13 @@ struct RowSet {
     void reserve(size_t n) { rows.reserve(n), seq.reserve(n), pos.reserve(n); }
     // Offsets of each sequence's slice into out: [B+1].
     void seq_offsets(int n_seq, std::vector<int32_t>& out) const;
+    // Whether the rows are one ascending run r0, r0 + 1, ... (a dense step's, a block's): a cache can then take them
+    // as a row range instead of a scatter.
+    bool is_range() const {
+        for (size_t i = 1; i < rows.size(); ++i)
+            if (rows[i] != rows[i - 1] + 1) return false;
+        return !rows.empty();
+    }
 };
 
 // The step loop's forms write into `out` (cleared first), so a set kept between steps is refilled in place.
@@ -117,7 +124,9 @@ public:
     void   norm(int l, const TensorView& x, const TensorView& w, const TensorView& y);
     void   matmul(int l, OpClass op, const TensorView& x, const TensorView& w, const TensorView& b, const TensorView& y);
     // q, k, v projections (+ bias, RoPE at rows' positions) of x: [n, n_embd]; any output may be null.
-    void   qkv(int l, const TensorView& x, const RowSet& rows, Tensor* q, Tensor* k, Tensor* v);
+    // k_to / v_to (optional): where k and v go (a row range of the cache) instead of temporaries.
+    void qkv(int l, const TensorView& x, const RowSet& rows, Tensor* q, Tensor* k, Tensor* v,
+             const TensorView& k_to = {}, const TensorView& v_to = {});
     // out = W_down (silu(W_gate x) * W_up x); x, out: [n, n_embd].
     void   ffn(int l, const TensorView& x, const TensorView& out);
     // Exact attention of query rows (q: [rows.size(), q_dim]) against every key of their sequences in c.k / c.v.

@@ -76,6 +76,16 @@ struct TensorView {
                (ne[3] == 1 || nb[3] == nb[2] * ne[2]);
     }
 
+    // Rows [r0, r0 + n) of a 2-D view: the same columns and row stride.
+    TensorView row_range(int64_t r0, int64_t n) const {
+        TensorView v = *this;
+        v.data       = static_cast<char*>(data) + r0 * nb[1];
+        v.ne[1]      = n;
+        v.ne[2] = v.ne[3] = 1;
+        v.nb[2] = v.nb[3] = nb[1] * n;
+        return v;
+    }
+
     template <class T>
     T* ptr() const {
         return static_cast<T*>(data);
@@ -100,6 +110,8 @@ class Tensor {
 public:
     Tensor() = default;
     Tensor(TensorView view, std::shared_ptr<void> owner) : view_(view), owner_(std::move(owner)) {}
+    // A tensor that only refers to memory someone else owns (a row range of a cache).
+    static Tensor borrowed(const TensorView& view) { return Tensor(view, std::shared_ptr<void>{}); }
     Tensor(TensorView view, WorkspaceBlock* block) : view_(view), block_(block) { retain(); }
     Tensor(const Tensor& o) : view_(o.view_), owner_(o.owner_), block_(o.block_) { retain(); }
     Tensor(Tensor&& o) noexcept : view_(o.view_), owner_(std::move(o.owner_)), block_(o.block_) {

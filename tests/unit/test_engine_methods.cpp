@@ -291,6 +291,60 @@ TEST_CASE("caches after a FULL step are consistent with a dense recomputation", 
     CHECK(max_abs_diff(a, b) <= 1e-5 * std::max(1.0, max_abs(a)));  // same fp32 ops on the same rows
 }
 
+TEST_CASE("a dense layer writes a run of rows into the caches as scattering them would", "[cache][direct]") {
+    // Rows that are one ascending run (a dense step's, a fast-dual block's) go straight into row ranges of the caches;
+    // any other row order goes through temporaries and scatters. The block [8, 24) of a 24-row sequence, once in
+    // order and once reversed (the same rows, computed row by row the same way): every cache must come out the same,
+    // bit for bit, and the rows outside the block untouched.
+    const Family fam = GENERATE(Family::LLaDA, Family::Dream);
+    auto         m   = Model::load(peaked_checkpoint(fam, 17).string());
+    const auto&  cfg = m->config();
+    Backend&     be  = m->backend();
+    BatchLayout  lay;
+    lay.cu         = {0, 24};
+    lay.prompt_len = {16};
+    lay.tokens     = random_prompt(cfg, 24, 21);
+    RowSet run, reversed;
+    for (int32_t r = 8; r < 24; ++r) run.push(r, 0, r);
+    for (int32_t r = 23; r >= 8; --r) reversed.push(r, 0, r);
+    REQUIRE(run.is_range());
+    REQUIRE_FALSE(reversed.is_range());
+    auto fill = [&](LayerCache& c) {
+        const auto make = [&](int64_t cols) {
+            Tensor             t = be.alloc(be.cache_dtype(), 24, cols);
+            std::vector<float> v(size_t(24 * cols), 7.0f);  // the sentinel rows outside the block keep
+            be.upload(t, v.data());
+            return t;
+        };
+        c.k = make(cfg.kv_dim()), c.v = make(cfg.kv_dim()), c.ctx = make(cfg.q_dim()), c.ffn = make(cfg.n_embd);
+    };
+    auto rows_of = [&](const Tensor& t) {
+        std::vector<float> v(size_t(t.rows() * t.cols()));
+        be.download(t, v.data());
+        return v;
+    };
+    LayerCache a, b;
+    fill(a), fill(b);
+    Forward fwd(cfg, m->weights(), be, nullptr);
+    Tensor  ha = fwd.embed(lay, run), hb = fwd.embed(lay, reversed);
+    fwd.layer_dense(0, ha, lay, run, a, true, true);
+    fwd.layer_dense(0, hb, lay, reversed, b, true, true);
+    for (auto [ta, tb] : {std::pair{&a.k, &b.k}, {&a.v, &b.v}, {&a.ctx, &b.ctx}, {&a.ffn, &b.ffn}}) {
+        const std::vector<float> va = rows_of(*ta), vb = rows_of(*tb);
+        CHECK(va == vb);
+        const int64_t cols = ta->cols();
+        CHECK(std::all_of(va.begin(), va.begin() + 8 * cols, [](float x) { return x == 7.0f; }));
+        CHECK_FALSE(std::all_of(va.begin() + 8 * cols, va.end(), [](float x) { return x == 7.0f; }));
+    }
+    // The hidden states too, row for row (hb holds the block reversed).
+    const std::vector<float> ya = rows_of(ha), yb = rows_of(hb);
+    const int64_t            d      = cfg.n_embd;
+    int                      differ = 0;
+    for (int64_t i = 0; i < 16; ++i)
+        for (int64_t c = 0; c < d; ++c) differ += ya[size_t(i * d + c)] != yb[size_t((15 - i) * d + c)];
+    CHECK(differ == 0);
+}
+
 TEST_CASE("DyLLM step kinds in a run follow the schedule for T_full 1, 2, 4, 8", "[dyllm][schedule]") {
     auto m = Model::load(peaked_checkpoint(Family::LLaDA, 17).string());
     for (int tf : {1, 2, 4, 8}) {
