@@ -17,6 +17,11 @@ void RowSet::seq_offsets(int n_seq, std::vector<int32_t>& off) const {
     for (int b = 0; b < n_seq; ++b) off[size_t(b) + 1] += off[size_t(b)];
 }
 
+TensorView rows_in_place(const TensorView& t, const RowSet& q) {
+    if (!q.is_range() || t.empty() || t.dtype != DType::F32 || !t.contiguous() || q.rows.back() >= t.rows()) return {};
+    return TensorView::matrix(t.row<char>(q.rows.front()), t.dtype, t.device, int64_t(q.size()), t.cols());
+}
+
 void all_rows(const BatchLayout& lay, RowSet& out) {
     out.clear();
     for (int b = 0; b < lay.n_seq(); ++b)
@@ -276,21 +281,18 @@ void Forward::layer_dense(int l, Tensor& h, const BatchLayout& lay, const RowSet
     norm(l, h, L.attn_norm, x);
     // Rows that are one ascending run (every row of a dense step; a block) land in the caches directly, as row ranges,
     // instead of through temporaries and scatters: the same values, two to four copies fewer per layer.
-    const bool    range     = q.is_range() && be_.cache_dtype() == DType::F32;
-    const int32_t r0        = q.rows.front();
-    const auto    holds     = [&](const Tensor& t) { return range && !t.view().empty() && r0 + n <= t.rows(); };
-    const auto    rows_of   = [&](const Tensor& t) { return t.view().row_range(r0, n); };
-    const bool    kv_direct = holds(c.k) && holds(c.v);
-    Tensor        Q, K, V;
-    qkv(l, x, q, &Q, &K, &V, kv_direct ? rows_of(c.k) : TensorView{}, kv_direct ? rows_of(c.v) : TensorView{});
+    const TensorView k_to = rows_in_place(c.k, q), v_to = rows_in_place(c.v, q);
+    const bool       kv_direct = !k_to.empty() && !v_to.empty();
+    Tensor           Q, K, V;
+    qkv(l, x, q, &Q, &K, &V, kv_direct ? k_to : TensorView{}, kv_direct ? v_to : TensorView{});
     if (!kv_direct) {
         scatter(l, K, q.rows, c.k);
         scatter(l, V, q.rows, c.v);
     }
 
     // The context goes straight to the cache unless the saliency test must first read the old one.
-    const bool ctx_direct = store_ctx && !measure && holds(c.ctx);
-    Tensor     ctx        = ctx_direct ? Tensor::borrowed(rows_of(c.ctx)) : alloc(n, cfg_.q_dim());
+    const TensorView ctx_to = store_ctx && !measure ? rows_in_place(c.ctx, q) : TensorView{};
+    Tensor           ctx    = !ctx_to.empty() ? Tensor::borrowed(ctx_to) : alloc(n, cfg_.q_dim());
     attention(l, Q, q, c, lay, ctx, &c);
 
     if (measure) {
@@ -302,7 +304,7 @@ void Forward::layer_dense(int l, Tensor& h, const BatchLayout& lay, const RowSet
         for (size_t i = 0; i < q.size(); ++i)
             if (measure->cosines[i] < tau) measure->salient.push(q.rows[i], q.seq[i], q.pos[i]);
     }
-    if ((store_ctx || measure) && !ctx_direct) scatter(l, ctx, q.rows, c.ctx);
+    if ((store_ctx || measure) && ctx_to.empty()) scatter(l, ctx, q.rows, c.ctx);
 
     Tensor a = alloc(n, cfg_.n_embd);
     matmul(l, OpClass::OProj, ctx, L.wo, empty_view(), a);
@@ -310,10 +312,10 @@ void Forward::layer_dense(int l, Tensor& h, const BatchLayout& lay, const RowSet
 
     Tensor x2 = alloc(n, cfg_.n_embd);
     norm(l, h, L.ffn_norm, x2);
-    const bool ffn_direct = store_ffn && holds(c.ffn);
-    Tensor     m          = ffn_direct ? Tensor::borrowed(rows_of(c.ffn)) : alloc(n, cfg_.n_embd);
+    const TensorView ffn_to = store_ffn ? rows_in_place(c.ffn, q) : TensorView{};
+    Tensor           m      = !ffn_to.empty() ? Tensor::borrowed(ffn_to) : alloc(n, cfg_.n_embd);
     ffn(l, x2, m);
-    if (store_ffn && !ffn_direct) scatter(l, m, q.rows, c.ffn);
+    if (store_ffn && ffn_to.empty()) scatter(l, m, q.rows, c.ffn);
     be_.add(h, m, h);
 }
 

@@ -40,8 +40,7 @@ struct RowSet {
     void reserve(size_t n) { rows.reserve(n), seq.reserve(n), pos.reserve(n); }
     // Offsets of each sequence's slice into out: [B+1].
     void seq_offsets(int n_seq, std::vector<int32_t>& out) const;
-    // Whether the rows are one ascending run r0, r0 + 1, ... (a dense step's, a block's): a cache can then take them
-    // as a row range instead of a scatter.
+    // Whether the rows are one ascending run r0, r0 + 1, ... (a dense step's, a block's, one sequence's response).
     bool is_range() const {
         for (size_t i = 1; i < rows.size(); ++i)
             if (rows[i] != rows[i - 1] + 1) return false;
@@ -50,6 +49,10 @@ struct RowSet {
 };
 
 // The step loop's forms write into `out` (cleared first), so a set kept between steps is refilled in place.
+// Rows q of a cache as one view in place, when q is one ascending run of rows of an F32 (contiguous) cache that holds
+// them; an empty view otherwise (the caller gathers or scatters instead).
+TensorView rows_in_place(const TensorView& cache, const RowSet& q);
+
 void   all_rows(const BatchLayout& lay, RowSet& out);
 RowSet all_rows(const BatchLayout& lay);
 // Indices into `outer` (ascending rows) of each row of `inner` (a subset, ascending).

@@ -76,16 +76,6 @@ struct TensorView {
                (ne[3] == 1 || nb[3] == nb[2] * ne[2]);
     }
 
-    // Rows [r0, r0 + n) of a 2-D view: the same columns and row stride.
-    TensorView row_range(int64_t r0, int64_t n) const {
-        TensorView v = *this;
-        v.data       = static_cast<char*>(data) + r0 * nb[1];
-        v.ne[1]      = n;
-        v.ne[2] = v.ne[3] = 1;
-        v.nb[2] = v.nb[3] = nb[1] * n;
-        return v;
-    }
-
     template <class T>
     T* ptr() const {
         return static_cast<T*>(data);

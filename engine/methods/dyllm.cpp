@@ -12,15 +12,6 @@ namespace dyllm {
 
 namespace {
 
-// The rows `rows` (ascending) of an F32 row-major tensor as a view when they are one contiguous run; an empty view
-// otherwise (the caller gathers them).
-TensorView rows_in_place(const TensorView& t, const std::vector<int32_t>& rows) {
-    if (rows.empty() || t.dtype != DType::F32 || !t.contiguous()) return {};
-    for (size_t i = 1; i < rows.size(); ++i)
-        if (rows[i] != rows[0] + int32_t(i)) return {};
-    return TensorView::matrix(t.row<char>(rows[0]), t.dtype, t.device, int64_t(rows.size()), t.cols());
-}
-
 // The host-side index lists of one sparse layer, kept between calls (per thread, as the attention kernels keep their
 // plans) and reserved for every row of the batch from a run's first step (DyllmMethod::run_layers), so a steady run
 // refills them without allocating.
@@ -91,7 +82,7 @@ void dyllm_sparse_layer(Forward& fwd, int l, Tensor& h, const BatchLayout& lay, 
     // The old contexts: read in place from the context cache when the query rows are one run of cache rows and the
     // cache is fp32 (one sequence: every row, or its response rows), else gathered (c.ctx is only written at step 8).
     Tensor     c_old_copy;
-    TensorView c_old = rows_in_place(c.ctx, q.rows);
+    TensorView c_old = rows_in_place(c.ctx, q);
     if (c_old.empty()) {
         c_old_copy = fwd.alloc(n, cfg.q_dim());
         fwd.gather(l, c.ctx, q.rows, c_old_copy);
