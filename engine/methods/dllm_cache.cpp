@@ -80,14 +80,22 @@ private:
         auto recompute_attention = [&](const RowSet& rows, const Tensor& x, bool with_v) {
             const int64_t n = int64_t(rows.size());
             if (n == 0) return;
-            Tensor Q, K, V;
-            fwd.qkv(l, x, rows, &Q, &K, with_v ? &V : nullptr);
-            fwd.scatter(l, K, rows.rows, c.k);
-            if (with_v) fwd.scatter(l, V, rows.rows, c.v);
-            Tensor o = fwd.alloc(n, cfg_.q_dim()), a = fwd.alloc(n, cfg_.n_embd);
+            // One run of rows (a full refresh) goes straight into the caches' row ranges (forward.h rows_in_place).
+            const TensorView k_to = rows_in_place(c.k, rows), v_to = with_v ? rows_in_place(c.v, rows) : TensorView{};
+            const bool       kv_direct = !k_to.empty() && (!with_v || !v_to.empty());
+            Tensor           Q, K, V;
+            fwd.qkv(l, x, rows, &Q, &K, with_v ? &V : nullptr, kv_direct ? k_to : TensorView{},
+                    kv_direct ? v_to : TensorView{});
+            if (!kv_direct) {
+                fwd.scatter(l, K, rows.rows, c.k);
+                if (with_v) fwd.scatter(l, V, rows.rows, c.v);
+            }
+            const TensorView a_to = rows_in_place(c.attn_out, rows);
+            Tensor           o    = fwd.alloc(n, cfg_.q_dim());
+            Tensor           a    = !a_to.empty() ? Tensor::borrowed(a_to) : fwd.alloc(n, cfg_.n_embd);
             fwd.attention(l, Q, rows, c, lay, o);
             fwd.matmul(l, OpClass::OProj, o, L.wo, TensorView{}, a);
-            fwd.scatter(l, a, rows.rows, c.attn_out);
+            if (a_to.empty()) fwd.scatter(l, a, rows.rows, c.attn_out);
             A.query_rows += int32_t(n), A.attn_exact_rows += int32_t(n);
         };
 
@@ -153,10 +161,11 @@ private:
                 ffn_rows.push(row, b, row - lay.cu[size_t(b)]);
             }
         }
-        Tensor x2 = norm_rows(L.ffn_norm, ffn_rows.rows);
-        Tensor m  = fwd.alloc(int64_t(ffn_rows.size()), cfg_.n_embd);
+        Tensor           x2     = norm_rows(L.ffn_norm, ffn_rows.rows);
+        const TensorView ffn_to = rows_in_place(c.ffn, ffn_rows);
+        Tensor m = !ffn_to.empty() ? Tensor::borrowed(ffn_to) : fwd.alloc(int64_t(ffn_rows.size()), cfg_.n_embd);
         fwd.ffn(l, x2, m);
-        fwd.scatter(l, m, ffn_rows.rows, c.ffn);
+        if (ffn_to.empty()) fwd.scatter(l, m, ffn_rows.rows, c.ffn);
         A.ffn_rows += int32_t(ffn_rows.size());
         fwd.backend().add_rows(c.ffn, every.rows, h);
     }
