@@ -13,10 +13,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <fstream>
 #include <functional>
 #include <random>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -27,9 +25,12 @@
 #include "kernels/cpu/packed_gemm.h"
 #include "kernels/cpu/small_gemm.h"
 #include "kernels/cpu/thread_pool.h"
+#include "tests/support/bench_args.h"
 
 using namespace dyllm;
 using namespace dyllm::cpu;
+using dyllm::test::cpu_model;
+using dyllm::test::parse_ints;
 
 namespace {
 
@@ -61,20 +62,6 @@ Timing best(double budget, const std::function<void()>& fn) {
         t.cpu  = std::min(t.cpu, (cpu_s() - c0) / calls);
     }
     return t;
-}
-
-std::vector<int> parse_ints(const std::string& s) {
-    std::vector<int>  v;
-    std::stringstream ss(s);
-    for (std::string p; std::getline(ss, p, ',');) v.push_back(std::atoi(p.c_str()));
-    return v;
-}
-
-std::string cpu_model() {
-    std::ifstream in("/proc/cpuinfo");
-    for (std::string line; std::getline(in, line);)
-        if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-    return "?";
 }
 
 struct Shape {

@@ -10,17 +10,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "kernels/cpu/small_gemm.h"
 #include "kernels/cpu/thread_pool.h"
+#include "tests/support/bench_args.h"
 
 using namespace dyllm;
 using namespace dyllm::cpu;
+using dyllm::test::cpu_model;
+using dyllm::test::parse_ints;
 
 namespace {
 
@@ -31,20 +32,6 @@ double now_s() {
 double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
-std::vector<int> parse_ints(const std::string& s) {
-    std::vector<int>  v;
-    std::stringstream ss(s);
-    for (std::string p; std::getline(ss, p, ',');) v.push_back(std::atoi(p.c_str()));
-    return v;
-}
-
-std::string cpu_model() {
-    std::ifstream in("/proc/cpuinfo");
-    for (std::string line; std::getline(in, line);)
-        if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-    return "?";
 }
 
 struct Shape {
