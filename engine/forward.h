@@ -48,11 +48,11 @@ struct RowSet {
     }
 };
 
-// The step loop's forms write into `out` (cleared first), so a set kept between steps is refilled in place.
 // Rows q of a cache as one view in place, when q is one ascending run of rows of an F32 (contiguous) cache that holds
 // them; an empty view otherwise (the caller gathers or scatters instead).
 TensorView rows_in_place(const TensorView& cache, const RowSet& q);
 
+// The step loop's forms write into `out` (cleared first), so a set kept between steps is refilled in place.
 void   all_rows(const BatchLayout& lay, RowSet& out);
 RowSet all_rows(const BatchLayout& lay);
 // Indices into `outer` (ascending rows) of each row of `inner` (a subset, ascending).
