@@ -94,8 +94,9 @@ int main(int argc, char** argv) {
         else if (!std::strcmp(argv[i], "--small")) small = true;
         else if (!std::strcmp(argv[i], "--cold"))
             cold = true;
-        else if (!std::strcmp(argv[i], "--queries") && i + 1 < argc && (queries = std::atoi(argv[++i])) > 0) {
-        } else if (!std::strcmp(argv[i], "--shape") && i + 1 < argc &&
+        else if (!std::strcmp(argv[i], "--queries") && i + 1 < argc && (queries = std::atoi(argv[++i])) > 0)
+            continue;  // (a count <= 0 falls through to the usage line, as a bad --shape does)
+        else if (!std::strcmp(argv[i], "--shape") && i + 1 < argc &&
                    std::sscanf(argv[++i], "%d,%d,%d,%d,%d", &shape[0], &shape[1], &shape[2], &shape[3], &shape[4]) ==
                        5 &&
                    shape[0] > 0 && shape[1] > 0 && shape[2] > 0 && shape[3] > 0 && shape[2] % shape[3] == 0 &&
@@ -197,7 +198,8 @@ int main(int argc, char** argv) {
         const auto    dv = randv(size_t(ns * kvd), 6), c_old = randv(size_t(nq * qd), 7);
         const double  flop_a = 2.0 * double(nq) * a.L * a.H * a.D + 2.0 * double(nq) * double(ns) / a.n_seq * a.H * a.D;
         const double  ta     = best_time(reps, [&] {
-            attention_approx(CMatF{q.data(), nq, qd, qd}, q_seq.data(), CMatF{k.data(), nk, kvd, kvd},
+            const int64_t off = (call++ % copies) * nk * kvd;
+            attention_approx(CMatF{q.data(), nq, qd, qd}, q_seq.data(), CMatF{k.data() + off, nk, kvd, kvd},
                                   CMatF{dv.data(), ns, kvd, kvd}, sal_k.data(), cu_sal.data(), cu_k.data(), a.n_seq,
                                   CMatF{c_old.data(), nq, qd, qd}, d, MatF{out.data(), nq, qd, qd}, pool);
         });
