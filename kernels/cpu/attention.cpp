@@ -23,7 +23,7 @@ void attention(CMatF q, const int32_t* q_seq, CMatF k, CMatF v, const int32_t* c
         const int64_t           k0 = cu_k[t.seq], k1 = cu_k[t.seq + 1], nk = k1 - k0, ld_p = detail::score_ld(t.n);
         const int32_t* rows = plan.order.data() + t.first;
         detail::softmax_block(q, rows, t.n, t.head, k, k0, k1, dims, s.p.data(), ld_p, s.l.data(), s.qt.data(),
-                              s.m.data());
+                              s.m.data(), detail::first_block(plan, t), v);
         if (lse.data)
             for (int r = 0; r < t.n; ++r)
                 lse.row(rows[r])[t.head] = s.l[size_t(r)] > 0.0f ? s.m[size_t(r)] + std::log(s.l[size_t(r)]) : -INFINITY;

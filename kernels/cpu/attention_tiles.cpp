@@ -96,17 +96,47 @@ DYLLM_ALWAYS_INLINE void score_tile(const float* qt, int64_t ldq, const float* c
         }
 }
 
+// Keys ahead of the one being scored whose K row is prefetched (KeyPrefetch).
+constexpr int64_t kKeyPrefetchAhead = 16;
+
+// Software prefetch of the rows a pass over the keys reads next. A head's K and V rows are a few cache lines each,
+// one row stride (the whole K/V row) apart, and in a cached step they were last written a step ago: they come from
+// L3, and the hardware prefetchers do not follow six interleaved strided streams (bench_kernels_cpu --queries 32
+// --cold: 0.16 ms cold against 0.10 ms hot). The first pass of a head's first row block asks for K kKeyPrefetchAhead
+// keys ahead and for the V rows of the keys it scores (P x V reads them after the exps); on warm rows (a dense step's
+// later blocks) the prefetches were only cost, 3-6% of the attention. A prefetch changes no value.
+struct KeyPrefetch {
+    const float* k    = nullptr;  // K row of key 0 (head offset applied); nullptr: prefetch nothing
+    const float* v    = nullptr;  // V row of key 0, or nullptr
+    int64_t      k_ld = 0, v_ld = 0, nk = 0;
+    int          d = 0;  // floats per row of one head
+    // Every line of row[0, d): one prefetch per 16 floats and one for the last (a row may start mid-line).
+    DYLLM_ALWAYS_INLINE void row(const float* r) const {
+        for (int c = 0; c < d; c += 16) __builtin_prefetch(r + c);
+        __builtin_prefetch(r + d - 1);
+    }
+    DYLLM_ALWAYS_INLINE void keys(int64_t j, int n) const {
+        if (!k) return;
+        for (int b = 0; b < n; ++b) {
+            if (j + b + kKeyPrefetchAhead < nk) row(k + (j + b + kKeyPrefetchAhead) * k_ld);
+            if (v) row(v + (j + b) * v_ld);
+        }
+    }
+};
+
 // Scores of keys [0, nk) (rows kr0 + j * k_ld) against NV query vectors: KB keys at a time, then one by one; mx[v]
 // takes the maximum of vector v's scores (a max is exact in any order).
 template <int W, int NV, int KB>
 DYLLM_ALWAYS_INLINE void score_keys(const float* qt, int64_t ldq, const float* kr0, int64_t k_ld, int64_t nk, int D,
-                                    float scale, float* out, int64_t ld_p, float* mx) {
+                                    float scale, float* out, int64_t ld_p, float* mx, const KeyPrefetch& pf) {
     int64_t j = 0;
     for (; j + KB <= nk; j += KB) {
+        pf.keys(j, KB);
         const float* kr[KB];
         for (int b = 0; b < KB; ++b) kr[b] = kr0 + (j + b) * k_ld;
         score_tile<W, NV, KB>(qt, ldq, kr, D, scale, out + j * ld_p, ld_p, mx);
     }
+    pf.keys(j, int(nk - j));
     for (; j < nk; ++j) {
         const float* kr[1] = {kr0 + j * k_ld};
         score_tile<W, NV, 1>(qt, ldq, kr, D, scale, out + j * ld_p, ld_p, mx);
@@ -187,7 +217,7 @@ DYLLM_ALWAYS_INLINE void exp_sums(float* p, int64_t ld_p, int n, int64_t nk, int
 template <int W>
 DYLLM_ALWAYS_INLINE void softmax_lanes(CMatF q, const int32_t* rows, int n, int h, CMatF k, int64_t k0, int64_t k1,
                                        AttnDims dims, float* p, int64_t ld_p, float* l, float* qt, float* m_out,
-                                       bool wide) {
+                                       bool wide, const KeyPrefetch& pf) {
     const int     D      = dims.head_dim;
     const int64_t kv_off = int64_t(h / (dims.n_head / dims.n_kv_head)) * D;
     const float   scale  = 1.0f / std::sqrt(float(D));
@@ -217,20 +247,31 @@ DYLLM_ALWAYS_INLINE void softmax_lanes(CMatF q, const int32_t* rows, int n, int 
             const float* qc = qt + r0;
             float*       pc = p + r0;
             float*       mc = l + r0;
+            const KeyPrefetch none;  // the passes after the first find the keys in L2
             if (!wide) {  // 8-lane query vectors, 6 keys x 2 vectors (12 ymm) per tile: see softmax_block
                 for (int64_t v0 = 0; v0 < std::min<int64_t>(64, ldq - r0); v0 += 16)
-                    score_keys<8, 2, 6>(qc + v0, ldq, kr0, k.ld, nk, D, scale, pc + v0, ld_p, mc + v0);
+                    score_keys<8, 2, 6>(qc + v0, ldq, kr0, k.ld, nk, D, scale, pc + v0, ld_p, mc + v0,
+                                        r0 + v0 == 0 ? pf : none);
                 continue;
             }
+            const KeyPrefetch& pr = r0 == 0 ? pf : none;
             switch (std::min<int64_t>(4, (ldq - r0) / 16)) {
-                case 1: score_keys<16, 1, 8>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p, mc); break;
-                case 2: score_keys<16, 2, 8>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p, mc); break;
-                case 3: score_keys<16, 3, 4>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p, mc); break;
-                default: score_keys<16, 4, 4>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p, mc); break;
+                case 1:
+                    score_keys<16, 1, 8>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p, mc, pr);
+                    break;
+                case 2:
+                    score_keys<16, 2, 8>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p, mc, pr);
+                    break;
+                case 3:
+                    score_keys<16, 3, 4>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p, mc, pr);
+                    break;
+                default:
+                    score_keys<16, 4, 4>(qc, ldq, kr0, k.ld, nk, D, scale, pc, ld_p, mc, pr);
+                    break;
             }
         }
     } else {
-        score_keys<W, 1, 8>(qt, ldq, kr0, k.ld, nk, D, scale, p, ld_p, l);  // ldq == W: one vector of rows
+        score_keys<W, 1, 8>(qt, ldq, kr0, k.ld, nk, D, scale, p, ld_p, l, pf);  // ldq == W: one vector of rows
     }
     // 16-lane vectors of rows on AVX2 take their exps 8 lanes at a time: 16 partial sums of 16 lanes are 32 ymm.
     if constexpr (W == 16)
@@ -247,7 +288,7 @@ DYLLM_ALWAYS_INLINE void softmax_lanes(CMatF q, const int32_t* rows, int n, int 
 template <int L, int NR, int G>
 DYLLM_ALWAYS_INLINE void softmax_keys_lanes(CMatF q, const int32_t* rows, int h, CMatF k, int64_t k0, int64_t k1,
                                             AttnDims dims, float* p, int64_t ld_p, float* l, float* scratch,
-                                            float* m_out) {
+                                            float* m_out, const KeyPrefetch& pf) {
     using V              = typename simd::Lanes<L>::F;
     const int     D      = dims.head_dim;
     const int64_t kv_off = int64_t(h / (dims.n_head / dims.n_kv_head)) * D;
@@ -256,6 +297,7 @@ DYLLM_ALWAYS_INLINE void softmax_keys_lanes(CMatF q, const int32_t* rows, int h,
     float*        kt = scratch;             // [D][nkp]
     float*        sr = scratch + D * nkp;   // [NR][nkp] scores, then their exps
     for (int64_t jb = 0; jb < nkp; jb += L) {
+        pf.keys(jb, int(std::min<int64_t>(L, std::max<int64_t>(0, nk - jb))));
         for (int c0 = 0; c0 < D; c0 += L) {
             V x[L];
             for (int i = 0; i < L; ++i)
@@ -318,7 +360,16 @@ DYLLM_ALWAYS_INLINE void softmax_keys_lanes(CMatF q, const int32_t* rows, int h,
 }  // namespace
 
 DYLLM_CPU_CLONES void softmax_block(CMatF q, const int32_t* rows, int n, int h, CMatF k, int64_t k0, int64_t k1,
-                                    AttnDims dims, float* p, int64_t ld_p, float* l, float* qt, float* m_out) {
+                                    AttnDims dims, float* p, int64_t ld_p, float* l, float* qt, float* m_out,
+                                    bool prefetch, CMatF v_next) {
+    const int64_t kv_off = int64_t(h / (dims.n_head / dims.n_kv_head)) * dims.head_dim;
+    KeyPrefetch   pf;
+    pf.k    = prefetch ? k.row(k0) + kv_off : nullptr;
+    pf.v    = v_next.data ? v_next.row(k0) + kv_off : nullptr;
+    pf.k_ld = k.ld;
+    pf.v_ld = v_next.ld;
+    pf.nk   = k1 - k0;
+    pf.d    = dims.head_dim;
     // A block of a few rows (a DyLLM step's salient rows) must not pay for 16 query lanes with 1-3 real rows in every
     // score FMA and every exp: up to 4 rows put 16 keys in a vector instead, up to 8 run on 8-lane query vectors (and
     // up to 4 on 4-lane ones when head_dim is not a multiple of 16, which the key transpose needs).
@@ -330,25 +381,41 @@ DYLLM_CPU_CLONES void softmax_block(CMatF q, const int32_t* rows, int n, int h, 
     if (n <= kAttnFewRows && dims.head_dim % 16 == 0) {
         if (wide) {
             switch (n) {
-                case 1: softmax_keys_lanes<16, 1, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
-                case 2: softmax_keys_lanes<16, 2, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
-                case 3: softmax_keys_lanes<16, 3, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
-                default: softmax_keys_lanes<16, 4, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
+                case 1:
+                    softmax_keys_lanes<16, 1, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out, pf);
+                    return;
+                case 2:
+                    softmax_keys_lanes<16, 2, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out, pf);
+                    return;
+                case 3:
+                    softmax_keys_lanes<16, 3, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out, pf);
+                    return;
+                default:
+                    softmax_keys_lanes<16, 4, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out, pf);
+                    return;
             }
         }
         switch (n) {  // 8-key vectors, at most 12 accumulators
-            case 1: softmax_keys_lanes<8, 1, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
-            case 2: softmax_keys_lanes<8, 2, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
-            case 3: softmax_keys_lanes<8, 3, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
-            default: softmax_keys_lanes<8, 4, 3>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out); return;
+            case 1:
+                softmax_keys_lanes<8, 1, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out, pf);
+                return;
+            case 2:
+                softmax_keys_lanes<8, 2, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out, pf);
+                return;
+            case 3:
+                softmax_keys_lanes<8, 3, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out, pf);
+                return;
+            default:
+                softmax_keys_lanes<8, 4, 3>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out, pf);
+                return;
         }
     }
     if (n <= 4)
-        softmax_lanes<4>(q, rows, n, h, k, k0, k1, dims, p, ld_p, l, qt, m_out, wide);
+        softmax_lanes<4>(q, rows, n, h, k, k0, k1, dims, p, ld_p, l, qt, m_out, wide, pf);
     else if (n <= 8)
-        softmax_lanes<8>(q, rows, n, h, k, k0, k1, dims, p, ld_p, l, qt, m_out, wide);
+        softmax_lanes<8>(q, rows, n, h, k, k0, k1, dims, p, ld_p, l, qt, m_out, wide, pf);
     else
-        softmax_lanes<16>(q, rows, n, h, k, k0, k1, dims, p, ld_p, l, qt, m_out, wide);
+        softmax_lanes<16>(q, rows, n, h, k, k0, k1, dims, p, ld_p, l, qt, m_out, wide, pf);
 }
 
 namespace {

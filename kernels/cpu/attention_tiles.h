@@ -24,7 +24,7 @@ struct AttnPlan {
     std::vector<int32_t>  order;     // query row indices, grouped by sequence (stable)
     std::vector<AttnTask> tasks;     // ordered (seq, head, block) so neighbouring tasks share one head's K and V
     int64_t               max_keys;  // longest key range of a sequence that has queries
-    std::vector<int64_t>  start, fill;  // planning scratch
+    std::vector<int64_t>  start, fill;  // planning scratch; start[b]: where sequence b's rows begin in order
 };
 
 // Fills `plan` (its vectors keep their capacity between calls, so a steady run allocates nothing).
@@ -71,9 +71,17 @@ AttnCall prepare_attention(const int32_t* q_seq, int64_t nq, const int32_t* cu_k
 // sequence, p[(j - k0) * ld_p + r] = exp(s_rj - m_r) with s_rj = q[rows[r], h] . k[j, g] / sqrt(D), and
 // l[r] = sum_j p[j, r] (fp32). g = h / (n_head / n_kv_head). ld_p >= score_ld(n); l and m (optional, the row maxima
 // m_r) hold score_ld(n) floats. qt: scratch of softmax_scratch_floats(n, k1 - k0, head_dim) floats.
+// prefetch: the first block of a (sequence, head), whose K rows may be cold (a cached step's K and V were written a
+// step ago and come from L3): K is prefetched ahead of the scoring, and so are the rows [k0, k1) of head h of v_next
+// (optional), the V the caller reads next. Later blocks of the head find both in L2.
 // Bit-identical to the former row-major kernel (same dot and sum order per score), so decodes do not change.
-void softmax_block(CMatF q, const int32_t* rows, int n, int h, CMatF k, int64_t k0, int64_t k1, AttnDims dims,
-                   float* p, int64_t ld_p, float* l, float* qt, float* m = nullptr);
+void softmax_block(CMatF q, const int32_t* rows, int n, int h, CMatF k, int64_t k0, int64_t k1, AttnDims dims, float* p,
+                   int64_t ld_p, float* l, float* qt, float* m = nullptr, bool prefetch = false, CMatF v_next = {});
+
+// Whether task t is the first row block of its (sequence, head): the one that reads the head's K and V first.
+inline bool first_block(const AttnPlan& plan, const AttnTask& t) {
+    return t.first == plan.start[size_t(t.seq)];
+}
 
 // acc[r * D + c] = sum_{t < n_terms} p[col(t) * ld_p + r] * src.row(row0 + t)[kv_off + c] for r < n, c < D, where
 // col(t) = cols ? cols[t] - col_base : t (p keys x queries, as softmax_block leaves it). Exact attention: src = V,
