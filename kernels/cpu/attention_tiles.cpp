@@ -357,6 +357,23 @@ DYLLM_ALWAYS_INLINE void softmax_keys_lanes(CMatF q, const int32_t* rows, int h,
     }
 }
 
+// softmax_keys_lanes for n = 1..4 rows: key vectors of L lanes, 4 per pass (G4 with 4 rows).
+template <int L, int G4>
+DYLLM_ALWAYS_INLINE void softmax_few_rows(int n, CMatF q, const int32_t* rows, int h, CMatF k, int64_t k0, int64_t k1,
+                                          AttnDims dims, float* p, int64_t ld_p, float* l, float* qt, float* m_out,
+                                          const KeyPrefetch& pf) {
+    switch (n) {
+        case 1:
+            return softmax_keys_lanes<L, 1, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out, pf);
+        case 2:
+            return softmax_keys_lanes<L, 2, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out, pf);
+        case 3:
+            return softmax_keys_lanes<L, 3, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out, pf);
+        default:
+            return softmax_keys_lanes<L, 4, G4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out, pf);
+    }
+}
+
 }  // namespace
 
 DYLLM_CPU_CLONES void softmax_block(CMatF q, const int32_t* rows, int n, int h, CMatF k, int64_t k0, int64_t k1,
@@ -379,36 +396,9 @@ DYLLM_CPU_CLONES void softmax_block(CMatF q, const int32_t* rows, int n, int h, 
     // keeps its order (lanes are independent): the results are the same bits either way.
     const bool wide = simd::wide_registers();
     if (n <= kAttnFewRows && dims.head_dim % 16 == 0) {
-        if (wide) {
-            switch (n) {
-                case 1:
-                    softmax_keys_lanes<16, 1, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out, pf);
-                    return;
-                case 2:
-                    softmax_keys_lanes<16, 2, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out, pf);
-                    return;
-                case 3:
-                    softmax_keys_lanes<16, 3, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out, pf);
-                    return;
-                default:
-                    softmax_keys_lanes<16, 4, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out, pf);
-                    return;
-            }
-        }
-        switch (n) {  // 8-key vectors, at most 12 accumulators
-            case 1:
-                softmax_keys_lanes<8, 1, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out, pf);
-                return;
-            case 2:
-                softmax_keys_lanes<8, 2, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out, pf);
-                return;
-            case 3:
-                softmax_keys_lanes<8, 3, 4>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out, pf);
-                return;
-            default:
-                softmax_keys_lanes<8, 4, 3>(q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out, pf);
-                return;
-        }
+        // 16-key vectors on AVX-512; 8-key vectors elsewhere, at most 12 accumulators (4 rows x 3 key vectors).
+        if (wide) return softmax_few_rows<16, 4>(n, q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out, pf);
+        return softmax_few_rows<8, 3>(n, q, rows, h, k, k0, k1, dims, p, ld_p, l, qt, m_out, pf);
     }
     if (n <= 4)
         softmax_lanes<4>(q, rows, n, h, k, k0, k1, dims, p, ld_p, l, qt, m_out, wide, pf);
