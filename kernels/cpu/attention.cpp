@@ -20,7 +20,7 @@ void attention(CMatF q, const int32_t* q_seq, CMatF k, CMatF v, const int32_t* c
                       [&, sp = call.scratch](int64_t ti, int thread) {
         detail::AttnScratch& s = sp[thread];
         const detail::AttnTask& t  = plan.tasks[size_t(ti)];
-        const int64_t           k0 = cu_k[t.seq], k1 = cu_k[t.seq + 1], nk = k1 - k0, ld_p = detail::score_ld(t.n);
+        const int64_t           k0 = cu_k[t.seq], k1 = cu_k[t.seq + 1], nk = k1 - k0, ld_p = detail::score_stride(t.n);
         const int32_t* rows = plan.order.data() + t.first;
         detail::softmax_block(q, rows, t.n, t.head, k, k0, k1, dims, s.p.data(), ld_p, s.l.data(), s.qt.data(),
                               s.m.data(), detail::first_block(plan, t), v);
@@ -28,7 +28,7 @@ void attention(CMatF q, const int32_t* q_seq, CMatF k, CMatF v, const int32_t* c
             for (int r = 0; r < t.n; ++r)
                 lse.row(rows[r])[t.head] = s.l[size_t(r)] > 0.0f ? s.m[size_t(r)] + std::log(s.l[size_t(r)]) : -INFINITY;
         const int64_t kv_off = int64_t(t.head / (dims.n_head / dims.n_kv_head)) * D;
-        detail::pv_block(s.p.data(), ld_p, t.n, nk, nullptr, 0, v, k0, kv_off, D, s.acc.data());
+        detail::pv_block(s.p.data(), ld_p, t.n, nk, nullptr, 0, v, k0, kv_off, D, s.acc.data(), s.pack.data());
         for (int r = 0; r < t.n; ++r) {
             float*       o   = out.row(rows[r]) + int64_t(t.head) * D;
             const float* a   = s.acc.data() + int64_t(r) * D;

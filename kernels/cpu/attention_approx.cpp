@@ -46,11 +46,12 @@ void attention_approx(CMatF q, const int32_t* q_seq, CMatF k, CMatF dv, const in
             }
             return;
         }
-        const int64_t k0 = cu_k[t.seq], k1 = cu_k[t.seq + 1], ld_p = detail::score_ld(t.n);
+        const int64_t k0 = cu_k[t.seq], k1 = cu_k[t.seq + 1], ld_p = detail::score_stride(t.n);
         detail::softmax_block(q, rows, t.n, t.head, k, k0, k1, dims, s.p.data(), ld_p, s.l.data(), s.qt.data(), nullptr,
                               detail::first_block(plan, t));
         const int64_t kv_off = int64_t(t.head / (dims.n_head / dims.n_kv_head)) * D;
-        detail::pv_block(s.p.data(), ld_p, t.n, s1 - s0, sal_k + s0, k0, dv, s0, kv_off, D, s.acc.data());
+        detail::pv_block(s.p.data(), ld_p, t.n, s1 - s0, sal_k + s0, k0, dv, s0, kv_off, D, s.acc.data(),
+                         s.pack.data());
         for (int r = 0; r < t.n; ++r) {
             float* cn = c_new.row(rows[r]) + int64_t(t.head) * D;
             if (ex_seq[t.seq] && ex_row[rows[r]]) {

@@ -1,6 +1,7 @@
 // Pieces shared by the optimised exact and approximate attention: the task plan (query rows grouped by sequence, cut
 // into blocks of rows per head), the block score/softmax routine and the P x V product.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -38,6 +39,12 @@ int64_t plan_work(const AttnPlan& plan, const int32_t* cu_k, int head_dim);
 // rounded up to the vector width so every key's scores are whole vectors: 4 lanes up to 4 rows, 8 up to 8, else 16.
 inline int64_t score_ld(int n) { return n <= 4 ? 4 : n <= 8 ? 8 : (int64_t(n) + 15) / 16 * 16; }
 
+// The row stride of a block's score buffer: score_ld(n), plus 16 floats when that is a multiple of 32. A stride of
+// 128 or 256 bytes put a pass's consecutive keys in every second or fourth L1 set, so the score lines that the exp
+// pass and P x V's later row tiles read again were evicted before they came back (tiny-llada's 64-row blocks: 336
+// keys in 16 sets, 8 ways each).
+inline int64_t score_stride(int n) { return score_ld(n) % 32 == 0 ? score_ld(n) + 16 : score_ld(n); }
+
 // Blocks of at most this many query rows score 16 keys per vector (K transposed per call) instead of a few query rows
 // per vector: the kernel the sparse steps' 1-4 salient rows run.
 constexpr int kAttnFewRows = 4;
@@ -50,10 +57,14 @@ inline int64_t softmax_scratch_floats(int n, int64_t n_keys, int head_dim) {
                                                    : int64_t(head_dim) * score_ld(n);
 }
 
+// Terms per chunk of pv_block: about 16 KiB of src rows, at least 16.
+inline int64_t pv_chunk_terms(int head_dim) { return std::max<int64_t>(16, 16384 / (int64_t(head_dim) * 4)); }
+
 // Per-thread scratch of the attention kernels, kept between calls (thread_local in the kernels).
 struct AttnScratch {
     std::vector<float> p, acc, l, qt, m;  // m: the row maxima (exact attention's log-sum-exp)
     std::vector<float> acc1;              // one row's P V (approximate attention's exact rows)
+    std::vector<float> pack;              // pv_block's chunk of V (or dV) rows
     void               size_for(int row_block, int64_t max_keys, int head_dim);
 };
 
@@ -86,7 +97,9 @@ inline bool first_block(const AttnPlan& plan, const AttnTask& t) {
 // acc[r * D + c] = sum_{t < n_terms} p[col(t) * ld_p + r] * src.row(row0 + t)[kv_off + c] for r < n, c < D, where
 // col(t) = cols ? cols[t] - col_base : t (p keys x queries, as softmax_block leaves it). Exact attention: src = V,
 // all keys; approximate: src = dV, cols = sal_k.
+// pack (optional): pv_chunk_terms(D) * D floats of scratch to copy each chunk of src rows into (when several row tiles
+// read it); the sums are the same either way.
 void pv_block(const float* p, int64_t ld_p, int n, int64_t n_terms, const int32_t* cols, int64_t col_base, CMatF src,
-              int64_t row0, int64_t kv_off, int D, float* acc);
+              int64_t row0, int64_t kv_off, int D, float* acc, float* pack = nullptr);
 
 }  // namespace dyllm::cpu::detail
