@@ -461,8 +461,8 @@ DYLLM_ALWAYS_INLINE void pv_tile(const float* p, int64_t ld_p, const int32_t* co
 // Rows of the block against L * NC output columns: RT-row tiles (the register file's fill: 8 x 2 zmm on AVX-512,
 // 6 x 2 ymm on AVX2, see softmax_block), then 4 and 1 row.
 template <int L, int NC, int RT>
-DYLLM_ALWAYS_INLINE void pv_rows(const float* p, int64_t ld_p, int n, const int32_t* cols, int64_t col_base,
-                                 int64_t t0, int64_t t1, const float* src_t0, int64_t src_ld, float* acc, int D) {
+DYLLM_ALWAYS_INLINE void pv_rows(const float* p, int64_t ld_p, int n, const int32_t* cols, int64_t col_base, int64_t t0,
+                                 int64_t t1, const float* src_t0, int64_t src_ld, float* acc, int D) {
     const bool first = t0 == 0;
     int        r     = 0;
     for (; r + RT <= n; r += RT)

@@ -43,7 +43,9 @@ inline int64_t score_ld(int n) { return n <= 4 ? 4 : n <= 8 ? 8 : (int64_t(n) + 
 // 128 or 256 bytes put a pass's consecutive keys in every second or fourth L1 set, so the score lines that the exp
 // pass and P x V's later row tiles read again were evicted before they came back (tiny-llada's 64-row blocks: 336
 // keys in 16 sets, 8 ways each).
-inline int64_t score_stride(int n) { return score_ld(n) % 32 == 0 ? score_ld(n) + 16 : score_ld(n); }
+inline int64_t score_stride(int n) {
+    return score_ld(n) % 32 == 0 ? score_ld(n) + 16 : score_ld(n);
+}
 
 // Blocks of at most this many query rows score 16 keys per vector (K transposed per call) instead of a few query rows
 // per vector: the kernel the sparse steps' 1-4 salient rows run.
@@ -58,7 +60,9 @@ inline int64_t softmax_scratch_floats(int n, int64_t n_keys, int head_dim) {
 }
 
 // Terms per chunk of pv_block: about 16 KiB of src rows, at least 16.
-inline int64_t pv_chunk_terms(int head_dim) { return std::max<int64_t>(16, 16384 / (int64_t(head_dim) * 4)); }
+inline int64_t pv_chunk_terms(int head_dim) {
+    return std::max<int64_t>(16, 16384 / (int64_t(head_dim) * 4));
+}
 
 // Per-thread scratch of the attention kernels, kept between calls (thread_local in the kernels).
 struct AttnScratch {
