@@ -11,7 +11,7 @@ namespace dyllm::cpu::detail {
 
 // Query rows per task: each K and V row is reused across this many query rows. Measured with
 // tests/bench/bench_kernels_cpu.cpp (GFLOP/s per core by CPU time, kernels/README.md "Attention"); the score buffer
-// is 64 x n_keys fp32.
+// is score_stride(64) = 80 x n_keys fp32.
 constexpr int kAttnRowBlock = 64;
 
 struct AttnTask {
