@@ -182,22 +182,17 @@ DYLLM_ALWAYS_INLINE void strip_tile(int nr, const float* const* xr, const float*
 DYLLM_ALWAYS_INLINE void narrow_rows(const RowPointers& rp, int64_t n, const KMajorWeight& w, const float* bias) {
     constexpr int L = 8, NV = 2, RT = kNarrowTileRows;
     const int64_t n_tiles = (n + RT - 1) / RT, full_out = w.m / (L * NV) * (L * NV);
-    const int64_t per_block = kNarrowBlockRows / RT;
-    constexpr int PB        = kNarrowBlockRows / RT;
+    constexpr int PB = kNarrowBlockRows / RT;  // tiles per block
     const float*  xr[PB][RT];  // the block's tiles' rows, found once per block (not once per tile and strip)
     float*        yr[PB][RT];
     int           nr[PB];
-    auto          get_tiles = [&](int64_t t0, int64_t t1) {  // tile t: rows [n t / n_tiles, n (t + 1) / n_tiles)
-        for (int64_t t = t0; t < t1; ++t) {
-                     const int64_t r0 = n * t / n_tiles;
-                     nr[t - t0]       = int(n * (t + 1) / n_tiles - r0);
-                     rp.get(r0, nr[t - t0], xr[t - t0], yr[t - t0]);
+    for (int64_t t0 = 0; t0 < n_tiles; t0 += PB) {
+        const int64_t t1 = std::min<int64_t>(n_tiles, t0 + PB);
+        for (int64_t t = t0; t < t1; ++t) {  // tile t: rows [n t / n_tiles, n (t + 1) / n_tiles)
+            const int64_t r0 = n * t / n_tiles;
+            nr[t - t0]       = int(n * (t + 1) / n_tiles - r0);
+            rp.get(r0, nr[t - t0], xr[t - t0], yr[t - t0]);
         }
-    };
-    static_assert(PB * RT == kNarrowBlockRows);
-    for (int64_t t0 = 0; t0 < n_tiles; t0 += per_block) {
-        const int64_t t1 = std::min(n_tiles, t0 + per_block);
-        get_tiles(t0, t1);
         for (int64_t o0 = 0; o0 < full_out; o0 += L * NV) {
             const float* wp[NV] = {w.column(o0), w.column(o0 + L)};
             // The next strip (k lines) comes in while this one's tiles run, a share of its lines per tile: on its own
