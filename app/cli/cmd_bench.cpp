@@ -2,10 +2,12 @@
 // warm-up and REPS timed generations on the same prompts; rows report the median tokens/s and its spread, the
 // speed-up against `original` measured in the same run with the same other knobs, forward passes, the share of rows
 // recomputed, and roofline figures: FLOPs per token, FLOPs vs a dense forward,
-// achieved GFLOP/s (whole run, dense steps, cached steps) and their share of the machine's sgemm rate, measured in the
-// same run on the model's GEMM shapes. Output: markdown table, CSV or JSON, to stdout or to a file (-o FILE.csv).
-// With --task: a sweep of tau and methods on a task suite (app/model/suite_sweep.h), scored as `dyllm eval` scores it:
-// accuracy, engine tokens/s and FLOPs per (method, tau), original and fast-dual as references, the Pareto front.
+// achieved GFLOP/s (whole run, dense steps, cached steps) and their share of the machine's sgemm rate, measured on the
+// model's GEMM shapes around every repetition (each repetition's share is of the rate measured just before and just
+// after it; the row reports the median share). Output: markdown table, CSV or JSON, to stdout or to a file (-o
+// FILE.csv). With --task: a sweep of tau and methods on a task suite (app/model/suite_sweep.h), scored as `dyllm eval`
+// scores it: accuracy, engine tokens/s and FLOPs per (method, tau), original and fast-dual as references, the Pareto
+// front.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -87,6 +89,12 @@ struct Row {
     double flops_per_token = 0, flops_vs_dense = 1;
     double gflops = 0, gflops_dense = 0, gflops_cached = 0;
     int    dense_steps = 0, cached_steps = 0;
+    // The sgemm rate around the repetitions (median) and the medians of each repetition's own shares of it.
+    double sgemm = 0, pct = 0, pct_dense = 0, pct_cached = 0;
+    struct Sample {
+        double tokens_per_s, gflops, gflops_dense, gflops_cached, sgemm;
+    };
+    std::vector<Sample> samples;  // one per timed repetition, in order
 };
 
 double median(std::vector<double> v) {
@@ -147,7 +155,11 @@ struct RepTotals {
     int                nfe = 0, n = 0;
 };
 
-Row run_config(const Model& model, const BenchOptions& o, const Config& cfg) {
+// The sgemm rate measured between repetitions: 50 ms and at least 3 calls per shape (~0.15 s on the built-in models, a
+// few seconds on an 8B one, whose repetitions take minutes).
+constexpr double kRepProbeSeconds = 0.05;
+
+Row run_config(const Model& model, const BenchOptions& o, const Config& cfg, app::GemmProbe& probe) {
     const std::vector<std::vector<int32_t>> prompts = bench_prompts(model, o, cfg.batch, cfg.gen_length);
     auto run_rep = [&] {
         RepTotals t;
@@ -177,12 +189,16 @@ Row run_config(const Model& model, const BenchOptions& o, const Config& cfg) {
         return t;
     };
     (void)run_rep();  // warm-up: first-touch of weights and caches, thread pool start
-    std::vector<double> tps, non_eos, denoise, gf, gf_dense, gf_cached;
+    std::vector<double> tps, non_eos, denoise, gf, gf_dense, gf_cached, sgemm, pct, pct_dense, pct_cached;
     Row                 row;
     row.cfg = cfg;
     double recompute_sum = 0;
+    double sgemm_before  = probe.measure(kRepProbeSeconds).gflops_per_s;
     for (int r = 0; r < o.reps; ++r) {
-        const RepTotals t = run_rep();
+        const RepTotals t           = run_rep();
+        const double    sgemm_after = probe.measure(kRepProbeSeconds).gflops_per_s;
+        const double    sgemm_rep   = 0.5 * (sgemm_before + sgemm_after);
+        sgemm_before                = sgemm_after;
         tps.push_back(t.denoise_s > 0 ? double(t.generated) / t.denoise_s : 0.0);
         non_eos.push_back(t.denoise_s > 0 ? double(t.non_eos) / t.denoise_s : 0.0);
         denoise.push_back(t.denoise_s);
@@ -193,6 +209,11 @@ Row run_config(const Model& model, const BenchOptions& o, const Config& cfg) {
         gf.push_back(t.denoise_s > 0 ? t.flops / t.denoise_s * 1e-9 : 0.0);
         gf_dense.push_back(t.split.dense.gflops_per_s());
         gf_cached.push_back(t.split.cached.gflops_per_s());
+        sgemm.push_back(sgemm_rep);
+        pct.push_back(app::percent_of(gf.back(), sgemm_rep));
+        pct_dense.push_back(app::percent_of(gf_dense.back(), sgemm_rep));
+        pct_cached.push_back(app::percent_of(gf_cached.back(), sgemm_rep));
+        row.samples.push_back({tps.back(), gf.back(), gf_dense.back(), gf_cached.back(), sgemm_rep});
         row.flops_per_token = t.generated > 0 ? t.flops / double(t.generated) : 0.0;
         row.flops_vs_dense  = t.dense_flops > 0 ? t.flops / t.dense_flops : 1.0;
         row.dense_steps     = t.split.dense.steps;
@@ -201,6 +222,10 @@ Row run_config(const Model& model, const BenchOptions& o, const Config& cfg) {
     row.gflops        = median(gf);
     row.gflops_dense  = median(gf_dense);
     row.gflops_cached = median(gf_cached);
+    row.sgemm         = median(sgemm);
+    row.pct           = median(pct);
+    row.pct_dense     = median(pct_dense);
+    row.pct_cached    = median(pct_cached);
     row.tps_median  = median(tps);
     row.tps_sd      = sample_sd(tps);
     row.tps_min     = *std::min_element(tps.begin(), tps.end());
@@ -280,7 +305,7 @@ std::vector<Config> expand_configs(const Model& model, const BenchOptions& o) {
     return out;
 }
 
-nlohmann::ordered_json row_json(const Row& r, const Model& model, double sgemm_gflops) {
+nlohmann::ordered_json row_json(const Row& r, const Model& model) {
     nlohmann::ordered_json j;
     j["method"] = method_name(r.cfg.method);
     if (std::isnan(r.cfg.tau))
@@ -301,12 +326,10 @@ nlohmann::ordered_json row_json(const Row& r, const Model& model, double sgemm_g
     j["gflops"]             = r.gflops;
     j["gflops_dense"]       = r.dense_steps ? nlohmann::ordered_json(r.gflops_dense) : nlohmann::ordered_json(nullptr);
     j["gflops_cached"]      = r.cached_steps ? nlohmann::ordered_json(r.gflops_cached) : nlohmann::ordered_json(nullptr);
-    j["pct_sgemm"]          = app::percent_of(r.gflops, sgemm_gflops);
-    j["pct_sgemm_dense"]    = r.dense_steps ? nlohmann::ordered_json(app::percent_of(r.gflops_dense, sgemm_gflops))
-                                            : nlohmann::ordered_json(nullptr);
-    j["pct_sgemm_cached"]   = r.cached_steps ? nlohmann::ordered_json(app::percent_of(r.gflops_cached, sgemm_gflops))
-                                             : nlohmann::ordered_json(nullptr);
-    j["sgemm_gflops"]       = sgemm_gflops;
+    j["pct_sgemm"]            = r.pct;
+    j["pct_sgemm_dense"]      = r.dense_steps ? nlohmann::ordered_json(r.pct_dense) : nlohmann::ordered_json(nullptr);
+    j["pct_sgemm_cached"]     = r.cached_steps ? nlohmann::ordered_json(r.pct_cached) : nlohmann::ordered_json(nullptr);
+    j["sgemm_gflops"]         = r.sgemm;
     j["dense_steps"]        = r.dense_steps;
     j["cached_steps"]       = r.cached_steps;
     j["tokens_per_s_sd"]    = r.tps_sd;
@@ -317,6 +340,17 @@ nlohmann::ordered_json row_json(const Row& r, const Model& model, double sgemm_g
     j["cache_bytes"]        = r.cache_bytes;
     j["model"]              = model.name();
     j["backend"]            = model.backend().name();
+    nlohmann::ordered_json samples = nlohmann::ordered_json::array();
+    for (const Row::Sample& x : r.samples) {
+        nlohmann::ordered_json e;
+        e["tokens_per_s"]  = x.tokens_per_s;
+        e["gflops"]        = x.gflops;
+        e["gflops_dense"]  = r.dense_steps ? nlohmann::ordered_json(x.gflops_dense) : nlohmann::ordered_json(nullptr);
+        e["gflops_cached"] = r.cached_steps ? nlohmann::ordered_json(x.gflops_cached) : nlohmann::ordered_json(nullptr);
+        e["sgemm_gflops"]  = x.sgemm;
+        samples.push_back(e);
+    }
+    j["samples"] = samples;  // llama-bench's samples_ts, with the rates and the sgemm rate around each repetition
     return j;
 }
 
@@ -331,37 +365,37 @@ std::string pair_text(const char* f, bool has_a, double a, bool has_b, double b)
     return (has_a ? fmt(f, a) : std::string("-")) + " / " + (has_b ? fmt(f, b) : std::string("-"));
 }
 
-std::string format_md(const std::vector<Row>& rows, int reps, double sgemm) {
+std::string format_md(const std::vector<Row>& rows, int reps) {
     std::string out;
     out += "| method | tau | gen | steps | block | batch | tok/s (median of " + std::to_string(reps) +
            ") | speed-up | nfe | recompute | FLOPs/tok | FLOPs vs dense | GFLOP/s | dense / cached GFLOP/s | "
-           "% sgemm | dense / cached % sgemm | accuracy |\n";
-    out += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+           "sgemm GFLOP/s | % sgemm | dense / cached % sgemm | accuracy |\n";
+    out += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     for (const Row& r : rows) {
         const bool d = r.dense_steps > 0, c = r.cached_steps > 0;
         char       line[768];
         std::snprintf(
-            line, sizeof line, "| %s | %s | %d | %d | %d | %d | %s ± %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+            line, sizeof line,
+            "| %s | %s | %d | %d | %d | %d | %s ± %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
             method_name(r.cfg.method), std::isnan(r.cfg.tau) ? "-" : fmt("%.4g", r.cfg.tau).c_str(), r.cfg.gen_length,
             r.cfg.steps, r.cfg.block_length, r.cfg.batch, fmt("%.2f", r.tps_median).c_str(),
             fmt("%.2f", r.tps_sd).c_str(), r.speedup ? fmt("%.2fx", *r.speedup).c_str() : "-", r.nfe,
             fmt("%.3f", r.recompute).c_str(), fmt("%.3g", r.flops_per_token).c_str(),
             fmt("%.3f", r.flops_vs_dense).c_str(), fmt("%.2f", r.gflops).c_str(),
-            pair_text("%.2f", d, r.gflops_dense, c, r.gflops_cached).c_str(),
-            fmt("%.0f%%", app::percent_of(r.gflops, sgemm)).c_str(),
-            pair_text("%.0f%%", d, app::percent_of(r.gflops_dense, sgemm), c, app::percent_of(r.gflops_cached, sgemm))
-                .c_str(),
+            pair_text("%.2f", d, r.gflops_dense, c, r.gflops_cached).c_str(), fmt("%.1f", r.sgemm).c_str(),
+            fmt("%.0f%%", r.pct).c_str(), pair_text("%.0f%%", d, r.pct_dense, c, r.pct_cached).c_str(),
             r.accuracy ? fmt("%.3f", *r.accuracy).c_str() : "-");
         out += line;
     }
     return out;
 }
 
-std::string format_csv(const std::vector<Row>& rows, const Model& model, double sgemm) {
+std::string format_csv(const std::vector<Row>& rows, const Model& model) {
     std::string out;
     bool        header = false;
     for (const Row& r : rows) {
-        const auto j = row_json(r, model, sgemm);
+        auto j = row_json(r, model);
+        j.erase("samples");  // a list per row: JSON only
         if (!header) {
             std::string h;
             for (auto it = j.begin(); it != j.end(); ++it) h += (h.empty() ? "" : ",") + it.key();
@@ -613,14 +647,15 @@ int run_bench(const BenchOptions& o) {
     const int64_t rows =
         int64_t(bench_prompts(*model, o, 1, cfgs.front().gen_length).front().size()) + cfgs.front().gen_length;
     const auto            shapes = app::model_gemm_shapes(model->config(), rows);
-    const app::SgemmProbe probe  = app::measure_sgemm(model->backend(), shapes, 0.2);
+    app::GemmProbe        gemm_probe(model->backend(), shapes);
+    const app::SgemmProbe probe = gemm_probe.measure(0.2);
     std::string           detail;
     for (const auto& g : probe.shapes)
         detail += (detail.empty() ? "" : ", ") + g.shape.name + " " + std::to_string(g.shape.m) + "x" +
                   std::to_string(g.shape.n) + "x" + std::to_string(g.shape.k) + " " + fmt("%.1f", g.gflops_per_s());
     std::fprintf(stderr,
                  "bench: sgemm rate %.1f GFLOP/s (fp32, the backend's matmul on prepared weights as the engine runs "
-                 "it; m x n x k: %s)\n",
+                 "it; m x n x k: %s; measured again around every repetition)\n",
                  probe.gflops_per_s, detail.c_str());
 
     const bool          tty = is_terminal(stderr);
@@ -631,7 +666,7 @@ int run_bench(const BenchOptions& o) {
         if (tty)
             std::fprintf(stderr, "\rbench: %zu/%zu %-12s steps %d block %d batch %d   ", i + 1, cfgs.size(),
                          method_name(c.method), c.steps, c.block_length, c.batch);
-        Row row = run_config(*model, o, c);
+        Row row = run_config(*model, o, c, gemm_probe);
         if (c.method == Method::Original) baseline = row.tps_median > 0 ? std::optional<double>(row.tps_median)
                                                                         : std::nullopt;
         if (baseline) row.speedup = row.tps_median / *baseline;
@@ -642,11 +677,11 @@ int run_bench(const BenchOptions& o) {
     auto format = [&](const std::string& f) {
         if (f == "json") {
             nlohmann::ordered_json arr = nlohmann::ordered_json::array();
-            for (const Row& r : rows_out) arr.push_back(row_json(r, *model, probe.gflops_per_s));
+            for (const Row& r : rows_out) arr.push_back(row_json(r, *model));
             return arr.dump(2) + "\n";
         }
-        if (f == "csv") return format_csv(rows_out, *model, probe.gflops_per_s);
-        return format_md(rows_out, o.reps, probe.gflops_per_s);
+        if (f == "csv") return format_csv(rows_out, *model);
+        return format_md(rows_out, o.reps);
     };
     if (target.file.empty()) {
         std::fputs(format(o.json ? "json" : target.format).c_str(), stdout);

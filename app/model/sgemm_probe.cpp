@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "engine/errors.h"
-#include "engine/tensor.h"
 
 namespace dyllm::app {
 
@@ -29,36 +28,56 @@ Tensor filled(Backend& be, int64_t rows, int64_t cols) {
 
 }  // namespace
 
-SgemmProbe measure_sgemm(Backend& be, std::span<const GemmShape> shapes, double min_seconds_per_shape) {
+GemmProbe::GemmProbe(Backend& be, std::span<const GemmShape> shapes) : be_(be) {
+    for (const GemmShape& s : shapes)
+        if (s.m <= 0 || s.n <= 0 || s.k <= 0)
+            throw InputError("sgemm probe: shape '" + s.name + "' has a zero or negative size");
+    ops_.reserve(shapes.size());
+    for (const GemmShape& s : shapes) {
+        Operands o{s, filled(be, s.m, s.k), filled(be, s.n, s.k), be.alloc(DType::F32, s.m, s.n), {}};
+        // Prepared like a model's weight, so the probe times the GEMM the engine runs (the CPU's packed oneDNN
+        // matmul), not OpenBLAS, which a CPU it does not know can leave on SSE3 kernels.
+        o.w_prepared = be.prepare_weight(o.w.view(), "gemm probe " + s.name);
+        ops_.push_back(std::move(o));
+    }
+}
+
+GemmProbe::~GemmProbe() {
+    for (const Operands& o : ops_) be_.release_weight(o.w.view());  // before w is freed (engine/backend.h)
+}
+
+SgemmProbe GemmProbe::measure(double min_seconds_per_shape, int min_calls) {
     using clock = std::chrono::steady_clock;
     SgemmProbe out;
     double     total_flops = 0, total_s = 0;
-    for (const GemmShape& s : shapes) {
-        if (s.m <= 0 || s.n <= 0 || s.k <= 0)
-            throw InputError("sgemm probe: shape '" + s.name + "' has a zero or negative size");
-        const Tensor x = filled(be, s.m, s.k), w = filled(be, s.n, s.k), y = be.alloc(DType::F32, s.m, s.n);
-        // Prepared like a model's weight, so the probe times the GEMM the engine runs (the CPU's packed oneDNN
-        // matmul), not OpenBLAS, which a CPU it does not know can leave on SSE3 kernels.
-        const TensorView wv = be.prepare_weight(w.view(), "gemm probe " + s.name);
-        be.matmul(x, wv, TensorView{}, y);  // warm-up: primitive creation, thread start, first touch
-        be.synchronize();
+    for (Operands& o : ops_) {
+        if (!warm_) {
+            be_.matmul(o.x, o.w_prepared, TensorView{}, o.y);
+            be_.synchronize();
+        }
         std::vector<double> times;
         const auto          start = clock::now();
-        while (times.size() < 3 || std::chrono::duration<double>(clock::now() - start).count() < min_seconds_per_shape) {
+        while (int(times.size()) < std::max(1, min_calls) ||
+               std::chrono::duration<double>(clock::now() - start).count() < min_seconds_per_shape) {
             const auto t0 = clock::now();
-            be.matmul(x, wv, TensorView{}, y);
-            be.synchronize();
+            be_.matmul(o.x, o.w_prepared, TensorView{}, o.y);
+            be_.synchronize();
             times.push_back(std::chrono::duration<double>(clock::now() - t0).count());
         }
-        be.release_weight(w.view());  // before w is freed (engine/backend.h)
         std::nth_element(times.begin(), times.begin() + long(times.size() / 2), times.end());
-        GemmRate r{s, times[times.size() / 2]};
-        total_flops += s.flops();
+        GemmRate r{o.shape, times[times.size() / 2]};
+        total_flops += o.shape.flops();
         total_s += r.seconds;
         out.shapes.push_back(r);
     }
+    warm_            = true;
     out.gflops_per_s = total_s > 0 ? total_flops / total_s * 1e-9 : 0.0;
     return out;
+}
+
+SgemmProbe measure_sgemm(Backend& be, std::span<const GemmShape> shapes, double min_seconds_per_shape) {
+    GemmProbe probe(be, shapes);
+    return probe.measure(min_seconds_per_shape);
 }
 
 }  // namespace dyllm::app

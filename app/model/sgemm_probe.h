@@ -9,6 +9,7 @@
 
 #include "engine/backend.h"
 #include "engine/io/config.h"
+#include "engine/tensor.h"
 
 namespace dyllm::app {
 
@@ -34,8 +35,34 @@ struct SgemmProbe {
     double gflops_per_s = 0;  // all shapes' FLOPs over the sum of their median times (one pass over every shape)
 };
 
-// Times F32 matmuls of each shape on `be` (one warm-up call, then calls until min_seconds_per_shape has passed, at
-// least 3): the median call, so a preempted call does not set the rate. Throws InputError for an empty shape.
+// The shapes' operands, allocated and prepared once, so that the rate can be measured again and again: `dyllm bench`
+// re-measures it between repetitions, because on a shared machine the rate moves by tens of percent within a minute
+// and a share of a rate measured minutes earlier can read 70% or 120% for the same code.
+class GemmProbe {
+public:
+    // Throws InputError for an empty shape.
+    GemmProbe(Backend& be, std::span<const GemmShape> shapes);
+    ~GemmProbe();  // releases the prepared weights before their host copies go
+    GemmProbe(const GemmProbe&)            = delete;
+    GemmProbe& operator=(const GemmProbe&) = delete;
+
+    // Times each shape: calls until min_seconds_per_shape has passed and at least min_calls ran; the median call, so
+    // a preempted call does not set the rate. The first measure() also makes one untimed warm-up call per shape
+    // (primitive creation, thread start, first touch).
+    SgemmProbe measure(double min_seconds_per_shape, int min_calls = 3);
+
+private:
+    struct Operands {
+        GemmShape  shape;
+        Tensor     x, w, y;
+        TensorView w_prepared;
+    };
+    Backend&              be_;
+    std::vector<Operands> ops_;
+    bool                  warm_ = false;
+};
+
+// One GemmProbe, measured once.
 SgemmProbe measure_sgemm(Backend& be, std::span<const GemmShape> shapes, double min_seconds_per_shape);
 
 }  // namespace dyllm::app

@@ -229,6 +229,19 @@ TEST_CASE("sgemm probe: the model's GEMM shapes, timed through the CPU backend",
     CHECK(p.gflops_per_s == Approx(fl / s * 1e-9));
     const std::vector<GemmShape> bad = {{"empty", 0, 4, 4}};
     CHECK_THROWS_WITH(measure_sgemm(*be, bad, 0.001), Catch::Contains("shape 'empty'"));
+
+    // Measured again on the same prepared operands (the bench re-measures between repetitions): same shapes, in order.
+    GemmProbe probe(*be, shapes);
+    for (int i = 0; i < 2; ++i) {
+        const SgemmProbe again = probe.measure(0.0, 1);
+        REQUIRE(again.shapes.size() == 3);
+        for (size_t j = 0; j < 3; ++j) {
+            CHECK(again.shapes[j].shape.name == shapes[j].name);
+            CHECK(again.shapes[j].seconds > 0);
+        }
+        CHECK(again.gflops_per_s > 0);
+    }
+    CHECK_THROWS_WITH(GemmProbe(*be, bad), Catch::Contains("shape 'empty'"));
 }
 
 TEST_CASE("range ticks: a zoomed time ruler", "[app][profile]") {
