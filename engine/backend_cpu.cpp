@@ -227,12 +227,12 @@ protected:
         ConstMat wm = any_mat(w);
         wm.rows     = 1;
         wm.cols     = x.cols();
-        cpu::rms_norm(cmat(x), wm, eps, mat(y));
+        cpu::rms_norm(cmat(x), wm, eps, mat(y), pool_);
     }
 
     void do_rope(const TensorView& x, std::span<const int32_t> positions, int n_head, int head_dim,
                  float theta) override {
-        cpu::rope(mat(x), positions.data(), n_head, head_dim, theta);
+        cpu::rope(mat(x), positions.data(), n_head, head_dim, theta, pool_);
     }
 
     void do_add(const TensorView& a, const TensorView& b, const TensorView& y) override { binary(a, b, y, false); }
@@ -346,7 +346,7 @@ private:
 
     void binary(const TensorView& a, const TensorView& b, const TensorView& y, bool subtract) {
         if (a.dtype == DType::F32 && b.dtype == DType::F32 && y.dtype == DType::F32) {
-            subtract ? cpu::sub(cmat(a), cmat(b), mat(y)) : cpu::add(cmat(a), cmat(b), mat(y));
+            subtract ? cpu::sub(cmat(a), cmat(b), mat(y), pool_) : cpu::add(cmat(a), cmat(b), mat(y), pool_);
             return;
         }
         // Mixed storage (e.g. a BF16 cache): widen the inputs, compute in fp32, round once into y.

@@ -52,7 +52,8 @@ int64_t plan_work(const AttnPlan& plan, const int32_t* cu_k, int head_dim) {
 
 void AttnScratch::size_for(int row_block, int64_t max_keys, int head_dim) {
     // resize() only allocates when a shape grows.
-    const int64_t ld = std::max(score_stride(row_block), score_stride(kAttnFewRows));
+    // Every task has n <= row_block rows, and score_stride never decreases as n grows (a few-row block included).
+    const int64_t ld = score_stride(row_block);
     p.resize(size_t(ld * std::max<int64_t>(max_keys, 1)));
     acc.resize(size_t(row_block * head_dim));
     acc1.resize(size_t(head_dim));

@@ -1,6 +1,8 @@
 // Optimised elementwise add/sub: plain row loops the compiler vectorises (per-ISA clones).
 #include "kernels/cpu/elementwise.h"
 
+#include <algorithm>
+
 #include "kernels/cpu/simd.h"
 
 namespace dyllm::cpu {
@@ -19,6 +21,26 @@ DYLLM_CPU_CLONES void sub(CMatF a, CMatF b, MatF y) {
         float*       yr = y.row(i);
         for (int64_t c = 0; c < y.cols; ++c) yr[c] = ar[c] - br[c];
     }
+}
+
+namespace {
+template <class Op>
+void split_rows(CMatF a, CMatF b, MatF y, ThreadPool& pool, Op op) {
+    if (y.rows == 0) return;
+    const int64_t parts = std::min<int64_t>(pool.size(), y.rows);
+    pool.parallel_for_warm(parts, y.rows * y.cols, [&](int64_t t, int) {
+        const int64_t r0 = y.rows * t / parts, n = y.rows * (t + 1) / parts - r0;
+        op(CMatF{a.row(r0), n, a.cols, a.ld}, CMatF{b.row(r0), n, b.cols, b.ld}, MatF{y.row(r0), n, y.cols, y.ld});
+    });
+}
+}  // namespace
+
+void add(CMatF a, CMatF b, MatF y, ThreadPool& pool) {
+    split_rows(a, b, y, pool, [](CMatF a2, CMatF b2, MatF y2) { add(a2, b2, y2); });
+}
+
+void sub(CMatF a, CMatF b, MatF y, ThreadPool& pool) {
+    split_rows(a, b, y, pool, [](CMatF a2, CMatF b2, MatF y2) { sub(a2, b2, y2); });
 }
 
 }  // namespace dyllm::cpu

@@ -1,6 +1,7 @@
 // Optimised RMSNorm: the weight widened once per call, a 16-lane sum of squares per row, one scaling pass.
 #include "kernels/cpu/rms_norm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -20,12 +21,18 @@ DYLLM_CPU_CLONES void rms_norm_rows(CMatF x, const float* w, float eps, MatF y) 
 }
 }  // namespace
 
-void rms_norm(CMatF x, ConstMat w, float eps, MatF y) {
+void rms_norm(CMatF x, ConstMat w, float eps, MatF y, ThreadPool& pool) {
     if (y.rows == 0) return;
     thread_local std::vector<float> wf;  // kept between calls: the step loop allocates nothing
     wf.resize(size_t(x.cols));
     widen_row(w.data, w.type, wf.data(), x.cols);
-    rms_norm_rows(x, wf.data(), eps, y);
+    const float*  wp    = wf.data();
+    const int64_t parts = std::min<int64_t>(pool.size(), y.rows);
+    // Two streaming passes per element (sum of squares, scaling).
+    pool.parallel_for_warm(parts, 2 * y.rows * y.cols, [&](int64_t t, int) {
+        const int64_t r0 = y.rows * t / parts, r1 = y.rows * (t + 1) / parts;
+        rms_norm_rows(CMatF{x.row(r0), r1 - r0, x.cols, x.ld}, wp, eps, MatF{y.row(r0), r1 - r0, y.cols, y.ld});
+    });
 }
 
 }  // namespace dyllm::cpu

@@ -29,6 +29,18 @@ bool spin_until(const Done& done) {
 
 uint64_t thread_handoffs() { return t_handoffs; }
 
+namespace {
+int64_t steady_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+}  // namespace
+
+bool ThreadPool::workers_polling() const {
+    const int64_t last = last_join_ns_.load(std::memory_order_relaxed);
+    return n_threads_ > 1 && last != 0 && steady_ns() - last < kPoolSpinNs / 2;
+}
+
 ThreadPool::ThreadPool(int n_threads)
     : n_threads_(n_threads < 1 ? 1 : n_threads), shares_(std::make_unique<Share[]>(size_t(n_threads_))) {
     // When the system refuses a thread part-way (std::system_error, EAGAIN), the members the started workers wait on
@@ -123,6 +135,7 @@ void ThreadPool::parallel_for(int64_t n_tasks, TaskFn fn) {
         done_cv_.wait(lk, [&] { return busy_.load(std::memory_order_acquire) == 0; });
     }
     fn_ = nullptr;
+    last_join_ns_.store(steady_ns(), std::memory_order_relaxed);  // the workers poll from about now
 }
 
 }  // namespace dyllm::cpu

@@ -40,6 +40,14 @@ constexpr int64_t kMinSplitWork = 1 << 17;
 // up to this long of a core after each job. Only the pool's own threads poll (OpenBLAS and oneDNN run single-threaded
 // inside tasks): no second thread team polls beside them.
 constexpr int64_t kPoolSpinNs = 200'000;
+// A split over workers that are still polling (their last job ended less than half of kPoolSpinNs ago) costs a
+// ~0.5 us hand-off instead of a wake-up, and pays from far less work than kMinSplitWork: tests/bench/bench_thread_pool
+// on the 2-core Zen 3 EPYC, both threads polling, an elementwise op over n floats split over 2 threads: n = 4 Ki 0.85-
+// 0.88x, 16 Ki 1.23-1.34x, 64 Ki 1.39-1.52x, 128 Ki 1.40-1.55x of one thread. In a decode the data also moves between
+// the cores, so the bound sits above the break-even: at 8 Ki per thread hidden-256's 32-row RMSNorm of fast-dual's
+// cached steps split and ran 0.4x. The elementwise ops between a dense step's split products (RMSNorm, RoPE, the
+// residual adds: 10-30 us each on tiny-llada, serial until session 20) use it through parallel_for_warm.
+constexpr int64_t kMinSplitWorkWarm = 1 << 14;
 // Jobs this thread has handed to pool workers so far (parallel_for calls that did not run inline). An op timer
 // compares two readings to tell whether an op ran on more than one thread.
 uint64_t thread_handoffs();
@@ -72,6 +80,15 @@ public:
         parallel_for(n_tasks, fn);
     }
 
+    // The same, but split from kMinSplitWorkWarm per thread while the workers are still polling from the previous
+    // job; a cold pool keeps parallel_for(n_tasks, work, fn)'s bound.
+    void parallel_for_warm(int64_t n_tasks, int64_t work, TaskFn fn) {
+        if (work >= kMinSplitWorkWarm * n_threads_ && workers_polling()) return parallel_for(n_tasks, fn);
+        parallel_for(n_tasks, work, fn);
+    }
+    // True while the workers of a pool with more than one thread are still polling (last job joined less than half
+    // of kPoolSpinNs ago).
+    bool workers_polling() const;
     // Threads an op of `work` is worth splitting over (1 = run it inline).
     int split_threads(int64_t work) const {
         const int64_t t = work / kMinSplitWork;
@@ -94,6 +111,7 @@ private:
     alignas(64) std::atomic<uint64_t> generation_{0};
     std::atomic<bool>        stop_{false};
     std::atomic<int>         busy_{0};  // workers still inside the current generation
+    std::atomic<int64_t>     last_join_ns_{0};  // steady_clock time the last handed-off job was joined (0: never)
     // The current job.
     const TaskFn*                            fn_ = nullptr;
     // One share per thread, each on its own cache line (its owner takes task indices from `next`, a thread that has

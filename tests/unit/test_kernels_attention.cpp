@@ -10,6 +10,7 @@
 
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/attention_approx.h"
+#include "kernels/cpu/attention_tiles.h"
 #include "kernels/cpu/ref/attention.h"
 #include "kernels/cpu/ref/attention_approx.h"
 #include "kernels/cpu/thread_pool.h"
@@ -112,6 +113,22 @@ TEST_CASE("reference attention_approx: hand-computed column-sparse update", "[ke
     ref::attention_approx(cm(q, 1, 1), q_seq, cm(k, 2, 1), cm(dv, 1, 1), sal_k, cu_sal, cu_k, cm(c_old, 1, 1), d,
                           mm(c_new, 1, 1));
     CHECK(c_new[0] == Approx(0.5 + 0.75 * 8.0).epsilon(1e-6));  // the normaliser includes the non-salient key 0
+}
+
+// AttnScratch::size_for sizes the score buffers for row_block rows only: that covers every task (n <= row_block,
+// a few-row block included) because the padded stride never shrinks as n grows.
+TEST_CASE("attention score stride: padded, never decreasing in the row count", "[kernels][attention]") {
+    using detail::kAttnFewRows, detail::kAttnRowBlock, detail::score_ld, detail::score_stride;
+    int64_t prev = 0;
+    for (int n = 1; n <= 1024; ++n) {
+        CAPTURE(n);
+        const int64_t s = score_stride(n);
+        CHECK(s >= score_ld(n));
+        CHECK(s >= prev);
+        CHECK(s % 32 != 0);  // off the power-of-two strides that put consecutive keys in a few L1 sets
+        prev = s;
+    }
+    CHECK(score_stride(kAttnFewRows) <= score_stride(kAttnRowBlock));
 }
 
 TEST_CASE("optimised attention equals the reference", "[kernels][attention]") {

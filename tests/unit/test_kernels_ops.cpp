@@ -138,12 +138,13 @@ TEST_CASE("optimised rms_norm equals the reference", "[kernels][rms_norm]") {
     CAPTURE(n, d, test::elem_name(wt));
     const auto         w = make_stored(wt, 1, d, 21);
     std::vector<float> x = random_floats(size_t(n * d), 22, -3.0f, 3.0f), y(x.size()), yr(x.size());
-    rms_norm(cmatf(x, n, d), w.mat(), 1e-5f, matf(y, n, d));
+    ThreadPool         pool(2);
+    rms_norm(cmatf(x, n, d), w.mat(), 1e-5f, matf(y, n, d), pool);
     ref::rms_norm(cmatf(x, n, d), w.mat(), 1e-5f, matf(yr, n, d));
     // fp32 sum of squares over d terms (relative error ~ d * u at worst, typically sqrt(d) * u), then 3 roundings.
     CHECK(all_close("rms_norm", y, yr, 1e-6, (4.0 * std::sqrt(double(d)) + 8.0) * kU32));
     // In place (y aliases x) gives the same result.
-    rms_norm(cmatf(x, n, d), w.mat(), 1e-5f, matf(x, n, d));
+    rms_norm(cmatf(x, n, d), w.mat(), 1e-5f, matf(x, n, d), pool);
     CHECK(x == y);
 }
 
@@ -161,7 +162,8 @@ TEST_CASE("optimised rope equals the reference", "[kernels][rope]") {
     std::vector<float>   x = random_floats(size_t(n * w), 31), xr = x;
     std::vector<int32_t> pos(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) pos[size_t(i)] = int32_t((i * 37) % 4096);
-    rope(matf(x, n, w), pos.data(), n_head, head_dim, theta);
+    ThreadPool pool(2);
+    rope(matf(x, n, w), pos.data(), n_head, head_dim, theta, pool);
     ref::rope(matf(xr, n, w), pos.data(), n_head, head_dim, theta);
     // Same fp32 angles and cos/sin; the rotation may differ by an FMA contraction: 2 ulps of values in [-1.5, 1.5].
     CHECK(all_close("rope", x, xr, 4.0 * kU32, 4.0 * kU32));
@@ -174,7 +176,8 @@ TEST_CASE("optimised rope: positions outside its table (negative, >= 2^20) and a
     CAPTURE(pos);
     const int64_t        n = int64_t(pos.size());
     std::vector<float>   x = random_floats(size_t(n * w), 32), xr = x;
-    rope(matf(x, n, w), pos.data(), n_head, head_dim, 10000.0f);
+    ThreadPool           pool(2);
+    rope(matf(x, n, w), pos.data(), n_head, head_dim, 10000.0f, pool);
     ref::rope(matf(xr, n, w), pos.data(), n_head, head_dim, 10000.0f);
     CHECK(all_close("rope", x, xr, 4.0 * kU32, 4.0 * kU32));  // as above
 }
@@ -219,6 +222,37 @@ TEST_CASE("optimised add, sub, silu_mul equal the reference", "[kernels][element
     std::vector<float> g = a;
     silu_mul(cmatf(g, n, w), cmatf(b, n, w), matf(g, n, w), pool);
     CHECK(g == y);
+}
+
+// The norm, RoPE and the residual adds split over a pool (by rows, by heads) compute every element as on one thread:
+// the same bits at 1 and 2 threads, split or not. 300 x 1024 is above the pool's cold bound (kMinSplitWork), so the
+// 2-thread calls split whether or not the workers are still polling; 160 x 128 splits its norm and RoPE only while
+// they poll (kMinSplitWorkWarm), and 1 x 16 never.
+TEST_CASE("rms_norm, rope, add and sub split over a pool give one thread's bits", "[kernels][threads]") {
+    const auto [n, n_head, head_dim] = GENERATE(table<int64_t, int, int>({{300, 8, 128}, {160, 4, 32}, {1, 2, 8}}));
+    CAPTURE(n, n_head, head_dim);
+    const int64_t        d = int64_t(n_head) * head_dim;
+    ThreadPool           one(1), two(2);
+    const auto           w = make_stored(ElemType::F32, 1, d, 61);
+    const auto           a = random_floats(size_t(n * d), 62, -4.0f, 4.0f), b = random_floats(size_t(n * d), 63);
+    std::vector<int32_t> pos(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) pos[size_t(i)] = int32_t((i * 13) % 700);
+    for (int round = 0; round < 3; ++round) {  // the first call may find the workers asleep, later ones polling
+        std::vector<float> y1(a.size()), y2(a.size());
+        rms_norm(cmatf(a, n, d), w.mat(), 1e-5f, matf(y1, n, d), one);
+        rms_norm(cmatf(a, n, d), w.mat(), 1e-5f, matf(y2, n, d), two);
+        CHECK(y1 == y2);
+        std::vector<float> r1 = a, r2 = a;
+        rope(matf(r1, n, d), pos.data(), n_head, head_dim, 10000.0f, one);
+        rope(matf(r2, n, d), pos.data(), n_head, head_dim, 10000.0f, two);
+        CHECK(r1 == r2);
+        add(cmatf(a, n, d), cmatf(b, n, d), matf(y1, n, d), one);
+        add(cmatf(a, n, d), cmatf(b, n, d), matf(y2, n, d), two);
+        CHECK(y1 == y2);
+        sub(cmatf(a, n, d), cmatf(b, n, d), matf(y1, n, d), one);
+        sub(cmatf(a, n, d), cmatf(b, n, d), matf(y2, n, d), two);
+        CHECK(y1 == y2);
+    }
 }
 
 TEST_CASE("optimised cosine equals the reference, norms clamped at 1e-8", "[kernels][cosine]") {

@@ -100,3 +100,19 @@ TEST_CASE("thread pool: each task runs once; a stalled thread's share is finishe
     for (int64_t t = 1; t < n / threads; ++t) taken_over += ran_on[size_t(t)] != ran_on[0];
     CHECK(taken_over == n / threads - 1);
 }
+
+TEST_CASE("thread pool: workers poll right after a job, not before the first", "[kernels][pool][threads]") {
+    ThreadPool one(1), two(2);
+    CHECK_FALSE(two.workers_polling());  // no job yet
+    CHECK_FALSE(one.workers_polling());  // no workers at all
+    std::atomic<int> ran{0};
+    two.parallel_for(2, [&](int64_t, int) { ran.fetch_add(1); });
+    // Joined just now; reading the flag takes well under kPoolSpinNs / 2 (100 us) unless the host preempts this
+    // thread in between, so this is a behaviour check with a preemption escape, not a timing assertion.
+    const auto t0      = std::chrono::steady_clock::now();
+    const bool polling = two.workers_polling();
+    if (std::chrono::steady_clock::now() - t0 < std::chrono::microseconds(20)) CHECK(polling);
+    CHECK(ran.load() == 2);
+    one.parallel_for(2, [&](int64_t, int) { ran.fetch_add(1); });
+    CHECK_FALSE(one.workers_polling());
+}
