@@ -1,8 +1,6 @@
 // Optimised elementwise add/sub: plain row loops the compiler vectorises (per-ISA clones).
 #include "kernels/cpu/elementwise.h"
 
-#include <algorithm>
-
 #include "kernels/cpu/simd.h"
 
 namespace dyllm::cpu {
@@ -26,10 +24,8 @@ DYLLM_CPU_CLONES void sub(CMatF a, CMatF b, MatF y) {
 namespace {
 template <class Op>
 void split_rows(CMatF a, CMatF b, MatF y, ThreadPool& pool, Op op) {
-    if (y.rows == 0) return;
-    const int64_t parts = std::min<int64_t>(pool.size(), y.rows);
-    pool.parallel_for_warm(parts, y.rows * y.cols, [&](int64_t t, int) {
-        const int64_t r0 = y.rows * t / parts, n = y.rows * (t + 1) / parts - r0;
+    pool.parallel_rows_warm(y.rows, y.rows * y.cols, [&](int64_t r0, int64_t r1) {
+        const int64_t n = r1 - r0;
         op(CMatF{a.row(r0), n, a.cols, a.ld}, CMatF{b.row(r0), n, b.cols, b.ld}, MatF{y.row(r0), n, y.cols, y.ld});
     });
 }

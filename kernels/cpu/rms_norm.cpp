@@ -1,7 +1,6 @@
 // Optimised RMSNorm: the weight widened once per call, a 16-lane sum of squares per row, one scaling pass.
 #include "kernels/cpu/rms_norm.h"
 
-#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -26,11 +25,9 @@ void rms_norm(CMatF x, ConstMat w, float eps, MatF y, ThreadPool& pool) {
     thread_local std::vector<float> wf;  // kept between calls: the step loop allocates nothing
     wf.resize(size_t(x.cols));
     widen_row(w.data, w.type, wf.data(), x.cols);
-    const float*  wp    = wf.data();
-    const int64_t parts = std::min<int64_t>(pool.size(), y.rows);
+    const float* wp = wf.data();
     // Two streaming passes per element (sum of squares, scaling).
-    pool.parallel_for_warm(parts, 2 * y.rows * y.cols, [&](int64_t t, int) {
-        const int64_t r0 = y.rows * t / parts, r1 = y.rows * (t + 1) / parts;
+    pool.parallel_rows_warm(y.rows, 2 * y.rows * y.cols, [&](int64_t r0, int64_t r1) {
         rms_norm_rows(CMatF{x.row(r0), r1 - r0, x.cols, x.ld}, wp, eps, MatF{y.row(r0), r1 - r0, y.cols, y.ld});
     });
 }

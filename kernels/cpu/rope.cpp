@@ -89,9 +89,8 @@ void rope(MatF x, const int32_t* positions, int n_head, int head_dim, float thet
     // thread (the lines of each row moved between the cores; tiny-llada's [336, 128], 2-core Zen 3), while row halves
     // ran 1.2-1.3x faster. About two streaming element-operations per element (four products and two sums per pair,
     // the table reads).
-    const int64_t parts = std::min<int64_t>(pool.size(), x.rows);
-    pool.parallel_for_warm(parts, 2 * x.rows * x.cols, [&](int64_t p, int) {
-        for (int64_t i = x.rows * p / parts, i1 = x.rows * (p + 1) / parts; i < i1; ++i) {
+    pool.parallel_rows_warm(x.rows, 2 * x.rows * x.cols, [&](int64_t r0, int64_t r1) {
+        for (int64_t i = r0; i < r1; ++i) {
             const size_t off = size_t(int64_t(positions[i]) * half);
             rotate_heads(x.row(i), n_head, head_dim, cs + off, sn + off);
         }

@@ -86,6 +86,13 @@ public:
         if (work >= kMinSplitWorkWarm * n_threads_ && workers_polling()) return parallel_for(n_tasks, fn);
         parallel_for(n_tasks, work, fn);
     }
+    // Rows [0, rows) as one contiguous range per thread (range i on thread i while none is late), fn(r0, r1) each,
+    // split as parallel_for_warm decides: the row-wise elementwise ops' split.
+    template <class F>
+    void parallel_rows_warm(int64_t rows, int64_t work, const F& fn) {
+        const int64_t parts = rows < n_threads_ ? rows : n_threads_;
+        parallel_for_warm(parts, work, [&](int64_t t, int) { fn(rows * t / parts, rows * (t + 1) / parts); });
+    }
     // True while the workers of a pool with more than one thread are still polling (last job joined less than half
     // of kPoolSpinNs ago).
     bool workers_polling() const;
