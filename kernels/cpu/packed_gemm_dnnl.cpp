@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <map>
 #include <mutex>
 #include <new>
@@ -71,6 +72,16 @@ void grow(std::vector<T>& v, size_t n) {
     v.resize(n);
 }
 
+// dnnl::primitive::execute takes its arguments as a std::unordered_map and copies them into a std::vector: heap
+// allocations in every product. The C entry point reads them from this call's stack.
+void execute(const dnnl::primitive& p, const dnnl::stream& s, std::initializer_list<dnnl_exec_arg_t> args) {
+    dnnl::error::wrap_c_api(dnnl_primitive_execute(p.get(), s.get(), int(args.size()), args.begin()),
+                            "could not execute a primitive");
+}
+
+// A memory object without a buffer yet (DNNL_MEMORY_NONE is an integer constant).
+void* const kNoBuffer = nullptr;
+
 dnnl::primitive_attr user_scratchpad() {
     dnnl::primitive_attr a;
     a.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // per-thread scratch below, never a shared global one
@@ -123,9 +134,17 @@ int64_t kmajor_panel_stride(const memory::desc& d) {
 }  // namespace
 
 struct PackedGemm::Impl {
+    // A matmul and, per pool thread, the memory objects it runs on: made once and pointed at each call's buffers
+    // (set_data_handle), because every dnnl::memory holds a shared_ptr whose control block is a heap allocation.
     struct Prim {
-        dnnl::matmul prim;
-        memory::desc scratch;
+        dnnl::matmul        prim;
+        memory::desc        scratch;
+        std::vector<memory> x, y, sp;  // per thread: src, dst, scratchpad
+    };
+    // The f32 -> bf16 reorder of x, with its source and destination memory objects (as Prim's).
+    struct ToBf16 {
+        dnnl::reorder reorder;
+        memory        src, dst;
     };
     int                       n_threads = 1;
     dnnl::engine              eng{dnnl::engine::kind::cpu, 0};
@@ -135,7 +154,7 @@ struct PackedGemm::Impl {
     std::mutex                                                 mu;
     std::map<std::tuple<int, int64_t, int64_t, int64_t>, Prim> prims;    // (type, rows, cols, k) -> matmul
     std::map<std::tuple<int, int64_t, int64_t, int64_t>, int>  seen;     // (type, n, m, k) -> products run so far
-    std::map<std::pair<int64_t, int64_t>, dnnl::reorder>        to_bf16;  // (rows, k) -> f32 -> bf16 reorder of x
+    std::map<std::tuple<int64_t, int64_t, int64_t>, ToBf16>    to_bf16;  // (rows, k, ld of x) -> its reorder
     std::vector<uint16_t>                                      xb;       // x in bf16, padded rows
     std::vector<float>                                         xf;       // x in f32 when it must be padded/compacted
     std::vector<float>                                         bias;     // the bias row widened
@@ -170,7 +189,13 @@ struct PackedGemm::Impl {
         if (it != prims.end()) return it->second;
         const memory::desc xd({rows, k}, dnnl_type(t), tag::ab), yd({rows, cols}, dt::f32, tag::ab);
         dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(xd, wdesc, yd), user_scratchpad(), eng);
-        return prims.emplace(key, Prim{dnnl::matmul(pd), pd.scratchpad_desc()}).first->second;
+        Prim                         p{dnnl::matmul(pd), pd.scratchpad_desc(), {}, {}, {}};
+        for (int t = 0; t < n_threads; ++t) {
+            p.x.emplace_back(xd, eng, kNoBuffer);
+            p.y.emplace_back(yd, eng, kNoBuffer);
+            p.sp.emplace_back(p.scratch, eng, kNoBuffer);
+        }
+        return prims.emplace(key, std::move(p)).first->second;
     }
 };
 
@@ -370,15 +395,18 @@ void PackedGemm::matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, T
     try {
         if (W.type == ElemType::BF16) {
             grow(I.xb, size_t(src_rows * k));
-            auto it = I.to_bf16.find({n, k});
+            const auto key = std::make_tuple(n, k, x.ld);
+            auto       it  = I.to_bf16.find(key);
             if (it == I.to_bf16.end()) {
                 const memory::desc s({n, k}, dt::f32, memory::dims{x.ld, 1}), d({n, k}, dt::bf16, tag::ab);
-                it = I.to_bf16.emplace(std::make_pair(n, k),
-                                       dnnl::reorder(dnnl::reorder::primitive_desc(I.eng, s, I.eng, d))).first;
+                Impl::ToBf16       r{dnnl::reorder(dnnl::reorder::primitive_desc(I.eng, s, I.eng, d)),
+                               memory(s, I.eng, kNoBuffer), memory(d, I.eng, kNoBuffer)};
+                it = I.to_bf16.emplace(key, std::move(r)).first;
             }
-            memory xs({{n, k}, dt::f32, memory::dims{x.ld, 1}}, I.eng, const_cast<float*>(x.data));
-            memory xd({{n, k}, dt::bf16, tag::ab}, I.eng, I.xb.data());
-            it->second.execute(I.streams[0], xs, xd);
+            Impl::ToBf16& r = it->second;
+            r.src.set_data_handle(const_cast<float*>(x.data));
+            r.dst.set_data_handle(I.xb.data());
+            execute(r.reorder, I.streams[0], {{DNNL_ARG_FROM, r.src.get()}, {DNNL_ARG_TO, r.dst.get()}});
             src = I.xb.data();
         } else if (src_rows != n || x.ld != k) {
             grow(I.xf, size_t(src_rows * k));
@@ -415,14 +443,16 @@ void PackedGemm::matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, T
         const bool direct = sl.mb == m && bl.rows == bl.r && y.ld == m && !b;
         float*     dst    = direct ? y.row(bl.r0) : I.ybuf[size_t(thr)].data();
         try {
-            memory xm({{bl.rows, k}, dnnl_type(W.type), tag::ab}, I.eng,
-                      const_cast<char*>(static_cast<const char*>(src) + size_t(bl.r0 * k) * esize));
-            memory ym({{bl.rows, sl.mb}, dt::f32, tag::ab}, I.eng, dst);
-            memory sp(bl.prim->scratch, I.eng, I.scratch[size_t(thr)].data());
-            bl.prim->prim.execute(I.streams[size_t(thr)], {{DNNL_ARG_SRC, xm},
-                                                           {DNNL_ARG_WEIGHTS, sl.mem},
-                                                           {DNNL_ARG_DST, ym},
-                                                           {DNNL_ARG_SCRATCHPAD, sp}});
+            const size_t t = size_t(thr);
+            Impl::Prim&  P = *bl.prim;
+            P.x[t].set_data_handle(const_cast<char*>(static_cast<const char*>(src) + size_t(bl.r0 * k) * esize));
+            P.y[t].set_data_handle(dst);
+            P.sp[t].set_data_handle(I.scratch[t].data());
+            execute(P.prim, I.streams[t],
+                    {{DNNL_ARG_SRC, P.x[t].get()},
+                     {DNNL_ARG_WEIGHTS, sl.mem.get()},
+                     {DNNL_ARG_DST, P.y[t].get()},
+                     {DNNL_ARG_SCRATCHPAD, P.sp[t].get()}});
         } catch (const dnnl::error& e) {
             die("matmul", e);
         }
