@@ -26,8 +26,8 @@ std::atomic<int64_t> n_allocs{0}, n_bytes{0}, n_tensor_allocs{0}, max_alloc{0}, 
 
 // The code of the GEMM provider's library (oneDNN): oneDNN 2.6 builds each primitive execution's argument map on the
 // heap inside dnnl_primitive_execute, which no caller can avoid (packed_gemm_dnnl.cpp reuses its memory objects and
-// passes the arguments from the stack). Those allocations are counted
-// apart, by the address operator new returns to; the engine, the backend and the kernels must make none.
+// passes the arguments from the stack). Those allocations are counted apart, by the address operator new returns to;
+// the engine, the backend and the kernels must make none.
 struct CodeRange {
     uintptr_t lo = 0, hi = 0;
 };
