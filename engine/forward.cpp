@@ -240,16 +240,19 @@ void Forward::attention_approx_exact(int l, const TensorView& q, const RowSet& r
     if (rows.empty()) return;
     const bool fused = !exact.empty() && be_.fuses_exact_rows();
     // q K^T over every key of the row's sequence, then P dV over its salient keys; a fused exact row P V over every
-    // key instead (what attention() counts for it).
+    // key instead (what attention() counts for it). A row of a sequence without salient keys keeps its context: no
+    // work (the kernels skip it), unless it is a fused exact row (scores and P V over every key).
     std::vector<int32_t>& cu_sal = cu_sal_;  // kept between calls
     salient.seq_offsets(lay.n_seq(), cu_sal);
-    double fl = 0;
+    const auto   n_sal = [&cu_sal](int32_t s) { return double(cu_sal[size_t(s) + 1] - cu_sal[size_t(s)]); };
+    const double d     = double(cfg_.q_dim());
+    double       fl    = 0;
     for (int32_t s : rows.seq)
-        fl += 2.0 * double(cfg_.q_dim()) * double(lay.seq_len(s) + (cu_sal[size_t(s) + 1] - cu_sal[size_t(s)]));
+        if (n_sal(s) > 0) fl += 2.0 * d * (double(lay.seq_len(s)) + n_sal(s));
     if (fused)
         for (int32_t i : exact) {
             const int32_t s = rows.seq[size_t(i)];
-            fl += 2.0 * double(cfg_.q_dim()) * double(lay.seq_len(s) - (cu_sal[size_t(s) + 1] - cu_sal[size_t(s)]));
+            fl += n_sal(s) > 0 ? 2.0 * d * (double(lay.seq_len(s)) - n_sal(s)) : 4.0 * d * double(lay.seq_len(s));
         }
     {
         ScopedOp sc(sink_, step_, l, OpClass::AttnApprox, fl, 0, int32_t(rows.size()));

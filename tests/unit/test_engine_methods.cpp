@@ -511,6 +511,57 @@ TEST_CASE("drift cosines match a plain recomputation; measuring changes no outpu
     CHECK(lowest < 1.0);  // the approximation really differs from exact attention here (two keys changed)
 }
 
+TEST_CASE("the approximate update counts no FLOPs for a sequence without salient keys, and keeps its contexts",
+          "[dyllm][approx][flops]") {
+    auto        m   = Model::load(peaked_checkpoint(Family::LLaDA, 44).string());
+    const auto& cfg = m->config();
+    Backend&    be  = m->backend();
+    const int   N   = 12;  // two sequences of 12 rows
+    BatchLayout lay;
+    lay.cu = {0, N, 2 * N}, lay.prompt_len = {8, 8}, lay.tokens = random_prompt(cfg, 2 * N, 15);
+    LayerCache c;
+    c.k = be.alloc(be.cache_dtype(), 2 * N, cfg.kv_dim()), c.v = be.alloc(be.cache_dtype(), 2 * N, cfg.kv_dim());
+    c.ctx = be.alloc(be.cache_dtype(), 2 * N, cfg.q_dim()), c.ffn = be.alloc(be.cache_dtype(), 2 * N, cfg.n_embd);
+    Forward      fwd(cfg, m->weights(), be, nullptr);
+    const RowSet q  = all_rows(lay);
+    Tensor       h0 = fwd.embed(lay, q);
+    fwd.layer_dense(0, h0, lay, q, c, true, true);
+    auto host = [&](const TensorView& t) {
+        std::vector<float> v(size_t(t.rows() * t.cols()));
+        be.download(t, v.data());
+        return v;
+    };
+    Tensor Q = fwd.alloc(2 * N, cfg.q_dim()), dv = fwd.alloc_cache(1, cfg.kv_dim());  // dV: one row per salient key
+    be.copy(c.ctx, Q);  // any queries will do (the CPU backend's caches are fp32)
+    const std::vector<float> dv_host(size_t(cfg.kv_dim()), 0.01f);
+    be.upload(dv, dv_host.data());
+    const Tensor c_old = fwd.alloc(2 * N, cfg.q_dim());
+    be.copy(c.ctx, c_old);
+    const double d = double(cfg.q_dim());
+
+    // One salient key, in sequence 1: sequence 0's rows keep their contexts and cost nothing; sequence 1's rows score
+    // their 12 keys and sum P dV over the one salient key.
+    RowSet sal;
+    sal.push(N + 3, 1, 3);
+    Tensor       c_new = fwd.alloc(2 * N, cfg.q_dim());
+    const double f0    = fwd.account(0).flops;
+    fwd.attention_approx(0, Q, q, c, dv, sal, lay, c_old, c_new);
+    CHECK(fwd.account(0).flops - f0 == double(N) * 2.0 * d * double(N + 1));
+    const std::vector<float> before = host(c_old), after = host(c_new);
+    const size_t             half = size_t(N) * size_t(cfg.q_dim());
+    CHECK(std::vector<float>(after.begin(), after.begin() + long(half)) ==
+          std::vector<float>(before.begin(), before.begin() + long(half)));
+    CHECK(std::vector<float>(after.begin() + long(half), after.end()) !=
+          std::vector<float>(before.begin() + long(half), before.end()));
+
+    // No salient key at all: nothing to update, nothing counted.
+    const double f1    = fwd.account(0).flops;
+    const Tensor no_dv = fwd.alloc_cache(0, cfg.kv_dim());
+    fwd.attention_approx(0, Q, q, c, no_dv, RowSet{}, lay, c_old, c_new);
+    CHECK(fwd.account(0).flops == f1);
+    CHECK(host(c_new) == before);
+}
+
 TEST_CASE("a run measuring drift decodes the same tokens and reports every approximated row", "[dyllm][drift]") {
     const Family fam    = GENERATE(Family::LLaDA, Family::Dream);
     auto         m      = Model::load(peaked_checkpoint(fam, 47).string());
