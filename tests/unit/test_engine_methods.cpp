@@ -98,6 +98,21 @@ int compare_logits(const Run& a, int sa, const Run& b, int sb, double* worst = n
     return n;
 }
 
+// One layer's K/V, context and FFN caches for `rows` rows, as a run allocates them.
+LayerCache layer_cache(Backend& be, const ModelConfig& cfg, int64_t rows) {
+    LayerCache c;
+    c.k = be.alloc(be.cache_dtype(), rows, cfg.kv_dim()), c.v = be.alloc(be.cache_dtype(), rows, cfg.kv_dim());
+    c.ctx = be.alloc(be.cache_dtype(), rows, cfg.q_dim()), c.ffn = be.alloc(be.cache_dtype(), rows, cfg.n_embd);
+    return c;
+}
+
+// A tensor's values on the host.
+std::vector<float> to_host(Backend& be, const TensorView& t) {
+    std::vector<float> v(size_t(t.rows() * t.cols()));
+    be.download(t, v.data());
+    return v;
+}
+
 DiffusionParams base_params(Method m) {
     DiffusionParams p;
     p.method       = m;
@@ -169,18 +184,12 @@ TEST_CASE("layer 0's approximation error is exactly the probability shift applie
     const int    N = 28, P = 20, changed = 23;
     BatchLayout  lay;
     lay.cu = {0, N}, lay.prompt_len = {P}, lay.tokens = random_prompt(cfg, N, 12);
-    LayerCache c;
-    c.k = be.alloc(be.cache_dtype(), N, cfg.kv_dim()), c.v = be.alloc(be.cache_dtype(), N, cfg.kv_dim());
-    c.ctx = be.alloc(be.cache_dtype(), N, cfg.q_dim()), c.ffn = be.alloc(be.cache_dtype(), N, cfg.n_embd);
+    LayerCache   c = layer_cache(be, cfg, N);
     Forward      fwd(cfg, m->weights(), be, nullptr);
     const RowSet q  = all_rows(lay);
     Tensor       h0 = fwd.embed(lay, q);
     fwd.layer_dense(0, h0, lay, q, c, true, true);
-    auto host = [&](const Tensor& t) {
-        std::vector<float> v(size_t(t.rows() * t.cols()));
-        be.download(t, v.data());
-        return v;
-    };
+    auto                     host = [&](const TensorView& t) { return to_host(be, t); };
     const std::vector<float> K0 = host(c.k), V0 = host(c.v);
 
     lay.tokens[changed] = (lay.tokens[changed] + 1) % cfg.vocab_size;  // the token decoded "in the previous step"
@@ -259,12 +268,7 @@ TEST_CASE("caches after a FULL step are consistent with a dense recomputation", 
     lay.tokens = random_prompt(cfg, 24, 9);
     std::vector<LayerCache> caches(size_t(cfg.n_layer));
     Backend& be = m->backend();
-    for (auto& c : caches) {
-        c.k = be.alloc(be.cache_dtype(), 24, cfg.kv_dim());
-        c.v = be.alloc(be.cache_dtype(), 24, cfg.kv_dim());
-        c.ctx = be.alloc(be.cache_dtype(), 24, cfg.q_dim());
-        c.ffn = be.alloc(be.cache_dtype(), 24, cfg.n_embd);
-    }
+    for (auto& c : caches) c = layer_cache(be, cfg, 24);
     Forward fwd(cfg, m->weights(), be, nullptr);
     const RowSet q = all_rows(lay);
     Tensor       h1 = fwd.embed(lay, q);
@@ -442,17 +446,8 @@ TEST_CASE("drift cosines match a plain recomputation; measuring changes no outpu
     const int    N = 28, P = 20;
     BatchLayout  lay;
     lay.cu = {0, N}, lay.prompt_len = {P}, lay.tokens = random_prompt(cfg, N, 14);
-    auto alloc_cache = [&] {
-        LayerCache c;
-        c.k = be.alloc(be.cache_dtype(), N, cfg.kv_dim()), c.v = be.alloc(be.cache_dtype(), N, cfg.kv_dim());
-        c.ctx = be.alloc(be.cache_dtype(), N, cfg.q_dim()), c.ffn = be.alloc(be.cache_dtype(), N, cfg.n_embd);
-        return c;
-    };
-    auto host = [&](const Tensor& t) {
-        std::vector<float> v(size_t(t.rows() * t.cols()));
-        be.download(t, v.data());
-        return v;
-    };
+    auto alloc_cache = [&] { return layer_cache(be, cfg, N); };
+    auto host        = [&](const TensorView& t) { return to_host(be, t); };
     // Three identical caches after a dense pass: approximate with drift, approximate without, exact.
     Forward      fwd(cfg, m->weights(), be, nullptr);
     const RowSet q = all_rows(lay);
@@ -519,18 +514,12 @@ TEST_CASE("the approximate update counts no FLOPs for a sequence without salient
     const int   N   = 12;  // two sequences of 12 rows
     BatchLayout lay;
     lay.cu = {0, N, 2 * N}, lay.prompt_len = {8, 8}, lay.tokens = random_prompt(cfg, 2 * N, 15);
-    LayerCache c;
-    c.k = be.alloc(be.cache_dtype(), 2 * N, cfg.kv_dim()), c.v = be.alloc(be.cache_dtype(), 2 * N, cfg.kv_dim());
-    c.ctx = be.alloc(be.cache_dtype(), 2 * N, cfg.q_dim()), c.ffn = be.alloc(be.cache_dtype(), 2 * N, cfg.n_embd);
+    LayerCache   c = layer_cache(be, cfg, 2 * N);
     Forward      fwd(cfg, m->weights(), be, nullptr);
     const RowSet q  = all_rows(lay);
     Tensor       h0 = fwd.embed(lay, q);
     fwd.layer_dense(0, h0, lay, q, c, true, true);
-    auto host = [&](const TensorView& t) {
-        std::vector<float> v(size_t(t.rows() * t.cols()));
-        be.download(t, v.data());
-        return v;
-    };
+    auto   host = [&](const TensorView& t) { return to_host(be, t); };
     Tensor Q = fwd.alloc(2 * N, cfg.q_dim()), dv = fwd.alloc_cache(1, cfg.kv_dim());  // dV: one row per salient key
     be.copy(c.ctx, Q);  // any queries will do (the CPU backend's caches are fp32)
     const std::vector<float> dv_host(size_t(cfg.kv_dim()), 0.01f);
