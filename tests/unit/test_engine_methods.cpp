@@ -322,11 +322,7 @@ TEST_CASE("a dense layer writes a run of rows into the caches as scattering them
         };
         c.k = make(cfg.kv_dim()), c.v = make(cfg.kv_dim()), c.ctx = make(cfg.q_dim()), c.ffn = make(cfg.n_embd);
     };
-    auto rows_of = [&](const Tensor& t) {
-        std::vector<float> v(size_t(t.rows() * t.cols()));
-        be.download(t, v.data());
-        return v;
-    };
+    auto       rows_of = [&](const TensorView& t) { return to_host(be, t); };
     LayerCache a, b;
     fill(a), fill(b);
     Forward fwd(cfg, m->weights(), be, nullptr);
