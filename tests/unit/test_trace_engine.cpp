@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <sstream>
 #include <thread>
@@ -254,6 +255,29 @@ TEST_CASE("exports of a real run: Chrome trace parses, JSONL round-trips", "[tra
     std::istringstream in(a.str());
     write_jsonl(b, read_jsonl(in));
     CHECK(a.str() == b.str());
+}
+
+TEST_CASE("op timer: back-to-back ops read the CPU clock once each, an op after a pause twice", "[trace][cpu_time]") {
+    struct Ops : EventSink {
+        std::vector<OpTiming> ops;
+        void                  on_op(const OpTiming& o) override { ops.push_back(o); }
+    } sink;
+    constexpr int kOps = 200;
+    sink.ops.reserve(kOps + 1);  // no reallocation between two ops
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const uint64_t r0 = thread_cpu_clock_reads();
+    for (int i = 0; i < kOps; ++i) ScopedOp s(&sink, 1, 0, OpClass::Norm, 0, 0, 1);
+    const uint64_t reads = thread_cpu_clock_reads() - r0;
+    // The first op reads twice, each later one only at its end (engine/op_scope.h kCpuReadReuseNs). A preemption
+    // between two ops makes the next one read twice: half the ops is room for a loaded machine, far below 2 x kOps.
+    CHECK(reads >= uint64_t(kOps) + 1);
+    CHECK(reads <= uint64_t(kOps) + kOps / 2);
+    for (const OpTiming& o : sink.ops) CHECK(o.cpu_ns >= 0);
+    // After a pause longer than the reuse window the op takes its own start reading.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const uint64_t r1 = thread_cpu_clock_reads();
+    { ScopedOp s(&sink, 1, 0, OpClass::Norm, 0, 0, 1); }
+    CHECK(thread_cpu_clock_reads() - r1 == 2);
 }
 
 TEST_CASE("op timer: thread CPU time beside wall time, split when the pool handed work out", "[trace][cpu_time]") {
