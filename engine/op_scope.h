@@ -17,8 +17,9 @@ inline int64_t steady_now_ns() {
 
 // Reads of the thread CPU clock this thread made (thread_cpu_now_ns): what ScopedOp's reuse saves, for the tests.
 inline thread_local uint64_t t_cpu_clock_reads = 0;
-inline uint64_t              thread_cpu_clock_reads() {
-                 return t_cpu_clock_reads;
+
+inline uint64_t thread_cpu_clock_reads() {
+    return t_cpu_clock_reads;
 }
 
 // CPU time the calling thread has used (CLOCK_THREAD_CPUTIME_ID); -1 when the clock is unavailable.
