@@ -39,7 +39,11 @@ struct Timing {
 
 // An EventSink that asks for everything (cosines, op timings) and keeps nothing: isolates what the engine spends
 // timing ops and building events from what the QueueSink spends copying and queueing them.
-struct DiscardSink : EventSink {};
+struct DiscardSink : EventSink {
+    bool cosines = true, op_timings = true;
+    bool wants_cosines() const override { return cosines; }
+    bool wants_op_timings() const override { return op_timings; }
+};
 
 int frame_us = 16667;  // consumer period (--frame-us): one 60 Hz frame
 
@@ -129,12 +133,13 @@ int main(int argc, char** argv) {
         QueueSink   lean;  // events and canvases only
         lean.set_wants_cosines(false);
         lean.set_wants_op_timings(false);
-        DiscardSink discard;
+        DiscardSink discard, discard_ops, discard_cos;  // everything; op timings only; cosines only
+        discard_ops.cosines = false, discard_cos.op_timings = false;
         uint64_t    drained = 0, lean_drained = 0;
         run_once(*model, prompts, p, nullptr, nullptr, &drained);  // warm-up: page in the weights, size the allocator
         run_once(*model, prompts, p, &sink, &sink, &drained);
         drained = 0;
-        std::vector<double> none, queued, ratio, cpu_ratio, discard_ratio, lean_ratio;
+        std::vector<double> none, queued, ratio, cpu_ratio, discard_ratio, lean_ratio, ops_ratio, cos_ratio;
         for (int r = 0; r < reps; ++r) {
             const Timing a = run_once(*model, prompts, p, nullptr, nullptr, &drained);
             const Timing b = run_once(*model, prompts, p, &sink, &sink, &drained);
@@ -143,6 +148,8 @@ int main(int argc, char** argv) {
             if (breakdown) {
                 discard_ratio.push_back(run_once(*model, prompts, p, &discard, nullptr, &drained).cpu / a.cpu);
                 lean_ratio.push_back(run_once(*model, prompts, p, &lean, &lean, &lean_drained).cpu / a.cpu);
+                ops_ratio.push_back(run_once(*model, prompts, p, &discard_ops, nullptr, &drained).cpu / a.cpu);
+                cos_ratio.push_back(run_once(*model, prompts, p, &discard_cos, nullptr, &drained).cpu / a.cpu);
             }
         }
         std::printf("bench_instr_overhead: model %s, method %s, gen %d, steps %d, threads %d, %d interleaved reps\n",
@@ -156,6 +163,8 @@ int main(int argc, char** argv) {
             std::printf("  engine-thread CPU ratio, discard sink (engine times ops and builds events, sink keeps nothing): %.4f\n",
                         median(discard_ratio));
             std::printf("  engine-thread CPU ratio, queue without cosines and op timings: %.4f\n", median(lean_ratio));
+            std::printf("  engine-thread CPU ratio, discard sink, op timings only: %.4f; cosines only: %.4f\n",
+                        median(ops_ratio), median(cos_ratio));
         }
     } catch (const std::exception& e) {
         std::fprintf(stderr, "bench_instr_overhead: %s\n", e.what());
