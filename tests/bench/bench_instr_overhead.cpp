@@ -37,8 +37,8 @@ struct Timing {
     double wall = 0, cpu = 0;  // seconds: wall clock, engine thread CPU
 };
 
-// An EventSink that asks for everything (cosines, op timings) and keeps nothing: isolates what the engine spends
-// timing ops and building events from what the QueueSink spends copying and queueing them.
+// An EventSink that asks for cosines and op timings (each can be turned off) and keeps nothing: isolates what the
+// engine spends timing ops and building events from what the QueueSink spends copying and queueing them.
 struct DiscardSink : EventSink {
     bool cosines = true, op_timings = true;
     bool wants_cosines() const override { return cosines; }
