@@ -62,6 +62,12 @@ struct OpPairProbe : EventSink {
     }
 };
 
+// Keeps every op timing it is sent (the op-timer tests).
+struct OpCollector : EventSink {
+    std::vector<OpTiming> ops;
+    void                  on_op(const OpTiming& o) override { ops.push_back(o); }
+};
+
 }  // namespace
 
 TEST_CASE("engine events: order, layers, salient counts equal the accounting, histograms", "[trace][engine]") {
@@ -258,10 +264,7 @@ TEST_CASE("exports of a real run: Chrome trace parses, JSONL round-trips", "[tra
 }
 
 TEST_CASE("op timer: back-to-back ops read the CPU clock once each, an op after a pause twice", "[trace][cpu_time]") {
-    struct Ops : EventSink {
-        std::vector<OpTiming> ops;
-        void                  on_op(const OpTiming& o) override { ops.push_back(o); }
-    } sink;
+    OpCollector   sink;
     constexpr int kOps = 200;
     sink.ops.reserve(kOps + 1);  // no reallocation between two ops
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -281,10 +284,7 @@ TEST_CASE("op timer: back-to-back ops read the CPU clock once each, an op after 
 }
 
 TEST_CASE("op timer: thread CPU time beside wall time, split when the pool handed work out", "[trace][cpu_time]") {
-    struct Ops : EventSink {
-        std::vector<OpTiming> ops;
-        void on_op(const OpTiming& o) override { ops.push_back(o); }
-    } sink;
+    OpCollector sink;
     // Busy for 5 ms of wall time on this thread alone.
     auto spin = [] {
         volatile uint64_t x = 0;
