@@ -111,6 +111,17 @@ void Forward::norm(int l, const TensorView& x, const TensorView& w, const Tensor
     be_.rms_norm(x, w, cfg_.norm_eps, y);
 }
 
+void Forward::residual_add(int l, const TensorView& h, const TensorView& a) {
+    ScopedOp s(sink_, step_, l, OpClass::Residual, 0, double(h.bytes()) * 2 + double(a.bytes()), int32_t(h.rows()));
+    be_.add(h, a, h);
+}
+
+void Forward::residual_add_rows(int l, const TensorView& src, std::span<const int32_t> idx, const TensorView& h) {
+    const double row_bytes = double(h.bytes()) / double(std::max<int64_t>(1, h.rows()));
+    ScopedOp     s(sink_, step_, l, OpClass::Residual, 0, row_bytes * 3 * double(idx.size()), int32_t(idx.size()));
+    be_.add_rows(src, idx, h);
+}
+
 void Forward::gather(int l, const TensorView& src, const std::vector<int32_t>& idx, const TensorView& dst) {
     if (idx.empty()) return;
     ScopedOp s(sink_, step_, l, OpClass::GatherScatter, 0, double(dst.bytes()) * 2, int32_t(idx.size()));
@@ -311,7 +322,7 @@ void Forward::layer_dense(int l, Tensor& h, const BatchLayout& lay, const RowSet
 
     Tensor a = alloc(n, cfg_.n_embd);
     matmul(l, OpClass::OProj, ctx, L.wo, empty_view(), a);
-    be_.add(h, a, h);
+    residual_add(l, h, a);
 
     Tensor x2 = alloc(n, cfg_.n_embd);
     norm(l, h, L.ffn_norm, x2);
@@ -319,7 +330,7 @@ void Forward::layer_dense(int l, Tensor& h, const BatchLayout& lay, const RowSet
     Tensor           m      = !ffn_to.empty() ? Tensor::borrowed(ffn_to) : alloc(n, cfg_.n_embd);
     ffn(l, x2, m);
     if (store_ffn && ffn_to.empty()) scatter(l, m, q.rows, c.ffn);
-    be_.add(h, m, h);
+    residual_add(l, h, m);
 }
 
 Tensor Forward::logits(const Tensor& h, const std::vector<int32_t>& idx) {

@@ -125,6 +125,9 @@ public:
     Tensor alloc(int64_t rows, int64_t cols) { return alloc_as(DType::F32, rows, cols); }
     Tensor alloc_cache(int64_t rows, int64_t cols) { return alloc_as(be_.cache_dtype(), rows, cols); }
     void   norm(int l, const TensorView& x, const TensorView& w, const TensorView& y);
+    // The residual stream's updates: h += a, and h += src's rows idx (a layer cache's cached outputs, add_rows).
+    void   residual_add(int l, const TensorView& h, const TensorView& a);
+    void   residual_add_rows(int l, const TensorView& src, std::span<const int32_t> idx, const TensorView& h);
     void   matmul(int l, OpClass op, const TensorView& x, const TensorView& w, const TensorView& b, const TensorView& y);
     // q, k, v projections (+ bias, RoPE at rows' positions) of x: [n, n_embd]; any output may be null.
     // k_to / v_to (optional): where k and v go (a row range of the cache) instead of temporaries.

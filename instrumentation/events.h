@@ -40,14 +40,17 @@ inline const char* step_kind_name(StepKind k) {
 }
 
 // Op classes the timers and the Time panel group by (the studio's Time panel stacks them per step).
+// clang-format off
 enum class OpClass : uint8_t {
-    Embed, Norm, Qkv, Rope, AttnExact, AttnApprox, OProj, Ffn, LmHead, Sampling, GatherScatter, Cosine, Other, Count
+    Embed, Norm, Qkv, Rope, AttnExact, AttnApprox, OProj, Ffn, LmHead, Sampling, GatherScatter, Cosine, Residual, Other,
+    Count
 };
+// clang-format on
 
 inline const char* op_class_name(OpClass c) {
-    static constexpr const char* kNames[] = {"embed", "norm",  "qkv",     "rope",           "attn_exact",
-                                             "attn_approx", "o_proj", "ffn", "lm_head", "sampling",
-                                             "gather_scatter", "cosine", "other"};
+    static constexpr const char* kNames[] = {"embed",          "norm",   "qkv",      "rope",    "attn_exact",
+                                             "attn_approx",    "o_proj", "ffn",      "lm_head", "sampling",
+                                             "gather_scatter", "cosine", "residual", "other"};
     const auto i = size_t(c);
     return i < size_t(OpClass::Count) ? kNames[i] : "?";
 }

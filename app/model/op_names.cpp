@@ -7,9 +7,10 @@
 namespace dyllm::app {
 
 const char* op_name_text(OpName n) {
-    static constexpr const char* kText[] = {"embed",    "norm",       "q",        "k",      "v",       "rope",
-                                            "attn_exact", "attn_approx", "o",     "gate",   "up",      "silu_mul",
-                                            "down",     "lm_head",    "sampling", "gather_scatter", "cosine", "other"};
+    static constexpr const char* kText[] = {
+        "embed",  "norm",     "q",    "k",        "v",    "rope",    "attn_exact", "attn_approx",
+        "o",      "gate",     "up",   "silu_mul", "down", "lm_head", "sampling",   "gather_scatter",
+        "cosine", "residual", "other"};
     static_assert(sizeof(kText) / sizeof(kText[0]) == kOpNames);
     return size_t(n) < kOpNames ? kText[size_t(n)] : "?";
 }
@@ -28,6 +29,8 @@ OpClass op_name_class(OpName n) {
         case OpName::Sampling: return OpClass::Sampling;
         case OpName::GatherScatter: return OpClass::GatherScatter;
         case OpName::Cosine: return OpClass::Cosine;
+        case OpName::Residual:
+            return OpClass::Residual;
         default: return OpClass::Other;
     }
 }
@@ -100,6 +103,9 @@ std::vector<NamedOp> name_ops(std::span<const OpTiming> ops, int n_embd) {
             case OpClass::Sampling: r.name = OpName::Sampling; break;
             case OpClass::GatherScatter: r.name = OpName::GatherScatter; break;
             case OpClass::Cosine: r.name = OpName::Cosine; break;
+            case OpClass::Residual:
+                r.name = OpName::Residual;
+                break;
             default: r.name = OpName::Other; break;
         }
         if (!r.is_gemm()) r.m = r.n = r.k = 0;

@@ -11,10 +11,12 @@
 
 namespace dyllm::app {
 
+// clang-format off
 enum class OpName : uint8_t {
     Embed, Norm, Q, K, V, Rope, AttnExact, AttnApprox, O, Gate, Up, SiluMul, Down, LmHead, Sampling, GatherScatter,
-    Cosine, Other, Count
+    Cosine, Residual, Other, Count
 };
+// clang-format on
 constexpr size_t kOpNames = size_t(OpName::Count);
 const char* op_name_text(OpName n);  // "q", "gate", "attn_exact", ...
 OpClass     op_name_class(OpName n);  // the engine's class of that name (for the class colours)

@@ -144,7 +144,7 @@ private:
 
         // Every row's cached output added in one pass (add_rows: the gather and the add without a gathered copy).
         const RowSet& every = s_.every;
-        fwd.backend().add_rows(c.attn_out, every.rows, h);
+        fwd.residual_add_rows(l, c.attn_out, every.rows, h);
 
         // FFN for the recomputed rows; every other row reuses its cached FFN output.
         RowSet& ffn_rows = s_.ffn_rows;
@@ -167,7 +167,7 @@ private:
         fwd.ffn(l, x2, m);
         if (ffn_to.empty()) fwd.scatter(l, m, ffn_rows.rows, c.ffn);
         A.ffn_rows += int32_t(ffn_rows.size());
-        fwd.backend().add_rows(c.ffn, every.rows, h);
+        fwd.residual_add_rows(l, c.ffn, every.rows, h);
     }
 };
 

@@ -139,7 +139,7 @@ void dyllm_sparse_layer(Forward& fwd, int l, Tensor& h, const BatchLayout& lay, 
     // 9-10: dense o_proj; FFN only for S_l, cached FFN output for every other row.
     Tensor a = fwd.alloc(n, cfg.n_embd);
     fwd.matmul(l, OpClass::OProj, c_new, L.wo, TensorView{}, a);
-    fwd.backend().add(h, a, h);
+    fwd.residual_add(l, h, a);
     Tensor x2 = fwd.alloc(n, cfg.n_embd);
     fwd.norm(l, h, L.ffn_norm, x2);
     index_within(q, out.salient, idx_l);
@@ -149,7 +149,7 @@ void dyllm_sparse_layer(Forward& fwd, int l, Tensor& h, const BatchLayout& lay, 
     fwd.ffn(l, x2s, m);
     fwd.scatter(l, m, out.salient.rows, c.ffn);
     A.ffn_rows += int32_t(nl);
-    fwd.backend().add_rows(c.ffn, q.rows, h);  // h += the FFN cache's rows (this step's for S_l), no gathered copy
+    fwd.residual_add_rows(l, c.ffn, q.rows, h);  // h += the FFN cache's rows (this step's for S_l), no gathered copy
 }
 
 namespace {

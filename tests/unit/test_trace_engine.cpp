@@ -322,3 +322,34 @@ TEST_CASE("op timer: thread CPU time beside wall time, split when the pool hande
     CHECK_FALSE(sink.ops[1].split);
     CHECK(sink.ops[2].split);
 }
+
+TEST_CASE("op timer: every layer's two residual updates are timed ops, in every method", "[trace][engine]") {
+    // The residual adds (h += attention output, h += FFN output, or a cache's rows of either) were once outside any
+    // op, so the Time panel's ops summed to less than the step and the difference had no name.
+    const auto method =
+        GENERATE(Method::Original, Method::DyLLM, Method::FastPrefix, Method::FastDual, Method::DllmCache);
+    const auto      dir    = test::make_tiny_checkpoint(Family::LLaDA);
+    const auto      model  = Model::load(dir.string(), BackendKind::Cpu, 1);
+    const auto&     cfg    = model->config();
+    DiffusionParams params = dyllm_params();
+    params.method          = method;
+    OpCollector sink;
+    Session     session(*model, &sink);
+    session.start({prompt_ids(cfg, 6, 3)}, params);
+    session.run();
+    INFO("method " << method_name(method));
+    std::map<std::pair<int32_t, int32_t>, int> residual;  // (step, layer) -> residual ops
+    for (const OpTiming& o : sink.ops)
+        if (o.op == OpClass::Residual) {
+            ++residual[{o.step, o.layer}];
+            CHECK(o.rows > 0);
+            CHECK(o.bytes > 0);
+            CHECK(o.flops == 0);
+        }
+    for (int32_t s = 1; s <= params.steps; ++s)
+        for (int32_t l = 0; l < cfg.n_layer; ++l) {
+            INFO("step " << s << ", layer " << l);
+            CHECK(residual[{s, l}] == 2);
+        }
+    CHECK(residual.size() == size_t(params.steps) * size_t(cfg.n_layer));
+}
