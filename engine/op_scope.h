@@ -30,16 +30,13 @@ inline int64_t thread_cpu_now_ns() {
     return int64_t(ts.tv_sec) * 1'000'000'000 + int64_t(ts.tv_nsec);
 }
 
-// The CPU clock is a system call (0.55 us on a Zen 4 VM, about 1 us on a Zen 3 one, against 25 ns for steady_clock),
-// and the step loop runs ops back to back: an op that starts within kCpuReadReuseNs of this thread's last op end takes
-// that end's reading as its start, one read per op instead of two (bench_instr_overhead). The gap's host code, at most
-// that long, is then counted in the op's CPU time.
-constexpr int64_t kCpuReadReuseNs = 2'000;
+// This thread's last CPU clock reading (and the steady clock just before it): the start reading of its next ops while
+// it is at most kCpuMarkMaxAgeNs old (instrumentation/events.h).
 struct ThreadCpuMark {
-    int64_t wall_ns = 0;   // steady clock just before the reading
-    int64_t cpu_ns  = -1;  // the thread's CPU clock; -1: none yet
+    int64_t wall_ns = 0;
+    int64_t cpu_ns  = -1;  // -1: none yet
 };
-inline thread_local ThreadCpuMark t_last_op_end;
+inline thread_local ThreadCpuMark t_cpu_mark;
 
 class ScopedOp {
 public:
@@ -56,25 +53,27 @@ public:
         ev_.device = device;
         sink_->on_op_begin(step, layer, op);
         // The CPU clock's reads enclose the wall interval instead of falling inside it: the op's wall time stays
-        // what it was, and cpu_ns may exceed dur_ns by the reads' own cost (and a reused start's gap).
+        // what it was, and cpu_ns may exceed dur_ns by the reads' own cost and the start reading's age.
         handoffs0_        = cpu::thread_handoffs();
         const int64_t now = steady_now_ns();
-        if (t_last_op_end.cpu_ns >= 0 && now - t_last_op_end.wall_ns <= kCpuReadReuseNs) {
-            cpu0_          = t_last_op_end.cpu_ns;
-            ev_.t_begin_ns = now;
+        if (t_cpu_mark.cpu_ns < 0 || now - t_cpu_mark.wall_ns > kCpuMarkMaxAgeNs) {
+            t_cpu_mark     = {now, thread_cpu_now_ns()};
+            ev_.t_begin_ns = steady_now_ns();  // the read stays outside the op's wall time
         } else {
-            cpu0_          = thread_cpu_now_ns();
-            ev_.t_begin_ns = steady_now_ns();
+            ev_.t_begin_ns = now;
         }
+        cpu0_ = t_cpu_mark.cpu_ns;
     }
     ~ScopedOp() {
         if (!sink_) return;
-        const int64_t end  = steady_now_ns();
-        ev_.dur_ns         = end - ev_.t_begin_ns;
-        const int64_t cpu1 = thread_cpu_now_ns();
-        t_last_op_end      = {end, cpu1};
-        ev_.cpu_ns         = cpu0_ >= 0 && cpu1 >= 0 ? cpu1 - cpu0_ : -1;
-        ev_.split          = cpu::thread_handoffs() != handoffs0_;
+        const int64_t end = steady_now_ns();
+        ev_.dur_ns        = end - ev_.t_begin_ns;
+        if (ev_.dur_ns >= kOpCpuTimeMinNs && cpu0_ >= 0) {
+            const int64_t cpu1 = thread_cpu_now_ns();
+            t_cpu_mark         = {end, cpu1};
+            ev_.cpu_ns         = cpu1 >= 0 ? cpu1 - cpu0_ : -1;
+        }
+        ev_.split = cpu::thread_handoffs() != handoffs0_;
         sink_->on_op(ev_);
     }
     ScopedOp(const ScopedOp&)            = delete;

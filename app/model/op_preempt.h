@@ -13,6 +13,8 @@ namespace dyllm::app {
 // machine and far below the 7-30 ms preemptions issue #13 saw. The ratio leaves room for a busy op's system time.
 constexpr double  kPreemptRatio   = 1.5;
 constexpr int64_t kPreemptSlackNs = 200'000;
+// Shorter ops carry no CPU time (instrumentation/events.h): none of them could be flagged.
+static_assert(kOpCpuTimeMinNs <= kPreemptSlackNs, "every op the flag could catch carries its CPU time");
 
 enum class OpCpuState : uint8_t {
     Unmeasured,  // no CPU time (older recordings) or a host-timed GPU op, whose host time is only the launch

@@ -358,10 +358,13 @@ void op_stats_table(Studio& s, const RunHistory& h) {
         if (st.cpu_count > 0) {
             ImGui::Text("%.3f%s", st.cpu_mean_s() * 1e3, st.split > 0 ? "*" : "");
             if (ImGui::IsItemHovered())
-                ImGui::SetTooltip("mean CPU time of the thread that ran the op (%d samples)%s", st.cpu_count,
-                                  st.split > 0 ? "\n*: some were split over the pool's threads: their CPU time is "
-                                                 "the calling thread's share only"
-                                               : "");
+                ImGui::SetTooltip(
+                    "mean CPU time of the thread that ran the op (%d samples: its runs of 0.2 ms or "
+                    "more, the only ones that carry a CPU time)%s",
+                    st.cpu_count,
+                    st.split > 0 ? "\n*: some were split over the pool's threads: their CPU time is "
+                                   "the calling thread's share only"
+                                 : "");
         }
         ImGui::TableNextColumn();
         if (st.preempted > 0) ImGui::TextColored(ImVec4(1, 0.45f, 0.4f, 1), "%d", st.preempted);

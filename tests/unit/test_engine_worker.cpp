@@ -104,14 +104,19 @@ TEST_CASE("studio: two runs in a row each get their own label, request, texts an
     REQUIRE(ra.cache_bytes != rb.cache_bytes);  // dyllm's caches vs original's: the records cannot be swapped
     check_against_direct(a, ra);
     check_against_direct(b, rb);
-    // On the CPU no GPU capture runs and no kernel records are kept; every op carries its thread's CPU time.
+    // On the CPU no GPU capture runs and no kernel records are kept; an op carries its thread's CPU time exactly
+    // when it lasted kOpCpuTimeMinNs (instrumentation/events.h).
     CHECK(s.status.cupti == "off (cpu backend)");
     CHECK(s.worker.kernels(a.label).empty());
-    size_t ops = 0, with_cpu = 0;
+    size_t ops = 0, long_ops = 0, with_cpu = 0, long_with_cpu = 0;
     for (int k = 1; k <= a.history.step_count(); ++k)
-        for (const OpTiming& o : a.history.step(k)->ops) ops += 1, with_cpu += o.cpu_ns >= 0;
+        for (const OpTiming& o : a.history.step(k)->ops) {
+            const bool is_long = o.dur_ns >= kOpCpuTimeMinNs;
+            ops += 1, long_ops += is_long, with_cpu += o.cpu_ns >= 0, long_with_cpu += is_long && o.cpu_ns >= 0;
+        }
     CHECK(ops > 0);
-    CHECK(with_cpu == ops);
+    CHECK(with_cpu == long_ops);
+    CHECK(long_with_cpu == long_ops);
 }
 
 TEST_CASE("studio: a run replaced mid-way ends with its own cancelled RunEnd", "[studio_runs]") {
