@@ -31,7 +31,7 @@ ImU32 op_class_color(int c) {
         IM_COL32(90, 220, 160, 255),   // sampling
         IM_COL32(170, 170, 100, 255),  // gather_scatter
         IM_COL32(230, 120, 160, 255),  // cosine
-        IM_COL32(100, 170, 230, 255),  // residual
+        IM_COL32(175, 125, 85, 255),   // residual
         IM_COL32(110, 110, 130, 255),  // other
     };
     static_assert(sizeof(kCols) / sizeof(kCols[0]) == size_t(OpClass::Count), "one colour per op class");
