@@ -29,8 +29,7 @@ OpClass op_name_class(OpName n) {
         case OpName::Sampling: return OpClass::Sampling;
         case OpName::GatherScatter: return OpClass::GatherScatter;
         case OpName::Cosine: return OpClass::Cosine;
-        case OpName::Residual:
-            return OpClass::Residual;
+        case OpName::Residual: return OpClass::Residual;
         default: return OpClass::Other;
     }
 }
@@ -103,9 +102,7 @@ std::vector<NamedOp> name_ops(std::span<const OpTiming> ops, int n_embd) {
             case OpClass::Sampling: r.name = OpName::Sampling; break;
             case OpClass::GatherScatter: r.name = OpName::GatherScatter; break;
             case OpClass::Cosine: r.name = OpName::Cosine; break;
-            case OpClass::Residual:
-                r.name = OpName::Residual;
-                break;
+            case OpClass::Residual: r.name = OpName::Residual; break;
             default: r.name = OpName::Other; break;
         }
         if (!r.is_gemm()) r.m = r.n = r.k = 0;
