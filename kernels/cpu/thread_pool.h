@@ -46,7 +46,10 @@ constexpr int64_t kPoolSpinNs = 200'000;
 // 0.88x, 16 Ki 1.23-1.34x, 64 Ki 1.39-1.52x, 128 Ki 1.40-1.55x of one thread. In a decode the data also moves between
 // the cores, so the bound sits above the break-even: at 8 Ki per thread hidden-256's 32-row RMSNorm of fast-dual's
 // cached steps split and ran 0.4x. The elementwise ops between a dense step's split products (RMSNorm, RoPE, the
-// residual adds: 10-30 us each on tiny-llada, serial until session 20) use it through parallel_for_warm.
+// residual adds: 10-30 us each on tiny-llada, serial until session 20) use it through parallel_for_warm. On a 2-core
+// Zen 5 EPYC VM one row range per thread ran 0.6x of one thread at 16 Ki, 1.3-1.5x at 64 Ki, 2x at 256 Ki; 32 Ki
+// or 64 Ki per thread here slowed tiny-llada's original, DyLLM and fast-dual decodes at 2 threads by 4-9% (3
+// interleaved rounds of dyllm bench): it stays.
 constexpr int64_t kMinSplitWorkWarm = 1 << 14;
 // Jobs this thread has handed to pool workers so far (parallel_for calls that did not run inline). An op timer
 // compares two readings to tell whether an op ran on more than one thread.
