@@ -482,7 +482,8 @@ DYLLM_CPU_CLONES void pv_block(const float* p, int64_t ld_p, int n, int64_t n_te
     // 16-column and leftover passes. The terms go in chunks whose src rows (about 16 KiB) stay in L1 while every row
     // group reads them; each output is still summed over the terms in order, whatever the blocking.
     const bool    wide  = simd::wide_registers();  // register file: see pv_rows, softmax_block
-    const float*  src0  = src.row(row0) + kv_off;
+    // No term: src may be empty (null), and null + offset is undefined even when never read.
+    const float*  src0  = n_terms > 0 ? src.row(row0) + kv_off : nullptr;
     const int64_t chunk = pv_chunk_terms(D);
     // A chunk that several row tiles read is copied to `pack` first, its rows D floats apart. In place, a head's
     // rows are one K/V row stride apart (a power of two: 512 bytes on tiny-llada), so a chunk's lines fall in 16 of
