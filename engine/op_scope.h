@@ -2,6 +2,7 @@
 // and the CPU time of the calling thread, plus whether the op handed work to the CPU pool. With no sink, or a sink
 // that does not want op timings, it costs one branch. On an asynchronous backend the times are host-side launch times.
 #pragma once
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 
@@ -62,7 +63,8 @@ public:
         } else {
             ev_.t_begin_ns = now;
         }
-        cpu0_ = t_cpu_mark.cpu_ns;
+        cpu0_  = t_cpu_mark.cpu_ns;
+        mark0_ = t_cpu_mark.wall_ns;
     }
     ~ScopedOp() {
         if (!sink_) return;
@@ -71,7 +73,8 @@ public:
         if (ev_.dur_ns >= kOpCpuTimeMinNs && cpu0_ >= 0) {
             const int64_t cpu1 = thread_cpu_now_ns();
             t_cpu_mark         = {end, cpu1};
-            ev_.cpu_ns         = cpu1 >= 0 ? cpu1 - cpu0_ : -1;
+            // Less the gap from the start reading to the op's start, which the thread spent running the engine.
+            ev_.cpu_ns = cpu1 >= 0 ? std::max<int64_t>(0, cpu1 - cpu0_ - (ev_.t_begin_ns - mark0_)) : -1;
         }
         ev_.split = cpu::thread_handoffs() != handoffs0_;
         sink_->on_op(ev_);
@@ -83,6 +86,7 @@ private:
     EventSink* sink_;
     OpTiming   ev_;
     int64_t    cpu0_      = -1;
+    int64_t    mark0_     = 0;  // steady-clock time of the start reading cpu0_
     uint64_t   handoffs0_ = 0;
 };
 

@@ -141,14 +141,17 @@ struct Unmask {
     std::span<const float>   scores;
 };
 
-// The thread CPU clock is a system call (0.55 us on a Zen 4 VM, 1.3 us on a Zen 5 one, against 25 ns for the steady
+// The thread CPU clock is a system call (0.55 us on a Zen 4 VM, 1.6 us on a Zen 5 one, against 27 ns for the steady
 // clock), and a small model's step is thousands of ops of a few us: one read per op cost +55% on tiny-llada on the
 // Zen 5 (tests/bench/bench_instr_overhead --breakdown). Its one use is the preempted-op flag (app/model/op_preempt.h),
 // which cannot flag an op shorter than its slack, so only ops of at least kOpCpuTimeMinNs carry a CPU time: each
 // reads the clock once at its end, beside a start reading that is at most kCpuMarkMaxAgeNs old (one per that much
-// wall time of a thread's back-to-back short ops: <= 2.6% of it at 1.3 us a read).
+// wall time of a thread's back-to-back short ops). Inside an engine run a read costs far more than alone (about 6 us
+// on the Zen 5 VM: the kernel entry evicts the step's working set), so the age bound sets the timer's cost:
+// tiny-llada DyLLM, gen 128, op timings only, 2 runs of 9 reps: +10-11% at 50 us (1750 reads a run), +5.5-7.4% at
+// 150 us (700), +2-4% with no reads. op_preempt.h checks that the bound cannot make an op look preempted.
 constexpr int64_t kOpCpuTimeMinNs  = 200'000;
-constexpr int64_t kCpuMarkMaxAgeNs = 50'000;
+constexpr int64_t kCpuMarkMaxAgeNs = 150'000;
 
 struct OpTiming {
     int32_t     step = 0;
@@ -161,8 +164,10 @@ struct OpTiming {
     double      bytes = 0;
     int32_t     rows = 0;
     // CPU time of the thread that ran the op (CLOCK_THREAD_CPUTIME_ID), for ops of at least kOpCpuTimeMinNs of wall
-    // time: from a reading at most kCpuMarkMaxAgeNs before the op's start to one just after its end, so it may exceed
-    // dur_ns by up to that age plus the reads' cost. -1: not measured (a shorter op, an older file, a failed clock).
+    // time: from a reading at most kCpuMarkMaxAgeNs before the op's start to one just after its end, less the wall
+    // time from that reading to the op's start (the thread was running the engine then), at least 0. It may exceed
+    // dur_ns by the reads' cost, or fall short by a preemption in that gap (at most kCpuMarkMaxAgeNs).
+    // -1: not measured (a shorter op, an older file, a failed clock).
     // When `split`, the op handed work to the CPU pool's other threads and cpu_ns counts the calling thread only (its
     // share of the work, not its waits for the others).
     int64_t     cpu_ns = -1;

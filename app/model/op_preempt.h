@@ -15,6 +15,12 @@ constexpr double  kPreemptRatio   = 1.5;
 constexpr int64_t kPreemptSlackNs = 200'000;
 // Shorter ops carry no CPU time (instrumentation/events.h): none of them could be flagged.
 static_assert(kOpCpuTimeMinNs <= kPreemptSlackNs, "every op the flag could catch carries its CPU time");
+// An op's CPU time may fall short by a preemption between its start reading and its start (up to kCpuMarkMaxAgeNs,
+// events.h). An op of wall time w >= kOpCpuTimeMinNs that had the CPU then reads cpu >= w - age, and is not flagged
+// while w <= ratio x (w - age) + slack for every such w, i.e. ratio x age <= (ratio - 1) x min + slack.
+static_assert(kPreemptRatio * double(kCpuMarkMaxAgeNs) <=
+                  (kPreemptRatio - 1.0) * double(kOpCpuTimeMinNs) + double(kPreemptSlackNs),
+              "a preemption before an op's start cannot flag an op that had the CPU");
 
 enum class OpCpuState : uint8_t {
     Unmeasured,  // no CPU time (older recordings) or a host-timed GPU op, whose host time is only the launch

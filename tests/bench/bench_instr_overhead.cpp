@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/op_scope.h"
 #include "instrumentation/queue_sink.h"
 
 using namespace dyllm;
@@ -34,7 +35,8 @@ double thread_cpu_s() {
 }
 
 struct Timing {
-    double wall = 0, cpu = 0;  // seconds: wall clock, engine thread CPU
+    double   wall = 0, cpu = 0;    // seconds: wall clock, engine thread CPU
+    uint64_t cpu_clock_reads = 0;  // the op timer's thread CPU clock reads (a system call each)
 };
 
 // An EventSink that asks for cosines and op timings (each can be turned off) and keeps nothing: isolates what the
@@ -71,11 +73,13 @@ Timing run_once(const Model& model, const std::vector<std::vector<int32_t>>& pro
         });
     Session    session(model, engine_sink);
     const auto   t0 = std::chrono::steady_clock::now();
-    const double c0 = thread_cpu_s();
+    const double   c0 = thread_cpu_s();
+    const uint64_t r0 = thread_cpu_clock_reads();
     session.start(prompts, p);
     session.run();
     Timing t;
-    t.cpu  = thread_cpu_s() - c0;
+    t.cpu             = thread_cpu_s() - c0;
+    t.cpu_clock_reads = thread_cpu_clock_reads() - r0;
     t.wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     done.store(true, std::memory_order_release);
     if (consumer.joinable()) consumer.join();
@@ -139,11 +143,12 @@ int main(int argc, char** argv) {
         run_once(*model, prompts, p, nullptr, nullptr, &drained);  // warm-up: page in the weights, size the allocator
         run_once(*model, prompts, p, &sink, &sink, &drained);
         drained = 0;
-        std::vector<double> none, queued, ratio, cpu_ratio, discard_ratio, lean_ratio, ops_ratio, cos_ratio;
+        std::vector<double> reads, none, queued, ratio, cpu_ratio, discard_ratio, lean_ratio, ops_ratio, cos_ratio;
         for (int r = 0; r < reps; ++r) {
             const Timing a = run_once(*model, prompts, p, nullptr, nullptr, &drained);
             const Timing b = run_once(*model, prompts, p, &sink, &sink, &drained);
             none.push_back(a.wall), queued.push_back(b.wall);
+            reads.push_back(double(b.cpu_clock_reads));
             ratio.push_back(b.wall / a.wall), cpu_ratio.push_back(b.cpu / a.cpu);
             if (breakdown) {
                 discard_ratio.push_back(run_once(*model, prompts, p, &discard, nullptr, &drained).cpu / a.cpu);
@@ -159,6 +164,8 @@ int main(int argc, char** argv) {
                     median(queued) * 1e3, (unsigned long long)drained, (unsigned long long)sink.dropped());
         std::printf("  median ratio queue/none: wall %.4f (%+.2f%%), engine-thread CPU %.4f (%+.2f%%); goal <= +3%%\n",
                     median(ratio), (median(ratio) - 1.0) * 100.0, median(cpu_ratio), (median(cpu_ratio) - 1.0) * 100.0);
+        std::printf("  thread CPU clock reads per queued run: median %.0f (one per %.1f us of wall time)\n",
+                    median(reads), median(queued) * 1e6 / std::max(1.0, median(reads)));
         if (breakdown) {
             std::printf("  engine-thread CPU ratio, discard sink (engine times ops and builds events, sink keeps nothing): %.4f\n",
                         median(discard_ratio));
