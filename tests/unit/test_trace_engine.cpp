@@ -295,7 +295,7 @@ TEST_CASE("op timer: short ops share one CPU clock reading per kCpuMarkMaxAgeNs 
     }
     CHECK(thread_cpu_clock_reads() - r2 >= 1);
     CHECK(thread_cpu_clock_reads() - r2 <= 2);
-    CHECK(sink.ops.back().cpu_ns > 0);
+    CHECK(sink.ops.back().cpu_ns >= 0);  // measured; may read ~0 when preempted on a loaded machine (see below)
 }
 
 TEST_CASE("op timer: the CPU time leaves out the work between the start reading and the op", "[trace][cpu_time]") {
@@ -352,7 +352,10 @@ TEST_CASE("op timer: thread CPU time beside wall time, split when the pool hande
     for (const OpTiming& o : sink.ops) {
         INFO("cpu " << o.cpu_ns << " ns, wall " << o.dur_ns << " ns");
         CHECK(o.dur_ns >= 5'000'000);
-        CHECK(o.cpu_ns > 0);
+        // Measured (-1: not). Not > 0: a split op's calling thread may hand the spinning task to the other thread
+        // and sleep in the pool's wait, and on a loaded machine (ctest -j) a spinning op may be preempted for most
+        // of its wall time (seen: 0 ns of 7.9 ms); either reads about 0 once the gap to the start reading is off.
+        CHECK(o.cpu_ns >= 0);
         // The CPU reads enclose the wall interval (the gap from an older start reading is taken off), so CPU may
         // exceed wall by the reads' cost (1-2 us each on the dev VMs): 50 us is room for a loaded machine, far below
         // the 5 ms of the op.
