@@ -63,6 +63,9 @@ struct Session::Impl {
     Sampler::Plan                          plan;
     std::vector<Sampler::Unmasked>         unmasked;
     std::vector<std::vector<LayerAccount>> spare_layers;  // StepRecord::layers, allocated by start()
+    // emit_saliency's per-sequence lists (the event's spans point into them during the sink's call).
+    std::vector<int32_t>                   saliency_rows, saliency_salient;
+    std::vector<float>                     saliency_cosines, saliency_drift;
     float                                  step_tau = 0;  // the tau of the running step (a report that captures only
                                                           // `this` fits std::function's buffer: no allocation)
 
@@ -128,9 +131,12 @@ struct Session::Impl {
         for (int b = 0; b < lay.n_seq(); ++b) {
             LayerSaliency e;
             e.step = step, e.layer = l, e.seq = live[size_t(b)], e.tau = t;
-            std::vector<int32_t> pos, sal;
-            std::vector<float>   cos, drift;
-            const size_t         i0 = i;
+            std::vector<int32_t>& pos   = saliency_rows;
+            std::vector<int32_t>& sal   = saliency_salient;
+            std::vector<float>&   cos   = saliency_cosines;
+            std::vector<float>&   drift = saliency_drift;
+            pos.clear(), sal.clear(), cos.clear(), drift.clear();
+            const size_t i0 = i;
             for (; i < o.tested.size() && o.tested.seq[i] == b; ++i) pos.push_back(o.tested.pos[i]), cos.push_back(o.cosines[i]);
             if (!o.drift.empty()) drift.assign(o.drift.begin() + long(i0), o.drift.begin() + long(i));
             for (; j < o.salient.size() && o.salient.seq[j] == b; ++j) sal.push_back(o.salient.pos[j]);

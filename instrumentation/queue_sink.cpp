@@ -8,7 +8,7 @@ namespace dyllm {
 QueueSink::QueueSink(size_t capacity) : ring_(capacity) {}
 
 void QueueSink::store(EventRecord&& r) {
-    if (!ring_.push(std::move(r))) dropped_.fetch_add(1, std::memory_order_relaxed);
+    if (!ring_.push(to_queued(std::move(r)))) dropped_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void QueueSink::on_run_begin(const RunBegin& e) {

@@ -6,9 +6,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "instrumentation/event_record.h"
+#include "instrumentation/queued_record.h"
 #include "instrumentation/record_sink.h"
 #include "instrumentation/ring_buffer.h"
 
@@ -16,8 +18,8 @@ namespace dyllm {
 
 class QueueSink : public RecordSink {
 public:
-    // capacity: ring slots. 1 << 16 holds a few steps of an 8B run with op timings on (32 layers x ~20 ops per step)
-    // before the UI must drain it.
+    // capacity: ring slots (80 bytes each). 1 << 16 holds a few steps of an 8B run with op timings on (32 layers x
+    // ~20 ops per step) before the UI must drain it.
     explicit QueueSink(size_t capacity = 1 << 16);
 
     // ---- producer side (engine worker thread): every event is queued (RecordSink); these two also keep the
@@ -26,7 +28,12 @@ public:
     void on_canvas(const CanvasSnapshot& e) override;
 
     // ---- consumer side (UI thread) ----
-    bool pop(EventRecord& out) { return ring_.pop(out); }
+    bool pop(EventRecord& out) {
+        QueuedRecord q;
+        if (!ring_.pop(q)) return false;
+        out = from_queued(std::move(q));
+        return true;
+    }
     // Newest canvas of every sequence seen since the last on_run_begin, ordered by sequence index.
     std::vector<CanvasRecord> latest_canvases() const;
     uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
@@ -39,7 +46,7 @@ protected:
     void store(EventRecord&& r) override;
 
 private:
-    SpscRing<EventRecord> ring_;
+    SpscRing<QueuedRecord> ring_;  // the large records boxed (queued_record.h)
     std::atomic<uint64_t> dropped_{0};
 
     // Canvas double buffer, indexed by sequence; a slot with present == false has not been filled this run.

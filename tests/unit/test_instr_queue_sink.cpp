@@ -64,6 +64,44 @@ TEST_CASE("QueueSink: every event becomes an EventRecord, in order", "[instr][qu
     CHECK(saliency == size_t(sp.steps * sp.n_layer * sp.n_seq));
 }
 
+TEST_CASE("QueuedRecord: records larger than an op timing travel boxed and come back whole", "[instr][queue]") {
+    // A ring slot is an op timing and the variant's index; the two large records are behind pointers.
+    STATIC_REQUIRE(sizeof(QueuedRecord) <= sizeof(OpTiming) + 8);
+    LayerSaliencyRecord l;
+    l.step = 3, l.layer = 2, l.n_rows = 2, l.n_salient = 1;
+    l.row_positions = {7, 9}, l.cosines = {0.5f, 0.999f}, l.salient_positions = {7};
+    l.hist[4]      = 2;
+    QueuedRecord q = to_queued(EventRecord(l));
+    REQUIRE(std::holds_alternative<std::unique_ptr<LayerSaliencyRecord>>(q));
+    const EventRecord back = from_queued(std::move(q));
+    const auto*       lb   = std::get_if<LayerSaliencyRecord>(&back);
+    REQUIRE(lb);
+    CHECK(lb->step == 3);
+    CHECK(lb->layer == 2);
+    CHECK(lb->row_positions == l.row_positions);
+    CHECK(lb->cosines == l.cosines);
+    CHECK(lb->salient_positions == l.salient_positions);
+    CHECK(lb->hist == l.hist);
+
+    OpTiming op;
+    op.step = 5, op.layer = 1, op.op = OpClass::Ffn, op.dur_ns = 1234, op.flops = 1e6;
+    q = to_queued(EventRecord(op));
+    REQUIRE(std::holds_alternative<OpTiming>(q));  // inline: no allocation for the most frequent record
+    const EventRecord ob = from_queued(std::move(q));
+    REQUIRE(std::holds_alternative<OpTiming>(ob));
+    CHECK(std::get<OpTiming>(ob).dur_ns == 1234);
+    CHECK(std::get<OpTiming>(ob).op == OpClass::Ffn);
+
+    RunBegin rb;
+    rb.method = "dyllm", rb.n_layer = 4, rb.env = {{"tau", "0.99"}};
+    q = to_queued(EventRecord(rb));
+    REQUIRE(std::holds_alternative<std::unique_ptr<RunBegin>>(q));
+    const EventRecord rbb = from_queued(std::move(q));
+    REQUIRE(std::holds_alternative<RunBegin>(rbb));
+    CHECK(std::get<RunBegin>(rbb).method == "dyllm");
+    CHECK(std::get<RunBegin>(rbb).env == rb.env);
+}
+
 TEST_CASE("QueueSink: drop counter is exact when the consumer does not drain", "[instr][queue]") {
     SyntheticRunSpec sp;
     const size_t total = expected_events(sp, true);
