@@ -63,8 +63,9 @@ public:
         } else {
             ev_.t_begin_ns = now;
         }
-        cpu0_  = t_cpu_mark.cpu_ns;
-        mark0_ = t_cpu_mark.wall_ns;
+        // The thread's CPU clock at the op's start: the start reading plus the wall time since it, which the thread
+        // spent running the engine.
+        cpu0_ = t_cpu_mark.cpu_ns < 0 ? -1 : t_cpu_mark.cpu_ns + (ev_.t_begin_ns - t_cpu_mark.wall_ns);
     }
     ~ScopedOp() {
         if (!sink_) return;
@@ -73,8 +74,7 @@ public:
         if (ev_.dur_ns >= kOpCpuTimeMinNs && cpu0_ >= 0) {
             const int64_t cpu1 = thread_cpu_now_ns();
             t_cpu_mark         = {end, cpu1};
-            // Less the gap from the start reading to the op's start, which the thread spent running the engine.
-            ev_.cpu_ns = cpu1 >= 0 ? std::max<int64_t>(0, cpu1 - cpu0_ - (ev_.t_begin_ns - mark0_)) : -1;
+            ev_.cpu_ns         = cpu1 >= 0 ? std::max<int64_t>(0, cpu1 - cpu0_) : -1;
         }
         ev_.split = cpu::thread_handoffs() != handoffs0_;
         sink_->on_op(ev_);
@@ -85,8 +85,7 @@ public:
 private:
     EventSink* sink_;
     OpTiming   ev_;
-    int64_t    cpu0_      = -1;
-    int64_t    mark0_     = 0;  // steady-clock time of the start reading cpu0_
+    int64_t    cpu0_      = -1;  // -1: no start reading (no clock)
     uint64_t   handoffs0_ = 0;
 };
 

@@ -9,7 +9,6 @@
 #include <cstdlib>
 #include <string>
 #include <thread>
-#include <time.h>
 #include <vector>
 
 #include "engine/engine.h"
@@ -24,14 +23,6 @@ double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     const size_t n = v.size();
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// CPU time of the calling thread: on a loaded shared machine wall time is noisy (other processes take the cores),
-// while the engine thread's own CPU time measures what the instrumentation adds to it.
-double thread_cpu_s() {
-    timespec ts{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
 }
 
 struct Timing {
@@ -73,13 +64,16 @@ Timing run_once(const Model& model, const std::vector<std::vector<int32_t>>& pro
         });
     Session    session(model, engine_sink);
     const auto   t0 = std::chrono::steady_clock::now();
-    const double   c0 = thread_cpu_s();
+    // The engine thread's CPU time: on a loaded shared machine wall time is noisy (other processes take the cores),
+    // while the thread's own CPU time measures what the instrumentation adds to it. The reads counted are the op
+    // timer's, between these two of the bench's own.
+    const int64_t  c0 = thread_cpu_now_ns();
     const uint64_t r0 = thread_cpu_clock_reads();
     session.start(prompts, p);
     session.run();
     Timing t;
-    t.cpu             = thread_cpu_s() - c0;
     t.cpu_clock_reads = thread_cpu_clock_reads() - r0;
+    t.cpu             = 1e-9 * double(thread_cpu_now_ns() - c0);
     t.wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     done.store(true, std::memory_order_release);
     if (consumer.joinable()) consumer.join();
