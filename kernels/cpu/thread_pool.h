@@ -72,8 +72,9 @@ public:
     // others' shares: the same task goes to the same core from one call to the next, so the slice of a weight or of
     // the activations it touches stays in that core's cache (a task that moved pulled its data across cores: up to
     // 2.7x slower than one thread on this VM, tests/bench/bench_thread_pool.cpp), while a late or slow thread's share
-    // is still finished by the others. A call from inside a task runs its tasks inline on that thread (with that
-    // thread's index); calls from different outside threads are serialised. fn must not throw (kernels never do).
+    // is still finished by the others; a worker that has not begun when every task is taken is not waited for. A call
+    // from inside a task runs its tasks inline on that thread (with that thread's index); calls from different outside
+    // threads are serialised. fn must not throw (kernels never do).
     void parallel_for(int64_t n_tasks, TaskFn fn);
 
     // The same, but run inline (no hand-off) when `work` (kMinSplitWork's unit, all tasks together) is too small to
@@ -120,12 +121,15 @@ private:
     // Published under mu_ (so a sleeper cannot miss it) and read without it by a spinning worker or caller.
     alignas(64) std::atomic<uint64_t> generation_{0};
     std::atomic<bool>        stop_{false};
-    std::atomic<int>         busy_{0};  // workers still inside the current generation
+    std::atomic<bool>        open_{false};      // workers may enter the current job (the caller closes it when every
+                                                // task is taken)
+    std::atomic<int>         active_{0};        // workers inside a job (or checking whether it is open)
     std::atomic<int64_t>     last_join_ns_{0};  // steady_clock time the last handed-off job was joined (0: never)
     // The current job.
     const TaskFn*                            fn_ = nullptr;
     // One share per thread, each on its own cache line (its owner takes task indices from `next`, a thread that has
-    // finished its own share steals from the others'), away from generation_ and busy_, which idle threads poll.
+    // finished its own share steals from the others'), away from generation_, open_ and active_, which idle threads
+    // poll.
     struct alignas(64) Share {
         std::atomic<int64_t> next{0};
         int64_t              end = 0;

@@ -7,8 +7,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <thread>
 #include <vector>
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include "kernels/cpu/thread_pool.h"
 
@@ -115,4 +120,56 @@ TEST_CASE("thread pool: workers poll right after a job, not before the first", "
     CHECK(ran.load() == 2);
     one.parallel_for(2, [&](int64_t, int) { ran.fetch_add(1); });
     CHECK_FALSE(one.workers_polling());
+}
+
+namespace {
+std::atomic<bool> g_worker_held{false}, g_release_worker{false};
+// SIGUSR1 on the pool's worker: it stays here, off the job, until released (lock-free atomics only).
+void hold_worker(int) {
+    g_worker_held.store(true);
+    while (!g_release_worker.load()) {
+    }
+}
+}  // namespace
+
+TEST_CASE("thread pool: a worker kept off its core does not hold the caller once every task is taken",
+          "[kernels][pool][threads]") {
+    ThreadPool           pool(2);
+    std::vector<int64_t> out(8);
+    REQUIRE(run_job(pool, out, 0));  // the worker exists and is idle
+    // Park the worker in a signal handler, as if the OS gave its core to another thread: SIGUSR1 blocked in this
+    // thread goes to the only thread that does not block it.
+    struct sigaction sa {
+    }, old{};
+    sa.sa_handler = hold_worker;
+    sigemptyset(&sa.sa_mask);
+    REQUIRE(sigaction(SIGUSR1, &sa, &old) == 0);
+    sigset_t usr1, prev;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    REQUIRE(pthread_sigmask(SIG_BLOCK, &usr1, &prev) == 0);
+    g_worker_held = false, g_release_worker = false;
+    REQUIRE(kill(getpid(), SIGUSR1) == 0);
+    while (!g_worker_held.load()) std::this_thread::yield();
+
+    // The caller takes the held worker's share and returns; a pool that waited for every worker to check in would
+    // wait until the worker is released. A liveness check with a generous deadline (not a timing assertion): on
+    // timeout the worker is released so the test fails instead of hanging.
+    std::atomic<bool> done{false};
+    int               bad = 0;
+    std::thread       caller([&] {
+        for (int64_t job = 1; job <= 100; ++job) bad += !run_job(pool, out, job * 100);
+        done.store(true);
+    });
+    const auto        deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!done.load() && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const bool finished_while_held = done.load();
+    g_release_worker               = true;
+    caller.join();
+    CHECK(finished_while_held);
+    CHECK(bad == 0);
+    REQUIRE(run_job(pool, out, 7));  // the released worker joins the next jobs as before
+    REQUIRE(pthread_sigmask(SIG_SETMASK, &prev, nullptr) == 0);
+    REQUIRE(sigaction(SIGUSR1, &old, nullptr) == 0);
 }
