@@ -68,7 +68,7 @@ int parse_options(int argc, char** argv, StudioOptions& opt) {
         ->delimiter(',')
         ->check(CLI::IsMember({"explain", "export", "compare"}));
     cli.add_option("--size", size, "window size WxH (default 1600x1000)");
-    cli.add_option("-t,--threads", opt.threads, "engine CPU threads (0 = all cores)");
+    cli.add_option("-t,--threads", opt.threads, "engine CPU threads (0 = all cores but one, which the UI keeps)");
     try {
         cli.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -87,8 +87,8 @@ int parse_options(int argc, char** argv, StudioOptions& opt) {
     }
     // The CLI's bound (cli::kMaxThreads): a typo such as 100000 is one line, not a failed thread start.
     if (opt.threads < 0 || opt.threads > cli::kMaxThreads) {
-        std::fprintf(stderr, "dyllm-studio: --threads must be in [0, %d] (0 = all cores; got %d)\n", cli::kMaxThreads,
-                     opt.threads);
+        std::fprintf(stderr, "dyllm-studio: --threads must be in [0, %d] (0 = all cores but one; got %d)\n",
+                     cli::kMaxThreads, opt.threads);
         return 2;
     }
     if (!size.empty() && std::sscanf(size.c_str(), "%dx%d", &opt.width, &opt.height) != 2) {

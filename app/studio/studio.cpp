@@ -7,8 +7,10 @@
 #include <cstring>
 #include <filesystem>
 #include <iterator>
+#include <thread>
 #include <utility>
 
+#include "app/model/engine_threads.h"
 #include "app/model/task_suite.h"
 
 namespace dyllm::app {
@@ -117,7 +119,7 @@ void Studio::load_selected_model() {
     const BackendKind bk = ui.backend_idx == 1 ? BackendKind::Cuda : ui.backend_idx == 2 ? BackendKind::Auto
                                                                                          : BackendKind::Cpu;
     message.clear();
-    worker.load_model(model_spec(), bk, opts.threads);
+    worker.load_model(model_spec(), bk, studio_engine_threads(opts.threads, std::thread::hardware_concurrency()));
 }
 
 void Studio::open(bool autoplay) {

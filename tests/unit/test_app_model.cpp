@@ -13,6 +13,7 @@
 #include "app/model/compare_pick.h"
 #include "app/model/csv_export.h"
 #include "app/model/decoded_text.h"
+#include "app/model/engine_threads.h"
 #include "app/model/layout.h"
 #include "app/model/op_diff.h"
 #include "app/model/run_compare.h"
@@ -755,4 +756,13 @@ TEST_CASE("salient layers per response position at a step", "[app_model]") {
     CHECK(n == std::vector<int32_t>{0, 0, 2, 1});
     CHECK(h.salient_layers(0, 1) == std::vector<int32_t>{0, 0, 0, 0});  // FULL step: no cosine test
     CHECK(h.salient_layers(0, 99) == std::vector<int32_t>{0, 0, 0, 0});
+}
+
+TEST_CASE("the studio's engine leaves one core to the UI unless a thread count is asked for", "[app_model]") {
+    CHECK(studio_engine_threads(0, 2) == 1);
+    CHECK(studio_engine_threads(0, 16) == 15);
+    CHECK(studio_engine_threads(0, 1) == 1);  // never fewer than one
+    CHECK(studio_engine_threads(0, 0) == 1);  // hardware_concurrency() unknown
+    CHECK(studio_engine_threads(2, 2) == 2);  // -t 2: what the user asked for
+    CHECK(studio_engine_threads(3, 16) == 3);
 }
