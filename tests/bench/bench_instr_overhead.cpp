@@ -1,7 +1,10 @@
 // Instrumentation overhead: the same denoising run with no sink and with a QueueSink (cosines and op timings on)
 // drained by a consumer thread, as the GUI runs it. Repetitions are interleaved (none, queue, none, queue, ...) so
 // drift affects both; prints the median per-pair time ratio (goal: <= 1.03).
-// Usage: bench_instr_overhead [-m MODEL] [-r REPS] [-n GEN_LEN] [--steps N] [--method M] [-t THREADS] [--breakdown] [--frame-us US]
+// Usage: bench_instr_overhead [-m MODEL] [-r REPS] [-n GEN_LEN] [--steps N] [--method M] [-t THREADS] [--breakdown]
+// [--frame-us US]
+//        [--only none|queue|lean|discard]  (--only: REPS runs of that one configuration and nothing else, to profile
+//        it)
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -86,6 +89,7 @@ int main(int argc, char** argv) {
     std::string model_spec = "tiny-llada", method = "dyllm";
     int         reps = 11, gen = 64, steps = 64, threads = 1;
     bool        breakdown = false;  // also time a discarding sink and a queue without cosines/op timings
+    std::string only;               // run just this configuration (for a profiler)
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         auto next = [&]() -> std::string {
@@ -102,11 +106,19 @@ int main(int argc, char** argv) {
         else if (a == "--method") method = next();
         else if (a == "-t") threads = std::atoi(next().c_str());
         else if (a == "--breakdown") breakdown = true;
+        else if (a == "--only")
+            only = next();
         else if (a == "--frame-us") frame_us = std::atoi(next().c_str());
         else {
-            std::fprintf(stderr, "usage: bench_instr_overhead [-m MODEL] [-r REPS] [-n GEN] [--steps N] [--method M] [-t T] [--breakdown] [--frame-us US]\n");
+            std::fprintf(stderr,
+                         "usage: bench_instr_overhead [-m MODEL] [-r REPS] [-n GEN] [--steps N] [--method M] [-t T] "
+                         "[--breakdown] [--frame-us US] [--only none|queue|lean|discard]\n");
             return 2;
         }
+    }
+    if (reps < 1) {
+        std::fprintf(stderr, "bench_instr_overhead: -r must be at least 1\n");
+        return 2;
     }
     try {
         const auto model = Model::load(model_spec, BackendKind::Cpu, threads);
@@ -134,6 +146,23 @@ int main(int argc, char** argv) {
         DiscardSink discard, discard_ops, discard_cos;  // everything; op timings only; cosines only
         discard_ops.cosines = false, discard_cos.op_timings = false;
         uint64_t    drained = 0, lean_drained = 0;
+        if (!only.empty()) {
+            EventSink* engine_sink  = only == "queue"     ? static_cast<EventSink*>(&sink)
+                                      : only == "lean"    ? static_cast<EventSink*>(&lean)
+                                      : only == "discard" ? static_cast<EventSink*>(&discard)
+                                                          : nullptr;
+            QueueSink* drained_sink = only == "queue" ? &sink : only == "lean" ? &lean : nullptr;
+            if (!engine_sink && only != "none") {
+                std::fprintf(stderr, "bench_instr_overhead: --only takes none, queue, lean or discard\n");
+                return 2;
+            }
+            std::vector<double> cpu;
+            for (int r = 0; r < reps; ++r)
+                cpu.push_back(run_once(*model, prompts, p, engine_sink, drained_sink, &drained).cpu);
+            std::printf("bench_instr_overhead --only %s: %d runs, median engine-thread CPU %.3f ms\n", only.c_str(),
+                        reps, median(cpu) * 1e3);
+            return 0;
+        }
         run_once(*model, prompts, p, nullptr, nullptr, &drained);  // warm-up: page in the weights, size the allocator
         run_once(*model, prompts, p, &sink, &sink, &drained);
         drained = 0;
