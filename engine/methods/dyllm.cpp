@@ -55,32 +55,18 @@ void dyllm_sparse_layer(Forward& fwd, int l, Tensor& h, const BatchLayout& lay, 
     out.drift.clear();
     if (n == 0) return;
 
-    // 1-2: norm and Q for every query row; K/V only for S_{l-1}.
-    Tensor x = fwd.alloc(n, cfg.n_embd);
-    fwd.norm(l, h, L.attn_norm, x);
-    Tensor Q;
-    fwd.qkv(l, x, q, &Q, nullptr, nullptr);
-    index_within(q, s_prev, idx_s);
-    Tensor xs = fwd.alloc(ns, cfg.n_embd);
-    fwd.gather(l, x, idx_s, xs);
-    Tensor Ks, Vs;
-    fwd.qkv(l, xs, s_prev, nullptr, &Ks, &Vs);
+    // A layer whose K/V-recompute set S_{l-1} is empty changes no key and no value: every query row's update over
+    // the salient columns is empty, so C_new = C_old bit for bit, and Q, scored only to weigh those columns, would
+    // not be used. Such a layer skips steps 1-6 and the context write-back; the cosine test, o_proj and the FFN
+    // cache run as always, so the decode is the same. Not for the exact update (it recomputes every context), the
+    // incremental one (a row whose cached statistics cannot serve falls back to exact attention, which needs Q) or
+    // a drift measurement (exact attention again). Tiny-llada's default bench prompt: 74 of 232 sparse layer-steps.
+    const bool unchanged =
+        ns == 0 && !drift && (update == StableUpdate::FullSoftmax || update == StableUpdate::Columns);
 
-    // 3-4: patch the K cache (the incremental update keeps the old keys); dV = v_new - v_cached on the salient rows
-    // (rounded to the cache dtype).
-    const bool inc   = update == StableUpdate::Incremental;
-    Tensor     k_old = inc ? fwd.alloc_cache(ns, cfg.kv_dim()) : Tensor{};
-    if (inc) fwd.gather(l, c.k, s_prev.rows, k_old);
-    fwd.scatter(l, Ks, s_prev.rows, c.k);
-    Tensor v_old = inc ? fwd.alloc_cache(ns, cfg.kv_dim()) : fwd.alloc(ns, cfg.kv_dim());
-    fwd.gather(l, c.v, s_prev.rows, v_old);
-    Tensor dv = fwd.alloc_cache(ns, cfg.kv_dim());
-    if (ns > 0) fwd.backend().sub(Vs, v_old, dv);
-    fwd.scatter(l, Vs, s_prev.rows, c.v);
-
-    // 5-6: exact rows for S_{l-1}, column-sparse approximation for the rest.
-    // The old contexts: read in place from the context cache when the query rows are one run of cache rows and the
-    // cache is fp32 (one sequence: every row, or its response rows), else gathered (c.ctx is only written at step 8).
+    // The old contexts (C_old of step 6): read in place from the context cache when the query rows are one run of cache
+    // rows and the cache is fp32 (one sequence: every row, or its response rows), else gathered (c.ctx is only written
+    // at step 8).
     Tensor     c_old_copy;
     TensorView c_old = rows_in_place(c.ctx, q);
     if (c_old.empty()) {
@@ -88,53 +74,84 @@ void dyllm_sparse_layer(Forward& fwd, int l, Tensor& h, const BatchLayout& lay, 
         fwd.gather(l, c.ctx, q.rows, c_old_copy);
         c_old = c_old_copy;
     }
-    Tensor c_new = fwd.alloc(n, cfg.q_dim());
-    exact_rows   = s_prev;
-    if (update != StableUpdate::Exact) {
-        // Exact rows: S_{l-1}, plus the rows the incremental update could not serve (their unchanged keys held almost
-        // none of their softmax mass).
-        idx_e               = idx_s;
-        const auto exact_of = [&q, &exact_rows](const std::vector<int32_t>& idx) {  // the rows of q at idx
-            exact_rows.clear();
-            for (int32_t i : idx) exact_rows.push(q.rows[size_t(i)], q.seq[size_t(i)], q.pos[size_t(i)]);
-        };
-        if (update == StableUpdate::FullSoftmax) {
-            // The exact rows' scores are part of the approximation's pass: one pass serves both (same numbers).
-            exact_of(idx_e);
-            fwd.attention_approx_exact(l, Q, q, c, dv, s_prev, lay, c_old, c_new, idx_e, exact_rows);
-        } else {
-            std::vector<int32_t>& fb = scratch.fallback;
-            if (inc)
-                fwd.attention_cols(l, Q, q, c, dv, s_prev, lay, c_old, c_new, fb, k_old, v_old);
-            else
-                fwd.attention_cols(l, Q, q, c, dv, s_prev, lay, c_old, c_new, fb);
-            if (!fb.empty()) {
-                idx_e.insert(idx_e.end(), fb.begin(), fb.end());
-                std::sort(idx_e.begin(), idx_e.end());
-                idx_e.erase(std::unique(idx_e.begin(), idx_e.end()), idx_e.end());
-            }
-            exact_of(idx_e);
-            const int64_t ne = int64_t(idx_e.size());
-            Tensor        qe = fwd.alloc(ne, cfg.q_dim()), o_e = fwd.alloc(ne, cfg.q_dim());
-            fwd.gather(l, Q, idx_e, qe);
-            fwd.attention(l, qe, exact_rows, c, lay, o_e, &c);  // also refreshes their log-sum-exp in c.lse
-            fwd.scatter(l, o_e, idx_e, c_new);
-        }
-        const int64_t ne = int64_t(idx_e.size());
-        A.attn_exact_rows += int32_t(ne);
-        A.attn_approx_rows += int32_t(n - ne);
+    Tensor     c_new_buf;
+    TensorView c_new = c_old;  // an unchanged layer's new contexts are its old ones
+    if (unchanged) {
+        A.attn_approx_rows += int32_t(n);
     } else {
-        fwd.attention(l, Q, q, c, lay, c_new, &c);
-        A.attn_exact_rows += int32_t(n);
+        c_new_buf = fwd.alloc(n, cfg.q_dim());
+        c_new     = c_new_buf;
+        // 1-2: norm and Q for every query row; K/V only for S_{l-1}.
+        Tensor x = fwd.alloc(n, cfg.n_embd);
+        fwd.norm(l, h, L.attn_norm, x);
+        Tensor Q;
+        fwd.qkv(l, x, q, &Q, nullptr, nullptr);
+        index_within(q, s_prev, idx_s);
+        Tensor xs = fwd.alloc(ns, cfg.n_embd);
+        fwd.gather(l, x, idx_s, xs);
+        Tensor Ks, Vs;
+        fwd.qkv(l, xs, s_prev, nullptr, &Ks, &Vs);
+
+        // 3-4: patch the K cache (the incremental update keeps the old keys); dV = v_new - v_cached on the salient rows
+        // (rounded to the cache dtype).
+        const bool inc   = update == StableUpdate::Incremental;
+        Tensor     k_old = inc ? fwd.alloc_cache(ns, cfg.kv_dim()) : Tensor{};
+        if (inc) fwd.gather(l, c.k, s_prev.rows, k_old);
+        fwd.scatter(l, Ks, s_prev.rows, c.k);
+        Tensor v_old = inc ? fwd.alloc_cache(ns, cfg.kv_dim()) : fwd.alloc(ns, cfg.kv_dim());
+        fwd.gather(l, c.v, s_prev.rows, v_old);
+        Tensor dv = fwd.alloc_cache(ns, cfg.kv_dim());
+        if (ns > 0) fwd.backend().sub(Vs, v_old, dv);
+        fwd.scatter(l, Vs, s_prev.rows, c.v);
+
+        // 5-6: exact rows for S_{l-1}, column-sparse approximation for the rest.
+        exact_rows = s_prev;
+        if (update != StableUpdate::Exact) {
+            // Exact rows: S_{l-1}, plus the rows the incremental update could not serve (their unchanged keys held
+            // almost none of their softmax mass).
+            idx_e               = idx_s;
+            const auto exact_of = [&q, &exact_rows](const std::vector<int32_t>& idx) {  // the rows of q at idx
+                exact_rows.clear();
+                for (int32_t i : idx) exact_rows.push(q.rows[size_t(i)], q.seq[size_t(i)], q.pos[size_t(i)]);
+            };
+            if (update == StableUpdate::FullSoftmax) {
+                // The exact rows' scores are part of the approximation's pass: one pass serves both (same numbers).
+                exact_of(idx_e);
+                fwd.attention_approx_exact(l, Q, q, c, dv, s_prev, lay, c_old, c_new, idx_e, exact_rows);
+            } else {
+                std::vector<int32_t>& fb = scratch.fallback;
+                if (inc)
+                    fwd.attention_cols(l, Q, q, c, dv, s_prev, lay, c_old, c_new, fb, k_old, v_old);
+                else
+                    fwd.attention_cols(l, Q, q, c, dv, s_prev, lay, c_old, c_new, fb);
+                if (!fb.empty()) {
+                    idx_e.insert(idx_e.end(), fb.begin(), fb.end());
+                    std::sort(idx_e.begin(), idx_e.end());
+                    idx_e.erase(std::unique(idx_e.begin(), idx_e.end()), idx_e.end());
+                }
+                exact_of(idx_e);
+                const int64_t ne = int64_t(idx_e.size());
+                Tensor        qe = fwd.alloc(ne, cfg.q_dim()), o_e = fwd.alloc(ne, cfg.q_dim());
+                fwd.gather(l, Q, idx_e, qe);
+                fwd.attention(l, qe, exact_rows, c, lay, o_e, &c);  // also refreshes their log-sum-exp in c.lse
+                fwd.scatter(l, o_e, idx_e, c_new);
+            }
+            const int64_t ne = int64_t(idx_e.size());
+            A.attn_exact_rows += int32_t(ne);
+            A.attn_approx_rows += int32_t(n - ne);
+        } else {
+            fwd.attention(l, Q, q, c, lay, c_new, &c);
+            A.attn_exact_rows += int32_t(n);
+        }
+        if (drift && update != StableUpdate::Exact)  // only measured, never used
+            measure_drift(fwd, Q, q, exact_rows, c, lay, c_new, out.drift);
     }
-    if (drift && update != StableUpdate::Exact)  // only measured, never used
-        measure_drift(fwd, Q, q, exact_rows, c, lay, c_new, out.drift);
 
     // 7-8: one cosine per token over all heads; S_l = {cos < tau}; the cache keeps the (approximate) context.
     fwd.cosine(l, c_new, c_old, out.cosines);
     for (size_t i = 0; i < q.size(); ++i)
         if (out.cosines[i] < tau) out.salient.push(q.rows[i], q.seq[i], q.pos[i]);
-    fwd.scatter(l, c_new, q.rows, c.ctx);
+    if (!unchanged) fwd.scatter(l, c_new, q.rows, c.ctx);
 
     // 9-10: dense o_proj; FFN only for S_l, cached FFN output for every other row.
     Tensor a = fwd.alloc(n, cfg.n_embd);

@@ -258,6 +258,63 @@ TEST_CASE("layer 0's approximation error is exactly the probability shift applie
     CHECK(worst <= 2e-5);      // ...and its error is exactly the predicted one (fp32 sums over 28 keys: ~1e-6)
 }
 
+TEST_CASE("a sparse layer with no K/V to recompute skips Q and attention and gives the same result, bit for bit",
+          "[dyllm][unchanged]") {
+    // S_{l-1} empty: no key or value changes, every context stays C_old. The layer then runs no query projection and
+    // no attention; a drift-measuring call (which runs them: engine/methods/dyllm.cpp) is the reference. Both start
+    // from the same caches and residual stream, and must leave identical caches, residuals and saliency.
+    const Family       fam    = GENERATE(Family::LLaDA, Family::Dream);
+    const StableUpdate update = GENERATE(StableUpdate::FullSoftmax, StableUpdate::Columns);
+    auto               m      = Model::load(peaked_checkpoint(fam, 23).string());
+    const auto&        cfg    = m->config();
+    Backend&           be     = m->backend();
+    const int          N = 24, P = 16;
+    BatchLayout        lay;
+    lay.cu = {0, N}, lay.prompt_len = {P}, lay.tokens = random_prompt(cfg, N, 8);
+    const RowSet q      = all_rows(lay);
+    auto         filled = [&] {  // layer 1's caches after a dense step, and the residual stream entering layer 1
+        LayerCache c0 = layer_cache(be, cfg, N), c1 = layer_cache(be, cfg, N);
+        c1.lse = be.alloc(DType::F32, N, cfg.n_head);
+        Forward fwd(cfg, m->weights(), be, nullptr);
+        Tensor  h = fwd.embed(lay, q);
+        fwd.layer_dense(0, h, lay, q, c0, true, true);
+        Tensor h1 = be.alloc(DType::F32, N, cfg.n_embd);
+        be.copy(h, h1);
+        fwd.layer_dense(1, h, lay, q, c1, true, true);
+        return std::make_pair(std::move(c1), std::move(h1));
+    };
+    auto [c_skip, h_skip] = filled();
+    auto [c_full, h_full] = filled();
+    const RowSet    none;
+    SaliencyOutcome o_skip, o_full;
+    RecordingSink   rec_skip, rec_full;
+    rec_skip.set_wants_op_timings(true), rec_full.set_wants_op_timings(true);
+    {
+        Forward fwd(cfg, m->weights(), be, &rec_skip);
+        dyllm_sparse_layer(fwd, 1, h_skip, lay, q, none, c_skip, 0.9999f, update, o_skip, false);
+    }
+    {
+        Forward fwd(cfg, m->weights(), be, &rec_full);
+        dyllm_sparse_layer(fwd, 1, h_full, lay, q, none, c_full, 0.9999f, update, o_full, true);
+    }
+    auto ops = [](const RecordingSink& r, OpClass op) {
+        int n = 0;
+        for (const auto& e : r.events())
+            if (auto* t = std::get_if<OpTiming>(&e)) n += t->op == op;
+        return n;
+    };
+    CHECK(ops(rec_skip, OpClass::Qkv) == 0);
+    CHECK(ops(rec_full, OpClass::Qkv) > 0);
+    CHECK(ops(rec_skip, OpClass::OProj) == 1);  // o_proj of the unchanged contexts still runs
+    // The same numbers: C_new is C_old either way (the approximation's update over no salient key is a copy), and
+    // every later op reads the same values in the same layout.
+    CHECK(to_host(be, h_skip) == to_host(be, h_full));
+    CHECK(to_host(be, c_skip.ctx) == to_host(be, c_full.ctx));
+    CHECK(to_host(be, c_skip.ffn) == to_host(be, c_full.ffn));
+    CHECK(o_skip.cosines == o_full.cosines);
+    CHECK(o_skip.salient.rows == o_full.salient.rows);
+}
+
 TEST_CASE("caches after a FULL step are consistent with a dense recomputation", "[dyllm][cache]") {
     const Family fam = GENERATE(Family::LLaDA, Family::Dream);
     auto         m   = Model::load(peaked_checkpoint(fam, 13).string());
