@@ -58,11 +58,13 @@ void dyllm_sparse_layer(Forward& fwd, int l, Tensor& h, const BatchLayout& lay, 
     // A layer whose K/V-recompute set S_{l-1} is empty changes no key and no value: every query row's update over
     // the salient columns is empty, so C_new = C_old bit for bit, and Q, scored only to weigh those columns, would
     // not be used. Such a layer skips steps 1-6 and the context write-back; the cosine test, o_proj and the FFN
-    // cache run as always, so the decode is the same. Not for the exact update (it recomputes every context), the
-    // incremental one (a row whose cached statistics cannot serve falls back to exact attention, which needs Q) or
-    // a drift measurement (exact attention again). Tiny-llada's default bench prompt: 74 of 232 sparse layer-steps.
-    const bool unchanged =
-        ns == 0 && !drift && (update == StableUpdate::FullSoftmax || update == StableUpdate::Columns);
+    // cache run as always, so the decode is the same. The incremental update's fallback (exact attention, which
+    // needs Q) takes only rows whose swapped terms left too little mass or whose cached log-sum-exp is not finite;
+    // with no key swapped it is the cached value, which every exact attention of the row wrote (all rows in the
+    // first step) and no update leaves NaN at the end of a layer. Not for the exact ablation (it recomputes every
+    // context) or a drift measurement (exact attention again). Tiny-llada's default bench prompt: 74 of 232 sparse
+    // layer-steps.
+    const bool unchanged = ns == 0 && !drift && update != StableUpdate::Exact;
 
     // The old contexts (C_old of step 6): read in place from the context cache when the query rows are one run of cache
     // rows and the cache is fp32 (one sequence: every row, or its response rows), else gathered (c.ctx is only written

@@ -264,7 +264,7 @@ TEST_CASE("a sparse layer with no K/V to recompute skips Q and attention and giv
     // no attention; a drift-measuring call (which runs them: engine/methods/dyllm.cpp) is the reference. Both start
     // from the same caches and residual stream, and must leave identical caches, residuals and saliency.
     const Family       fam    = GENERATE(Family::LLaDA, Family::Dream);
-    const StableUpdate update = GENERATE(StableUpdate::FullSoftmax, StableUpdate::Columns);
+    const StableUpdate update = GENERATE(StableUpdate::FullSoftmax, StableUpdate::Columns, StableUpdate::Incremental);
     auto               m      = Model::load(peaked_checkpoint(fam, 23).string());
     const auto&        cfg    = m->config();
     Backend&           be     = m->backend();
@@ -311,6 +311,7 @@ TEST_CASE("a sparse layer with no K/V to recompute skips Q and attention and giv
     CHECK(to_host(be, h_skip) == to_host(be, h_full));
     CHECK(to_host(be, c_skip.ctx) == to_host(be, c_full.ctx));
     CHECK(to_host(be, c_skip.ffn) == to_host(be, c_full.ffn));
+    CHECK(to_host(be, c_skip.lse) == to_host(be, c_full.lse));  // the incremental update rewrote the same values
     CHECK(o_skip.cosines == o_full.cosines);
     CHECK(o_skip.salient.rows == o_full.salient.rows);
 }
