@@ -159,13 +159,16 @@ void dyllm_sparse_layer(Forward& fwd, int l, Tensor& h, const BatchLayout& lay, 
     Tensor a = fwd.alloc(n, cfg.n_embd);
     fwd.matmul(l, OpClass::OProj, c_new, L.wo, TensorView{}, a);
     fwd.residual_add(l, h, a);
-    Tensor x2 = fwd.alloc(n, cfg.n_embd);
-    fwd.norm(l, h, L.ffn_norm, x2);
+    // The FFN's RMSNorm only for S_l (row by row, so the same values as normalising every row and gathering).
     index_within(q, out.salient, idx_l);
-    const int64_t              nl  = int64_t(idx_l.size());
-    Tensor                     x2s = fwd.alloc(nl, cfg.n_embd), m = fwd.alloc(nl, cfg.n_embd);
-    fwd.gather(l, x2, idx_l, x2s);
-    fwd.ffn(l, x2s, m);
+    const int64_t nl  = int64_t(idx_l.size());
+    Tensor        hs  = fwd.alloc(nl, cfg.n_embd);
+    Tensor        x2s = fwd.alloc(nl, cfg.n_embd), m = fwd.alloc(nl, cfg.n_embd);
+    if (nl > 0) {
+        fwd.gather(l, h, idx_l, hs);
+        fwd.norm(l, hs, L.ffn_norm, x2s);
+        fwd.ffn(l, x2s, m);
+    }
     fwd.scatter(l, m, out.salient.rows, c.ffn);
     A.ffn_rows += int32_t(nl);
     fwd.residual_add_rows(l, c.ffn, q.rows, h);  // h += the FFN cache's rows (this step's for S_l), no gathered copy
