@@ -41,8 +41,10 @@ constexpr Entry kEntries[] = {
      "accumulates."},
     {"Salient map",
      "Which rows each layer recomputed. Layer 0 starts from the tokens unmasked in the previous step; a token that is "
-     "salient at layer l also gets fresh K/V at layer l+1, so changes propagate upward only where they matter. "
-     "Orange = salient, blue = tested and stable (cached), dark = not a query this step (response-only steps skip "
+     "salient at layer l also gets fresh K/V at layer l+1, so changes propagate upward only where they matter; a "
+     "layer after one with no salient row has no K/V to refresh, so its contexts cannot change and it skips Q and "
+     "attention (its lane in the Time tab shows o_proj alone). Orange = salient, blue = tested and stable (cached), "
+     "dark = not a query this step (response-only steps skip "
      "the prompt)."},
     {"L_sal per layer",
      "|S_l|, the number of salient rows per layer: bars at the shown step, lines over the whole run. Lower tau -> "
@@ -57,7 +59,8 @@ constexpr Entry kEntries[] = {
      "page fault - and gets a red corner; Op stats can leave those samples out. On a GPU, GPU kernels lists the "
      "CUPTI kernel records under the engine op that launched them."},
     {"Summary",
-     "engine tok/s = response tokens over the engine's denoising time (not the play speed). Speed-up compares with an 'original' (every step dense) run of "
+     "engine tok/s = response tokens over the engine's denoising time (not the play speed). Speed-up compares with an "
+     "'original' (every step dense) run of "
      "the same prompt: use Compare to make one. Rows recomputed and FLOPs are measured against a dense forward over "
      "the same sequences."},
     {"Compare",
