@@ -33,6 +33,10 @@ constexpr double kPackedParallelFlops = 1e6;
 // Until session 17 the bound was 256 KiB, set when tiny-llada's FFN weights were that large: the v2 model's
 // few-row FFN products ran on one thread.
 constexpr double kSmallSplitWeightBytes = 128.0 * 1024;
+// A product runs with its row count padded to a multiple of 16 (a primitive a run builds once per shape) until the
+// padding rows have cost about one primitive build, this many flops over all products of that count and shape so far;
+// then with its exact count (packed_gemm_dnnl.cpp, primitive_rows).
+constexpr double kPadWasteFlops = 2.5e7;
 
 // A weight [m, k] in the provider's layout, cut into column slices of the output (row ranges of W).
 class PackedWeight {
@@ -81,6 +85,9 @@ public:
     // stride, not aliasing x). BF16 weights multiply x rounded to bf16 (round-to-nearest-even, like the CUDA
     // backend's GEMM inputs, kernels/README.md §f.10) with fp32 accumulation; F32 weights multiply x as is.
     void matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, ThreadPool& pool) const;
+
+    // Matmul primitives built so far, one per (type, row count, slice width, k) met (each a 0.3-0.7 ms JIT build).
+    size_t primitives() const;
 
 private:
     struct Impl;

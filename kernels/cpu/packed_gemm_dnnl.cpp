@@ -39,19 +39,6 @@ void one_omp_thread() {
 
 dt dnnl_type(ElemType t) { return t == ElemType::BF16 ? dt::bf16 : dt::f32; }
 
-// Padding rows are computed and dropped, and they are not free: brgemm's time grows with the rows it computes (bf16
-// [6144, 4096] slice: 33 rows 8.7 ms, 48 rows 11.9 ms; f32 [344, 128]: 3 rows 2.9 us, 16 rows 12.9 us, paid again at
-// every step). Neither is a primitive: building one takes 0.06-0.3 ms, once per row count and shape, and a run meets
-// a new row count at almost every step (the masked rows left, the salient sets): on tiny-llada that is more than the
-// GEMM itself. So a product runs with its exact row count when the padding up to a multiple of 16 would cost more
-// than building a primitive (about 25 MFLOP of one core: the wide weights of real models), or when that count already
-// ran kPadSightings times on this weight shape (a steady run, a studio session, a sweep: the primitive pays for
-// itself); otherwise with the padded count, whose primitive a run builds once. A single 64-step run meets most counts
-// twice (once per block), so exact from the second sight built a primitive per count and step there (tiny-llada
-// fast-dual, lm_head: 120-130 us per cached step for a 3 MFLOP product). Above 256 rows always padded (at most 6%;
-// bounds the primitives per shape).
-constexpr double kPadWasteFlops = 2.5e7;
-constexpr int    kPadSightings  = 3;
 // oneDNN reports errors by exception; a failure while multiplying is a bug (the shapes were checked by the caller).
 [[noreturn]] void die(const char* what, const dnnl::error& e) {
     std::fprintf(stderr, "packed_gemm: oneDNN %s failed: %s (status %d)\n", what, e.what(), int(e.status));
@@ -153,7 +140,7 @@ struct PackedGemm::Impl {
     // Everything below is per product; one product at a time.
     std::mutex                                                 mu;
     std::map<std::tuple<int, int64_t, int64_t, int64_t>, Prim> prims;    // (type, rows, cols, k) -> matmul
-    std::map<std::tuple<int, int64_t, int64_t, int64_t>, int>  seen;     // (type, n, m, k) -> products run so far
+    std::map<std::tuple<int, int64_t, int64_t, int64_t>, double> wasted;   // (type, n, m, k) -> padding flops so far
     std::map<std::tuple<int64_t, int64_t, int64_t>, ToBf16>    to_bf16;  // (rows, k, ld of x) -> its reorder
     std::vector<uint16_t>                                      xb;       // x in bf16, padded rows
     std::vector<float>                                         xf;       // x in f32 when it must be padded/compacted
@@ -175,12 +162,25 @@ struct PackedGemm::Impl {
         return dnnl::matmul::primitive_desc(dnnl::matmul::desc(xd, wd, yd), user_scratchpad(), eng).weights_desc();
     }
 
-    // The rows x is run with (see kPadWasteFlops).
+    // Padding rows are computed and dropped, and they are not free: brgemm's time grows with the rows it computes (bf16
+    // [6144, 4096] slice: 33 rows 8.7 ms, 48 rows 11.9 ms; f32 [344, 128]: 3 rows 2.9 us, 16 rows 12.9 us, paid again
+    // at every step). Neither is a primitive: building one takes 0.3-0.7 ms on the 2-core Zen 5 VM (f32, 9-336 rows of
+    // tiny-llada's weights), once per row count and shape, and a run meets a new row count at almost every step (the
+    // masked rows left, the salient sets): on tiny-llada that is more than the GEMM itself. So a product runs with its
+    // exact row count once the padding up to a multiple of 16 has wasted about as much as building a primitive costs
+    // (kPadWasteFlops, about 25 MFLOP: at the 50-100 GFLOP/s of a padded few-row product, a build's time), counting
+    // this product and every earlier one of the same count and shape (the rent-or-buy rule: never more than twice the
+    // cheaper choice); the wide weights of real models cross it at once. Until then it runs with the padded count,
+    // whose primitive a run builds once. Counting sightings instead (exact from the fourth product) built an exact
+    // primitive for every salient-row count a layer met 4 times, i.e. within one step of 8 layers: 30 primitives, 11 ms
+    // of a 93 ms tiny-llada DyLLM generate. Above 256 rows always padded (at most 6%; bounds the primitives per shape).
     int64_t primitive_rows(ElemType t, int64_t n, int64_t m, int64_t k) {
         const int64_t padded = (n + 15) / 16 * 16;
         if (n > 256 || padded == n) return padded;
-        if (2.0 * double(padded - n) * double(m) * double(k) > kPadWasteFlops) return n;
-        return ++seen[std::make_tuple(int(t), n, m, k)] > kPadSightings ? n : padded;
+        double& w = wasted[std::make_tuple(int(t), n, m, k)];
+        if (w >= kPadWasteFlops) return n;
+        w += 2.0 * double(padded - n) * double(m) * double(k);
+        return w > kPadWasteFlops ? n : padded;
     }
 
     Prim& prim(ElemType t, int64_t rows, int64_t cols, int64_t k, const memory::desc& wdesc) {
@@ -207,6 +207,11 @@ PackedGemm::PackedGemm(int n_threads) : impl_(std::make_unique<Impl>()) {
     impl_->scratch.resize(size_t(impl_->n_threads));
 }
 PackedGemm::~PackedGemm() = default;
+
+size_t PackedGemm::primitives() const {
+    std::lock_guard<std::mutex> lk(impl_->mu);
+    return impl_->prims.size();
+}
 
 std::string PackedGemm::provider() {
     const dnnl_version_t* v = dnnl_version();

@@ -23,6 +23,10 @@ std::string PackedGemm::provider() { return ""; }
 bool        PackedGemm::supports(ElemType) { return false; }
 bool        PackedGemm::small_gemm_for_all_rows() { return false; }
 
+size_t PackedGemm::primitives() const {
+    return 0;
+}
+
 std::shared_ptr<const PackedWeight> PackedGemm::pack(ConstMat, ThreadPool&, std::string* error) const {
     if (error) *error = "no GEMM provider in this build (libdnnl-dev was not found at configure time)";
     return nullptr;

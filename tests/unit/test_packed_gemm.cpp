@@ -242,6 +242,43 @@ TEST_CASE("packed bf16 matmul stays within bf16 input rounding of the exact fp32
     CHECK(worst > 0);  // the inputs really were rounded (an fp32 GEMM would pass the bound trivially)
 }
 
+TEST_CASE("a row count runs padded until its padding has cost about one primitive build", "[packed][rows]") {
+    // 1.5 MiB fp32: above kSmallGemmMaxWeightBytes, so every product below runs on oneDNN primitives on any ISA.
+    constexpr int64_t  m = 768, k = 512, n = 9, padded = 16;
+    ThreadPool         pool(1);
+    PackedGemm         gemm(1);
+    std::vector<float> xv = normals(size_t(padded * k), 11, 1.0f), wv = normals(size_t(m * k), 12, 0.05f);
+    std::string        err;
+    const auto         pw = gemm.pack(ConstMat{wv.data(), ElemType::F32, m, k, k}, pool, &err);
+    REQUIRE(pw);
+    std::vector<float> y(size_t(padded * m)), ref(size_t(n * m));
+    const ConstMat     w{wv.data(), ElemType::F32, m, k, k};
+    ref::matmul(CMatF{xv.data(), n, k, k}, w, ConstMat{}, MatF{ref.data(), n, m, m});
+    // Padded or exact, each output is an fp32 sum of k products: within (k + 2) u sum |x w| of the fp64 reference
+    // (Higham §3.1, as the first test case), u = 2^-24.
+    std::vector<double> tol(size_t(n * m));
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < m; ++j) {
+            double mag = 0;
+            for (int64_t l = 0; l < k; ++l) mag += std::fabs(double(xv[size_t(i * k + l)]) * double(w.at(j, l)));
+            tol[size_t(i * m + j)] = double(k + 2) * std::ldexp(1.0, -24) * mag;
+        }
+    // The first product that pushes the padding's flops (7 rows of 2 m k each) past kPadWasteFlops runs exact.
+    const double  waste_per   = 2.0 * double(padded - n) * double(m) * double(k);
+    const int64_t first_exact = int64_t(kPadWasteFlops / waste_per) + 1;
+    REQUIRE(first_exact > 1);  // the shape is chosen to run padded at first
+    for (int64_t i = 1; i <= first_exact + 2; ++i) {
+        gemm.matmul(CMatF{xv.data(), n, k, k}, *pw, ConstMat{}, MatF{y.data(), n, m, m}, pool);
+        INFO("product " << i);
+        // One primitive (16 rows) while padded; the exact 9-row one from first_exact on, and never a third.
+        CHECK(gemm.primitives() == (i < first_exact ? 1u : 2u));
+        for (size_t j = 0; j < size_t(n * m); ++j) REQUIRE(std::fabs(double(y[j]) - double(ref[j])) <= tol[j]);
+    }
+    // A multiple of 16 never pads: its own primitive at once.
+    gemm.matmul(CMatF{xv.data(), padded, k, k}, *pw, ConstMat{}, MatF{y.data(), padded, m, m}, pool);
+    CHECK(gemm.primitives() == 2u);  // the 16-row primitive built for the padded products
+}
+
 TEST_CASE("the provider runs on the engine's pool: no thread of its own", "[packed][threads]") {
     ThreadPool pool(2);
     PackedGemm gemm(2);
