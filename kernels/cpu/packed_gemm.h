@@ -33,9 +33,9 @@ constexpr double kPackedParallelFlops = 1e6;
 // Until session 17 the bound was 256 KiB, set when tiny-llada's FFN weights were that large: the v2 model's
 // few-row FFN products ran on one thread.
 constexpr double kSmallSplitWeightBytes = 128.0 * 1024;
-// A product runs with its row count padded to a multiple of 16 (a primitive a run builds once per shape) until the
-// padding rows have cost about one primitive build, this many flops over all products of that count and shape so far;
-// then with its exact count (packed_gemm_dnnl.cpp, primitive_rows).
+// A product of up to 256 rows runs with its row count padded to a multiple of 16 (a primitive a run builds once per
+// shape) unless the padding rows would cost more flops than this, about one primitive build (0.3-0.7 ms); then with its
+// exact count (packed_gemm_dnnl.cpp, primitive_rows).
 constexpr double kPadWasteFlops = 2.5e7;
 
 // A weight [m, k] in the provider's layout, cut into column slices of the output (row ranges of W).

@@ -140,7 +140,6 @@ struct PackedGemm::Impl {
     // Everything below is per product; one product at a time.
     std::mutex                                                 mu;
     std::map<std::tuple<int, int64_t, int64_t, int64_t>, Prim> prims;    // (type, rows, cols, k) -> matmul
-    std::map<std::tuple<int, int64_t, int64_t, int64_t>, double> wasted;   // (type, n, m, k) -> padding flops so far
     std::map<std::tuple<int64_t, int64_t, int64_t>, ToBf16>    to_bf16;  // (rows, k, ld of x) -> its reorder
     std::vector<uint16_t>                                      xb;       // x in bf16, padded rows
     std::vector<float>                                         xf;       // x in f32 when it must be padded/compacted
@@ -167,20 +166,17 @@ struct PackedGemm::Impl {
     // at every step). Neither is a primitive: building one takes 0.3-0.7 ms on the 2-core Zen 5 VM (f32, 9-336 rows of
     // tiny-llada's weights), once per row count and shape, and a run meets a new row count at almost every step (the
     // masked rows left, the salient sets): on tiny-llada that is more than the GEMM itself. So a product runs with its
-    // exact row count once the padding up to a multiple of 16 has wasted about as much as building a primitive costs
-    // (kPadWasteFlops, about 25 MFLOP: at the 50-100 GFLOP/s of a padded few-row product, a build's time), counting
-    // this product and every earlier one of the same count and shape (the rent-or-buy rule: never more than twice the
-    // cheaper choice); the wide weights of real models cross it at once. Until then it runs with the padded count,
-    // whose primitive a run builds once. Counting sightings instead (exact from the fourth product) built an exact
-    // primitive for every salient-row count a layer met 4 times, i.e. within one step of 8 layers: 30 primitives, 11 ms
-    // of a 93 ms tiny-llada DyLLM generate. Above 256 rows always padded (at most 6%; bounds the primitives per shape).
-    int64_t primitive_rows(ElemType t, int64_t n, int64_t m, int64_t k) {
+    // row count padded to a multiple of 16, whose primitive a run builds once per shape (at most 16 per shape), unless
+    // its padding alone would cost more than a build (kPadWasteFlops: the wide weights of real models). Until session
+    // 25 a count ran exact from its fourth product, which a layer stack meets within one step (8 layers, one salient
+    // count): 30 primitives, 11 ms of a 93 ms tiny-llada DyLLM `generate`; padded, 77.6 against 84.1 ms (medians of 5,
+    // alternating binaries) and the same in a warm `dyllm bench` (tiny-llada and hidden-256). A lazily bought exact
+    // primitive (rent-or-buy over the padding wasted so far) ran no faster there, and would allocate at an arbitrary
+    // later step of a steady run (tests/unit/test_step_allocations.cpp). Above 256 rows always padded (at most 6%).
+    static int64_t primitive_rows(int64_t n, int64_t m, int64_t k) {
         const int64_t padded = (n + 15) / 16 * 16;
         if (n > 256 || padded == n) return padded;
-        double& w = wasted[std::make_tuple(int(t), n, m, k)];
-        if (w >= kPadWasteFlops) return n;
-        w += 2.0 * double(padded - n) * double(m) * double(k);
-        return w > kPadWasteFlops ? n : padded;
+        return 2.0 * double(padded - n) * double(m) * double(k) > kPadWasteFlops ? n : padded;
     }
 
     Prim& prim(ElemType t, int64_t rows, int64_t cols, int64_t k, const memory::desc& wdesc) {
@@ -380,7 +376,7 @@ void PackedGemm::matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, T
     std::vector<Block>& blocks = I.blocks;
     blocks.clear();
     if (W.slices.size() > 1) {
-        const int64_t rows = I.primitive_rows(W.type, n, m, k);
+        const int64_t rows = Impl::primitive_rows(n, m, k);
         for (size_t s = 0; s < W.slices.size(); ++s) blocks.push_back({0, n, rows, s, nullptr});
     } else {
         const int64_t parts = may_split ? std::max<int64_t>(1, std::min<int64_t>(pool.size(), n / kPackedRowChunkMin)) : 1;
@@ -388,7 +384,7 @@ void PackedGemm::matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, T
         int64_t       last_r = -1, last_rows = 0;  // one row-count decision per chunk size (chunks repeat a size)
         for (int64_t r0 = 0; r0 < n; r0 += chunk) {
             const int64_t r = std::min(chunk, n - r0);
-            if (r != last_r) last_r = r, last_rows = I.primitive_rows(W.type, r, m, k);
+            if (r != last_r) last_r = r, last_rows = Impl::primitive_rows(r, m, k);
             blocks.push_back({r0, r, last_rows, 0, nullptr});
         }
     }

@@ -242,41 +242,51 @@ TEST_CASE("packed bf16 matmul stays within bf16 input rounding of the exact fp32
     CHECK(worst > 0);  // the inputs really were rounded (an fp32 GEMM would pass the bound trivially)
 }
 
-TEST_CASE("a row count runs padded until its padding has cost about one primitive build", "[packed][rows]") {
+TEST_CASE("a few-row product runs on its padded row count's primitive unless padding costs more than a build",
+          "[packed][rows]") {
     // 1.5 MiB fp32: above kSmallGemmMaxWeightBytes, so every product below runs on oneDNN primitives on any ISA.
-    constexpr int64_t  m = 768, k = 512, n = 9, padded = 16;
+    constexpr int64_t  m = 768, k = 512, padded = 16;
     ThreadPool         pool(1);
     PackedGemm         gemm(1);
     std::vector<float> xv = normals(size_t(padded * k), 11, 1.0f), wv = normals(size_t(m * k), 12, 0.05f);
     std::string        err;
-    const auto         pw = gemm.pack(ConstMat{wv.data(), ElemType::F32, m, k, k}, pool, &err);
-    REQUIRE(pw);
-    std::vector<float> y(size_t(padded * m)), ref(size_t(n * m));
     const ConstMat     w{wv.data(), ElemType::F32, m, k, k};
-    ref::matmul(CMatF{xv.data(), n, k, k}, w, ConstMat{}, MatF{ref.data(), n, m, m});
+    const auto         pw = gemm.pack(w, pool, &err);
+    REQUIRE(pw);
+    std::vector<float> y(size_t(padded * m)), ref(size_t(padded * m));
+    ref::matmul(CMatF{xv.data(), padded, k, k}, w, ConstMat{}, MatF{ref.data(), padded, m, m});
     // Padded or exact, each output is an fp32 sum of k products: within (k + 2) u sum |x w| of the fp64 reference
     // (Higham §3.1, as the first test case), u = 2^-24.
-    std::vector<double> tol(size_t(n * m));
-    for (int64_t i = 0; i < n; ++i)
-        for (int64_t j = 0; j < m; ++j) {
-            double mag = 0;
-            for (int64_t l = 0; l < k; ++l) mag += std::fabs(double(xv[size_t(i * k + l)]) * double(w.at(j, l)));
-            tol[size_t(i * m + j)] = double(k + 2) * std::ldexp(1.0, -24) * mag;
+    const auto check_rows = [&](int64_t n) {
+        for (int64_t i = 0; i < n; ++i)
+            for (int64_t j = 0; j < m; ++j) {
+                double mag = 0;
+                for (int64_t l = 0; l < k; ++l) mag += std::fabs(double(xv[size_t(i * k + l)]) * double(w.at(j, l)));
+                const double e = std::fabs(double(y[size_t(i * m + j)]) - double(ref[size_t(i * m + j)]));
+                REQUIRE(e <= double(k + 2) * std::ldexp(1.0, -24) * mag);
+            }
+    };
+    // 9 .. 16 rows, ten times each: padding 7 rows here wastes 2 * 7 * m * k = 5.5 MFLOP < kPadWasteFlops, so every
+    // count runs on the one 16-row primitive (the old rule built an exact one from a count's fourth product).
+    REQUIRE(2.0 * double(padded - 9) * double(m) * double(k) < kPadWasteFlops);
+    for (int rep = 0; rep < 10; ++rep)
+        for (int64_t n = 9; n <= padded; ++n) {
+            gemm.matmul(CMatF{xv.data(), n, k, k}, *pw, ConstMat{}, MatF{y.data(), n, m, m}, pool);
+            INFO("rows " << n << ", repetition " << rep);
+            CHECK(gemm.primitives() == 1u);
+            if (rep == 0) check_rows(n);
         }
-    // The first product that pushes the padding's flops (7 rows of 2 m k each) past kPadWasteFlops runs exact.
-    const double  waste_per   = 2.0 * double(padded - n) * double(m) * double(k);
-    const int64_t first_exact = int64_t(kPadWasteFlops / waste_per) + 1;
-    REQUIRE(first_exact > 1);  // the shape is chosen to run padded at first
-    for (int64_t i = 1; i <= first_exact + 2; ++i) {
-        gemm.matmul(CMatF{xv.data(), n, k, k}, *pw, ConstMat{}, MatF{y.data(), n, m, m}, pool);
-        INFO("product " << i);
-        // One primitive (16 rows) while padded; the exact 9-row one from first_exact on, and never a third.
-        CHECK(gemm.primitives() == (i < first_exact ? 1u : 2u));
-        for (size_t j = 0; j < size_t(n * m); ++j) REQUIRE(std::fabs(double(y[j]) - double(ref[j])) <= tol[j]);
-    }
-    // A multiple of 16 never pads: its own primitive at once.
-    gemm.matmul(CMatF{xv.data(), padded, k, k}, *pw, ConstMat{}, MatF{y.data(), padded, m, m}, pool);
-    CHECK(gemm.primitives() == 2u);  // the 16-row primitive built for the padded products
+    // A wide weight whose padding of 1 row to 16 would waste more than a build: its exact 1-row primitive, then a
+    // second one for 16 rows.
+    constexpr int64_t  mw   = 4096;
+    std::vector<float> wide = normals(size_t(mw * k), 13, 0.05f), yw(size_t(padded * mw));
+    REQUIRE(2.0 * double(padded - 1) * double(mw) * double(k) > kPadWasteFlops);
+    const auto pwide = gemm.pack(ConstMat{wide.data(), ElemType::F32, mw, k, k}, pool, &err);
+    REQUIRE(pwide);
+    gemm.matmul(CMatF{xv.data(), 1, k, k}, *pwide, ConstMat{}, MatF{yw.data(), 1, mw, mw}, pool);
+    CHECK(gemm.primitives() == 2u);
+    gemm.matmul(CMatF{xv.data(), padded, k, k}, *pwide, ConstMat{}, MatF{yw.data(), padded, mw, mw}, pool);
+    CHECK(gemm.primitives() == 3u);
 }
 
 TEST_CASE("the provider runs on the engine's pool: no thread of its own", "[packed][threads]") {
