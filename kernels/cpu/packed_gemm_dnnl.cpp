@@ -169,10 +169,11 @@ struct PackedGemm::Impl {
     // row count padded to a multiple of 16, whose primitive a run builds once per shape (at most 16 per shape), unless
     // its padding alone would cost more than a build (kPadWasteFlops: the wide weights of real models). Until session
     // 25 a count ran exact from its fourth product, which a layer stack meets within one step (8 layers, one salient
-    // count): 30 primitives, 11 ms of a 93 ms tiny-llada DyLLM `generate`; padded, 77.6 against 84.1 ms (medians of 5,
-    // alternating binaries) and the same in a warm `dyllm bench` (tiny-llada and hidden-256). A lazily bought exact
-    // primitive (rent-or-buy over the padding wasted so far) ran no faster there, and would allocate at an arbitrary
-    // later step of a steady run (tests/unit/test_step_allocations.cpp). Above 256 rows always padded (at most 6%).
+    // count): 30 primitives, 11 ms of a 93 ms tiny-llada DyLLM `generate`; padded, 12 primitives and 76.2 against 82.0
+    // ms (medians of 9, alternating binaries), the same in a warm `dyllm bench` (tiny-llada and hidden-256). A lazily
+    // bought exact primitive (rent-or-buy over the padding wasted so far) ran no faster there, and would allocate at an
+    // arbitrary later step of a steady run (tests/unit/test_step_allocations.cpp). Above 256 rows always padded (at
+    // most 6%).
     static int64_t primitive_rows(int64_t n, int64_t m, int64_t k) {
         const int64_t padded = (n + 15) / 16 * 16;
         if (n > 256 || padded == n) return padded;
