@@ -25,6 +25,7 @@
 #include <sstream>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 #include "app/cli/cli_common.h"
@@ -305,7 +306,7 @@ std::vector<Config> expand_configs(const Model& model, const BenchOptions& o) {
     return out;
 }
 
-nlohmann::ordered_json row_json(const Row& r, const Model& model) {
+nlohmann::ordered_json row_json(const Row& r, const Model& model, const app::ThreadScaling& sc) {
     nlohmann::ordered_json j;
     j["method"] = method_name(r.cfg.method);
     if (std::isnan(r.cfg.tau))
@@ -330,6 +331,10 @@ nlohmann::ordered_json row_json(const Row& r, const Model& model) {
     j["pct_sgemm_dense"]      = r.dense_steps ? nlohmann::ordered_json(r.pct_dense) : nlohmann::ordered_json(nullptr);
     j["pct_sgemm_cached"]     = r.cached_steps ? nlohmann::ordered_json(r.pct_cached) : nlohmann::ordered_json(nullptr);
     j["sgemm_gflops"]         = r.sgemm;
+    // The probe on one thread (null on one thread or a GPU) and whether the threads shared cores (app::ThreadScaling).
+    j["sgemm_1thread_gflops"] =
+        sc.one_thread_gflops > 0 ? nlohmann::ordered_json(sc.one_thread_gflops) : nlohmann::ordered_json(nullptr);
+    j["threads_share_cores"]       = sc.shared_cores();
     j["dense_steps"]        = r.dense_steps;
     j["cached_steps"]       = r.cached_steps;
     j["tokens_per_s_sd"]    = r.tps_sd;
@@ -390,11 +395,11 @@ std::string format_md(const std::vector<Row>& rows, int reps) {
     return out;
 }
 
-std::string format_csv(const std::vector<Row>& rows, const Model& model) {
+std::string format_csv(const std::vector<Row>& rows, const Model& model, const app::ThreadScaling& sc) {
     std::string out;
     bool        header = false;
     for (const Row& r : rows) {
-        auto j = row_json(r, model);
+        auto j = row_json(r, model, sc);
         j.erase("samples");  // a list per row: JSON only
         if (!header) {
             std::string h;
@@ -657,6 +662,25 @@ int run_bench(const BenchOptions& o) {
                  "bench: sgemm rate %.1f GFLOP/s (fp32, the backend's matmul on prepared weights as the engine runs "
                  "it; m x n x k: %s; measured again around every repetition)\n",
                  probe.gflops_per_s, detail.c_str());
+    // With several CPU threads, the same probe on one: whether the threads really have cores of their own right now.
+    app::ThreadScaling scaling;
+    if (model->backend().device() == Device::Cpu) {
+        scaling.threads =
+            o.model.threads > 0 ? o.model.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+        scaling.gflops = probe.gflops_per_s;
+    }
+    if (scaling.threads > 1) {
+        const auto one            = make_backend(BackendKind::Cpu, 1);
+        scaling.one_thread_gflops = app::measure_sgemm(*one, shapes, 0.2).gflops_per_s;
+        std::fprintf(stderr, "bench: the same probe on 1 thread: %.1f GFLOP/s (%d threads: %.2fx)\n",
+                     scaling.one_thread_gflops, scaling.threads, scaling.speedup());
+        if (scaling.shared_cores())
+            std::fprintf(stderr,
+                         "bench: warning: %d threads run the probe only %.2fx as fast as one: they share cores "
+                         "(hyperthreads of one core, or a busy host); the %d-thread figures below are not those of "
+                         "%d free cores\n",
+                         scaling.threads, scaling.speedup(), scaling.threads, scaling.threads);
+    }
 
     const bool          tty = is_terminal(stderr);
     std::vector<Row>    rows_out;
@@ -677,10 +701,10 @@ int run_bench(const BenchOptions& o) {
     auto format = [&](const std::string& f) {
         if (f == "json") {
             nlohmann::ordered_json arr = nlohmann::ordered_json::array();
-            for (const Row& r : rows_out) arr.push_back(row_json(r, *model));
+            for (const Row& r : rows_out) arr.push_back(row_json(r, *model, scaling));
             return arr.dump(2) + "\n";
         }
-        if (f == "csv") return format_csv(rows_out, *model);
+        if (f == "csv") return format_csv(rows_out, *model, scaling);
         return format_md(rows_out, o.reps);
     };
     if (target.file.empty()) {

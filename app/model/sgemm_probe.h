@@ -65,4 +65,16 @@ private:
 // One GemmProbe, measured once.
 SgemmProbe measure_sgemm(Backend& be, std::span<const GemmShape> shapes, double min_seconds_per_shape);
 
+// What a CPU backend's threads add to the probe right now: its rate on `threads` threads against one thread. On the
+// 2-core dev VM the two threads ran it 1.8-1.9x as fast one hour and 1.05-1.1x the next (each vCPU alone at full
+// rate: the host had put them on one physical core's two hyperthreads, or was busy), with every multi-thread figure
+// of the bench moving with it: the bench prints the verdict beside its figures.
+struct ThreadScaling {
+    int    threads           = 1;
+    double one_thread_gflops = 0, gflops = 0;
+    double speedup() const { return one_thread_gflops > 0 ? gflops / one_thread_gflops : 0.0; }
+    // Less than 0.65 of linear (1.3x on 2 threads): the threads share cores. Between the dev VM's two states above.
+    bool shared_cores() const { return threads > 1 && one_thread_gflops > 0 && speedup() < 0.65 * threads; }
+};
+
 }  // namespace dyllm::app

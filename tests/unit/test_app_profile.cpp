@@ -244,6 +244,17 @@ TEST_CASE("sgemm probe: the model's GEMM shapes, timed through the CPU backend",
     CHECK_THROWS_WITH(GemmProbe(*be, bad), Catch::Contains("shape 'empty'"));
 }
 
+TEST_CASE("thread scaling: the probe's speed-up over one thread, and when the threads share cores", "[app][profile]") {
+    CHECK(ThreadScaling{2, 220, 425}.speedup() == Approx(425.0 / 220));
+    CHECK_FALSE(ThreadScaling{2, 220, 425}.shared_cores());  // two real cores
+    CHECK(ThreadScaling{2, 220, 240}.shared_cores());        // two hyperthreads of one core, or a busy host
+    CHECK(ThreadScaling{4, 100, 250}.shared_cores());        // 2.5x on 4 threads
+    CHECK_FALSE(ThreadScaling{4, 100, 300}.shared_cores());
+    CHECK_FALSE(ThreadScaling{1, 220, 220}.shared_cores());  // one thread: nothing to share
+    CHECK_FALSE(ThreadScaling{2, 0, 240}.shared_cores());    // no one-thread rate measured
+    CHECK(ThreadScaling{2, 0, 240}.speedup() == 0.0);
+}
+
 TEST_CASE("range ticks: a zoomed time ruler", "[app][profile]") {
     auto same = [](const std::vector<double>& a, const std::vector<double>& b) {
         if (a.size() != b.size()) return false;
