@@ -374,6 +374,8 @@ TEST_CASE("bench: rows carry the documented keys; original is the speed-up basel
                                               "pct_sgemm_dense",
                                               "pct_sgemm_cached",
                                               "sgemm_gflops",
+                                              "sgemm_1thread_gflops",
+                                              "threads_share_cores",
                                               "dense_steps",
                                               "cached_steps",
                                               "samples"};
@@ -386,6 +388,8 @@ TEST_CASE("bench: rows carry the documented keys; original is the speed-up basel
         CHECK(row["block_length"] == 8);
         CHECK(row["batch"] == 1);
         CHECK(row["accuracy"].is_null());  // no --task
+        CHECK(row["sgemm_1thread_gflops"].is_null());  // -t 1: the probe already ran on one thread
+        CHECK(row["threads_share_cores"] == false);
         CHECK(row["tokens_per_s"].get<double>() > 0);
         CHECK(row["tokens_per_s_min"].get<double>() <= row["tokens_per_s"].get<double>());
         CHECK(row["tokens_per_s_max"].get<double>() >= row["tokens_per_s"].get<double>());
