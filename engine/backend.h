@@ -57,6 +57,7 @@ public:
     virtual const char* name() const = 0;          // "cpu", "cuda"
     virtual Device      device() const = 0;
     virtual std::string description() const = 0;   // "cpu (2 threads, OpenBLAS 0.3.21)", "cuda (NVIDIA H100, sm_90)"
+    virtual int         host_threads() const { return 1; }  // CPU threads the ops run on (the CPU backend's pool)
     virtual bool        supports(OpKind op, DType dtype) const = 0;
     virtual DType       cache_dtype() const = 0;   // storage dtype of the K/V/context/FFN caches
     // Whether attention_approx_exact runs as one fused pass here (else the caller runs attention_approx and then

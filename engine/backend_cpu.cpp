@@ -130,6 +130,7 @@ public:
         return "cpu (" + std::to_string(n_threads_) + (n_threads_ == 1 ? " thread, " : " threads, ") + blas_name_ + ")";
     }
     DType cache_dtype() const override { return DType::F32; }
+    int   host_threads() const override { return n_threads_; }
 
     bool supports(OpKind op, DType dtype) const override { return op_supports_dtype(op, dtype); }
 

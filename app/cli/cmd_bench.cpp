@@ -25,7 +25,6 @@
 #include <sstream>
 #include <string>
 #include <system_error>
-#include <thread>
 #include <vector>
 
 #include "app/cli/cli_common.h"
@@ -663,13 +662,8 @@ int run_bench(const BenchOptions& o) {
                  "it; m x n x k: %s; measured again around every repetition)\n",
                  probe.gflops_per_s, detail.c_str());
     // With several CPU threads, the same probe on one: whether the threads really have cores of their own right now.
-    app::ThreadScaling scaling;
-    if (model->backend().device() == Device::Cpu) {
-        scaling.threads =
-            o.model.threads > 0 ? o.model.threads : int(std::max(1u, std::thread::hardware_concurrency()));
-        scaling.gflops = probe.gflops_per_s;
-    }
-    if (scaling.threads > 1) {
+    app::ThreadScaling scaling{model->backend().host_threads(), 0, probe.gflops_per_s};
+    if (model->backend().device() == Device::Cpu && scaling.threads > 1) {
         const auto one            = make_backend(BackendKind::Cpu, 1);
         scaling.one_thread_gflops = app::measure_sgemm(*one, shapes, 0.2).gflops_per_s;
         std::fprintf(stderr, "bench: the same probe on 1 thread: %.1f GFLOP/s (%d threads: %.2fx)\n",

@@ -101,6 +101,8 @@ TEST_CASE("cpu backend identity, supports, alloc, upload and download", "[backen
     CHECK(be->supports(OpKind::Attention, DType::F32));
     CHECK_FALSE(be->supports(OpKind::Rope, DType::BF16));
     CHECK(make_backend(BackendKind::Cpu, 1)->description().rfind("cpu (1 thread, OpenBLAS", 0) == 0);
+    CHECK(be->host_threads() == 2);  // the pool's size (dyllm bench compares its probe with one thread's)
+    CHECK(make_backend(BackendKind::Cpu, 1)->host_threads() == 1);
 
     Tensor t = be->alloc(DType::F32, 3, 5);
     REQUIRE(t.rows() == 3);
@@ -166,6 +168,7 @@ TEST_CASE("make_backend: cpu, cuda without CUDA, auto fallback reason", "[backen
     }
     CHECK(make_backend(BackendKind::Cpu, 0)->description().find(
               std::to_string(std::max(1u, std::thread::hardware_concurrency())) + " thread") != std::string::npos);
+    CHECK(make_backend(BackendKind::Cpu, 0)->host_threads() == int(std::max(1u, std::thread::hardware_concurrency())));
 }
 
 TEST_CASE("op and backend kind names are distinct", "[backend]") {
