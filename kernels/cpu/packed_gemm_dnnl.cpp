@@ -382,11 +382,9 @@ void PackedGemm::matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, T
     } else {
         const int64_t parts = may_split ? std::max<int64_t>(1, std::min<int64_t>(pool.size(), n / kPackedRowChunkMin)) : 1;
         const int64_t chunk = (n + parts - 1) / parts;
-        int64_t       last_r = -1, last_rows = 0;  // one row-count decision per chunk size (chunks repeat a size)
         for (int64_t r0 = 0; r0 < n; r0 += chunk) {
             const int64_t r = std::min(chunk, n - r0);
-            if (r != last_r) last_r = r, last_rows = Impl::primitive_rows(r, m, k);
-            blocks.push_back({r0, r, last_rows, 0, nullptr});
+            blocks.push_back({r0, r, Impl::primitive_rows(r, m, k), 0, nullptr});
         }
     }
     int64_t src_rows = 0;  // rows the primitives read from x's buffer (padding included)
