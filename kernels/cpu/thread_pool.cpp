@@ -2,6 +2,7 @@
 // generation number, a task count and an atomic counter from which the caller and the workers take task indices.
 #include "kernels/cpu/thread_pool.h"
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 #include <string>
@@ -39,6 +40,10 @@ int64_t steady_ns() {
 bool ThreadPool::workers_polling() const {
     const int64_t last = last_join_ns_.load(std::memory_order_relaxed);
     return n_threads_ > 1 && last != 0 && steady_ns() - last < kPoolSpinNs / 2;
+}
+
+bool ThreadPool::backing_off() const {
+    return n_threads_ > 1 && steady_ns() < inline_until_ns_.load(std::memory_order_relaxed);
 }
 
 ThreadPool::ThreadPool(int n_threads)
@@ -120,6 +125,8 @@ void ThreadPool::parallel_for(int64_t n_tasks, TaskFn fn) {
     // job).
     if (n_threads_ == 1 || n_tasks == 1 || t_in_pool_task) return run_inline(n_tasks, fn);
     std::lock_guard<std::mutex> call_lk(call_mu_);  // one outside caller at a time
+    const int64_t               start = steady_ns();
+    if (start < inline_until_ns_.load(std::memory_order_relaxed)) return run_inline(n_tasks, fn);
     ++t_handoffs;
     {
         std::lock_guard<std::mutex> lk(mu_);
@@ -133,6 +140,7 @@ void ThreadPool::parallel_for(int64_t n_tasks, TaskFn fn) {
     }
     wake_.notify_all();  // no system call when every worker is polling
     run_tasks(0);
+    const int64_t own = steady_ns();
     // Every task is taken now (run_tasks takes what the others have not begun). Close the job and wait only for the
     // workers inside it: a worker that is not on a core (the studio's UI and GL threads, another process) must not
     // hold the caller for a scheduler time slice when it would find nothing left to do. Waiting for every worker to
@@ -144,7 +152,26 @@ void ThreadPool::parallel_for(int64_t n_tasks, TaskFn fn) {
         done_cv_.wait(lk, idle);
     }
     fn_ = nullptr;
-    last_join_ns_.store(steady_ns(), std::memory_order_relaxed);  // the workers poll from about now
+    const int64_t end = steady_ns();
+    last_join_ns_.store(end, std::memory_order_relaxed);  // the workers poll from about now
+    // Stalls (kPoolStallNs) add their wait to a debt that wall time pays back at kPoolStallShare; past
+    // kPoolStallDebtNs the pool backs off.
+    if (debt_at_ns_ != 0)
+        stall_debt_ns_ = std::max<int64_t>(0, stall_debt_ns_ - int64_t(double(end - debt_at_ns_) * kPoolStallShare));
+    debt_at_ns_ = end;
+    if (end - own > std::max(kPoolStallNs, 2 * (own - start))) {
+        stalls_.fetch_add(1, std::memory_order_relaxed);
+        stall_debt_ns_ += end - own;
+        if (stall_debt_ns_ > kPoolStallDebtNs) {
+            const int64_t last_end = inline_until_ns_.load(std::memory_order_relaxed);
+            backoff_ns_            = last_end != 0 && end - last_end < kPoolContentionMemoryNs
+                                         ? std::min(kPoolBackoffMaxNs, 2 * backoff_ns_)
+                                         : kPoolBackoffMinNs;
+            inline_until_ns_.store(end + backoff_ns_, std::memory_order_relaxed);
+            stall_debt_ns_ = 0;
+            backoffs_.fetch_add(1, std::memory_order_relaxed);
+        }
+    }
 }
 
 }  // namespace dyllm::cpu

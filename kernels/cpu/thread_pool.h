@@ -51,6 +51,26 @@ constexpr int64_t kPoolSpinNs = 200'000;
 // or 64 Ki per thread here slowed tiny-llada's original, DyLLM and fast-dual decodes at 2 threads by 4-9% (3
 // interleaved rounds of dyllm bench): it stays.
 constexpr int64_t kMinSplitWorkWarm = 1 << 14;
+// Contention backoff. A handed-off job stalled when, after the caller had run every task it could take, it waited
+// for a worker's task longer than both kPoolStallNs and twice its own share: a worker off its core held the job, and
+// running it inline would have been faster. A balanced split never waits that long (the caller takes every task not
+// yet begun, so it waits for at most one task of a late worker). A stall adds its wait to a debt that wall time pays
+// back at kPoolStallShare; past kPoolStallDebtNs the pool runs every job inline for a window: kPoolBackoffMinNs, or
+// twice the last window when that ended less than kPoolContentionMemoryNs ago (up to kPoolBackoffMaxNs), so under
+// lasting contention it tries the workers again about once a second. On the 2-core Zen 5 dev VM:
+// - a busy-loop process pinned to one core: the worker sharing that core stalled job after job for a 4 ms scheduler
+//   tick; tiny-llada at 2 threads ran original, DyLLM, fast-dual and dLLM-Cache at 0.50-0.61x of 1 thread (dyllm
+//   bench, 2 rounds), 0.92-1.01x with the backoff;
+// - nothing else running: the host took a vCPU away now and then, stalls of 0.2-3.5 ms 100s of ms apart; a backoff
+//   after each of those (a debt limit of one stall) cost fast-dual 10-15% at 2 threads; at 6 ms none backs off, and
+//   2 threads run as fast as before.
+// The studio's UI and GL threads compete with the workers the same way.
+constexpr int64_t kPoolStallNs            = 200'000;
+constexpr double  kPoolStallShare         = 0.05;
+constexpr int64_t kPoolStallDebtNs        = 6'000'000;
+constexpr int64_t kPoolBackoffMinNs       = 10'000'000;
+constexpr int64_t kPoolBackoffMaxNs       = 1'000'000'000;
+constexpr int64_t kPoolContentionMemoryNs = 1'000'000'000;
 // Jobs this thread has handed to pool workers so far (parallel_for calls that did not run inline). An op timer
 // compares two readings to tell whether an op ran on more than one thread.
 uint64_t thread_handoffs();
@@ -74,7 +94,8 @@ public:
     // 2.7x slower than one thread on this VM, tests/bench/bench_thread_pool.cpp), while a late or slow thread's share
     // is still finished by the others; a worker that has not begun when every task is taken is not waited for. A call
     // from inside a task runs its tasks inline on that thread (with that thread's index); calls from different outside
-    // threads are serialised. fn must not throw (kernels never do).
+    // threads are serialised. After stalls (kPoolStallNs) every job runs inline, on thread 0, for a while. fn must not
+    // throw (kernels never do).
     void parallel_for(int64_t n_tasks, TaskFn fn);
 
     // The same, but run inline (no hand-off) when `work` (kMinSplitWork's unit, all tasks together) is too small to
@@ -100,6 +121,10 @@ public:
     // True while the workers of a pool with more than one thread are still polling (last job joined less than half
     // of kPoolSpinNs ago).
     bool workers_polling() const;
+    // Stalled jobs and backoff windows so far (kPoolStallNs), and whether the pool runs its jobs inline now.
+    uint64_t stalls() const { return stalls_.load(std::memory_order_relaxed); }
+    uint64_t backoffs() const { return backoffs_.load(std::memory_order_relaxed); }
+    bool     backing_off() const;
     // Threads an op of `work` is worth splitting over (1 = run it inline).
     int split_threads(int64_t work) const {
         const int64_t t = work / kMinSplitWork;
@@ -125,6 +150,11 @@ private:
                                                 // task is taken)
     std::atomic<int>         active_{0};        // workers inside a job (or checking whether it is open)
     std::atomic<int64_t>     last_join_ns_{0};  // steady_clock time the last handed-off job was joined (0: never)
+    // Contention backoff (kPoolStallNs): jobs run inline until inline_until_ns_; written by the caller under call_mu_.
+    std::atomic<int64_t>  inline_until_ns_{0};
+    int64_t               backoff_ns_    = 0;  // the last window
+    int64_t               stall_debt_ns_ = 0, debt_at_ns_ = 0;
+    std::atomic<uint64_t> stalls_{0}, backoffs_{0};
     // The current job.
     const TaskFn*                            fn_ = nullptr;
     // One share per thread, each on its own cache line (its owner takes task indices from `next`, a thread that has
