@@ -59,8 +59,9 @@ constexpr int64_t kMinSplitWorkWarm = 1 << 14;
 // twice the last window when that ended less than kPoolContentionMemoryNs ago (up to kPoolBackoffMaxNs), so under
 // lasting contention it tries the workers again about once a second. On the 2-core Zen 5 dev VM:
 // - a busy-loop process pinned to one core: the worker sharing that core stalled job after job for a 4 ms scheduler
-//   tick; tiny-llada at 2 threads ran original, DyLLM, fast-dual and dLLM-Cache at 0.50-0.61x of 1 thread (dyllm
-//   bench, 2 rounds), 0.92-1.01x with the backoff;
+//   tick; tiny-llada at 2 threads ran original, DyLLM, fast-dual and dLLM-Cache at 0.55-0.64x of 1 thread before
+//   the backoff, 0.84-0.93x with it (medians of 3 rounds of tests/bench/contention_check.sh; rounds 0.56-1.01x: the
+//   pool backs off only after stalls, and a worker that polls beside the busy process takes a core's time too);
 // - nothing else running: the host took a vCPU away now and then, stalls of 0.2-3.5 ms 100s of ms apart; a backoff
 //   after each of those (a debt limit of one stall) cost fast-dual 10-15% at 2 threads; at 6 ms none backs off, and
 //   2 threads run as fast as before.

@@ -3,7 +3,7 @@
 # CI): a shell busy loop pinned to CPU 0 (taskset) runs while ROUNDS rounds of `dyllm bench -m tiny-llada --methods
 # original,dyllm,fast-dual,dllm-cache -r 3` alternate between -t 1 and -t 2; then each method's tokens/s at -t 2 over
 # -t 1, per round and their median. Without the thread pool's contention backoff (kernels/cpu/thread_pool.h) the
-# 2-core dev VM read 0.50-0.61; with it 0.92-1.01.
+# 2-core dev VM read medians of 0.55-0.64; with it 0.84-0.93 (3 rounds each).
 #   tests/bench/contention_check.sh [BUILD_DIR=build] [OUT=/tmp/contention] [ROUNDS=2]
 # Needs at least 2 CPUs and util-linux's taskset; run nothing else beside it.
 set -euo pipefail
