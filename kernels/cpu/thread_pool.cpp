@@ -152,13 +152,13 @@ void ThreadPool::parallel_for(int64_t n_tasks, TaskFn fn) {
         done_cv_.wait(lk, idle);
     }
     fn_ = nullptr;
-    const int64_t end = steady_ns();
-    last_join_ns_.store(end, std::memory_order_relaxed);  // the workers poll from about now
+    const int64_t end       = steady_ns();
+    const int64_t last_join = last_join_ns_.load(std::memory_order_relaxed);  // the previous handed-off job's end
+    last_join_ns_.store(end, std::memory_order_relaxed);                      // the workers poll from about now
     // Stalls (kPoolStallNs) add their wait to a debt that wall time pays back at kPoolStallShare; past
     // kPoolStallDebtNs the pool backs off.
-    if (debt_at_ns_ != 0)
-        stall_debt_ns_ = std::max<int64_t>(0, stall_debt_ns_ - int64_t(double(end - debt_at_ns_) * kPoolStallShare));
-    debt_at_ns_ = end;
+    if (last_join != 0)
+        stall_debt_ns_ = std::max<int64_t>(0, stall_debt_ns_ - int64_t(double(end - last_join) * kPoolStallShare));
     if (end - own > std::max(kPoolStallNs, 2 * (own - start))) {
         stalls_.fetch_add(1, std::memory_order_relaxed);
         stall_debt_ns_ += end - own;

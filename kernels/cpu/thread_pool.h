@@ -154,7 +154,7 @@ private:
     // Contention backoff (kPoolStallNs): jobs run inline until inline_until_ns_; written by the caller under call_mu_.
     std::atomic<int64_t>  inline_until_ns_{0};
     int64_t               backoff_ns_    = 0;  // the last window
-    int64_t               stall_debt_ns_ = 0, debt_at_ns_ = 0;
+    int64_t               stall_debt_ns_ = 0;  // repaid since last_join_ns_
     std::atomic<uint64_t> stalls_{0}, backoffs_{0};
     // The current job.
     const TaskFn*                            fn_ = nullptr;
