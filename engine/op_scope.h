@@ -63,9 +63,9 @@ public:
         } else {
             ev_.t_begin_ns = now;
         }
-        // The thread's CPU clock at the op's start: the start reading plus the wall time since it, which the thread
-        // spent running the engine.
+        // The thread's CPU clock at the op's start, if the thread ran the engine from the start reading on.
         cpu0_ = t_cpu_mark.cpu_ns < 0 ? -1 : t_cpu_mark.cpu_ns + (ev_.t_begin_ns - t_cpu_mark.wall_ns);
+        gap_  = int32_t(ev_.t_begin_ns - t_cpu_mark.wall_ns);
     }
     ~ScopedOp() {
         if (!sink_) return;
@@ -75,6 +75,7 @@ public:
             const int64_t cpu1 = thread_cpu_now_ns();
             t_cpu_mark         = {end, cpu1};
             ev_.cpu_ns         = cpu1 >= 0 ? std::max<int64_t>(0, cpu1 - cpu0_) : -1;
+            ev_.cpu_gap_ns     = cpu1 >= 0 ? gap_ : 0;
         }
         ev_.split = cpu::thread_handoffs() != handoffs0_;
         sink_->on_op(ev_);
@@ -86,6 +87,7 @@ private:
     EventSink* sink_;
     OpTiming   ev_;
     int64_t    cpu0_      = -1;  // -1: no start reading (no clock)
+    int32_t    gap_       = 0;   // wall time from the start reading to the op's start (<= kCpuMarkMaxAgeNs)
     uint64_t   handoffs0_ = 0;
 };
 

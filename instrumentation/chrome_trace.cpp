@@ -245,8 +245,9 @@ void add_ops(const Gathered& g, Track& cpu, Track& cuda, Span& span) {
         args["bytes"]  = jnum(o->bytes);
         args["device"] = o->device == EventDevice::Cuda ? "cuda" : "cpu";
         if (o->cpu_ns >= 0) {  // thread CPU time (older recordings have none)
-            args["cpu_ns"] = o->cpu_ns;
-            args["split"]  = o->split;
+            args["cpu_ns"]     = o->cpu_ns;
+            args["cpu_gap_ns"] = o->cpu_gap_ns;  // the op's CPU time: cpu_ns to cpu_ns + cpu_gap_ns
+            args["split"]      = o->split;
         }
         ev.json        = Json{{"name", op_class_name(o->op)}, {"cat", "op"}, {"ph", "X"}, {"args", std::move(args)}};
         span.add(ev.ts_ns, ev.ts_ns + ev.dur_ns);

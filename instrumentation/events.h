@@ -145,13 +145,15 @@ struct Unmask {
 // clock), and a small model's step is thousands of ops of a few us: one read per op cost +55% on tiny-llada on the
 // Zen 5 (tests/bench/bench_instr_overhead --breakdown). Its one use is the preempted-op flag (app/model/op_preempt.h),
 // which cannot flag an op shorter than its slack, so only ops of at least kOpCpuTimeMinNs carry a CPU time: each
-// reads the clock once at its end, beside a start reading that is at most kCpuMarkMaxAgeNs old (one per that much
-// wall time of a thread's back-to-back short ops). Inside an engine run a read costs far more than alone (about 6 us
-// on the Zen 5 VM: the kernel entry evicts the step's working set), so the age bound sets the timer's cost:
-// tiny-llada DyLLM, gen 128, op timings only, 2 runs of 9 reps: +10-11% at 50 us (1750 reads a run), +5.5-7.4% at
-// 150 us (700), +2-4% with no reads. op_preempt.h checks that the bound cannot make an op look preempted.
+// reads the clock once at its end, beside a start reading taken before the op, at most kCpuMarkMaxAgeNs before it
+// (one per that much wall time of a thread's back-to-back short ops). Inside an engine run a read costs far more
+// than alone (6-10 us on the paravirtualised Zen 5 VM: the kernel entry evicts the step's working set), so the age
+// bound sets the timer's cost: tiny-llada DyLLM, gen 64, op timings only: +10-11% at 50 us (1750 reads a run), about
+// +7% at 150 us (330). The op records how old its start reading was (cpu_gap_ns) and the flag counts that gap as
+// CPU time the op may have had, so an older reading makes the flag miss short preemptions, never invent one.
 constexpr int64_t kOpCpuTimeMinNs  = 200'000;
-constexpr int64_t kCpuMarkMaxAgeNs = 150'000;
+constexpr int64_t kCpuMarkMaxAgeNs = 1'000'000;
+static_assert(kCpuMarkMaxAgeNs <= INT32_MAX, "OpTiming::cpu_gap_ns holds a start reading's age");
 
 struct OpTiming {
     int32_t     step = 0;
@@ -163,14 +165,16 @@ struct OpTiming {
     double      flops = 0;
     double      bytes = 0;
     int32_t     rows = 0;
-    // CPU time of the thread that ran the op (CLOCK_THREAD_CPUTIME_ID), for ops of at least kOpCpuTimeMinNs of wall
-    // time: from a reading at most kCpuMarkMaxAgeNs before the op's start to one just after its end, less the wall
-    // time from that reading to the op's start (the thread was running the engine then), at least 0. It may exceed
-    // dur_ns by the reads' cost, or fall short by a preemption in that gap (at most kCpuMarkMaxAgeNs).
-    // -1: not measured (a shorter op, an older file, a failed clock).
+    // The op's CPU time on the thread that ran it (CLOCK_THREAD_CPUTIME_ID), for ops of at least kOpCpuTimeMinNs of
+    // wall time, as a range: [cpu_ns, cpu_ns + cpu_gap_ns]. The clock is read once after the op's end and once
+    // cpu_gap_ns (at most kCpuMarkMaxAgeNs) before its start; cpu_ns is their difference less that gap, at least 0,
+    // i.e. it assumes the thread ran the engine for the whole gap, and falls short of the op's own CPU time by any
+    // time the thread lost in the gap. It may exceed dur_ns by the reads' cost.
+    // cpu_ns -1: not measured (a shorter op, an older file, a failed clock); cpu_gap_ns 0 in files older than it.
     // When `split`, the op handed work to the CPU pool's other threads and cpu_ns counts the calling thread only (its
     // share of the work, not its waits for the others).
     int64_t     cpu_ns = -1;
+    int32_t     cpu_gap_ns = 0;
     bool        split = false;
 };
 

@@ -38,8 +38,9 @@ Json op_json(const OpTiming& o) {
                   {"rows", o.rows}};
     // Thread CPU time only where it was measured, so ops without it write what they always wrote.
     if (o.cpu_ns >= 0) {
-        j["cpu_ns"] = o.cpu_ns;
-        j["split"]  = o.split;
+        j["cpu_ns"]     = o.cpu_ns;
+        j["cpu_gap_ns"] = o.cpu_gap_ns;
+        j["split"]      = o.split;
     }
     return j;
 }
@@ -231,6 +232,10 @@ public:
             o.cpu_ns = integer<int64_t>(j, "cpu_ns");
             if (o.cpu_ns < 0) fail("field 'cpu_ns' must be >= 0, got " + std::to_string(o.cpu_ns));
             o.split = boolean(j, "split");
+            if (j.contains("cpu_gap_ns")) {  // absent in files older than the start reading's age
+                o.cpu_gap_ns = integer<int32_t>(j, "cpu_gap_ns");
+                if (o.cpu_gap_ns < 0) fail("field 'cpu_gap_ns' must be >= 0, got " + std::to_string(o.cpu_gap_ns));
+            }
         }
         return o;
     }

@@ -286,7 +286,11 @@ void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
         ImGui::Text("%s\nstep %d  layer %d  rows %d\nwall %s  flops %s  bytes %s", op_detail(o, hovered->name).c_str(),
                     o.step, o.layer, o.rows, fmt_ms(double(o.dur_ns) * 1e-9).c_str(), fmt_si(o.flops).c_str(),
                     fmt_si(o.bytes, "B").c_str());
-        if (o.cpu_ns >= 0) ImGui::Text("CPU %s (this thread)", fmt_ms(double(o.cpu_ns) * 1e-9).c_str());
+        if (o.cpu_ns >= 0 && o.cpu_gap_ns >= 10'000)  // a range (events.h): the start reading came earlier
+            ImGui::Text("CPU %s to %s (this thread)", fmt_ms(double(o.cpu_ns) * 1e-9).c_str(),
+                        fmt_ms(double(o.cpu_ns + o.cpu_gap_ns) * 1e-9).c_str());
+        else if (o.cpu_ns >= 0)
+            ImGui::Text("CPU %s (this thread)", fmt_ms(double(o.cpu_ns) * 1e-9).c_str());
         if (st == OpCpuState::Preempted) ImGui::TextColored(ImVec4(1, 0.45f, 0.4f, 1), "%s", op_cpu_state_text(st));
         else ImGui::TextDisabled("%s", op_cpu_state_text(st));
         ImGui::EndTooltip();

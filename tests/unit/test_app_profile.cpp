@@ -347,9 +347,10 @@ TEST_CASE("layout: the bottom band's splitter share, clamped; the bands still ti
 }
 
 namespace {
-OpTiming timed(int64_t wall_ns, int64_t cpu_ns, bool split = false, EventDevice dev = EventDevice::Cpu) {
+OpTiming timed(int64_t wall_ns, int64_t cpu_ns, bool split = false, EventDevice dev = EventDevice::Cpu,
+               int32_t gap_ns = 0) {
     OpTiming o = plain(0, OpClass::Ffn, 4, wall_ns);
-    o.cpu_ns = cpu_ns, o.split = split, o.device = dev;
+    o.cpu_ns = cpu_ns, o.split = split, o.device = dev, o.cpu_gap_ns = gap_ns;
     return o;
 }
 }  // namespace
@@ -366,6 +367,14 @@ TEST_CASE("preempted ops: wall > 1.5 x cpu + 0.2 ms on an unsplit CPU op", "[app
     CHECK(op_cpu_state(timed(12'000'000, 1'000, false, EventDevice::Cuda)) == S::Unmeasured);  // launch time only
     CHECK(op_preempted(timed(5'000'000, 0)));
     CHECK_FALSE(op_preempted(timed(5'000'000, 0, true)));
+    // An older start reading: the op's CPU time is cpu to cpu + gap, and the flag takes the top of that range. A
+    // thread that lost 0.8 ms just before a 1 ms op reads cpu 0.2 ms, gap 1 ms: not flagged (1.0 <= 1.5 x 1.2 + 0.2).
+    const auto C = EventDevice::Cpu;
+    CHECK(op_cpu_state(timed(1'000'000, 200'000, false, C, 1'000'000)) == S::OnCpu);
+    CHECK(op_cpu_state(timed(1'000'000, 200'000, false, C, 0)) == S::Preempted);          // no gap: the op lost it
+    CHECK(op_cpu_state(timed(1'850'000, 100'000, false, C, 1'000'000)) == S::OnCpu);      // 1.85 = 1.5 x 1.1 + 0.2
+    CHECK(op_cpu_state(timed(2'000'001, 200'000, false, C, 1'000'000)) == S::Preempted);  // just over 1.5 x 1.2 + 0.2
+    CHECK(op_cpu_state(timed(12'000'000, 1'000'000, false, C, 1'000'000)) == S::Preempted);
 
     // Stats: one q sample per step, 0.9 ms of CPU each; step 3's took 5 ms of wall time (preempted). Excluding it
     // changes count, times and rates, and the row still says how many were left out.

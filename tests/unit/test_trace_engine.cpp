@@ -321,6 +321,9 @@ TEST_CASE("op timer: the CPU time leaves out the work between the start reading 
     // Counting the gap would read wall + 100 us. The bound is the 5 ms ops' below (the reads' cost, the clocks'
     // difference): 0.4 ms + 8 + 50 us.
     CHECK(o.cpu_ns <= o.dur_ns + o.dur_ns / 50 + 50'000);
+    // The op says how old its start reading was: the 100 us of work and the empty op before it, within the age bound.
+    CHECK(o.cpu_gap_ns >= 100'000);
+    CHECK(o.cpu_gap_ns <= kCpuMarkMaxAgeNs);
 }
 
 TEST_CASE("op timer: thread CPU time beside wall time, split when the pool handed work out", "[trace][cpu_time]") {

@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -457,13 +458,16 @@ TEST_CASE("jsonl and chrome trace carry thread CPU time; files without it still 
     // With it: measured on every other op, some split; the values come back and the text round-trips.
     int n = 0;
     for (auto& e : ev)
-        if (auto* o = std::get_if<OpTiming>(&e); o && n++ % 2 == 0) o->cpu_ns = 1000 + n, o->split = n % 4 == 1;
+        if (auto* o = std::get_if<OpTiming>(&e); o && n++ % 2 == 0)
+            o->cpu_ns = 1000 + n, o->split = n % 4 == 1, o->cpu_gap_ns = n % 3 == 0 ? 0 : 250 * n;
     std::ostringstream a;
     write_jsonl(a, ev);
     const auto back = read_back_identical(a.str());
-    std::vector<std::pair<int64_t, bool>> before, after;
-    for (const auto& e : ev) if (auto* o = std::get_if<OpTiming>(&e)) before.emplace_back(o->cpu_ns, o->split);
-    for (const auto& e : back) if (auto* o = std::get_if<OpTiming>(&e)) after.emplace_back(o->cpu_ns, o->split);
+    std::vector<std::tuple<int64_t, int32_t, bool>> before, after;
+    for (const auto& e : ev)
+        if (auto* o = std::get_if<OpTiming>(&e)) before.emplace_back(o->cpu_ns, o->cpu_gap_ns, o->split);
+    for (const auto& e : back)
+        if (auto* o = std::get_if<OpTiming>(&e)) after.emplace_back(o->cpu_ns, o->cpu_gap_ns, o->split);
     CHECK(before == after);
     size_t with = 0;
     const json trace = chrome_json(ev);
@@ -472,6 +476,7 @@ TEST_CASE("jsonl and chrome trace carry thread CPU time; files without it still 
             ++with;
             CHECK(e["args"]["cpu_ns"].get<int64_t>() > 1000);
             CHECK(e["args"]["split"].is_boolean());
+            CHECK(e["args"]["cpu_gap_ns"].get<int64_t>() >= 0);
         }
     CHECK(with == size_t((n + 1) / 2));
     // An op line written before the field existed reads as "not measured"; a negative one is refused by name.
@@ -484,4 +489,18 @@ TEST_CASE("jsonl and chrome trace carry thread CPU time; files without it still 
     std::istringstream bad("{\"type\":\"op\",\"step\":3,\"layer\":0,\"op\":\"ffn\",\"device\":\"cpu\",\"t_begin_ns\":5,"
                            "\"dur_ns\":7,\"flops\":0,\"bytes\":0,\"rows\":2,\"cpu_ns\":-4,\"split\":false}\n");
     CHECK_THROWS_WITH(read_jsonl(bad), Catch::Contains("line 1") && Catch::Contains("'cpu_ns' must be >= 0"));
+    // A line with CPU time but no start reading's age (written before cpu_gap_ns): a gap of 0; a negative one refused.
+    std::istringstream no_gap(
+        "{\"type\":\"op\",\"step\":3,\"layer\":0,\"op\":\"ffn\",\"device\":\"cpu\","
+        "\"t_begin_ns\":5,\"dur_ns\":7,\"flops\":0,\"bytes\":0,\"rows\":2,\"cpu_ns\":4,"
+        "\"split\":false}\n");
+    const auto g = read_jsonl(no_gap);
+    REQUIRE(g.size() == 1);
+    CHECK(std::get<OpTiming>(g[0]).cpu_ns == 4);
+    CHECK(std::get<OpTiming>(g[0]).cpu_gap_ns == 0);
+    std::istringstream bad_gap(
+        "{\"type\":\"op\",\"step\":3,\"layer\":0,\"op\":\"ffn\",\"device\":\"cpu\","
+        "\"t_begin_ns\":5,\"dur_ns\":7,\"flops\":0,\"bytes\":0,\"rows\":2,\"cpu_ns\":4,"
+        "\"cpu_gap_ns\":-1,\"split\":false}\n");
+    CHECK_THROWS_WITH(read_jsonl(bad_gap), Catch::Contains("line 1") && Catch::Contains("'cpu_gap_ns' must be >= 0"));
 }
