@@ -3,8 +3,8 @@
 // drift affects both; prints the median per-pair time ratio (goal: <= 1.03).
 // Usage: bench_instr_overhead [-m MODEL] [-r REPS] [-n GEN_LEN] [--steps N] [--method M] [-t THREADS] [--breakdown]
 // [--frame-us US]
-//        [--only none|queue|lean|discard]  (--only: REPS runs of that one configuration and nothing else, to profile
-//        it)
+//        [--only none|queue|lean|discard|discard-ops|discard-cos]  (--only: REPS runs of that one configuration and
+//        nothing else, to profile it)
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
         else {
             std::fprintf(stderr,
                          "usage: bench_instr_overhead [-m MODEL] [-r REPS] [-n GEN] [--steps N] [--method M] [-t T] "
-                         "[--breakdown] [--frame-us US] [--only none|queue|lean|discard]\n");
+                         "[--breakdown] [--frame-us US] [--only none|queue|lean|discard|discard-ops|discard-cos]\n");
             return 2;
         }
     }
@@ -147,13 +147,17 @@ int main(int argc, char** argv) {
         discard_ops.cosines = false, discard_cos.op_timings = false;
         uint64_t    drained = 0, lean_drained = 0;
         if (!only.empty()) {
-            EventSink* engine_sink  = only == "queue"     ? static_cast<EventSink*>(&sink)
-                                      : only == "lean"    ? static_cast<EventSink*>(&lean)
-                                      : only == "discard" ? static_cast<EventSink*>(&discard)
-                                                          : nullptr;
+            EventSink* engine_sink  = only == "queue"         ? static_cast<EventSink*>(&sink)
+                                      : only == "lean"        ? static_cast<EventSink*>(&lean)
+                                      : only == "discard"     ? static_cast<EventSink*>(&discard)
+                                      : only == "discard-ops" ? static_cast<EventSink*>(&discard_ops)
+                                      : only == "discard-cos" ? static_cast<EventSink*>(&discard_cos)
+                                                              : nullptr;
             QueueSink* drained_sink = only == "queue" ? &sink : only == "lean" ? &lean : nullptr;
             if (!engine_sink && only != "none") {
-                std::fprintf(stderr, "bench_instr_overhead: --only takes none, queue, lean or discard\n");
+                std::fprintf(
+                    stderr,
+                    "bench_instr_overhead: --only takes none, queue, lean, discard, discard-ops or discard-cos\n");
                 return 2;
             }
             std::vector<double> cpu;
