@@ -3,8 +3,10 @@
 // (Session::step_records), histogram totals = tested rows, balanced op begin/end, and the exports of a real run.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <sstream>
 #include <thread>
@@ -197,6 +199,51 @@ TEST_CASE("engine events: order, layers, salient counts equal the accounting, hi
         }
     }
     CHECK(sparse_checked == params.steps - params.full_steps);  // the accounting check really ran
+}
+
+TEST_CASE("cosine bins: the edge table equals 1 + floor(2 (log10(1 - cos) + 7)) on every float cosine tried",
+          "[trace]") {
+    // The definition the table replaced (events.h), on d = 1 - cos in double.
+    auto by_log = [](float c) {
+        const double d = 1.0 - double(c);
+        if (!(d >= 1e-7)) return 0;
+        if (d >= 1.0) return kCosineBins - 1;
+        const int b = 1 + int(std::floor((std::log10(d) + 7.0) * 2.0));
+        return std::clamp(b, 1, kCosineBins - 2);
+    };
+    // Where log10's rounding and the edge's decimal literal may disagree: d within 1e-12 of an edge (relative). Float
+    // cosines near 1 are 2^-24 apart, so no cosine below lands there; the sweep checks that it never happens either.
+    auto near_edge = [](float c) {
+        const double d = 1.0 - double(c);
+        for (double e : kCosineBinEdges)
+            if (std::abs(d / e - 1.0) < 1e-12) return true;
+        return false;
+    };
+    int64_t n = 0, skipped = 0;
+    // Every float in [0.999, 1] (16.8k of them: bins 0..8), then d from 1e-3 to 2 in steps of 0.01% (76k).
+    for (float c = 0.999f; c <= 1.0f; c = std::nextafter(c, 2.0f), ++n) {
+        if (near_edge(c)) {
+            ++skipped;
+            continue;
+        }
+        INFO("cos " << c);
+        REQUIRE(cosine_bin(c) == by_log(c));
+    }
+    for (double d = 1e-3; d <= 2.0; d *= 1.0001, ++n) {
+        const float c = float(1.0 - d);
+        if (near_edge(c)) {
+            ++skipped;
+            continue;
+        }
+        INFO("cos " << c);
+        REQUIRE(cosine_bin(c) == by_log(c));
+    }
+    CHECK(n > 90'000);
+    CHECK(skipped == 0);
+    CHECK(cosine_bin(NAN) == 0);
+    CHECK(cosine_bin(1.5f) == 0);
+    CHECK(cosine_bin(0.0f) == kCosineBins - 1);
+    CHECK(cosine_bin(-1.0f) == kCosineBins - 1);
 }
 
 TEST_CASE("engine events through a QueueSink drained by another thread match the recorder", "[trace][engine][queue]") {
