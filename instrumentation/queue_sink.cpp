@@ -1,14 +1,14 @@
-// QueueSink: events -> EventRecords in the SPSC ring (drops counted), newest canvases in a double buffer.
+// QueueSink: events -> EventRecords in the SPSC queue (drops counted), newest canvases in a double buffer.
 #include "instrumentation/queue_sink.h"
 
 #include <utility>
 
 namespace dyllm {
 
-QueueSink::QueueSink(size_t capacity) : ring_(capacity) {}
+QueueSink::QueueSink(size_t capacity) : queue_(capacity) {}
 
 void QueueSink::store(EventRecord&& r) {
-    if (!ring_.push(to_queued(std::move(r)))) dropped_.fetch_add(1, std::memory_order_relaxed);
+    if (!queue_.push(to_queued(std::move(r)))) dropped_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void QueueSink::on_run_begin(const RunBegin& e) {

@@ -1,9 +1,9 @@
-// QueuedRecord: an EventRecord as a ring slot holds it. The slot of a variant is as large as its largest alternative
+// QueuedRecord: an EventRecord as a queue slot holds it. The slot of a variant is as large as its largest alternative
 // (a layer's saliency: 280 bytes of histograms and vector headers; a run's parameters: 224), while nearly every
 // record queued is an op timing (72 bytes). So the records larger than an op timing travel behind a pointer (one
 // allocation each: a few per layer and step, beside the vectors they already own) and a slot is 80 bytes instead of
-// 288: a pushed op timing writes 2 cache lines of the ring instead of 3, and QueueSink's default ring of 1 << 16
-// slots is 5.2 MB instead of 18.9.
+// 288: a pushed op timing writes 2 cache lines of the queue instead of 3, and a full QueueSink of 1 << 16 records
+// is 5.2 MB instead of 18.9.
 #pragma once
 #include <memory>
 #include <type_traits>
