@@ -157,9 +157,10 @@ struct Unmask {
 // reads the clock once at its end, beside a start reading taken before the op, at most kCpuMarkMaxAgeNs before it
 // (one per that much wall time of a thread's back-to-back short ops). Inside an engine run a read costs far more
 // than alone (6-10 us on the paravirtualised Zen 5 VM: the kernel entry evicts the step's working set), so the age
-// bound sets the timer's cost: tiny-llada DyLLM, gen 64, op timings only: +10-11% at 50 us (1750 reads a run), about
-// +7% at 150 us (330). The op records how old its start reading was (cpu_gap_ns) and the flag counts that gap as
-// CPU time the op may have had, so an older reading makes the flag miss short preemptions, never invent one.
+// bound sets the timer's cost: tiny-llada DyLLM, gen 128, op timings only: +10-11% at 50 us (1750 reads a run),
+// +5.7-5.9% at 150 us (690); gen 64, the studio's queue sink: +12.4-15.0% at 150 us (248), +7.8-11.6% at 1 ms (40).
+// The op records how old its start reading was (cpu_gap_ns) and the flag counts that gap as CPU time the op may have
+// had, so an older reading makes the flag miss short preemptions, never invent one.
 constexpr int64_t kOpCpuTimeMinNs  = 200'000;
 constexpr int64_t kCpuMarkMaxAgeNs = 1'000'000;
 static_assert(kCpuMarkMaxAgeNs <= INT32_MAX, "OpTiming::cpu_gap_ns holds a start reading's age");
