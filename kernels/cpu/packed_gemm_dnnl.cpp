@@ -372,7 +372,11 @@ void PackedGemm::matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, T
     // block per slice over all rows; a weight packed whole (narrow: pack() keeps it in one slice) gives row chunks of
     // x when the product is worth splitting, so every thread reads the whole (small, cache-resident) weight.
     // Per-thread buffers are indexed by the pool's thread index: a bigger pool than the one sized for runs inline.
-    const bool   may_split = pool.size() > 1 && pool.size() <= I.n_threads && flops >= kPackedParallelFlops;
+    // Not while the pool backs off (thread_pool.h): its tasks would run one after the other on this thread, as row
+    // chunks padded to whole primitives and copied out, where one block over every row (what -t 1 runs) is one
+    // primitive written in place.
+    const bool may_split =
+        pool.size() > 1 && pool.size() <= I.n_threads && flops >= kPackedParallelFlops && !pool.backing_off();
     using Block                = Impl::Block;
     std::vector<Block>& blocks = I.blocks;
     blocks.clear();

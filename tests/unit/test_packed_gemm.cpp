@@ -4,10 +4,13 @@
 #include "tests/support/skippable_main.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/engine.h"
@@ -287,6 +290,59 @@ TEST_CASE("a few-row product runs on its padded row count's primitive unless pad
     CHECK(gemm.primitives() == 2u);
     gemm.matmul(CMatF{xv.data(), padded, k, k}, *pwide, ConstMat{}, MatF{yw.data(), padded, mw, mw}, pool);
     CHECK(gemm.primitives() == 3u);
+}
+
+TEST_CASE("while the pool backs off, a product runs as one block over every row, as at one thread",
+          "[packed][threads]") {
+    // A narrow weight (packed whole) of 1.5 MiB: oneDNN on any ISA (above kSmallGemmMaxWeightBytes), and at two
+    // threads a 64-row product is two row chunks of 32, one primitive for both.
+    constexpr int64_t  n = 64, m = 384, k = 1024;
+    ThreadPool         pool(2);
+    PackedGemm         gemm(2);
+    std::vector<float> xv = normals(size_t(n * k), 21, 1.0f), wv = normals(size_t(m * k), 22, 0.05f);
+    std::string        err;
+    const auto         pw = gemm.pack(ConstMat{wv.data(), ElemType::F32, m, k, k}, pool, &err);
+    REQUIRE(pw);
+    REQUIRE(pw->slices() == 1);
+    std::vector<float> split(size_t(n * m)), whole(size_t(n * m));
+    gemm.matmul(CMatF{xv.data(), n, k, k}, *pw, ConstMat{}, MatF{split.data(), n, m, m}, pool);
+    CHECK(gemm.primitives() == 1u);
+    // A job whose worker task sleeps 50 ms after the caller's share is done: a stall past the pool's debt, so the
+    // next jobs run inline for kPoolBackoffMinNs (thread_pool.h test "a job that waited long ...").
+    std::atomic<bool> worker_started{false};
+    pool.parallel_for(2, [&](int64_t t, int) {
+        if (t == 0) {
+            while (!worker_started.load()) std::this_thread::yield();
+            return;
+        }
+        worker_started.store(true);
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    });
+    REQUIRE(pool.backoffs() == 1);
+    const bool before = pool.backing_off();
+    gemm.matmul(CMatF{xv.data(), n, k, k}, *pw, ConstMat{}, MatF{whole.data(), n, m, m}, pool);
+    const bool after = pool.backing_off();
+    // Checked only when the product ran inside the 10 ms window (a preemption escape, not a timing assertion): it
+    // built the 64-row primitive instead of running the two 32-row chunks one after the other.
+    if (before && after)
+        CHECK(gemm.primitives() == 2u);
+    else
+        WARN("the product did not run inside the pool's backoff window: not checked");
+    // The same bits with oneDNN's brgemm (AVX-512), whose rows do not depend on the row count. AVX2's jit sgemm
+    // rounds a row by the product's row count (small_gemm_for_all_rows), so there the two may differ: each is an fp32
+    // sum of k products within (k + 2) u sum |x w| of the exact one (Higham §3.1), so within twice that of each other.
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < m; ++j) {
+            if (!PackedGemm::small_gemm_for_all_rows()) {
+                REQUIRE(split[size_t(i * m + j)] == whole[size_t(i * m + j)]);
+                continue;
+            }
+            double mag = 0;
+            for (int64_t l = 0; l < k; ++l)
+                mag += std::fabs(double(xv[size_t(i * k + l)]) * double(wv[size_t(j * k + l)]));
+            REQUIRE(std::fabs(double(split[size_t(i * m + j)]) - double(whole[size_t(i * m + j)])) <=
+                    2.0 * double(k + 2) * std::ldexp(1.0, -24) * mag);
+        }
 }
 
 TEST_CASE("the provider runs on the engine's pool: no thread of its own", "[packed][threads]") {
