@@ -4,13 +4,10 @@
 #include "tests/support/skippable_main.h"
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "engine/engine.h"
@@ -19,6 +16,7 @@
 #include "kernels/cpu/packed_gemm.h"
 #include "kernels/cpu/ref/matmul.h"
 #include "kernels/cpu/small_gemm.h"
+#include "support/pool_stall.h"
 #include "support/tiny_models.h"
 
 using namespace dyllm;
@@ -307,17 +305,8 @@ TEST_CASE("while the pool backs off, a product runs as one block over every row,
     std::vector<float> split(size_t(n * m)), whole(size_t(n * m));
     gemm.matmul(CMatF{xv.data(), n, k, k}, *pw, ConstMat{}, MatF{split.data(), n, m, m}, pool);
     CHECK(gemm.primitives() == 1u);
-    // A job whose worker task sleeps 50 ms after the caller's share is done: a stall past the pool's debt, so the
-    // next jobs run inline for kPoolBackoffMinNs (thread_pool.h test "a job that waited long ...").
-    std::atomic<bool> worker_started{false};
-    pool.parallel_for(2, [&](int64_t t, int) {
-        if (t == 0) {
-            while (!worker_started.load()) std::this_thread::yield();
-            return;
-        }
-        worker_started.store(true);
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    });
+    // A stall past the pool's debt: the next jobs run inline for kPoolBackoffMinNs.
+    dyllm::test::stall_worker(pool);
     REQUIRE(pool.backoffs() == 1);
     const bool before = pool.backing_off();
     gemm.matmul(CMatF{xv.data(), n, k, k}, *pw, ConstMat{}, MatF{whole.data(), n, m, m}, pool);

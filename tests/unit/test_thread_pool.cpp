@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "kernels/cpu/thread_pool.h"
+#include "support/pool_stall.h"
 
 using namespace dyllm::cpu;
 
@@ -181,19 +182,8 @@ TEST_CASE("thread pool: a worker kept off its core does not hold the caller once
 
 TEST_CASE("thread pool: a job that waited long for a late worker sends the next jobs inline",
           "[kernels][pool][threads]") {
-    ThreadPool        pool(2);
-    std::atomic<bool> worker_started{false};
-    // Task 1 (the worker's share) runs on the worker: the caller's task 0 waits until it has begun, so the caller
-    // cannot take it. It then keeps the worker 50 ms: beyond kPoolStallNs, twice the caller's own share and the
-    // stall debt the pool tolerates (kPoolStallDebtNs).
-    pool.parallel_for(2, [&](int64_t t, int) {
-        if (t == 0) {
-            while (!worker_started.load()) std::this_thread::yield();
-            return;
-        }
-        worker_started.store(true);
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    });
+    ThreadPool pool(2);
+    dyllm::test::stall_worker(pool);  // the worker's task holds the job 50 ms after the caller's share is done
     CHECK(pool.stalls() == 1);
     CHECK(pool.backoffs() == 1);
     // The next jobs run inline for kPoolBackoffMinNs (10 ms) from the stall. Checked only when this thread reaches
