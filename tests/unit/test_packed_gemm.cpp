@@ -39,6 +39,13 @@ int process_threads() {
     return n;
 }
 
+// sum_l |x[l] w[j, l]| over l < k: the magnitude that scales an fp32 dot product's rounding bound (Higham §3.1).
+double abs_dot(const float* x, const ConstMat& w, int64_t j, int64_t k) {
+    double mag = 0;
+    for (int64_t l = 0; l < k; ++l) mag += std::fabs(double(x[l]) * double(w.at(j, l)));
+    return mag;
+}
+
 struct Case {
     int64_t n, m, k;
 };
@@ -112,8 +119,7 @@ TEST_CASE("packed matmul equals the fp64 reference within fp32 (F32) or bf16-inp
         CHECK(y[size_t(i * yld + 2)] == -7.0f);  // the columns beside the slice are untouched
         if (c.m + 3 < yld) CHECK(y[size_t(i * yld + 3 + c.m)] == -7.0f);
         for (int64_t j = 0; j < c.m; ++j) {
-            double mag = 0;
-            for (int64_t l = 0; l < c.k; ++l) mag += std::fabs(double(xr[size_t(i * xld + l)]) * double(w.at(j, l)));
+            const double mag = abs_dot(xr.data() + i * xld, w, j, c.k);
             const double tol = double(c.k + 2) * u * mag + u * std::fabs(bias[size_t(j)]) + 1e-30;
             const double got = y[size_t(i * yld + 3 + j)], want = ref[size_t(i * c.m + j)];
             if (std::fabs(got - want) > tol && bad++ < 5)
@@ -159,8 +165,7 @@ TEST_CASE("small_gemm equals the fp64 reference for any row count, in row tiles"
     for (int64_t i = 0; i < c.n; ++i) {
         for (int64_t j = c.m; j < yld; ++j) CHECK(y[size_t(i * yld + j)] == -7.0f);  // past the row: untouched
         for (int64_t j = 0; j < c.m; ++j) {
-            double mag = 0;
-            for (int64_t l = 0; l < c.k; ++l) mag += std::fabs(double(xr[size_t(i * xld + l)]) * double(w.at(j, l)));
+            const double mag = abs_dot(xr.data() + i * xld, w, j, c.k);
             const double tol = double(c.k + 2) * u * mag + u * std::fabs(bias[size_t(j)]) + 1e-30;
             if (std::fabs(double(y[size_t(i * yld + j)]) - double(ref[size_t(i * c.m + j)])) > tol && bad++ < 5)
                 FAIL_CHECK("y[" << i << ", " << j << "] = " << y[size_t(i * yld + j)] << ", reference "
@@ -233,8 +238,7 @@ TEST_CASE("packed bf16 matmul stays within bf16 input rounding of the exact fp32
     double worst = 0;
     for (int64_t i = 0; i < n; ++i)
         for (int64_t j = 0; j < m; ++j) {
-            double mag = 0;
-            for (int64_t l = 0; l < k; ++l) mag += std::fabs(double(xv[size_t(i * k + l)]) * double(w.at(j, l)));
+            const double mag    = abs_dot(xv.data() + i * k, w, j, k);
             const double err_ij = std::fabs(double(y[size_t(i * m + j)]) - double(ref[size_t(i * m + j)]));
             worst               = std::max(worst, err_ij / mag);
             CHECK(err_ij <= (std::ldexp(1.0, -9) + double(k + 2) * std::ldexp(1.0, -24)) * mag);
@@ -261,8 +265,7 @@ TEST_CASE("a few-row product runs on its padded row count's primitive unless pad
     const auto check_rows = [&](int64_t n) {
         for (int64_t i = 0; i < n; ++i)
             for (int64_t j = 0; j < m; ++j) {
-                double mag = 0;
-                for (int64_t l = 0; l < k; ++l) mag += std::fabs(double(xv[size_t(i * k + l)]) * double(w.at(j, l)));
+                const double mag = abs_dot(xv.data() + i * k, w, j, k);
                 const double e = std::fabs(double(y[size_t(i * m + j)]) - double(ref[size_t(i * m + j)]));
                 REQUIRE(e <= double(k + 2) * std::ldexp(1.0, -24) * mag);
             }
@@ -299,7 +302,8 @@ TEST_CASE("while the pool backs off, a product runs as one block over every row,
     PackedGemm         gemm(2);
     std::vector<float> xv = normals(size_t(n * k), 21, 1.0f), wv = normals(size_t(m * k), 22, 0.05f);
     std::string        err;
-    const auto         pw = gemm.pack(ConstMat{wv.data(), ElemType::F32, m, k, k}, pool, &err);
+    const ConstMat     w{wv.data(), ElemType::F32, m, k, k};
+    const auto         pw = gemm.pack(w, pool, &err);
     REQUIRE(pw);
     REQUIRE(pw->slices() == 1);
     std::vector<float> split(size_t(n * m)), whole(size_t(n * m));
@@ -326,9 +330,7 @@ TEST_CASE("while the pool backs off, a product runs as one block over every row,
                 REQUIRE(split[size_t(i * m + j)] == whole[size_t(i * m + j)]);
                 continue;
             }
-            double mag = 0;
-            for (int64_t l = 0; l < k; ++l)
-                mag += std::fabs(double(xv[size_t(i * k + l)]) * double(wv[size_t(j * k + l)]));
+            const double mag = abs_dot(xv.data() + i * k, w, j, k);
             REQUIRE(std::fabs(double(split[size_t(i * m + j)]) - double(whole[size_t(i * m + j)])) <=
                     2.0 * double(k + 2) * std::ldexp(1.0, -24) * mag);
         }
