@@ -190,7 +190,9 @@ DYLLM_ALWAYS_INLINE void transpose_queries(CMatF q, const int32_t* rows, int n, 
 
 // Per vector of E query rows of a keys x queries score block (row maxima in l): exp and sum, the sums into l. The sum
 // keeps the former kernel's order exactly: 16 partial sums (key j into partial j % 16) over the whole 16-key groups,
-// added in order, then the remaining keys one by one with expf. Lanes are independent: the same bits at any E.
+// added in order, then the remaining keys one by one. Every key's exp is simd::exp_nonpos, the remaining ones' too:
+// they took libm's expf one (row, key) at a time, and at 89 keys (a short prompt and 64 new tokens) those 9 of 89
+// keys cost as much as the other 80. Lanes are independent: the same bits at any E.
 template <int E>
 DYLLM_ALWAYS_INLINE void exp_sums(float* p, int64_t ld_p, int n, int64_t nk, int64_t ldq, float* l, float* m_out) {
     using VE           = typename simd::Lanes<E>::F;
@@ -209,13 +211,14 @@ DYLLM_ALWAYS_INLINE void exp_sums(float* p, int64_t ld_p, int n, int64_t nk, int
         }
         VE sum = {};
         for (int t = 0; t < 16; ++t) sum += part[t];
+        for (int64_t j = nk16; j < nk; ++j) {
+            float*   pj = p + j * ld_p + r0;
+            const VE e  = simd::exp_nonpos_n<E>(simd::load<E>(pj) - mv);
+            simd::store<E>(pj, e);
+            sum += e;
+        }
         simd::store<E>(l + r0, sum);
         if (m_out) simd::store<E>(m_out + r0, mv);
-        const int64_t rn = std::min<int64_t>(E, n - r0);
-        for (int64_t j = nk16; j < nk; ++j) {
-            float* pj = p + j * ld_p + r0;
-            for (int64_t r = 0; r < rn; ++r) l[r0 + r] += (pj[r] = expf(pj[r] - mv[r]));
-        }
     }
 }
 
@@ -289,8 +292,8 @@ DYLLM_ALWAYS_INLINE void softmax_lanes(CMatF q, const int32_t* rows, int n, int 
 // zero keys up to nkp), so each vector holds L keys (16 on AVX-512, 8 elsewhere) of one query row and every score FMA
 // and exp uses all lanes.
 // Each score is the same chain over c = 0..D-1 from zero, then scaled; the sums keep the former kernel's order (lane t
-// of part is its partial sum t: keys t, t + 16, ... in order; then lanes 0..15 in order; then the remaining keys with
-// expf), so the results are bit for bit those of the query-lane kernel.
+// of part is its partial sum t: keys t, t + 16, ... in order; then lanes 0..15 in order; then the remaining keys in
+// order, their exps one vector), so the results are bit for bit those of the query-lane kernel.
 template <int L, int NR, int G>
 DYLLM_ALWAYS_INLINE void softmax_keys_lanes(CMatF q, const int32_t* rows, int h, CMatF k, int64_t k0, int64_t k1,
                                             AttnDims dims, float* p, int64_t ld_p, float* l, float* scratch,
@@ -356,7 +359,13 @@ DYLLM_ALWAYS_INLINE void softmax_keys_lanes(CMatF q, const int32_t* rows, int h,
         float sum = 0.0f;
         for (int hf = 0; hf < 16 / L; ++hf)
             for (int t = 0; t < L; ++t) sum += part[hf][t];
-        for (int64_t j = nk16; j < nk; ++j) sum += (s[j] = expf(s[j] - m));
+        if (nk16 < nk) {  // the last, partial group: padding keys (score 0) are held at exp(min(0 - m, 0)), unused
+            for (int hf = 0; hf < 16 / L; ++hf) {
+                const V x = simd::load<L>(s + nk16 + L * hf) - mv;
+                simd::store<L>(s + nk16 + L * hf, simd::exp_nonpos_n<L>(x < V{} ? x : V{}));
+            }
+            for (int64_t j = nk16; j < nk; ++j) sum += s[j];
+        }
         l[r] = sum;
         if (m_out) m_out[r] = m;
         for (int64_t j = 0; j < nk; ++j) p[j * ld_p + r] = s[j];  // keys x queries, as pv_block reads it

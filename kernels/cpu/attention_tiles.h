@@ -89,7 +89,8 @@ AttnCall prepare_attention(const int32_t* q_seq, int64_t nq, const int32_t* cu_k
 // prefetch: the first block of a (sequence, head), whose K rows may be cold (a cached step's K and V were written a
 // step ago and come from L3): K is prefetched ahead of the scoring, and so are the rows [k0, k1) of head h of v_next
 // (optional), the V the caller reads next. Later blocks of the head find both in L2.
-// Bit-identical to the former row-major kernel (same dot and sum order per score), so decodes do not change.
+// The same dot and sum order per score as the former row-major kernel; every exp is simd::exp_nonpos (that kernel
+// took libm's expf for the keys past the last whole group of 16).
 void softmax_block(CMatF q, const int32_t* rows, int n, int h, CMatF k, int64_t k0, int64_t k1, AttnDims dims, float* p,
                    int64_t ld_p, float* l, float* qt, float* m = nullptr, bool prefetch = false, CMatF v_next = {});
 
