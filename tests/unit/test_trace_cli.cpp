@@ -106,6 +106,30 @@ TEST_CASE("--measure-drift reaches the trace, the JSONL and dyllm generate's rep
     CHECK(j["drift"][0]["min_cos"].get<double>() <= 1.0);
 }
 
+TEST_CASE("dyllm trace --warmup: the untraced runs leave the trace one run long, and say so", "[trace][cli]") {
+    if (!have_cli()) return;
+    const fs::path ckpt = test::make_tiny_checkpoint(Family::LLaDA);
+    const fs::path out  = test::make_temp_dir("trace-cli-warm");
+    for (const int warm : {0, 2}) {
+        const CliRun r = run_cli(out, {"trace", "-m", ckpt.string(), "--prompt-ids", "5,6,7,8", "-n", "8", "--steps",
+                                       "8", "--block-length", "8", "--ignore-eos", "--backend", "cpu", "--warmup",
+                                       std::to_string(warm), "-o", (out / "t.json").string()});
+        INFO("warmup " << warm << "\nstderr: " << r.err);
+        REQUIRE(r.status == 0);
+        const auto j     = nlohmann::json::parse(slurp(out / "t.json"));
+        size_t     steps = 0;
+        for (const auto& e : j["traceEvents"]) steps += e.value("cat", "") == "step";
+        CHECK(steps == 8);  // the warm-up runs' 2 x 8 steps are not in it
+        CHECK(j["metadata"]["warmup_runs"] == std::to_string(warm));
+    }
+    // Refused before the model load (the model path does not exist).
+    const CliRun r = run_cli(out, {"trace", "-m", (out / "no-model").string(), "--prompt-ids", "1,2", "--warmup", "-1",
+                                   "-o", (out / "u.json").string()});
+    INFO("stderr: " << r.err);
+    CHECK(r.status != 0);
+    CHECK(r.err.find("--warmup must be 0 or more (got -1)") != std::string::npos);
+}
+
 TEST_CASE("dyllm trace: unwritable output and missing -o fail with one clear error", "[trace][cli]") {
     if (!have_cli()) return;
     const fs::path out = test::make_temp_dir("trace-cli-bad");
