@@ -1,6 +1,8 @@
 // decoded_so_far(): the response text at one step, masks as boxes (app/model/decoded_text.h).
 #include "app/model/decoded_text.h"
 
+#include "app/model/utf8_sequence.h"
+
 namespace dyllm::app {
 
 namespace {
@@ -17,10 +19,7 @@ void append_clean(std::string& out, const std::string& s) {
             ++i;
             continue;
         }
-        const size_t len = ch >= 0xF0 && ch < 0xF5 ? 4 : ch >= 0xE0 && ch < 0xF0 ? 3 : ch >= 0xC2 && ch < 0xE0 ? 2 : 0;
-        bool ok = len > 0 && i + len <= s.size();
-        for (size_t j = 1; ok && j < len; ++j) ok = (static_cast<unsigned char>(s[i + j]) & 0xC0) == 0x80;
-        if (ok) {
+        if (const size_t len = utf8_sequence_length(s, i)) {
             out.append(s, i, len);
             i += len;
         } else {
@@ -64,7 +63,8 @@ std::string decoded_so_far(const std::vector<CanvasCell>& cells, const Vocab& vo
             raw += vocab.text[size_t(c.token)];
         } else {
             if (!raw.empty() || !out.empty()) raw += ' ';
-            raw += "#" + std::to_string(c.token);
+            raw += '#';
+            raw += std::to_string(c.token);
         }
         ++i;
     }

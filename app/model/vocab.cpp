@@ -1,6 +1,8 @@
 // Vocab display helpers: token text with whitespace made visible, "#id" fallback without a tokenizer.
 #include "app/model/vocab.h"
 
+#include "app/model/utf8_sequence.h"
+
 namespace dyllm::app {
 
 std::string visible_token_text(const std::string& s) {
@@ -31,10 +33,7 @@ std::string visible_token_text(const std::string& s) {
         }
         // A byte-level BPE token may hold part of a multi-byte character: show invalid or truncated UTF-8 as \xNN
         // instead of letting the font draw '?'.
-        const size_t len = ch >= 0xF0 && ch < 0xF5 ? 4 : ch >= 0xE0 && ch < 0xF0 ? 3 : ch >= 0xC2 && ch < 0xE0 ? 2 : 0;
-        bool ok = len > 0 && i + len <= s.size();
-        for (size_t j = 1; ok && j < len; ++j) ok = (static_cast<unsigned char>(s[i + j]) & 0xC0) == 0x80;
-        if (ok) {
+        if (const size_t len = utf8_sequence_length(s, i)) {
             out.append(s, i, len);
             i += len;
         } else {
@@ -48,7 +47,9 @@ std::string visible_token_text(const std::string& s) {
 std::string Vocab::display(int32_t id) const {
     if (id < 0) return "?";
     if (has_tokenizer && size_t(id) < text.size()) return visible_token_text(text[id]);
-    return "#" + std::to_string(id);
+    std::string out = "#";  // appended, not "#" + ...: GCC 12 warns falsely (-Wrestrict) about that form
+    out += std::to_string(id);
+    return out;
 }
 
 }  // namespace dyllm::app

@@ -22,6 +22,7 @@
 #include "app/model/frame_throttle.h"
 #include "app/model/task_examples.h"
 #include "app/model/timed_notice.h"
+#include "app/model/utf8_sequence.h"
 #include "app/model/vocab.h"
 
 using namespace dyllm;
@@ -396,6 +397,19 @@ TEST_CASE("colormap endpoints and token display", "[app_model]") {
     CHECK(visible_token_text("\x01") == "\\x01");
     Vocab v;
     CHECK(v.display(5) == "#5");
+}
+
+TEST_CASE("utf8_sequence_length: whole valid sequences only", "[app][text]") {
+    const std::string s = "a\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80";  // a, e-acute, euro sign, an emoji
+    CHECK(utf8_sequence_length(s, 0) == 0);                         // ASCII is not a multi-byte sequence
+    CHECK(utf8_sequence_length(s, 1) == 2);
+    CHECK(utf8_sequence_length(s, 2) == 0);  // a continuation byte alone
+    CHECK(utf8_sequence_length(s, 3) == 3);
+    CHECK(utf8_sequence_length(s, 6) == 4);
+    CHECK(utf8_sequence_length("\xE2\x82", 0) == 0);          // cut by the end of the string
+    CHECK(utf8_sequence_length("\xE2\x41\x41", 0) == 0);      // a continuation byte missing
+    CHECK(utf8_sequence_length("\xC0\xAF", 0) == 0);          // overlong lead byte
+    CHECK(utf8_sequence_length("\xF5\x80\x80\x80", 0) == 0);  // beyond U+10FFFF
 }
 
 namespace {
