@@ -52,14 +52,27 @@ void attention_approx(CMatF q, const int32_t* q_seq, CMatF k, CMatF dv, const in
         const int64_t kv_off = int64_t(t.head / (dims.n_head / dims.n_kv_head)) * D;
         detail::pv_block(s.p.data(), ld_p, t.n, s1 - s0, sal_k + s0, k0, dv, s0, kv_off, D, s.acc.data(),
                          s.pack.data());
-        for (int r = 0; r < t.n; ++r) {
+        // The block's exact rows: cpu::attention's rows, P V over every key, all of them in one pv_block call on their
+        // scores gathered into a block of their own. pv_block sums each output over the keys in the same order
+        // whatever rows share the call, so each is bit for bit the row cpu::attention gives. One call per row (as
+        // before) left a head dim of 32 two accumulator chains, each waiting out the FMA latency at every key.
+        int ne = 0;
+        if (ex_seq[t.seq]) {
+            for (int r = 0; r < t.n; ++r)
+                if (ex_row[rows[r]]) s.exact_r[size_t(ne++)] = r;
+            if (ne > 0) {
+                const int64_t nk = k1 - k0;
+                for (int64_t j = 0; j < nk; ++j)
+                    for (int e = 0; e < ne; ++e)
+                        s.p_e[size_t(j * ne + e)] = s.p[size_t(j * ld_p + s.exact_r[size_t(e)])];
+                detail::pv_block(s.p_e.data(), ne, ne, nk, nullptr, 0, v, k0, kv_off, D, s.acc_e.data(), s.pack.data());
+            }
+        }
+        for (int r = 0, e = 0; r < t.n; ++r) {
             float* cn = c_new.row(rows[r]) + int64_t(t.head) * D;
-            if (ex_seq[t.seq] && ex_row[rows[r]]) {
-                // cpu::attention's row: P V over every key (pv_block on this row's scores alone sums each output over
-                // the keys in the same order as inside a block), normalised as it does.
-                float* a = s.acc1.data();
-                detail::pv_block(s.p.data() + r, ld_p, 1, k1 - k0, nullptr, 0, v, k0, kv_off, D, a);
-                const float inv = s.l[size_t(r)] > 0.0f ? 1.0f / s.l[size_t(r)] : 0.0f;
+            if (e < ne && s.exact_r[size_t(e)] == r) {  // normalised as cpu::attention does
+                const float* a   = s.acc_e.data() + int64_t(e++) * D;
+                const float  inv = s.l[size_t(r)] > 0.0f ? 1.0f / s.l[size_t(r)] : 0.0f;
                 for (int c = 0; c < D; ++c) cn[c] = a[c] * inv;
                 continue;
             }

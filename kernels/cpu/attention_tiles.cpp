@@ -56,7 +56,9 @@ void AttnScratch::size_for(int row_block, int64_t max_keys, int head_dim) {
     const int64_t ld = score_stride(row_block);
     p.resize(size_t(ld * std::max<int64_t>(max_keys, 1)));
     acc.resize(size_t(row_block * head_dim));
-    acc1.resize(size_t(head_dim));
+    acc_e.resize(size_t(row_block * head_dim));
+    p_e.resize(size_t(row_block * std::max<int64_t>(max_keys, 1)));
+    exact_r.resize(size_t(row_block));
     pack.resize(size_t(pv_chunk_terms(head_dim) * head_dim));
     l.resize(size_t(ld));
     m.resize(size_t(ld));

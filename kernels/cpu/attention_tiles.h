@@ -67,7 +67,8 @@ inline int64_t pv_chunk_terms(int head_dim) {
 // Per-thread scratch of the attention kernels, kept between calls (thread_local in the kernels).
 struct AttnScratch {
     std::vector<float> p, acc, l, qt, m;  // m: the row maxima (exact attention's log-sum-exp)
-    std::vector<float> acc1;              // one row's P V (approximate attention's exact rows)
+    std::vector<float>   acc_e, p_e;        // approximate attention's exact rows: their P V, their scores gathered
+    std::vector<int32_t> exact_r;           // and their places in the block
     std::vector<float> pack;              // pv_block's chunk of V (or dV) rows
     void               size_for(int row_block, int64_t max_keys, int head_dim);
 };
