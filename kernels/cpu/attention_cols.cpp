@@ -21,7 +21,7 @@ namespace {
 // Rows per task: a few rows amortise the hand-off; the work per row is |S| * n_head * 4-8 D FLOPs.
 constexpr int64_t kRowsPerTask = 16;
 
-// The incremental update for head dims that are whole 16-lane vectors: the rows of a task that share a sequence go
+// Both updates, for head dims that are whole 16-lane vectors: the rows of a task that share a sequence go
 // through the salient keys 16 at a time, in tiles of a few rows. A chunk's new and old keys (head slice) are
 // transposed once for all those rows (kt[c * 16 + t]), so each score vector holds 16 keys of one row, summed over c
 // in order from zero and then scaled, as every other attention kernel scores; the running maximum, the rescaling and
@@ -47,25 +47,27 @@ struct IncRow {
     const float* q;  // the row's query, this head
 };
 
-// One chunk of up to 16 salient keys [t0, t0 + nc) of the rows' sequence for the NR rows of a tile.
-template <int NR>
-DYLLM_ALWAYS_INLINE void inc_chunk(IncRow* rows, const float* ktn, const float* kto, int64_t t0, int nc, int D,
-                                   float scale, CMatF dv, CMatF v_old, int64_t kv_off) {
+// One chunk of up to 16 salient keys [t0, t0 + nc) of the rows' sequence for the NR rows of a tile. Inc: the
+// incremental form (old keys' terms out, new ones in); else the plain one (the new keys' terms added).
+template <int NR, bool Inc>
+DYLLM_ALWAYS_INLINE void cols_chunk(IncRow* rows, const float* ktn, const float* kto, int64_t t0, int nc, int D,
+                                    float scale, CMatF dv, CMatF v_old, int64_t kv_off) {
     V16 an[NR] = {}, ao[NR] = {};
     for (int c = 0; c < D; ++c) {
-        const V16 kn = simd::load16(ktn + c * 16), ko = simd::load16(kto + c * 16);
+        const V16 kn = simd::load16(ktn + c * 16);
+        const V16 ko = Inc ? simd::load16(kto + c * 16) : V16{};
 #pragma GCC unroll 4
         for (int r = 0; r < NR; ++r) {
             const float x = rows[r].q[c];
             an[r] += x * kn;
-            ao[r] += x * ko;
+            if constexpr (Inc) ao[r] += x * ko;
         }
     }
     alignas(64) static constexpr float kLane[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
     const V16 valid = simd::load16(kLane) < float(nc) ? V16{} + 1.0f : V16{};  // 1 on the chunk's keys, 0 padding
     for (int r = 0; r < NR; ++r) {
         IncRow&   st = rows[r];
-        const V16 sn = an[r] * scale - st.z, so = ao[r] * scale - st.z;
+        const V16 sn = an[r] * scale - st.z, so = Inc ? ao[r] * scale - st.z : sn;
         float     mc = st.m;
         for (int t = 0; t < nc; ++t) mc = std::max(mc, std::max(sn[t], so[t]));
         if (mc > st.m) {
@@ -76,6 +78,14 @@ DYLLM_ALWAYS_INLINE void inc_chunk(IncRow* rows, const float* ktn, const float* 
         // Every real key's shifted score is <= 0 (m is their maximum); a padding lane's is held at 0, then zeroed.
         const V16 xn = sn - st.m, xo = so - st.m;
         const V16 p  = simd::exp_nonpos(xn < 0.0f ? xn : V16{}) * valid;
+        if constexpr (!Inc) {
+            for (int t = 0; t < nc; ++t) {
+                const float* dr = dv.row(t0 + t) + kv_off;
+                for (int c = 0; c < D; c += 16)
+                    simd::store16(st.acc + c, simd::load16(st.acc + c) + p[t] * simd::load16(dr + c));
+            }
+            continue;
+        }
         const V16 po = simd::exp_nonpos(xo < 0.0f ? xo : V16{}) * valid;
         for (int t = 0; t < nc; ++t) st.rest -= po[t], st.z_new += p[t];
         const V16 w = p - po;
@@ -89,13 +99,16 @@ DYLLM_ALWAYS_INLINE void inc_chunk(IncRow* rows, const float* ktn, const float* 
     }
 }
 
-// The incremental update of rows [i0, i1) (at most kRowsPerTask rows of one sequence, whose salient keys [s0, s1)
-// are not empty) at head h. scratch: 32 * D floats for a chunk's transposed keys, then kRowsPerTask * D for the rows'
-// sums. Each chunk is transposed once for all the rows. A short chunk's padding lanes keep what they held (zeros
-// from inc_task, or an earlier chunk's keys): finite scores, masked out of every sum.
-DYLLM_ALWAYS_INLINE void inc_rows(CMatF q, CMatF k, CMatF dv, const int32_t* sal_k, int64_t s0, int64_t s1, CMatF lse,
-                                  CMatF c_old, AttnDims dims, MatF c_new, CMatF k_old, CMatF v_old, MatF lse_out,
-                                  int64_t i0, int64_t i1, int h, float* scratch) {
+// The update of rows [i0, i1) (at most kRowsPerTask rows of one sequence, whose salient keys [s0, s1) are not
+// empty) at head h, incremental or plain. The plain form's sums are scaled by exp(-m) too (a new key may score above
+// the cached log-sum-exp, where its weight exceeds 1), and scaled back at the end. scratch: 32 * D floats for a chunk's
+// transposed keys, then kRowsPerTask * D for the rows' sums. Each chunk is transposed once for all the rows. A short
+// chunk's padding lanes keep what they held (zeros from cols_task, or an earlier chunk's keys): finite scores, masked
+// out of every sum.
+template <bool Inc>
+DYLLM_ALWAYS_INLINE void cols_rows_vec(CMatF q, CMatF k, CMatF dv, const int32_t* sal_k, int64_t s0, int64_t s1,
+                                       CMatF lse, CMatF c_old, AttnDims dims, MatF c_new, CMatF k_old, CMatF v_old,
+                                       MatF lse_out, int64_t i0, int64_t i1, int h, float* scratch) {
     const int     D      = dims.head_dim;
     const int64_t kv_off = int64_t(h / (dims.n_head / dims.n_kv_head)) * D;
     const float   scale  = 1.0f / std::sqrt(float(D));
@@ -113,16 +126,19 @@ DYLLM_ALWAYS_INLINE void inc_rows(CMatF q, CMatF k, CMatF dv, const int32_t* sal
         const int nc = int(std::min<int64_t>(16, s1 - t0));
         for (int t = 0; t < nc; ++t) {
             const float* kn = k.row(sal_k[t0 + t]) + kv_off;
-            const float* ko = k_old.row(t0 + t) + kv_off;
-            for (int c = 0; c < D; ++c) ktn[c * 16 + t] = kn[c], kto[c * 16 + t] = ko[c];
+            for (int c = 0; c < D; ++c) ktn[c * 16 + t] = kn[c];
+            if constexpr (Inc) {
+                const float* ko = k_old.row(t0 + t) + kv_off;
+                for (int c = 0; c < D; ++c) kto[c * 16 + t] = ko[c];
+            }
         }
         int r0 = 0;
         if (simd::wide_registers())
             for (; r0 + kColsTileRows <= n; r0 += kColsTileRows)
-                inc_chunk<kColsTileRows>(rows + r0, ktn, kto, t0, nc, D, scale, dv, v_old, kv_off);
+                cols_chunk<kColsTileRows, Inc>(rows + r0, ktn, kto, t0, nc, D, scale, dv, v_old, kv_off);
         for (; r0 + kColsTileRowsNarrow <= n; r0 += kColsTileRowsNarrow)
-            inc_chunk<kColsTileRowsNarrow>(rows + r0, ktn, kto, t0, nc, D, scale, dv, v_old, kv_off);
-        for (; r0 < n; ++r0) inc_chunk<1>(rows + r0, ktn, kto, t0, nc, D, scale, dv, v_old, kv_off);
+            cols_chunk<kColsTileRowsNarrow, Inc>(rows + r0, ktn, kto, t0, nc, D, scale, dv, v_old, kv_off);
+        for (; r0 < n; ++r0) cols_chunk<1, Inc>(rows + r0, ktn, kto, t0, nc, D, scale, dv, v_old, kv_off);
     }
     for (int r = 0; r < n; ++r) {
         const int64_t i  = i0 + r;
@@ -132,6 +148,10 @@ DYLLM_ALWAYS_INLINE void inc_rows(CMatF q, CMatF k, CMatF dv, const int32_t* sal
         float         out_lse;
         if (!std::isfinite(st.z)) {  // no keys: the context stays (the sums above were on no real mass)
             if (co != cn) std::copy_n(co, D, cn);
+            out_lse = st.z;
+        } else if (!Inc) {
+            const float f = st.m > 0.0f ? std::exp(st.m) : 1.0f;
+            for (int c = 0; c < D; ++c) cn[c] = st.acc[c] * f;
             out_lse = st.z;
         } else if (st.rest < float(ref::kColsMinRestMass) * std::exp(-st.m)) {  // mostly changed keys: exact
             if (co != cn) std::copy_n(co, D, cn);
@@ -204,11 +224,11 @@ DYLLM_CPU_CLONES void cols_rows(CMatF q, const int32_t* q_seq, CMatF k, CMatF dv
     }
 }
 
-// The vector incremental update of rows [i0, i1): per head, each run of rows in one sequence.
-DYLLM_CPU_CLONES void inc_task(CMatF q, const int32_t* q_seq, CMatF k, CMatF dv, const int32_t* sal_k,
-                               const int32_t* cu_sal, CMatF lse, CMatF c_old, AttnDims dims, MatF c_new, CMatF k_old,
-                               CMatF v_old, MatF lse_out, int64_t i0, int64_t i1, float* scratch) {
-    std::fill_n(scratch, 32 * dims.head_dim, 0.0f);  // the transposed chunks' padding lanes (inc_rows)
+// The vector update of rows [i0, i1): per head, each run of rows in one sequence.
+DYLLM_CPU_CLONES void cols_task(CMatF q, const int32_t* q_seq, CMatF k, CMatF dv, const int32_t* sal_k,
+                                const int32_t* cu_sal, CMatF lse, CMatF c_old, AttnDims dims, MatF c_new, CMatF k_old,
+                                CMatF v_old, MatF lse_out, int64_t i0, int64_t i1, float* scratch) {
+    std::fill_n(scratch, 32 * dims.head_dim, 0.0f);  // the transposed chunks' padding lanes (cols_rows_vec)
     for (int64_t r0 = i0; r0 < i1;) {
         const int b  = q_seq[r0];
         int64_t   r1 = r0 + 1;
@@ -216,10 +236,14 @@ DYLLM_CPU_CLONES void inc_task(CMatF q, const int32_t* q_seq, CMatF k, CMatF dv,
         if (cu_sal[b + 1] - cu_sal[b] < kColsVectorMinKeys) {  // also no salient key: every row keeps its context
             cols_rows(q, q_seq, k, dv, sal_k, cu_sal, lse, c_old, dims, c_new, k_old, v_old, lse_out, r0, r1,
                       scratch + 32 * dims.head_dim);
+        } else if (k_old.data) {
+            for (int h = 0; h < dims.n_head; ++h)
+                cols_rows_vec<true>(q, k, dv, sal_k, cu_sal[b], cu_sal[b + 1], lse, c_old, dims, c_new, k_old, v_old,
+                                    lse_out, r0, r1, h, scratch);
         } else {
             for (int h = 0; h < dims.n_head; ++h)
-                inc_rows(q, k, dv, sal_k, cu_sal[b], cu_sal[b + 1], lse, c_old, dims, c_new, k_old, v_old, lse_out, r0,
-                         r1, h, scratch);
+                cols_rows_vec<false>(q, k, dv, sal_k, cu_sal[b], cu_sal[b + 1], lse, c_old, dims, c_new, k_old, v_old,
+                                     lse_out, r0, r1, h, scratch);
         }
         r0 = r1;
     }
@@ -236,17 +260,17 @@ void attention_cols(CMatF q, const int32_t* q_seq, CMatF k, CMatF dv, const int3
     int64_t work = 0;
     for (int64_t i = 0; i < q.rows; ++i) work += int64_t(cu_sal[q_seq[i] + 1] - cu_sal[q_seq[i]]);
     work *= int64_t(dims.n_head) * dims.head_dim * (k_old.data ? 4 : 2);
-    const bool vector_inc = k_old.data && dims.head_dim % 16 == 0;
+    const bool vector = dims.head_dim % 16 == 0;
     pool.parallel_for(n_tasks, work, [&](int64_t task, int) {
         // Scratch on the stack for every head size the models use (no allocation in the step loop), on the heap
-        // beyond: one head_dim accumulator, or the incremental tiles' transposed chunk and row sums.
-        const int64_t      need = vector_inc ? (32 + kRowsPerTask) * dims.head_dim : dims.head_dim;
+        // beyond: one head_dim accumulator, or the vector form's transposed chunk and row sums.
+        const int64_t      need = vector ? (32 + kRowsPerTask) * dims.head_dim : dims.head_dim;
         float              stack_scratch[(32 + kRowsPerTask) * kStackIncHeadDim];
         std::vector<float> heap_scratch(need > int64_t(std::size(stack_scratch)) ? size_t(need) : 0);
         float*             scratch = heap_scratch.empty() ? stack_scratch : heap_scratch.data();
         const int64_t      i0 = task * kRowsPerTask, i1 = std::min(q.rows, i0 + kRowsPerTask);
-        if (vector_inc)
-            inc_task(q, q_seq, k, dv, sal_k, cu_sal, lse, c_old, dims, c_new, k_old, v_old, lse_out, i0, i1, scratch);
+        if (vector)
+            cols_task(q, q_seq, k, dv, sal_k, cu_sal, lse, c_old, dims, c_new, k_old, v_old, lse_out, i0, i1, scratch);
         else
             cols_rows(q, q_seq, k, dv, sal_k, cu_sal, lse, c_old, dims, c_new, k_old, v_old, lse_out, i0, i1, scratch);
     });
