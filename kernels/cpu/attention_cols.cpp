@@ -47,6 +47,17 @@ struct IncRow {
     const float* q;  // the row's query, this head
 };
 
+// The incremental update's end for one (row, head), from its sums scaled by exp(-m): c_new = acc / (rest + z_new)
+// and the new log-sum-exp; or, when the unchanged keys kept less than kColsMinRestMass of the old mass, NaN and cn
+// untouched (the caller leaves c_old there for an exact pass).
+DYLLM_ALWAYS_INLINE float finish_incremental(const float* acc, float m, float rest, float z_new, float z, int D,
+                                             float* cn) {
+    if (rest < float(ref::kColsMinRestMass) * std::exp(-m)) return NAN;  // mostly changed keys: recompute exactly
+    const float zs = rest + z_new, inv = 1.0f / zs;
+    for (int c = 0; c < D; ++c) cn[c] = acc[c] * inv;
+    return z + m + std::log(zs);
+}
+
 // One chunk of up to 16 salient keys [t0, t0 + nc) of the rows' sequence for the NR rows of a tile. Inc: the
 // incremental form (old keys' terms out, new ones in); else the plain one (the new keys' terms added).
 template <int NR, bool Inc>
@@ -76,7 +87,7 @@ DYLLM_ALWAYS_INLINE void cols_chunk(IncRow* rows, const float* ktn, const float*
             st.rest *= f, st.z_new *= f, st.m = mc;
         }
         // Every real key's shifted score is <= 0 (m is their maximum); a padding lane's is held at 0, then zeroed.
-        const V16 xn = sn - st.m, xo = so - st.m;
+        const V16 xn = sn - st.m;
         const V16 p  = simd::exp_nonpos(xn < 0.0f ? xn : V16{}) * valid;
         if constexpr (!Inc) {
             for (int t = 0; t < nc; ++t) {
@@ -86,6 +97,7 @@ DYLLM_ALWAYS_INLINE void cols_chunk(IncRow* rows, const float* ktn, const float*
             }
             continue;
         }
+        const V16 xo = so - st.m;
         const V16 po = simd::exp_nonpos(xo < 0.0f ? xo : V16{}) * valid;
         for (int t = 0; t < nc; ++t) st.rest -= po[t], st.z_new += p[t];
         const V16 w = p - po;
@@ -153,13 +165,9 @@ DYLLM_ALWAYS_INLINE void cols_rows_vec(CMatF q, CMatF k, CMatF dv, const int32_t
             const float f = st.m > 0.0f ? std::exp(st.m) : 1.0f;
             for (int c = 0; c < D; ++c) cn[c] = st.acc[c] * f;
             out_lse = st.z;
-        } else if (st.rest < float(ref::kColsMinRestMass) * std::exp(-st.m)) {  // mostly changed keys: exact
-            if (co != cn) std::copy_n(co, D, cn);
-            out_lse = NAN;
         } else {
-            const float zs = st.rest + st.z_new, inv = 1.0f / zs;
-            for (int c = 0; c < D; ++c) cn[c] = st.acc[c] * inv;
-            out_lse = st.z + st.m + std::log(zs);
+            out_lse = finish_incremental(st.acc, st.m, st.rest, st.z_new, st.z, D, cn);
+            if (std::isnan(out_lse) && co != cn) std::copy_n(co, D, cn);
         }
         if (lse_out.data) lse_out.row(i)[h] = out_lse;
     }
@@ -211,13 +219,7 @@ DYLLM_CPU_CLONES void cols_rows(CMatF q, const int32_t* q_seq, CMatF k, CMatF dv
                     z_new += p;
                     for (int c = 0; c < D; ++c) acc[c] += (p - p_old) * vo[c] + p * dr[c];
                 }
-                if (rest < float(ref::kColsMinRestMass) * std::exp(-m)) {  // mostly changed keys: recompute exactly
-                    out_lse = NAN;
-                } else {
-                    const float zs = rest + z_new, inv = 1.0f / zs;
-                    for (int c = 0; c < D; ++c) cn[c] = acc[c] * inv;
-                    out_lse = z + m + std::log(zs);
-                }
+                out_lse = finish_incremental(acc, m, rest, z_new, z, D, cn);  // cn holds c_old on a fallback
             }
             if (lse_out.data) lse_out.row(i)[h] = out_lse;
         }
