@@ -21,7 +21,8 @@ namespace {
 // Rows per task: a few rows amortise the hand-off; the work per row is |S| * n_head * 4-8 D FLOPs.
 constexpr int64_t kRowsPerTask = 16;
 
-// Both updates, for head dims that are whole 16-lane vectors: the rows of a task that share a sequence go
+// Both updates, for head dims that are whole 16-lane vectors above kColsLanesMaxHeadDim (smaller ones: cols_lanes)
+// and at least kColsVectorMinKeys salient keys: the rows of a task that share a sequence go
 // through the salient keys 16 at a time, in tiles of a few rows. A chunk's new and old keys (head slice) are
 // transposed once for all those rows (kt[c * 16 + t]), so each score vector holds 16 keys of one row, summed over c
 // in order from zero and then scaled, as every other attention kernel scores; the running maximum, the rescaling and
@@ -31,11 +32,28 @@ constexpr int64_t kRowsPerTask = 16;
 // taken a chunk ahead), inside the reference's tolerance. Figures: kernels/README.md "Attention".
 // Rows per tile: 4 x 2 score vectors in registers with AVX-512; 2 elsewhere (a 16-lane value is two ymm there).
 constexpr int kColsTileRows = 4, kColsTileRowsNarrow = 2;
-// Fewer salient keys than this take the per-key loop (cols_rows): one key's 16-lane chunk scores 15 padding lanes
-// too. A DyLLM step's incremental update in tiny-llada decodes: 1 key (the token decoded last) 9.9-10.6 us per call
-// per-key against 10.4-11.1 vectorised; 3 keys 101 against 80 us (336 rows).
+// Head dims up to this go with the rows in the lanes (cols_lanes), whatever the number of salient keys; larger ones
+// take the per-key loop (cols_rows) for one key and 16-key chunks (cols_rows_vec) for more, as cols_lanes's transposed
+// queries and sums of 4 heads outgrow L1 there. bench_kernels_cpu --attention --queries 64, against the per-key loop
+// and the chunks (kernels/README.md "Attention"): head dim 32 and 64 faster at 1, 3 and 10% of the keys salient, head
+// dim 128 slower at 1 key and 10%.
+constexpr int kColsLanesMaxHeadDim = 64;
+// Fewer salient keys than this take the per-key loop (cols_rows) above kColsLanesMaxHeadDim: one key's 16-lane chunk
+// scores 15 padding lanes too.
 constexpr int64_t kColsVectorMinKeys = 2;
-constexpr int     kStackIncHeadDim   = 128;  // the vector form's scratch is on the stack up to this head dim
+// Heads per pass of cols_lanes, and the scratch it needs: each head's transposed queries and its rows' sums.
+constexpr int     kColsLanesHeads = 4;
+constexpr int64_t kColsLanesScratch(int head_dim) {
+    return int64_t(2) * kColsLanesHeads * 16 * head_dim;
+}
+// Floats of scratch per task of the vector forms: cols_rows_vec's 32 * D for a chunk's keys and kRowsPerTask * D for
+// the rows' sums, or cols_lanes's.
+constexpr int64_t cols_vector_scratch(int head_dim) {
+    return head_dim <= kColsLanesMaxHeadDim
+               ? std::max<int64_t>((32 + kRowsPerTask) * head_dim, kColsLanesScratch(head_dim))
+               : (32 + kRowsPerTask) * head_dim;
+}
+constexpr int kStackIncHeadDim = 128;  // the vector forms' scratch is on the stack up to this head dim
 
 using V16 = simd::V16;
 
@@ -52,10 +70,37 @@ struct IncRow {
 // untouched (the caller leaves c_old there for an exact pass).
 DYLLM_ALWAYS_INLINE float finish_incremental(const float* acc, float m, float rest, float z_new, float z, int D,
                                              float* cn) {
-    if (rest < float(ref::kColsMinRestMass) * std::exp(-m)) return NAN;  // mostly changed keys: recompute exactly
+    const float scale_m = m == 0.0f ? 1.0f : std::exp(-m);          // m = 0 unless a score rose above the cached lse
+    if (rest < float(ref::kColsMinRestMass) * scale_m) return NAN;  // mostly changed keys: recompute exactly
     const float zs = rest + z_new, inv = 1.0f / zs;
     for (int c = 0; c < D; ++c) cn[c] = acc[c] * inv;
     return z + m + std::log(zs);
+}
+
+// The end of the vector forms for rows i0 + [0, n) at head h: c_new and the new log-sum-exp from each row's sums
+// (scaled by exp(-m)); a row without keys, or the incremental form's fallback, keeps c_old.
+template <bool Inc>
+DYLLM_ALWAYS_INLINE void finish_rows(const IncRow* rows, int n, CMatF c_old, MatF c_new, MatF lse_out, int64_t i0,
+                                     int h, int D) {
+    for (int r = 0; r < n; ++r) {
+        const int64_t i  = i0 + r;
+        const IncRow& st = rows[r];
+        const float*  co = c_old.row(i) + int64_t(h) * D;
+        float*        cn = c_new.row(i) + int64_t(h) * D;
+        float         out_lse;
+        if (!std::isfinite(st.z)) {  // no keys: the context stays (the sums above were on no real mass)
+            if (co != cn) std::copy_n(co, D, cn);
+            out_lse = st.z;
+        } else if (!Inc) {
+            const float f = st.m > 0.0f ? std::exp(st.m) : 1.0f;
+            for (int c = 0; c < D; ++c) cn[c] = st.acc[c] * f;
+            out_lse = st.z;
+        } else {
+            out_lse = finish_incremental(st.acc, st.m, st.rest, st.z_new, st.z, D, cn);
+            if (std::isnan(out_lse) && co != cn) std::copy_n(co, D, cn);
+        }
+        if (lse_out.data) lse_out.row(i)[h] = out_lse;
+    }
 }
 
 // One chunk of up to 16 salient keys [t0, t0 + nc) of the rows' sequence for the NR rows of a tile. Inc: the
@@ -152,24 +197,136 @@ DYLLM_ALWAYS_INLINE void cols_rows_vec(CMatF q, CMatF k, CMatF dv, const int32_t
             cols_chunk<kColsTileRowsNarrow, Inc>(rows + r0, ktn, kto, t0, nc, D, scale, dv, v_old, kv_off);
         for (; r0 < n; ++r0) cols_chunk<1, Inc>(rows + r0, ktn, kto, t0, nc, D, scale, dv, v_old, kv_off);
     }
-    for (int r = 0; r < n; ++r) {
-        const int64_t i  = i0 + r;
-        const IncRow& st = rows[r];
-        const float*  co = c_old.row(i) + int64_t(h) * D;
-        float*        cn = c_new.row(i) + int64_t(h) * D;
-        float         out_lse;
-        if (!std::isfinite(st.z)) {  // no keys: the context stays (the sums above were on no real mass)
-            if (co != cn) std::copy_n(co, D, cn);
-            out_lse = st.z;
-        } else if (!Inc) {
-            const float f = st.m > 0.0f ? std::exp(st.m) : 1.0f;
-            for (int c = 0; c < D; ++c) cn[c] = st.acc[c] * f;
-            out_lse = st.z;
+    finish_rows<Inc>(rows, n, c_old, c_new, lse_out, i0, h, D);
+}
+
+// Both updates for head dims that are whole 16-lane vectors, up to kColsLanesMaxHeadDim:
+// the n <= 16 rows i0 + [0, n) of one sequence go in the lanes of one vector, their queries transposed once
+// (qt[c * 16 + r]), so each key's score vector holds 16 rows, summed over c in order from zero and then scaled, as
+// every other attention kernel scores; the rescaling state and the exps are vectors over the rows, and each row adds
+// its weighted values with vector FMAs over the head dim. G heads h0 + [0, G) go together: one head's score is a
+// chain of D dependent FMAs, G heads' chains overlap. The per-key loop (cols_rows) took two dot products ending in a
+// horizontal sum, three libm exps and the rescaling per (row, key). The maths is the per-key loop's (the running
+// maximum updated key by key); while no score rises above the cached log-sum-exp (no rescaling) the same operations
+// as cols_chunk's, so the same bits (bench_kernels_cpu's hashes agree at 3 and 34 keys).
+// Padding lanes (rows n..15) and rows whose cached log-sum-exp is not finite score against z = 0 and are never
+// written. scratch: kColsLanesScratch(D) floats (each head's qt, then the rows' sums).
+template <bool Inc, int G>
+DYLLM_ALWAYS_INLINE void cols_lanes(CMatF q, CMatF k, CMatF dv, const int32_t* sal_k, int64_t s0, int64_t s1, CMatF lse,
+                                    CMatF c_old, AttnDims dims, MatF c_new, CMatF k_old, CMatF v_old, MatF lse_out,
+                                    int64_t i0, int64_t i1, int h0, float* scratch) {
+    const int   D     = dims.head_dim;
+    const int   group = dims.n_head / dims.n_kv_head;
+    const float scale = 1.0f / std::sqrt(float(D));
+    const int   n     = int(i1 - i0);
+    int64_t     kv_off[G];
+    float*      qt[G];
+    IncRow      rows[G][16];
+    V16         z[G] = {};
+    for (int g = 0; g < G; ++g) {
+        const int h = h0 + g;
+        kv_off[g]   = int64_t(h / group) * D;
+        qt[g]       = scratch + int64_t(g) * 16 * D;
+        if (simd::wide_registers()) {  // 16 x 16 blocks through registers (32 ymm without AVX-512: the scalar copy)
+            for (int c0 = 0; c0 < D; c0 += 16) {
+                V16 x[16];
+                for (int r = 0; r < 16; ++r) x[r] = r < n ? simd::load16(q.row(i0 + r) + int64_t(h) * D + c0) : V16{};
+                simd::transpose<16>(x);
+                for (int c = 0; c < 16; ++c) simd::store16(qt[g] + (c0 + c) * 16, x[c]);
+            }
         } else {
-            out_lse = finish_incremental(st.acc, st.m, st.rest, st.z_new, st.z, D, cn);
-            if (std::isnan(out_lse) && co != cn) std::copy_n(co, D, cn);
+            std::fill_n(qt[g], 16 * D, 0.0f);
+            for (int r = 0; r < n; ++r)
+                for (int c = 0; c < D; ++c) qt[g][c * 16 + r] = q.row(i0 + r)[int64_t(h) * D + c];
         }
-        if (lse_out.data) lse_out.row(i)[h] = out_lse;
+        for (int r = 0; r < n; ++r) {
+            IncRow& st = rows[g][r];
+            st.acc     = scratch + (int64_t(G) * 16 + int64_t(g) * 16 + r) * D;
+            st.z       = lse.row(i0 + r)[h];
+            z[g][r]    = std::isfinite(st.z) ? st.z : 0.0f;
+            std::copy_n(c_old.row(i0 + r) + int64_t(h) * D, D, st.acc);
+        }
+    }
+    V16 m[G] = {}, rest[G], z_new[G] = {};
+    for (int g = 0; g < G; ++g) rest[g] = V16{} + 1.0f;
+    for (int64_t t = s0; t < s1; ++t) {
+        V16 an[G] = {}, ao[G] = {};
+        for (int c = 0; c < D; ++c) {
+#pragma GCC unroll 4
+            for (int g = 0; g < G; ++g) {
+                const V16 qc = simd::load16(qt[g] + c * 16);
+                an[g] += k.row(sal_k[t])[kv_off[g] + c] * qc;
+                if constexpr (Inc) ao[g] += k_old.row(t)[kv_off[g] + c] * qc;
+            }
+        }
+#pragma GCC unroll 4
+        for (int g = 0; g < G; ++g) {
+            const V16 sn = an[g] * scale - z[g], so = Inc ? ao[g] * scale - z[g] : sn;
+            const V16 mx   = sn > so ? sn : so;
+            const V16 mc   = mx > m[g] ? mx : m[g];
+            bool      grew = false;
+            for (int r = 0; r < 16; ++r) grew |= mc[r] > m[g][r];
+            if (grew)  // a score above the cached log-sum-exp: rescale that row's sums, a scalar exp as cols_chunk
+                for (int r = 0; r < n; ++r)
+                    if (mc[r] > m[g][r]) {
+                        const float f   = std::exp(m[g][r] - mc[r]);
+                        float*      acc = rows[g][r].acc;
+                        for (int c = 0; c < D; c += 16) simd::store16(acc + c, simd::load16(acc + c) * f);
+                        rest[g][r] *= f, z_new[g][r] *= f;
+                    }
+            m[g]            = mc;
+            const V16    p  = simd::exp_nonpos(sn - m[g]);  // <= 0: m is at least every score so far
+            const float* dr = dv.row(t) + kv_off[g];
+            if constexpr (!Inc) {
+                for (int c = 0; c < D; c += 16) {  // each value vector loaded once for all the rows
+                    const V16 d16 = simd::load16(dr + c);
+                    for (int r = 0; r < n; ++r)
+                        simd::store16(rows[g][r].acc + c, simd::load16(rows[g][r].acc + c) + p[r] * d16);
+                }
+                continue;
+            }
+            const V16 po = simd::exp_nonpos(so - m[g]);
+            rest[g] -= po, z_new[g] += p;
+            const V16    w  = p - po;
+            const float* vo = v_old.row(t) + kv_off[g];
+            for (int c = 0; c < D; c += 16) {
+                const V16 o16 = simd::load16(vo + c), d16 = simd::load16(dr + c);
+                for (int r = 0; r < n; ++r)
+                    simd::store16(rows[g][r].acc + c, simd::load16(rows[g][r].acc + c) + w[r] * o16 + p[r] * d16);
+            }
+        }
+    }
+    for (int g = 0; g < G; ++g) {
+        for (int r = 0; r < n; ++r)
+            rows[g][r].m = m[g][r], rows[g][r].rest = rest[g][r], rows[g][r].z_new = z_new[g][r];
+        finish_rows<Inc>(rows[g], n, c_old, c_new, lse_out, i0, h0 + g, D);
+    }
+}
+
+// cols_lanes over every head, 4 at a time.
+template <bool Inc>
+DYLLM_ALWAYS_INLINE void cols_lanes_heads(CMatF q, CMatF k, CMatF dv, const int32_t* sal_k, int64_t s0, int64_t s1,
+                                          CMatF lse, CMatF c_old, AttnDims dims, MatF c_new, CMatF k_old, CMatF v_old,
+                                          MatF lse_out, int64_t i0, int64_t i1, float* scratch) {
+    for (int h0 = 0; h0 < dims.n_head; h0 += kColsLanesHeads) {
+        switch (std::min(kColsLanesHeads, dims.n_head - h0)) {
+            case 1:
+                cols_lanes<Inc, 1>(q, k, dv, sal_k, s0, s1, lse, c_old, dims, c_new, k_old, v_old, lse_out, i0, i1, h0,
+                                   scratch);
+                break;
+            case 2:
+                cols_lanes<Inc, 2>(q, k, dv, sal_k, s0, s1, lse, c_old, dims, c_new, k_old, v_old, lse_out, i0, i1, h0,
+                                   scratch);
+                break;
+            case 3:
+                cols_lanes<Inc, 3>(q, k, dv, sal_k, s0, s1, lse, c_old, dims, c_new, k_old, v_old, lse_out, i0, i1, h0,
+                                   scratch);
+                break;
+            default:
+                cols_lanes<Inc, 4>(q, k, dv, sal_k, s0, s1, lse, c_old, dims, c_new, k_old, v_old, lse_out, i0, i1, h0,
+                                   scratch);
+                break;
+        }
     }
 }
 
@@ -230,19 +387,30 @@ DYLLM_CPU_CLONES void cols_rows(CMatF q, const int32_t* q_seq, CMatF k, CMatF dv
 DYLLM_CPU_CLONES void cols_task(CMatF q, const int32_t* q_seq, CMatF k, CMatF dv, const int32_t* sal_k,
                                 const int32_t* cu_sal, CMatF lse, CMatF c_old, AttnDims dims, MatF c_new, CMatF k_old,
                                 CMatF v_old, MatF lse_out, int64_t i0, int64_t i1, float* scratch) {
-    std::fill_n(scratch, 32 * dims.head_dim, 0.0f);  // the transposed chunks' padding lanes (cols_rows_vec)
     for (int64_t r0 = i0; r0 < i1;) {
         const int b  = q_seq[r0];
         int64_t   r1 = r0 + 1;
         while (r1 < i1 && q_seq[r1] == b) ++r1;
-        if (cu_sal[b + 1] - cu_sal[b] < kColsVectorMinKeys) {  // also no salient key: every row keeps its context
+        const int64_t n_sal = cu_sal[b + 1] - cu_sal[b];
+        if (n_sal == 0) {  // every row keeps its context
             cols_rows(q, q_seq, k, dv, sal_k, cu_sal, lse, c_old, dims, c_new, k_old, v_old, lse_out, r0, r1,
                       scratch + 32 * dims.head_dim);
+        } else if (dims.head_dim <= kColsLanesMaxHeadDim) {
+            if (k_old.data)
+                cols_lanes_heads<true>(q, k, dv, sal_k, cu_sal[b], cu_sal[b + 1], lse, c_old, dims, c_new, k_old, v_old,
+                                       lse_out, r0, r1, scratch);
+            else
+                cols_lanes_heads<false>(q, k, dv, sal_k, cu_sal[b], cu_sal[b + 1], lse, c_old, dims, c_new, k_old,
+                                        v_old, lse_out, r0, r1, scratch);
+        } else if (n_sal < kColsVectorMinKeys) {
+            cols_rows(q, q_seq, k, dv, sal_k, cu_sal, lse, c_old, dims, c_new, k_old, v_old, lse_out, r0, r1, scratch);
         } else if (k_old.data) {
+            std::fill_n(scratch, 32 * dims.head_dim, 0.0f);  // the transposed chunks' padding lanes (cols_rows_vec)
             for (int h = 0; h < dims.n_head; ++h)
                 cols_rows_vec<true>(q, k, dv, sal_k, cu_sal[b], cu_sal[b + 1], lse, c_old, dims, c_new, k_old, v_old,
                                     lse_out, r0, r1, h, scratch);
         } else {
+            std::fill_n(scratch, 32 * dims.head_dim, 0.0f);
             for (int h = 0; h < dims.n_head; ++h)
                 cols_rows_vec<false>(q, k, dv, sal_k, cu_sal[b], cu_sal[b + 1], lse, c_old, dims, c_new, k_old, v_old,
                                      lse_out, r0, r1, h, scratch);
@@ -266,8 +434,8 @@ void attention_cols(CMatF q, const int32_t* q_seq, CMatF k, CMatF dv, const int3
     pool.parallel_for(n_tasks, work, [&](int64_t task, int) {
         // Scratch on the stack for every head size the models use (no allocation in the step loop), on the heap
         // beyond: one head_dim accumulator, or the vector form's transposed chunk and row sums.
-        const int64_t      need = vector ? (32 + kRowsPerTask) * dims.head_dim : dims.head_dim;
-        float              stack_scratch[(32 + kRowsPerTask) * kStackIncHeadDim];
+        const int64_t need = vector ? cols_vector_scratch(dims.head_dim) : dims.head_dim;
+        float stack_scratch[std::max(cols_vector_scratch(kStackIncHeadDim), cols_vector_scratch(kColsLanesMaxHeadDim))];
         std::vector<float> heap_scratch(need > int64_t(std::size(stack_scratch)) ? size_t(need) : 0);
         float*             scratch = heap_scratch.empty() ? stack_scratch : heap_scratch.data();
         const int64_t      i0 = task * kRowsPerTask, i1 = std::min(q.rows, i0 + kRowsPerTask);

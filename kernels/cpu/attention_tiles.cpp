@@ -151,31 +151,6 @@ DYLLM_ALWAYS_INLINE void score_keys(const float* qt, int64_t ldq, const float* k
     }
 }
 
-// x[0..N) <- its transpose (N x N, N = 8 or 16): log2 N rounds of interleaving row i with row i + N / 2 (the perfect
-// shuffle).
-template <int N>
-DYLLM_ALWAYS_INLINE void transpose(typename simd::Lanes<N>::F* x) {
-    using V = typename simd::Lanes<N>::F;
-    for (int round = 0; (1 << round) < N; ++round) {
-        V y[N];
-#pragma GCC unroll 8
-        for (int i = 0; i < N / 2; ++i) {
-            if constexpr (N == 16) {
-                y[2 * i]     = __builtin_shufflevector(x[i], x[i + 8], 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7,
-                                                       23);
-                y[2 * i + 1] = __builtin_shufflevector(x[i], x[i + 8], 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14,
-                                                       30, 15, 31);
-            } else {
-                static_assert(N == 8);
-                y[2 * i]     = __builtin_shufflevector(x[i], x[i + 4], 0, 8, 1, 9, 2, 10, 3, 11);
-                y[2 * i + 1] = __builtin_shufflevector(x[i], x[i + 4], 4, 12, 5, 13, 6, 14, 7, 15);
-            }
-        }
-#pragma GCC unroll 16
-        for (int i = 0; i < N; ++i) x[i] = y[i];
-    }
-}
-
 // qt[c * ldq + r] <- head h of query row rows[r] (zero rows from n up to ldq), in TL x TL blocks.
 template <int TL>
 DYLLM_ALWAYS_INLINE void transpose_queries(CMatF q, const int32_t* rows, int n, int h, int D, int64_t ldq, float* qt) {
@@ -185,7 +160,7 @@ DYLLM_ALWAYS_INLINE void transpose_queries(CMatF q, const int32_t* rows, int n, 
             V x[TL];
             for (int i = 0; i < TL; ++i)
                 x[i] = r0 + i < n ? simd::load<TL>(q.row(rows[r0 + i]) + int64_t(h) * D + c0) : V{};
-            transpose<TL>(x);
+            simd::transpose<TL>(x);
             for (int i = 0; i < TL; ++i) simd::store<TL>(qt + (c0 + i) * ldq + r0, x[i]);
         }
 }
@@ -313,7 +288,7 @@ DYLLM_ALWAYS_INLINE void softmax_keys_lanes(CMatF q, const int32_t* rows, int h,
             V x[L];
             for (int i = 0; i < L; ++i)
                 x[i] = jb + i < nk ? simd::load<L>(k.row(k0 + jb + i) + kv_off + c0) : V{};
-            transpose<L>(x);
+            simd::transpose<L>(x);
             for (int i = 0; i < L; ++i) simd::store<L>(kt + (c0 + i) * nkp + jb, x[i]);
         }
     }

@@ -92,6 +92,31 @@ DYLLM_ALWAYS_INLINE typename Lanes<N>::F exp_nonpos_n(typename Lanes<N>::F x) {
 }
 DYLLM_ALWAYS_INLINE V16 exp_nonpos(V16 x) { return exp_nonpos_n<16>(x); }
 
+// x[0..N) <- its transpose (N x N, N = 8 or 16): log2 N rounds of interleaving row i with row i + N / 2 (the perfect
+// shuffle).
+template <int N>
+DYLLM_ALWAYS_INLINE void transpose(typename Lanes<N>::F* x) {
+    using V = typename Lanes<N>::F;
+    for (int round = 0; (1 << round) < N; ++round) {
+        V y[N];
+#pragma GCC unroll 8
+        for (int i = 0; i < N / 2; ++i) {
+            if constexpr (N == 16) {
+                y[2 * i] =
+                    __builtin_shufflevector(x[i], x[i + 8], 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+                y[2 * i + 1] = __builtin_shufflevector(x[i], x[i + 8], 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14,
+                                                       30, 15, 31);
+            } else {
+                static_assert(N == 8);
+                y[2 * i]     = __builtin_shufflevector(x[i], x[i + 4], 0, 8, 1, 9, 2, 10, 3, 11);
+                y[2 * i + 1] = __builtin_shufflevector(x[i], x[i + 4], 4, 12, 5, 13, 6, 14, 7, 15);
+            }
+        }
+#pragma GCC unroll 16
+        for (int i = 0; i < N; ++i) x[i] = y[i];
+    }
+}
+
 // sum_c a[c] * b[c]
 DYLLM_ALWAYS_INLINE float dot(const float* a, const float* b, int64_t n) {
     float   acc[kLanes] = {};

@@ -222,36 +222,48 @@ int main(int argc, char** argv) {
             "%08x\n",
             a.n_seq, a.L, a.H, a.Hkv, a.D, te * 1e3, flop_e / te * 1e-9, per_core(flop_e).c_str(), fnv(out));
         // The column-sparse update (--approx-columns) and its incremental form (--approx-incremental, the studio's
-        // default): only the salient keys are scored, against each row's log-sum-exp from an exact attention.
-        {
-            std::vector<float> lse(size_t(nq * a.H)), c_ref(size_t(nq * qd));
-            attention(CMatF{q.data(), nq, qd, qd}, q_seq.data(), CMatF{k.data(), nk, kvd, kvd},
-                      CMatF{v.data(), nk, kvd, kvd}, cu_k.data(), a.n_seq, d, MatF{c_ref.data(), nq, qd, qd}, pool, 0,
-                      MatF{lse.data(), nq, a.H, a.H});
-            std::vector<float> k_old(size_t(ns * kvd)), v_old(size_t(ns * kvd));
-            const auto         noise = randv(size_t(ns * kvd), 8, 0.1f);
-            for (int64_t t = 0; t < ns; ++t)
+        // default): only the salient keys are scored, against each row's log-sum-exp from an exact attention. With
+        // 10% of the keys salient, and with the 1 and 3 keys per sequence of a typical decode step (the tokens
+        // decoded last).
+        std::vector<float> lse(size_t(nq * a.H)), c_ref(size_t(nq * qd));
+        attention(CMatF{q.data(), nq, qd, qd}, q_seq.data(), CMatF{k.data(), nk, kvd, kvd},
+                  CMatF{v.data(), nk, kvd, kvd}, cu_k.data(), a.n_seq, d, MatF{c_ref.data(), nq, qd, qd}, pool, 0,
+                  MatF{lse.data(), nq, a.H, a.H});
+        std::vector<float> lse_out(lse.size());
+        for (const int n_keys : {0, 1, 3}) {  // 0: every 10th key
+            std::vector<int32_t> sal_c, cu_sal_c = {0};
+            for (int b = 0; b < a.n_seq; ++b) {
+                if (n_keys == 0)
+                    for (int j = 0; j < a.L; j += 10) sal_c.push_back(b * a.L + j);
+                else
+                    for (int t = n_keys; t >= 1; --t) sal_c.push_back(b * a.L + a.L - 7 * t);
+                cu_sal_c.push_back(int32_t(sal_c.size()));
+            }
+            const int64_t      ns_c = int64_t(sal_c.size());
+            const auto         dv_c = randv(size_t(ns_c * kvd), 6), noise = randv(size_t(ns_c * kvd), 8, 0.1f);
+            std::vector<float> k_old(size_t(ns_c * kvd)), v_old(size_t(ns_c * kvd));
+            for (int64_t t = 0; t < ns_c; ++t)
                 for (int64_t c = 0; c < kvd; ++c) {
-                    k_old[size_t(t * kvd + c)] = k[size_t(sal_k[size_t(t)] * kvd + c)] + noise[size_t(t * kvd + c)];
-                    v_old[size_t(t * kvd + c)] = v[size_t(sal_k[size_t(t)] * kvd + c)] - dv[size_t(t * kvd + c)];
+                    k_old[size_t(t * kvd + c)] = k[size_t(sal_c[size_t(t)] * kvd + c)] + noise[size_t(t * kvd + c)];
+                    v_old[size_t(t * kvd + c)] = v[size_t(sal_c[size_t(t)] * kvd + c)] - dv_c[size_t(t * kvd + c)];
                 }
-            std::vector<float> lse_out(lse.size());
+            const std::string sal_name = n_keys == 0 ? "10%" : std::to_string(n_keys) + (n_keys == 1 ? "key" : "keys");
             for (const bool inc : {false, true}) {
-                const double flop_c = (inc ? 8.0 : 4.0) * double(nq) * double(ns) / a.n_seq * a.H * a.D;
+                const double flop_c = (inc ? 8.0 : 4.0) * double(nq) * double(ns_c) / a.n_seq * a.H * a.D;
                 const double tc     = best_time(reps, [&] {
                     attention_cols(CMatF{q.data(), nq, qd, qd}, q_seq.data(), CMatF{k.data(), nk, kvd, kvd},
-                                       CMatF{dv.data(), ns, kvd, kvd}, sal_k.data(), cu_sal.data(),
+                                       CMatF{dv_c.data(), ns_c, kvd, kvd}, sal_c.data(), cu_sal_c.data(),
                                        CMatF{lse.data(), nq, a.H, a.H}, CMatF{c_ref.data(), nq, qd, qd}, d,
                                        MatF{out.data(), nq, qd, qd}, pool,
-                                   inc ? CMatF{k_old.data(), ns, kvd, kvd} : CMatF{},
-                                   inc ? CMatF{v_old.data(), ns, kvd, kvd} : CMatF{},
+                                   inc ? CMatF{k_old.data(), ns_c, kvd, kvd} : CMatF{},
+                                   inc ? CMatF{v_old.data(), ns_c, kvd, kvd} : CMatF{},
                                    inc ? MatF{lse_out.data(), nq, a.H, a.H} : MatF{});
                 });
                     std::printf(
-                    "attention_cols%s seqs=%d L=%d H=%d Hkv=%d D=%d sal=10%% %8.3f ms %7.1f GFLOP/s%s | out "
-                    "%08x\n",
-                    inc ? " incremental" : "", a.n_seq, a.L, a.H, a.Hkv, a.D, tc * 1e3, flop_c / tc * 1e-9,
-                    per_core(flop_c).c_str(), fnv(out));
+                    "attention_cols%s seqs=%d L=%d queries=%lld H=%d Hkv=%d D=%d sal=%s %8.3f ms %7.1f "
+                    "GFLOP/s%s | out %08x\n",
+                    inc ? " incremental" : "", a.n_seq, a.L, (long long)per_seq, a.H, a.Hkv, a.D, sal_name.c_str(),
+                    tc * 1e3, flop_c / tc * 1e-9, per_core(flop_c).c_str(), fnv(out));
             }
         }
         // The same Q K^T FLOPs through sgemm, one head at a time (an upper bound for the score pass).
