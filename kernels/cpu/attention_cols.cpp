@@ -43,14 +43,14 @@ constexpr int kColsLanesMaxHeadDim = 64;
 constexpr int64_t kColsVectorMinKeys = 2;
 // Heads per pass of cols_lanes, and the scratch it needs: each head's transposed queries and its rows' sums.
 constexpr int     kColsLanesHeads = 4;
-constexpr int64_t kColsLanesScratch(int head_dim) {
+constexpr int64_t cols_lanes_scratch(int head_dim) {
     return int64_t(2) * kColsLanesHeads * 16 * head_dim;
 }
 // Floats of scratch per task of the vector forms: cols_rows_vec's 32 * D for a chunk's keys and kRowsPerTask * D for
 // the rows' sums, or cols_lanes's.
 constexpr int64_t cols_vector_scratch(int head_dim) {
     return head_dim <= kColsLanesMaxHeadDim
-               ? std::max<int64_t>((32 + kRowsPerTask) * head_dim, kColsLanesScratch(head_dim))
+               ? std::max<int64_t>((32 + kRowsPerTask) * head_dim, cols_lanes_scratch(head_dim))
                : (32 + kRowsPerTask) * head_dim;
 }
 constexpr int kStackIncHeadDim = 128;  // the vector forms' scratch is on the stack up to this head dim
@@ -210,7 +210,7 @@ DYLLM_ALWAYS_INLINE void cols_rows_vec(CMatF q, CMatF k, CMatF dv, const int32_t
 // maximum updated key by key); while no score rises above the cached log-sum-exp (no rescaling) the same operations
 // as cols_chunk's, so the same bits (bench_kernels_cpu's hashes agree at 3 and 34 keys).
 // Padding lanes (rows n..15) and rows whose cached log-sum-exp is not finite score against z = 0 and are never
-// written. scratch: kColsLanesScratch(D) floats (each head's qt, then the rows' sums).
+// written. scratch: cols_lanes_scratch(D) floats (each head's qt, then the rows' sums).
 template <bool Inc, int G>
 DYLLM_ALWAYS_INLINE void cols_lanes(CMatF q, CMatF k, CMatF dv, const int32_t* sal_k, int64_t s0, int64_t s1, CMatF lse,
                                     CMatF c_old, AttnDims dims, MatF c_new, CMatF k_old, CMatF v_old, MatF lse_out,
