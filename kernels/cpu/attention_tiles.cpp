@@ -284,10 +284,14 @@ DYLLM_ALWAYS_INLINE void softmax_keys_lanes(CMatF q, const int32_t* rows, int h,
     float*        sr = scratch + D * nkp;   // [NR][nkp] scores, then their exps
     for (int64_t jb = 0; jb < nkp; jb += L) {
         pf.keys(jb, int(std::min<int64_t>(L, std::max<int64_t>(0, nk - jb))));
+        const int    nv = int(std::min<int64_t>(L, nk - jb));  // real keys in this group (L but in the last)
+        const float* kr = k.row(k0 + jb) + kv_off;
         for (int c0 = 0; c0 < D; c0 += L) {
             V x[L];
-            for (int i = 0; i < L; ++i)
-                x[i] = jb + i < nk ? simd::load<L>(k.row(k0 + jb + i) + kv_off + c0) : V{};
+            if (nv == L)  // a whole group: no test per key
+                for (int i = 0; i < L; ++i) x[i] = simd::load<L>(kr + i * k.ld + c0);
+            else
+                for (int i = 0; i < L; ++i) x[i] = i < nv ? simd::load<L>(kr + i * k.ld + c0) : V{};
             simd::transpose<L>(x);
             for (int i = 0; i < L; ++i) simd::store<L>(kt + (c0 + i) * nkp + jb, x[i]);
         }
