@@ -284,8 +284,8 @@ DYLLM_ALWAYS_INLINE void softmax_keys_lanes(CMatF q, const int32_t* rows, int h,
     float*        sr = scratch + D * nkp;   // [NR][nkp] scores, then their exps
     for (int64_t jb = 0; jb < nkp; jb += L) {
         pf.keys(jb, int(std::min<int64_t>(L, std::max<int64_t>(0, nk - jb))));
-        const int    nv = int(std::min<int64_t>(L, nk - jb));  // real keys in this group (L but in the last)
-        const float* kr = k.row(k0 + jb) + kv_off;
+        const int    nv = int(std::min<int64_t>(L, nk - jb));          // real keys in this group (L but at the end)
+        const float* kr = nv > 0 ? k.row(k0 + jb) + kv_off : nullptr;  // none past the end (8-key groups)
         for (int c0 = 0; c0 < D; c0 += L) {
             V x[L];
             if (nv == L)  // a whole group: no test per key
