@@ -227,18 +227,11 @@ DYLLM_ALWAYS_INLINE void cols_lanes(CMatF q, CMatF k, CMatF dv, const int32_t* s
         const int h = h0 + g;
         kv_off[g]   = int64_t(h / group) * D;
         qt[g]       = scratch + int64_t(g) * 16 * D;
-        if (simd::wide_registers()) {  // 16 x 16 blocks through registers (32 ymm without AVX-512: the scalar copy)
-            for (int c0 = 0; c0 < D; c0 += 16) {
-                V16 x[16];
-                for (int r = 0; r < 16; ++r) x[r] = r < n ? simd::load16(q.row(i0 + r) + int64_t(h) * D + c0) : V16{};
-                simd::transpose<16>(x);
-                for (int c = 0; c < 16; ++c) simd::store16(qt[g] + (c0 + c) * 16, x[c]);
-            }
-        } else {
-            std::fill_n(qt[g], 16 * D, 0.0f);
-            for (int r = 0; r < n; ++r)
-                for (int c = 0; c < D; ++c) qt[g][c * 16 + r] = q.row(i0 + r)[int64_t(h) * D + c];
-        }
+        const auto query = [&](int r) { return q.row(i0 + r) + int64_t(h) * D; };
+        if (simd::wide_registers())  // 16 x 16 blocks through registers; 8 x 8 without AVX-512 (32 ymm otherwise)
+            simd::transpose_rows<16>(query, n, D, 16, qt[g]);
+        else
+            simd::transpose_rows<8>(query, n, D, 16, qt[g]);
         for (int r = 0; r < n; ++r) {
             IncRow& st = rows[g][r];
             st.acc     = scratch + (int64_t(G) * 16 + int64_t(g) * 16 + r) * D;

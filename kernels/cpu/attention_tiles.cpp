@@ -151,20 +151,6 @@ DYLLM_ALWAYS_INLINE void score_keys(const float* qt, int64_t ldq, const float* k
     }
 }
 
-// qt[c * ldq + r] <- head h of query row rows[r] (zero rows from n up to ldq), in TL x TL blocks.
-template <int TL>
-DYLLM_ALWAYS_INLINE void transpose_queries(CMatF q, const int32_t* rows, int n, int h, int D, int64_t ldq, float* qt) {
-    using V = typename simd::Lanes<TL>::F;
-    for (int64_t r0 = 0; r0 < ldq; r0 += TL)
-        for (int c0 = 0; c0 < D; c0 += TL) {
-            V x[TL];
-            for (int i = 0; i < TL; ++i)
-                x[i] = r0 + i < n ? simd::load<TL>(q.row(rows[r0 + i]) + int64_t(h) * D + c0) : V{};
-            simd::transpose<TL>(x);
-            for (int i = 0; i < TL; ++i) simd::store<TL>(qt + (c0 + i) * ldq + r0, x[i]);
-        }
-}
-
 // Per vector of E query rows of a keys x queries score block (row maxima in l): exp and sum, the sums into l. The sum
 // keeps the former kernel's order exactly: 16 partial sums (key j into partial j % 16) over the whole 16-key groups,
 // added in order, then the remaining keys one by one. Every key's exp is simd::exp_nonpos, the remaining ones' too:
@@ -213,10 +199,11 @@ DYLLM_ALWAYS_INLINE void softmax_lanes(CMatF q, const int32_t* rows, int n, int 
     // queries, and the max, exp and sum below run down the key axis with whole vectors and no horizontal reduction.
     // TL x TL blocks through registers (the scalar form's strided stores cost about 7% of the kernel's time); 8 x 8
     // without AVX-512, where 16 rows of 16 lanes are 32 ymm.
+    const auto query = [&](int r) { return q.row(rows[r]) + int64_t(h) * D; };
     if (wide && ldq % 16 == 0 && D % 16 == 0)
-        transpose_queries<16>(q, rows, n, h, D, ldq, qt);
+        simd::transpose_rows<16>(query, n, D, ldq, qt);
     else if (ldq % 8 == 0 && D % 8 == 0)
-        transpose_queries<8>(q, rows, n, h, D, ldq, qt);
+        simd::transpose_rows<8>(query, n, D, ldq, qt);
     else {
         for (int r = 0; r < n; ++r) {
             const float* qr = q.row(rows[r]) + int64_t(h) * D;

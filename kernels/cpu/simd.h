@@ -117,6 +117,20 @@ DYLLM_ALWAYS_INLINE void transpose(typename Lanes<N>::F* x) {
     }
 }
 
+// qt[c * ldq + r] <- row(r)[c] for r < n and c < D (zero columns r from n up to ldq), in TL x TL blocks through
+// registers; row(r) returns row r's first float. ldq and D are multiples of TL.
+template <int TL, class RowFn>
+DYLLM_ALWAYS_INLINE void transpose_rows(RowFn row, int n, int D, int64_t ldq, float* qt) {
+    using V = typename Lanes<TL>::F;
+    for (int64_t r0 = 0; r0 < ldq; r0 += TL)
+        for (int c0 = 0; c0 < D; c0 += TL) {
+            V x[TL];
+            for (int i = 0; i < TL; ++i) x[i] = r0 + i < n ? load<TL>(row(int(r0) + i) + c0) : V{};
+            transpose<TL>(x);
+            for (int i = 0; i < TL; ++i) store<TL>(qt + (c0 + i) * ldq + r0, x[i]);
+        }
+}
+
 // sum_c a[c] * b[c]
 DYLLM_ALWAYS_INLINE float dot(const float* a, const float* b, int64_t n) {
     float   acc[kLanes] = {};
