@@ -50,6 +50,35 @@ struct Case {
     int64_t n, m, k;
 };
 
+// A random fp32 weight [m, k] (entries N(0, std^2) from `seed`) packed on `pool`; the packing must succeed.
+struct PackedNormals {
+    std::vector<float>                  values;
+    ConstMat                            w;
+    std::shared_ptr<const PackedWeight> packed;
+};
+PackedNormals pack_normals(const PackedGemm& gemm, ThreadPool& pool, int64_t m, int64_t k, uint32_t seed, float std) {
+    PackedNormals p;
+    p.values = normals(size_t(m * k), seed, std);
+    p.w      = ConstMat{p.values.data(), ElemType::F32, m, k, k};
+    std::string err;
+    p.packed = gemm.pack(p.w, pool, &err);
+    INFO(err);
+    REQUIRE(p.packed);
+    return p;
+}
+
+// One product's inputs: a pool and provider of `threads` threads, random rows x [n, k] (N(0, 1), from `seed`) and a
+// packed weight [m, k] (N(0, 0.05^2), from seed + 1).
+struct PackedProduct {
+    ThreadPool         pool;
+    PackedGemm         gemm;
+    std::vector<float> xv;
+    PackedNormals      packed;
+    PackedProduct(int threads, int64_t n, int64_t m, int64_t k, uint32_t seed)
+        : pool(threads), gemm(threads), xv(normals(size_t(n * k), seed, 1.0f)),
+          packed(pack_normals(gemm, pool, m, k, seed + 1, 0.05f)) {}
+};
+
 // oneDNN 2.6 has a bf16 matmul on AVX-512 CPUs only: elsewhere the backend keeps bf16 weights unpacked (matmul.h, the
 // last test case) and there is no packed bf16 product to test.
 bool packs(ElemType type) {
@@ -250,22 +279,17 @@ TEST_CASE("packed bf16 matmul stays within bf16 input rounding of the exact fp32
 TEST_CASE("a few-row product runs on its padded row count's primitive unless padding costs more than a build",
           "[packed][rows]") {
     // 1.5 MiB fp32: above kSmallGemmMaxWeightBytes, so every product below runs on oneDNN primitives on any ISA.
-    constexpr int64_t  m = 768, k = 512, padded = 16;
-    ThreadPool         pool(1);
-    PackedGemm         gemm(1);
-    std::vector<float> xv = normals(size_t(padded * k), 11, 1.0f), wv = normals(size_t(m * k), 12, 0.05f);
-    std::string        err;
-    const ConstMat     w{wv.data(), ElemType::F32, m, k, k};
-    const auto         pw = gemm.pack(w, pool, &err);
-    REQUIRE(pw);
+    constexpr int64_t m = 768, k = 512, padded = 16;
+    PackedProduct     p(1, padded, m, k, 11);
+    auto& [pool, gemm, xv, packed] = p;
     std::vector<float> y(size_t(padded * m)), ref(size_t(padded * m));
-    ref::matmul(CMatF{xv.data(), padded, k, k}, w, ConstMat{}, MatF{ref.data(), padded, m, m});
+    ref::matmul(CMatF{xv.data(), padded, k, k}, packed.w, ConstMat{}, MatF{ref.data(), padded, m, m});
     // Padded or exact, each output is an fp32 sum of k products: within (k + 2) u sum |x w| of the fp64 reference
     // (Higham §3.1, as the first test case), u = 2^-24.
     const auto check_rows = [&](int64_t n) {
         for (int64_t i = 0; i < n; ++i)
             for (int64_t j = 0; j < m; ++j) {
-                const double mag = abs_dot(xv.data() + i * k, w, j, k);
+                const double mag = abs_dot(xv.data() + i * k, packed.w, j, k);
                 const double e = std::fabs(double(y[size_t(i * m + j)]) - double(ref[size_t(i * m + j)]));
                 REQUIRE(e <= double(k + 2) * std::ldexp(1.0, -24) * mag);
             }
@@ -275,18 +299,18 @@ TEST_CASE("a few-row product runs on its padded row count's primitive unless pad
     REQUIRE(2.0 * double(padded - 9) * double(m) * double(k) < kPadWasteFlops);
     for (int rep = 0; rep < 10; ++rep)
         for (int64_t n = 9; n <= padded; ++n) {
-            gemm.matmul(CMatF{xv.data(), n, k, k}, *pw, ConstMat{}, MatF{y.data(), n, m, m}, pool);
+            gemm.matmul(CMatF{xv.data(), n, k, k}, *packed.packed, ConstMat{}, MatF{y.data(), n, m, m}, pool);
             INFO("rows " << n << ", repetition " << rep);
             CHECK(gemm.primitives() == 1u);
             if (rep == 0) check_rows(n);
         }
     // A wide weight whose padding of 1 row to 16 would waste more than a build: its exact 1-row primitive, then a
     // second one for 16 rows.
-    constexpr int64_t  mw   = 4096;
-    std::vector<float> wide = normals(size_t(mw * k), 13, 0.05f), yw(size_t(padded * mw));
+    constexpr int64_t  mw = 4096;
+    std::vector<float> yw(size_t(padded * mw));
     REQUIRE(2.0 * double(padded - 1) * double(mw) * double(k) > kPadWasteFlops);
-    const auto pwide = gemm.pack(ConstMat{wide.data(), ElemType::F32, mw, k, k}, pool, &err);
-    REQUIRE(pwide);
+    const PackedNormals wide  = pack_normals(gemm, pool, mw, k, 13, 0.05f);
+    const auto&         pwide = wide.packed;
     gemm.matmul(CMatF{xv.data(), 1, k, k}, *pwide, ConstMat{}, MatF{yw.data(), 1, mw, mw}, pool);
     CHECK(gemm.primitives() == 2u);
     gemm.matmul(CMatF{xv.data(), padded, k, k}, *pwide, ConstMat{}, MatF{yw.data(), padded, mw, mw}, pool);
@@ -297,23 +321,18 @@ TEST_CASE("while the pool backs off, a product runs as one block over every row,
           "[packed][threads]") {
     // A narrow weight (packed whole) of 1.5 MiB: oneDNN on any ISA (above kSmallGemmMaxWeightBytes), and at two
     // threads a 64-row product is two row chunks of 32, one primitive for both.
-    constexpr int64_t  n = 64, m = 384, k = 1024;
-    ThreadPool         pool(2);
-    PackedGemm         gemm(2);
-    std::vector<float> xv = normals(size_t(n * k), 21, 1.0f), wv = normals(size_t(m * k), 22, 0.05f);
-    std::string        err;
-    const ConstMat     w{wv.data(), ElemType::F32, m, k, k};
-    const auto         pw = gemm.pack(w, pool, &err);
-    REQUIRE(pw);
-    REQUIRE(pw->slices() == 1);
+    constexpr int64_t n = 64, m = 384, k = 1024;
+    PackedProduct     p(2, n, m, k, 21);
+    auto& [pool, gemm, xv, packed] = p;
+    REQUIRE(packed.packed->slices() == 1);
     std::vector<float> split(size_t(n * m)), whole(size_t(n * m));
-    gemm.matmul(CMatF{xv.data(), n, k, k}, *pw, ConstMat{}, MatF{split.data(), n, m, m}, pool);
+    gemm.matmul(CMatF{xv.data(), n, k, k}, *packed.packed, ConstMat{}, MatF{split.data(), n, m, m}, pool);
     CHECK(gemm.primitives() == 1u);
     // A stall past the pool's debt: the next jobs run inline for kPoolBackoffMinNs.
     dyllm::test::stall_worker(pool);
     REQUIRE(pool.backoffs() == 1);
     const bool before = pool.backing_off();
-    gemm.matmul(CMatF{xv.data(), n, k, k}, *pw, ConstMat{}, MatF{whole.data(), n, m, m}, pool);
+    gemm.matmul(CMatF{xv.data(), n, k, k}, *packed.packed, ConstMat{}, MatF{whole.data(), n, m, m}, pool);
     const bool after = pool.backing_off();
     // Checked only when the product ran inside the 10 ms window (a preemption escape, not a timing assertion): it
     // built the 64-row primitive instead of running the two 32-row chunks one after the other.
@@ -330,7 +349,7 @@ TEST_CASE("while the pool backs off, a product runs as one block over every row,
                 REQUIRE(split[size_t(i * m + j)] == whole[size_t(i * m + j)]);
                 continue;
             }
-            const double mag = abs_dot(xv.data() + i * k, w, j, k);
+            const double mag = abs_dot(xv.data() + i * k, packed.w, j, k);
             REQUIRE(std::fabs(double(split[size_t(i * m + j)]) - double(whole[size_t(i * m + j)])) <=
                     2.0 * double(k + 2) * std::ldexp(1.0, -24) * mag);
         }
@@ -437,10 +456,9 @@ TEST_CASE("where oneDNN's rounding depends on the row count, a row's output does
     INFO("threads " << threads << ", m " << c.m << ", k " << c.k);
     ThreadPool         pool(threads);
     PackedGemm         gemm(threads);
-    std::vector<float> wv = normals(size_t(c.m * c.k), 26, 0.05f), bias = normals(size_t(c.m), 27, 0.1f);
-    std::string        err;
-    const auto         pw = gemm.pack(ConstMat{wv.data(), ElemType::F32, c.m, c.k, c.k}, pool, &err);
-    REQUIRE(pw);
+    const std::vector<float> bias   = normals(size_t(c.m), 27, 0.1f);
+    const PackedNormals      packed = pack_normals(gemm, pool, c.m, c.k, 26, 0.05f);
+    const auto&              pw     = packed.packed;
     const ConstMat           b{bias.data(), ElemType::F32, 1, c.m, c.m};
     constexpr int64_t        kMaxRows = 200;
     const std::vector<float> xv       = normals(size_t(kMaxRows * c.k), 28, 1.0f);
