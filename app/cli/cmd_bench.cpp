@@ -330,7 +330,9 @@ nlohmann::ordered_json row_json(const Row& r, const Model& model, const app::Thr
     j["pct_sgemm_dense"]      = r.dense_steps ? nlohmann::ordered_json(r.pct_dense) : nlohmann::ordered_json(nullptr);
     j["pct_sgemm_cached"]     = r.cached_steps ? nlohmann::ordered_json(r.pct_cached) : nlohmann::ordered_json(nullptr);
     j["sgemm_gflops"]         = r.sgemm;
-    // The probe on one thread (null on one thread or a GPU) and whether the threads shared cores (app::ThreadScaling).
+    // The CPU threads the run's ops used, the probe on one thread (null on one thread or a GPU) and whether the threads
+    // shared cores (app::ThreadScaling).
+    j["threads"]              = sc.threads;
     j["sgemm_1thread_gflops"] =
         sc.one_thread_gflops > 0 ? nlohmann::ordered_json(sc.one_thread_gflops) : nlohmann::ordered_json(nullptr);
     j["threads_share_cores"]       = sc.shared_cores();

@@ -374,6 +374,7 @@ TEST_CASE("bench: rows carry the documented keys; original is the speed-up basel
                                               "pct_sgemm_dense",
                                               "pct_sgemm_cached",
                                               "sgemm_gflops",
+                                              "threads",
                                               "sgemm_1thread_gflops",
                                               "threads_share_cores",
                                               "dense_steps",
@@ -388,6 +389,7 @@ TEST_CASE("bench: rows carry the documented keys; original is the speed-up basel
         CHECK(row["block_length"] == 8);
         CHECK(row["batch"] == 1);
         CHECK(row["accuracy"].is_null());  // no --task
+        CHECK(row["threads"] == 1);
         CHECK(row["sgemm_1thread_gflops"].is_null());  // -t 1: the probe already ran on one thread
         CHECK(row["threads_share_cores"] == false);
         CHECK(row["tokens_per_s"].get<double>() > 0);
