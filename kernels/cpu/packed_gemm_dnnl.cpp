@@ -384,8 +384,16 @@ void PackedGemm::matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, T
         const int64_t rows = Impl::primitive_rows(n, m, k);
         for (size_t s = 0; s < W.slices.size(); ++s) blocks.push_back({0, n, rows, s, nullptr});
     } else {
+        // Chunks of a multiple of kPackedRowChunkMin rows, the last one taking the rest: every chunk but the last runs
+        // a primitive of its exact row count writing y in place, and when n is a multiple of 16 so does the last, with
+        // no padded copy of x. The longest chunk is the same as with equal chunks padded to 16 rows each, which is
+        // what ran before: two halves of tiny-llada's 336 rows (168, padded to 176) read a padded copy of x made on the
+        // caller and wrote through per-thread buffers; where the two vCPUs sat far apart that made a split product no
+        // faster than one thread.
         const int64_t parts = may_split ? std::max<int64_t>(1, std::min<int64_t>(pool.size(), n / kPackedRowChunkMin)) : 1;
-        const int64_t chunk = (n + parts - 1) / parts;
+        const int64_t chunk =
+            parts == 1 ? n
+                       : ((n + parts - 1) / parts + kPackedRowChunkMin - 1) / kPackedRowChunkMin * kPackedRowChunkMin;
         for (int64_t r0 = 0; r0 < n; r0 += chunk) {
             const int64_t r = std::min(chunk, n - r0);
             blocks.push_back({r0, r, Impl::primitive_rows(r, m, k), 0, nullptr});

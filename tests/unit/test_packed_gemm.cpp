@@ -355,6 +355,37 @@ TEST_CASE("while the pool backs off, a product runs as one block over every row,
         }
 }
 
+TEST_CASE("a product split by rows over two threads equals the same product on one", "[packed][threads]") {
+    // A narrow weight (packed whole) of 1.5 MiB: oneDNN on any ISA, split by rows at two threads into chunks of a
+    // multiple of 16 rows and the rest (336 = 176 + 160, tiny-llada's dense step; 100 = 64 + 36; 33 = 32 + 1).
+    constexpr int64_t m = 384, k = 1024, kMaxRows = 336;
+    PackedProduct     one(1, kMaxRows, m, k, 31), two(2, kMaxRows, m, k, 31);
+    for (int64_t n : {33, 100, 336}) {
+        INFO("rows " << n);
+        std::vector<float> y1(size_t(n * m)), y2(size_t(n * m), std::nanf(""));
+        one.gemm.matmul(CMatF{one.xv.data(), n, k, k}, *one.packed.packed, ConstMat{}, MatF{y1.data(), n, m, m}, one.pool);
+        const uint64_t handoffs = thread_handoffs();
+        two.gemm.matmul(CMatF{two.xv.data(), n, k, k}, *two.packed.packed, ConstMat{}, MatF{y2.data(), n, m, m}, two.pool);
+        if (two.pool.backing_off())  // a preemption escape (thread_pool.h's backoff), not a timing assertion
+            WARN("the pool backed off: the product ran on one thread");
+        else
+            CHECK(thread_handoffs() > handoffs);  // it really was split
+        // oneDNN's brgemm (AVX-512) rounds a row the same at any row count: the same bits. AVX2's jit sgemm rounds by
+        // the row count (small_gemm_for_all_rows): each is an fp32 sum of k products within (k + 2) u sum |x w| of the
+        // exact one (Higham §3.1), so within twice that of each other. A row left unwritten stays NaN and fails both.
+        for (int64_t i = 0; i < n; ++i)
+            for (int64_t j = 0; j < m; ++j) {
+                const float a = y1[size_t(i * m + j)], b = y2[size_t(i * m + j)];
+                if (!PackedGemm::small_gemm_for_all_rows()) {
+                    REQUIRE(a == b);
+                    continue;
+                }
+                const double mag = abs_dot(one.xv.data() + i * k, one.packed.w, j, k);
+                REQUIRE(std::fabs(double(a) - double(b)) <= 2.0 * double(k + 2) * std::ldexp(1.0, -24) * mag);
+            }
+    }
+}
+
 TEST_CASE("the provider runs on the engine's pool: no thread of its own", "[packed][threads]") {
     ThreadPool pool(2);
     PackedGemm gemm(2);
