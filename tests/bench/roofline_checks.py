@@ -4,9 +4,10 @@
 Each round's ratios are taken within that round's one bench run (the methods of a cell run interleaved in one
 process), then the median over rounds: a ratio never mixes runs. A multi-thread round counts only when the threads
 really ran in parallel: every repetition's sgemm probe on the run's threads at least 0.65 x threads times its
-one-thread rate (the bench's own threads_share_cores rule, app/model/sgemm_probe.h). The 2-core VMs this was written
-on move their two vCPUs now and then onto distant cores (a cache line's one-way trip 155-170 ns instead of 26-32 ns),
-and for those minutes the probe and every decode run at 2 threads no faster than at 1.
+one-thread rate (the bench's own threads_share_cores rule, app/model/sgemm_probe.h). On the shared 2-core dev VMs the
+probe's 2-thread speed-up has read anything from 0.6x to 1.9x within an hour (vCPUs on one core's two hyperthreads, a
+busy host, or, before session 30's row chunks, vCPUs far apart). A round whose threads did not run in parallel still
+counts in "rounds" ("2 of 3").
 
   roofline_checks.py [OUT=/tmp/roofline]     the table
   roofline_checks.py --parallel FILE         exit 0 when FILE's run is such a round (or a one-thread run), else 1

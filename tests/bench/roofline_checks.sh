@@ -6,7 +6,8 @@
 # per cell: original's tokens/s, GFLOP/s and dense-step share of the sgemm rate measured beside it, every cached
 # method's GFLOP/s over original's, and DyLLM / fast-dual tokens/s against their FLOP ratio. A 2-thread run whose
 # threads did not run in parallel (its sgemm probe below 1.3x of one thread: vCPUs on one core or far apart, see
-# roofline_checks.py) is kept as *.serial and run again, up to RETRIES times; the table counts only parallel rounds.
+# roofline_checks.py) is kept as *.serialN and run again, up to RETRIES times (the last try stays the round's file);
+# the table counts only parallel rounds.
 #   tests/bench/roofline_checks.sh [BUILD_DIR=build] [OUT=/tmp/roofline] [ROUNDS=3] [RETRIES=4]
 # Run nothing heavy beside it. Report the CPU model and BLAS kernel (`dyllm bench` prints both) with the figures.
 set -euo pipefail
@@ -30,8 +31,8 @@ bench_cell() {
     for try in $(seq 0 "$RETRIES"); do
         "$DYLLM" bench "$@" --json >"$file"
         if python3 "$HERE/roofline_checks.py" --parallel "$file"; then return; fi
-        mv "$file" "${file%.json}.serial$try"
-        echo "roofline_checks: $(basename "$file"): the threads did not run in parallel, run again" >&2
+        echo "roofline_checks: $(basename "$file"): the threads did not run in parallel (try $((try + 1)))" >&2
+        if [ "$try" -lt "$RETRIES" ]; then mv "$file" "${file%.json}.serial$try"; fi
     done
 }
 for r in $(seq "$ROUNDS"); do
