@@ -281,15 +281,14 @@ TEST_CASE("a few-row product runs on its padded row count's primitive unless pad
     // 1.5 MiB fp32: above kSmallGemmMaxWeightBytes, so every product below runs on oneDNN primitives on any ISA.
     constexpr int64_t m = 768, k = 512, padded = 16;
     PackedProduct     p(1, padded, m, k, 11);
-    auto& [pool, gemm, xv, packed] = p;
     std::vector<float> y(size_t(padded * m)), ref(size_t(padded * m));
-    ref::matmul(CMatF{xv.data(), padded, k, k}, packed.w, ConstMat{}, MatF{ref.data(), padded, m, m});
+    ref::matmul(CMatF{p.xv.data(), padded, k, k}, p.packed.w, ConstMat{}, MatF{ref.data(), padded, m, m});
     // Padded or exact, each output is an fp32 sum of k products: within (k + 2) u sum |x w| of the fp64 reference
     // (Higham §3.1, as the first test case), u = 2^-24.
     const auto check_rows = [&](int64_t n) {
         for (int64_t i = 0; i < n; ++i)
             for (int64_t j = 0; j < m; ++j) {
-                const double mag = abs_dot(xv.data() + i * k, packed.w, j, k);
+                const double mag = abs_dot(p.xv.data() + i * k, p.packed.w, j, k);
                 const double e = std::fabs(double(y[size_t(i * m + j)]) - double(ref[size_t(i * m + j)]));
                 REQUIRE(e <= double(k + 2) * std::ldexp(1.0, -24) * mag);
             }
@@ -299,9 +298,9 @@ TEST_CASE("a few-row product runs on its padded row count's primitive unless pad
     REQUIRE(2.0 * double(padded - 9) * double(m) * double(k) < kPadWasteFlops);
     for (int rep = 0; rep < 10; ++rep)
         for (int64_t n = 9; n <= padded; ++n) {
-            gemm.matmul(CMatF{xv.data(), n, k, k}, *packed.packed, ConstMat{}, MatF{y.data(), n, m, m}, pool);
+            p.gemm.matmul(CMatF{p.xv.data(), n, k, k}, *p.packed.packed, ConstMat{}, MatF{y.data(), n, m, m}, p.pool);
             INFO("rows " << n << ", repetition " << rep);
-            CHECK(gemm.primitives() == 1u);
+            CHECK(p.gemm.primitives() == 1u);
             if (rep == 0) check_rows(n);
         }
     // A wide weight whose padding of 1 row to 16 would waste more than a build: its exact 1-row primitive, then a
@@ -309,12 +308,12 @@ TEST_CASE("a few-row product runs on its padded row count's primitive unless pad
     constexpr int64_t  mw = 4096;
     std::vector<float> yw(size_t(padded * mw));
     REQUIRE(2.0 * double(padded - 1) * double(mw) * double(k) > kPadWasteFlops);
-    const PackedNormals wide  = pack_normals(gemm, pool, mw, k, 13, 0.05f);
+    const PackedNormals wide  = pack_normals(p.gemm, p.pool, mw, k, 13, 0.05f);
     const auto&         pwide = wide.packed;
-    gemm.matmul(CMatF{xv.data(), 1, k, k}, *pwide, ConstMat{}, MatF{yw.data(), 1, mw, mw}, pool);
-    CHECK(gemm.primitives() == 2u);
-    gemm.matmul(CMatF{xv.data(), padded, k, k}, *pwide, ConstMat{}, MatF{yw.data(), padded, mw, mw}, pool);
-    CHECK(gemm.primitives() == 3u);
+    p.gemm.matmul(CMatF{p.xv.data(), 1, k, k}, *pwide, ConstMat{}, MatF{yw.data(), 1, mw, mw}, p.pool);
+    CHECK(p.gemm.primitives() == 2u);
+    p.gemm.matmul(CMatF{p.xv.data(), padded, k, k}, *pwide, ConstMat{}, MatF{yw.data(), padded, mw, mw}, p.pool);
+    CHECK(p.gemm.primitives() == 3u);
 }
 
 TEST_CASE("while the pool backs off, a product runs as one block over every row, as at one thread",
@@ -323,21 +322,20 @@ TEST_CASE("while the pool backs off, a product runs as one block over every row,
     // threads a 64-row product is two row chunks of 32, one primitive for both.
     constexpr int64_t n = 64, m = 384, k = 1024;
     PackedProduct     p(2, n, m, k, 21);
-    auto& [pool, gemm, xv, packed] = p;
-    REQUIRE(packed.packed->slices() == 1);
+    REQUIRE(p.packed.packed->slices() == 1);
     std::vector<float> split(size_t(n * m)), whole(size_t(n * m));
-    gemm.matmul(CMatF{xv.data(), n, k, k}, *packed.packed, ConstMat{}, MatF{split.data(), n, m, m}, pool);
-    CHECK(gemm.primitives() == 1u);
+    p.gemm.matmul(CMatF{p.xv.data(), n, k, k}, *p.packed.packed, ConstMat{}, MatF{split.data(), n, m, m}, p.pool);
+    CHECK(p.gemm.primitives() == 1u);
     // A stall past the pool's debt: the next jobs run inline for kPoolBackoffMinNs.
-    dyllm::test::stall_worker(pool);
-    REQUIRE(pool.backoffs() == 1);
-    const bool before = pool.backing_off();
-    gemm.matmul(CMatF{xv.data(), n, k, k}, *packed.packed, ConstMat{}, MatF{whole.data(), n, m, m}, pool);
-    const bool after = pool.backing_off();
+    dyllm::test::stall_worker(p.pool);
+    REQUIRE(p.pool.backoffs() == 1);
+    const bool before = p.pool.backing_off();
+    p.gemm.matmul(CMatF{p.xv.data(), n, k, k}, *p.packed.packed, ConstMat{}, MatF{whole.data(), n, m, m}, p.pool);
+    const bool after = p.pool.backing_off();
     // Checked only when the product ran inside the 10 ms window (a preemption escape, not a timing assertion): it
     // built the 64-row primitive instead of running the two 32-row chunks one after the other.
     if (before && after)
-        CHECK(gemm.primitives() == 2u);
+        CHECK(p.gemm.primitives() == 2u);
     else
         WARN("the product did not run inside the pool's backoff window: not checked");
     // The same bits with oneDNN's brgemm (AVX-512), whose rows do not depend on the row count. AVX2's jit sgemm
@@ -349,7 +347,7 @@ TEST_CASE("while the pool backs off, a product runs as one block over every row,
                 REQUIRE(split[size_t(i * m + j)] == whole[size_t(i * m + j)]);
                 continue;
             }
-            const double mag = abs_dot(xv.data() + i * k, packed.w, j, k);
+            const double mag = abs_dot(p.xv.data() + i * k, p.packed.w, j, k);
             REQUIRE(std::fabs(double(split[size_t(i * m + j)]) - double(whole[size_t(i * m + j)])) <=
                     2.0 * double(k + 2) * std::ldexp(1.0, -24) * mag);
         }
