@@ -301,13 +301,17 @@ void Studio::pump_events(double budget_ms) {
     }
 }
 
-void Studio::begin_frame() {
+void Studio::refresh_status() {
     status = worker.status();
-    vocab  = worker.vocab();
     if (status.error_serial != seen_error_serial) {
         seen_error_serial = status.error_serial;
         message           = status.error;
     }
+}
+
+void Studio::begin_frame() {
+    refresh_status();
+    vocab = worker.vocab();
     // Family default tau once a model is known, unless the user chose one.
     // (engine/README.md decision 5: LLaDA 0.99, Dream 0.995.)
     if (!ui.tau_set && !status.family.empty())
@@ -329,9 +333,12 @@ void Studio::begin_frame() {
                 message = "comparison stopped: run A (" + compare_labels[0] + ") was cancelled before its end";
             }
         } else if (!a && !worker.busy() && worker.sink().queued() == 0) {
-            // The worker finished the start (busy() is read first) and no RunBegin came: A was refused.
+            // The worker finished the start (busy() is read first) and no RunBegin came: A was refused. The worker
+            // set its error before busy() fell, perhaps after this frame's status copy: read it again, so the refusal
+            // is on the message bar in the frame that drops the comparison.
             compare_queued = false;
             cmp_pick.drop_pair();
+            refresh_status();
         }
     }
     advance_sweep();

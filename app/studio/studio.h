@@ -166,6 +166,7 @@ struct Studio {
     void         start_run(StartRequest req, RunRequest what);   // labels the request and hands it to the worker
     void pump_events(double budget_ms);  // pops QueueSink events into the live RunHistory
     void begin_frame();                  // status copy, message bar, compare sequencing, follow-live
+    void refresh_status();               // status copy; a new worker error goes to the message bar
     void end_frame();                    // frame time (shown in the scrubber bar)
     bool compare_finished();             // run B of the newest comparison has its RunEnd
     std::string model_spec() const;
