@@ -7,6 +7,7 @@
 #include <limits>
 #include <numeric>
 
+#include "engine/errors.h"
 #include "engine/methods/method.h"
 
 namespace dyllm {
@@ -28,25 +29,38 @@ public:
         return (r.prompt && r.gen) ? StepKind::CacheRefresh : StepKind::CachePartial;
     }
 
+    // The rows whose hidden state is read after layer 0: every row when the prompt is refreshed; otherwise the
+    // response rows (later layers recompute only response rows, and the sampler reads only theirs), plus for Dream
+    // the last prompt row, whose logits are the first response position's. Layer 0 still recomputes every row.
+    void query_rows(const StepInput& in, StepKind, RowSet& out) const override {
+        if (dllm_cache_refresh(in.step, p_.kp, p_.kr).prompt) return all_rows(*in.lay, out);
+        response_rows(*in.lay, cfg_.family == Family::Dream, out);
+    }
+
     Tensor run_layers(Forward& fwd, const StepInput& in, StepKind, const RowSet& q, std::vector<LayerCache>& caches,
                       const SaliencyReport&) override {
         const BatchLayout& lay = *in.lay;
         s_.reserve(size_t(lay.n_rows()));
-        Tensor h = fwd.embed(lay, q);
+        const RowSet& every = s_.every;
+        all_rows(lay, s_.every);
+        Tensor     h = fwd.embed(lay, every);
         const auto r = dllm_cache_refresh(in.step, p_.kp, p_.kr);
         response_rows(lay, false, s_.gen);
         s_.prompt_rows.clear();
-        for (size_t i = 0; i < q.size(); ++i)
-            if (q.pos[i] < lay.prompt_len[size_t(q.seq[i])]) s_.prompt_rows.push(q.rows[i], q.seq[i], q.pos[i]);
+        for (size_t i = 0; i < every.size(); ++i)
+            if (every.pos[i] < lay.prompt_len[size_t(every.seq[i])])
+                s_.prompt_rows.push(every.rows[i], every.seq[i], every.pos[i]);
         static const RowSet no_rows;  // an empty set (no allocation)
         const RowSet&       partial = r.prompt ? s_.prompt_rows : (r.gen ? s_.gen : no_rows);
-        all_rows(lay, s_.every);
         for (int l = 0; l < cfg_.n_layer; ++l) {
             // Layer 0 always refreshes both (the reference hooks' "or layer_id == 0").
             const bool both = (r.prompt && r.gen) || l == 0;
-            layer(fwd, l, h, lay, both ? q : partial, s_.gen, !both && !r.gen, caches[size_t(l)]);
+            layer(fwd, l, h, lay, both ? every : partial, s_.gen, !both && !r.gen, q, caches[size_t(l)]);
         }
-        return h;
+        if (q.size() == every.size()) return h;
+        Tensor out = fwd.alloc(int64_t(q.size()), cfg_.n_embd);
+        fwd.gather(cfg_.n_layer - 1, h, q.rows, out);
+        return out;
     }
 
 private:
@@ -65,9 +79,10 @@ private:
     Scratch s_;
 
     // h holds every row of the batch. attn_rows are recomputed; with adaptive, the response rows' V is refreshed and
-    // the rho share least similar are recomputed too.
+    // the rho share least similar are recomputed too. The cached outputs are added only where a later op reads the
+    // row (live, a superset of every row recomputed after layer 0): the other rows of h are left stale.
     void layer(Forward& fwd, int l, Tensor& h, const BatchLayout& lay, const RowSet& attn_rows, const RowSet& gen_rows,
-               bool adaptive, LayerCache& c) {
+               bool adaptive, const RowSet& live, LayerCache& c) {
         const LayerWeights& L = fwd.weights().layers[size_t(l)];
         LayerAccount&       A = fwd.account(l);
         auto norm_rows = [&](const TensorView& w, const std::vector<int32_t>& rows) {
@@ -142,9 +157,9 @@ private:
             recompute_attention(transfer, xt, false);
         }
 
-        // Every row's cached output added in one pass (add_rows: the gather and the add without a gathered copy).
-        const RowSet& every = s_.every;
-        fwd.residual_add_rows(l, c.attn_out, every.rows, h);
+        // The attention outputs added before the FFN reads its rows: every row where attn_rows were all of them (so are
+        // the FFN's), else the live rows (which hold attn_rows and the transferred rows).
+        add_cached(fwd, l, c.attn_out, attn_rows.size() == s_.every.size() ? s_.every : live, h);
 
         // FFN for the recomputed rows; every other row reuses its cached FFN output.
         RowSet& ffn_rows = s_.ffn_rows;
@@ -167,7 +182,23 @@ private:
         fwd.ffn(l, x2, m);
         if (ffn_to.empty()) fwd.scatter(l, m, ffn_rows.rows, c.ffn);
         A.ffn_rows += int32_t(ffn_rows.size());
-        fwd.residual_add_rows(l, c.ffn, every.rows, h);
+        add_cached(fwd, l, c.ffn, live, h);
+    }
+
+    // h's rows `rows` += the cache's same rows: one add_rows per run of consecutive rows (one run per sequence at
+    // most), the run's indices being the cache rows it reads.
+    static void add_cached(Forward& fwd, int l, const Tensor& cache, const RowSet& rows, Tensor& h) {
+        const std::vector<int32_t>& r  = rows.rows;
+        const TensorView            hv = h.view();
+        DYLLM_ASSERT(hv.contiguous(), "dLLM-Cache: the hidden states must be one contiguous matrix");
+        for (size_t i = 0; i < r.size();) {
+            size_t j = i + 1;
+            while (j < r.size() && r[j] == r[j - 1] + 1) ++j;
+            const TensorView run =
+                TensorView::matrix(hv.row<char>(r[i]), hv.dtype, hv.device, int64_t(j - i), hv.cols());
+            fwd.residual_add_rows(l, cache, std::span<const int32_t>(r.data() + i, j - i), run);
+            i = j;
+        }
     }
 };
 
