@@ -32,6 +32,7 @@
 #include "engine/engine.h"
 #include "engine/errors.h"
 #include "app/model/roofline.h"
+#include "app/model/core_latency.h"
 #include "app/model/sgemm_probe.h"
 #include "app/model/suite_sweep.h"
 #include "app/model/task_suite.h"
@@ -93,7 +94,9 @@ struct Row {
     double sgemm = 0, pct = 0, pct_dense = 0, pct_cached = 0;
     struct Sample {
         double tokens_per_s, gflops, gflops_dense, gflops_cached, sgemm;
+        double cross_core_ns;  // around the repetition (app/model/core_latency.h); NaN: not measured
     };
+    double              cross_core_ns = NAN;  // median of the samples' (NaN: none measured)
     std::vector<Sample> samples;  // one per timed repetition, in order
 };
 
@@ -159,7 +162,14 @@ struct RepTotals {
 // few seconds on an 8B one, whose repetitions take minutes).
 constexpr double kRepProbeSeconds = 0.05;
 
-Row run_config(const Model& model, const BenchOptions& o, const Config& cfg, app::GemmProbe& probe) {
+// Like the sgemm rate, the cross-core hand-off time is measured around every repetition on a multi-thread CPU run:
+// a VM's vCPUs move between near and far placements within minutes. 2 x 2000 round trips: 0.1-0.7 ms on the dev VM.
+app::CoreLatency rep_core_latency(bool measure) {
+    return measure ? app::measure_core_latency(2000, 3, 50.0) : app::CoreLatency{};
+}
+
+Row run_config(const Model& model, const BenchOptions& o, const Config& cfg, app::GemmProbe& probe,
+               bool measure_cores) {
     const std::vector<std::vector<int32_t>> prompts = bench_prompts(model, o, cfg.batch, cfg.gen_length);
     auto run_rep = [&] {
         RepTotals t;
@@ -193,12 +203,19 @@ Row run_config(const Model& model, const BenchOptions& o, const Config& cfg, app
     Row                 row;
     row.cfg = cfg;
     double recompute_sum = 0;
-    double sgemm_before  = probe.measure(kRepProbeSeconds).gflops_per_s;
+    double              sgemm_before  = probe.measure(kRepProbeSeconds).gflops_per_s;
+    app::CoreLatency    cores_before  = rep_core_latency(measure_cores);
+    std::vector<double> cross_core;
     for (int r = 0; r < o.reps; ++r) {
-        const RepTotals t           = run_rep();
-        const double    sgemm_after = probe.measure(kRepProbeSeconds).gflops_per_s;
-        const double    sgemm_rep   = 0.5 * (sgemm_before + sgemm_after);
-        sgemm_before                = sgemm_after;
+        const RepTotals        t           = run_rep();
+        const double           sgemm_after = probe.measure(kRepProbeSeconds).gflops_per_s;
+        const double           sgemm_rep   = 0.5 * (sgemm_before + sgemm_after);
+        const app::CoreLatency cores_after = rep_core_latency(measure_cores);
+        const double           cores_rep   = cores_before.measured && cores_after.measured
+                                                 ? 0.5 * (cores_before.one_way_ns + cores_after.one_way_ns)
+                                                 : NAN;
+        sgemm_before = sgemm_after, cores_before = cores_after;
+        if (!std::isnan(cores_rep)) cross_core.push_back(cores_rep);
         tps.push_back(t.denoise_s > 0 ? double(t.generated) / t.denoise_s : 0.0);
         non_eos.push_back(t.denoise_s > 0 ? double(t.non_eos) / t.denoise_s : 0.0);
         denoise.push_back(t.denoise_s);
@@ -213,7 +230,7 @@ Row run_config(const Model& model, const BenchOptions& o, const Config& cfg, app
         pct.push_back(app::percent_of(gf.back(), sgemm_rep));
         pct_dense.push_back(app::percent_of(gf_dense.back(), sgemm_rep));
         pct_cached.push_back(app::percent_of(gf_cached.back(), sgemm_rep));
-        row.samples.push_back({tps.back(), gf.back(), gf_dense.back(), gf_cached.back(), sgemm_rep});
+        row.samples.push_back({tps.back(), gf.back(), gf_dense.back(), gf_cached.back(), sgemm_rep, cores_rep});
         row.flops_per_token = t.generated > 0 ? t.flops / double(t.generated) : 0.0;
         row.flops_vs_dense  = t.dense_flops > 0 ? t.flops / t.dense_flops : 1.0;
         row.dense_steps     = t.split.dense.steps;
@@ -223,6 +240,7 @@ Row run_config(const Model& model, const BenchOptions& o, const Config& cfg, app
     row.gflops_dense  = median(gf_dense);
     row.gflops_cached = median(gf_cached);
     row.sgemm         = median(sgemm);
+    if (!cross_core.empty()) row.cross_core_ns = median(cross_core);
     row.pct           = median(pct);
     row.pct_dense     = median(pct_dense);
     row.pct_cached    = median(pct_cached);
@@ -336,6 +354,9 @@ nlohmann::ordered_json row_json(const Row& r, const Model& model, const app::Thr
     j["sgemm_1thread_gflops"] =
         sc.one_thread_gflops > 0 ? nlohmann::ordered_json(sc.one_thread_gflops) : nlohmann::ordered_json(nullptr);
     j["threads_share_cores"]       = sc.shared_cores();
+    // The cache line's one-way trip between two threads around the repetitions (null on one thread or a GPU).
+    j["cross_core_ns"] =
+        std::isnan(r.cross_core_ns) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.cross_core_ns);
     j["dense_steps"]        = r.dense_steps;
     j["cached_steps"]       = r.cached_steps;
     j["tokens_per_s_sd"]    = r.tps_sd;
@@ -354,6 +375,8 @@ nlohmann::ordered_json row_json(const Row& r, const Model& model, const app::Thr
         e["gflops_dense"]  = r.dense_steps ? nlohmann::ordered_json(x.gflops_dense) : nlohmann::ordered_json(nullptr);
         e["gflops_cached"] = r.cached_steps ? nlohmann::ordered_json(x.gflops_cached) : nlohmann::ordered_json(nullptr);
         e["sgemm_gflops"]  = x.sgemm;
+        e["cross_core_ns"] =
+            std::isnan(x.cross_core_ns) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(x.cross_core_ns);
         samples.push_back(e);
     }
     j["samples"] = samples;  // llama-bench's samples_ts, with the rates and the sgemm rate around each repetition
@@ -676,7 +699,19 @@ int run_bench(const BenchOptions& o) {
                          "(hyperthreads of one core, or a busy host); the %d-thread figures below are not those of "
                          "%d free cores\n",
                          scaling.threads, scaling.speedup(), scaling.threads, scaling.threads);
+        const app::CoreLatency cores = app::measure_core_latency();
+        if (!cores.measured)
+            std::fprintf(stderr, "bench: cross-core hand-off: not measured (two threads never ran at the same time)\n");
+        else
+            std::fprintf(stderr,
+                         "bench: cross-core hand-off %.0f ns one way (two threads passing a cache line; measured again "
+                         "around every repetition)%s\n",
+                         cores.one_way_ns,
+                         cores.far() ? ": the cores sit far apart right now, and every line a split op moves between "
+                                       "them costs that (a VM's vCPUs can move between placements within minutes)"
+                                     : "");
     }
+    const bool measure_cores = model->backend().device() == Device::Cpu && scaling.threads > 1;
 
     const bool          tty = is_terminal(stderr);
     std::vector<Row>    rows_out;
@@ -686,7 +721,7 @@ int run_bench(const BenchOptions& o) {
         if (tty)
             std::fprintf(stderr, "\rbench: %zu/%zu %-12s steps %d block %d batch %d   ", i + 1, cfgs.size(),
                          method_name(c.method), c.steps, c.block_length, c.batch);
-        Row row = run_config(*model, o, c, gemm_probe);
+        Row row = run_config(*model, o, c, gemm_probe, measure_cores);
         if (c.method == Method::Original) baseline = row.tps_median > 0 ? std::optional<double>(row.tps_median)
                                                                         : std::nullopt;
         if (baseline) row.speedup = row.tps_median / *baseline;

@@ -7,7 +7,9 @@ really ran in parallel: every repetition's sgemm probe on the run's threads at l
 one-thread rate (the bench's own threads_share_cores rule, app/model/sgemm_probe.h). On the shared 2-core dev VMs the
 probe's 2-thread speed-up has read anything from 0.6x to 1.9x within an hour (vCPUs on one core's two hyperthreads, a
 busy host, or, before session 30's row chunks, vCPUs far apart). A round whose threads did not run in parallel still
-counts in "rounds" ("2 of 3").
+counts in "rounds" ("2 of 3"). The last column is the bench's cross-core hand-off time around the repetitions of
+the rounds kept (app/model/core_latency.h): its median, and in how many rounds some repetition found the cores far
+apart (>= 80 ns one way), where the threads' figures are those of that placement.
 
   roofline_checks.py [OUT=/tmp/roofline]     the table
   roofline_checks.py --parallel FILE         exit 0 when FILE's run is such a round (or a one-thread run), else 1
@@ -40,6 +42,25 @@ def ran_in_parallel(rows):
     return True
 
 
+FAR_CORES_NS = 80.0  # app/model/core_latency.h kFarCoresNs
+
+
+def cross_core(rows):
+    """A run's cross-core hand-off times (ns, one way), one per repetition of every method ([] when not measured)."""
+    return [x["cross_core_ns"] for r in rows.values() for x in r.get("samples", [])
+            if x.get("cross_core_ns") is not None]
+
+
+def cores_text(runs):
+    """Median hand-off over a cell's rounds and how many rounds saw the cores far apart at some repetition."""
+    per_run = [cross_core(r) for r in runs]
+    seen = [v for v in per_run if v]
+    if not seen:
+        return "-"
+    far = sum(1 for v in seen if max(v) >= FAR_CORES_NS)
+    return f"{statistics.median(statistics.median(v) for v in seen):.0f} ({far} far)"
+
+
 def main(out):
     cells = {}
     for path in sorted(glob.glob(os.path.join(out, "*_t*_r*.json"))):
@@ -51,8 +72,8 @@ def main(out):
             cells[(shape, threads)][0].append(rows)
     med = statistics.median
     print("| shape, threads | rounds | original tok/s | GFLOP/s (sgemm) | dense % | "
-          + " | ".join(f"{m} x" for m in CACHED) + " | dyllm / fast-dual tok/s (FLOP ratio) |")
-    print("|---|--:|--:|--:|--:|" + "--:|" * len(CACHED) + "--:|")
+          + " | ".join(f"{m} x" for m in CACHED) + " | dyllm / fast-dual tok/s (FLOP ratio) | cross-core ns (rounds far) |")
+    print("|---|--:|--:|--:|--:|" + "--:|" * len(CACHED) + "--:|--:|")
     for (shape, threads), (runs, total) in sorted(cells.items()):
         if not runs:
             print(f"| {shape} -t {threads[1:]} | 0 of {total} | no round ran its threads in parallel |")
@@ -65,7 +86,7 @@ def main(out):
               f"{med([x['gflops'] for x in o]):.1f} ({med([x['sgemm_gflops'] for x in o]):.1f}) | "
               f"{med([x['pct_sgemm_dense'] for x in o]):.1f} | "
               + " | ".join(f"{xs[m]:.2f}" for m in CACHED)
-              + f" | {tps:.2f} ({flop:.2f}) |")
+              + f" | {tps:.2f} ({flop:.2f}) | {cores_text(runs)} |")
 
 
 if __name__ == "__main__":

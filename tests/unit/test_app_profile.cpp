@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "app/model/axis_ticks.h"
+#include "app/model/core_latency.h"
 #include "app/model/kernel_join.h"
 #include "app/model/layout.h"
 #include "app/model/op_names.h"
@@ -253,6 +254,30 @@ TEST_CASE("thread scaling: the probe's speed-up over one thread, and when the th
     CHECK_FALSE(ThreadScaling{1, 220, 220}.shared_cores());  // one thread: nothing to share
     CHECK_FALSE(ThreadScaling{2, 0, 240}.shared_cores());    // no one-thread rate measured
     CHECK(ThreadScaling{2, 0, 240}.speedup() == 0.0);
+}
+
+TEST_CASE("core latency: two threads pass a cache line, or say they could not", "[app][profile]") {
+    const CoreLatency c = measure_core_latency(2000, 3, 50.0);
+    if (c.measured) {
+        // A one-way trip between cores is tens to hundreds of nanoseconds; below 1 ns the ping-pong did not happen,
+        // and 50 ms per batch of 2000 round trips bounds it at 12.5 us.
+        CHECK(c.one_way_ns > 1.0);
+        CHECK(c.one_way_ns < 12500.0);
+        CHECK(c.far() == (c.one_way_ns >= kFarCoresNs));
+    } else {
+        CHECK(c.one_way_ns == 0.0);
+        CHECK_FALSE(c.far());
+    }
+    // Nothing to measure: no round trip asked for.
+    CHECK_FALSE(measure_core_latency(0, 3, 50.0).measured);
+    CHECK_FALSE(measure_core_latency(10, 0, 50.0).measured);
+    // A batch that cannot finish in its time (10 million round trips in 1 ms) ends as not measured, and returns.
+    const CoreLatency cut = measure_core_latency(10'000'000, 1, 1.0);
+    CHECK_FALSE(cut.measured);
+    CHECK_FALSE(cut.far());
+    CHECK(CoreLatency{true, 160.0}.far());  // the dev VM's far state
+    CHECK_FALSE(CoreLatency{true, 28.0}.far());
+    CHECK_FALSE(CoreLatency{false, 0.0}.far());
 }
 
 TEST_CASE("range ticks: a zoomed time ruler", "[app][profile]") {

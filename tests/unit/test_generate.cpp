@@ -377,6 +377,7 @@ TEST_CASE("bench: rows carry the documented keys; original is the speed-up basel
                                               "threads",
                                               "sgemm_1thread_gflops",
                                               "threads_share_cores",
+                                              "cross_core_ns",
                                               "dense_steps",
                                               "cached_steps",
                                               "samples"};
@@ -392,6 +393,7 @@ TEST_CASE("bench: rows carry the documented keys; original is the speed-up basel
         CHECK(row["threads"] == 1);
         CHECK(row["sgemm_1thread_gflops"].is_null());  // -t 1: the probe already ran on one thread
         CHECK(row["threads_share_cores"] == false);
+        CHECK(row["cross_core_ns"].is_null());  // one thread: no hand-off to measure
         CHECK(row["tokens_per_s"].get<double>() > 0);
         CHECK(row["tokens_per_s_min"].get<double>() <= row["tokens_per_s"].get<double>());
         CHECK(row["tokens_per_s_max"].get<double>() >= row["tokens_per_s"].get<double>());
@@ -408,6 +410,7 @@ TEST_CASE("bench: rows carry the documented keys; original is the speed-up basel
         double share = 0, rate = 0, sgemm = 0;
         for (const json& x : samples) {
             CHECK(x["sgemm_gflops"].get<double>() > 0);
+            CHECK(x["cross_core_ns"].is_null());
             share += 0.5 * 100.0 * x["gflops"].get<double>() / x["sgemm_gflops"].get<double>();
             rate += 0.5 * x["gflops"].get<double>();
             sgemm += 0.5 * x["sgemm_gflops"].get<double>();
@@ -479,6 +482,31 @@ TEST_CASE("bench: rows carry the documented keys; original is the speed-up basel
     CHECK(file_lines[3].rfind("\"dyllm\",0.999,", 0) == 0);
     CHECK(nonempty_lines(sweep.out).size() == 5);  // markdown: header, separator, 3 rows
     fs::remove(out_csv);
+}
+
+TEST_CASE("bench: a multi-thread run measures the cross-core hand-off around every repetition", "[bench][cli]") {
+    if (!have_cli()) return;
+    const std::string dir = tiny_model(Family::LLaDA).string();
+    const CliRun r = run_cli({"bench", "-m", dir, "-n", "8", "--steps", "4", "--methods", "original", "-r", "3", "-o",
+                              "json", "--backend", "cpu", "-t", "2"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.err.find("bench: cross-core hand-off") != std::string::npos);
+    const json rows = json::parse(r.out);
+    REQUIRE(rows.size() == 1);
+    const json& row = rows[0];
+    CHECK(row["threads"] == 2);
+    // Measured unless the two threads never ran at the same time (a busy CI host can deny that); when measured, the
+    // row's value is the median of the repetitions' (three: the middle one).
+    std::vector<double> reps;
+    for (const json& x : row["samples"])
+        if (!x["cross_core_ns"].is_null()) reps.push_back(x["cross_core_ns"].get<double>());
+    for (double v : reps) CHECK(v > 0);
+    if (reps.size() == 3) {
+        std::sort(reps.begin(), reps.end());
+        CHECK(row["cross_core_ns"].get<double>() == Approx(reps[1]));
+    }
+    if (reps.empty()) CHECK(row["cross_core_ns"].is_null());
 }
 
 TEST_CASE("bench --task: accuracy is reported on the suite's held-out items", "[bench][cli]") {
