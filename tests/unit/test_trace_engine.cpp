@@ -447,3 +447,40 @@ TEST_CASE("op timer: every layer's two residual updates are timed ops, in every 
         }
     CHECK(residual.size() == size_t(params.steps) * size_t(cfg.n_layer));
 }
+
+TEST_CASE("dLLM-Cache queries every row only in steps that refresh the prompt", "[trace][engine][dllm_cache]") {
+    // After layer 0 no layer recomputes a prompt row unless the prompt is refreshed, and the sampler reads only
+    // response rows (Dream: and the last prompt row, whose logits are the first response position's): the other steps
+    // query those rows, and only they get the cached outputs added (engine/README.md §e).
+    const auto                              fam   = GENERATE(Family::LLaDA, Family::Dream);
+    const auto                              dir   = test::make_tiny_checkpoint(fam);
+    const auto                              model = Model::load(dir.string(), BackendKind::Cpu, 1);
+    const auto&                             cfg   = model->config();
+    const std::vector<std::vector<int32_t>> prompts{prompt_ids(cfg, 6, 1), prompt_ids(cfg, 9, 2)};
+    DiffusionParams                         p = dyllm_params();
+    p.method = Method::DllmCache, p.kp = 3, p.kr = 2;  // steps of every kind: both, prompt only, response only, neither
+    OpCollector   ops;
+    RecordingSink rec;
+    TeeSink       tee({&rec, &ops});
+    Session       session(*model, &tee);
+    session.start(prompts, p);
+    session.run();
+    INFO("family " << family_name(fam));
+    const int32_t all = 6 + 9 + 2 * p.gen_length, live = 2 * p.gen_length + (fam == Family::Dream ? 2 : 0);
+    int           checked = 0;
+    for (const EventRecord& e : rec.events()) {
+        if (record_kind(e) != RecordKind::StepBegin) continue;
+        const auto& b = std::get<StepBegin>(e);
+        INFO("step " << b.step);
+        CHECK(b.n_query_rows == ((b.step - 1) % p.kp == 0 ? all : live));
+        ++checked;
+    }
+    CHECK(checked == p.steps);
+    // The residual adds after layer 0 of a step that keeps the prompt cover exactly the live rows: one add per
+    // sequence's run of rows (two sequences), each attention and FFN output.
+    for (const OpTiming& o : ops.ops) {
+        if (o.op != OpClass::Residual || o.layer == 0 || (o.step - 1) % p.kp == 0) continue;
+        INFO("step " << o.step << ", layer " << o.layer);
+        CHECK(o.rows == live / 2);
+    }
+}
