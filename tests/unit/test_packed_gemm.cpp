@@ -384,6 +384,40 @@ TEST_CASE("a product split by rows over two threads equals the same product on o
     }
 }
 
+TEST_CASE("a product of 9 to 31 rows splits over two threads on small_gemm only where that gives oneDNN's bits",
+          "[packed][threads][small]") {
+    // Such a product has no two row chunks of 16 for oneDNN. The first one of each row count runs on oneDNN and is
+    // checked against small_gemm; where they agree bit for bit (fp32 brgemm on AVX-512 at k <= 512 on the dev VM), the
+    // later ones split their rows over the pool on small_gemm; where not (k = 688 there), they stay on oneDNN on one
+    // thread. On
+    // AVX2 every product of a small weight is small_gemm's already (small_gemm_for_all_rows). Either way every product
+    // equals the same product at one thread, bit for bit, and a split is a hand-off.
+    const Case c = GENERATE(Case{0, 384, 128}, Case{0, 344, 128}, Case{0, 256, 256}, Case{0, 256, 688});
+    INFO("m " << c.m << ", k " << c.k);
+    constexpr int64_t kMaxRows = 31;
+    PackedProduct     one(1, kMaxRows, c.m, c.k, 41), two(2, kMaxRows, c.m, c.k, 41);
+    bool              split_seen = false;
+    for (int64_t n : {16, 16, 12, 31, 24}) {
+        INFO("rows " << n);
+        REQUIRE(2.0 * double(n * c.m * c.k) >= kPackedParallelFlops);  // worth a split by its flops
+        std::vector<float> y1(size_t(n * c.m)), y2(size_t(n * c.m), std::nanf(""));
+        one.gemm.matmul(CMatF{one.xv.data(), n, c.k, c.k}, *one.packed.packed, ConstMat{}, MatF{y1.data(), n, c.m, c.m},
+                        one.pool);
+        const uint64_t handoffs = thread_handoffs();
+        two.gemm.matmul(CMatF{two.xv.data(), n, c.k, c.k}, *two.packed.packed, ConstMat{}, MatF{y2.data(), n, c.m, c.m},
+                        two.pool);
+        split_seen |= thread_handoffs() > handoffs;
+        int differ = 0;
+        for (size_t i = 0; i < y1.size(); ++i) differ += std::memcmp(&y1[i], &y2[i], 4) != 0;
+        CHECK(differ == 0);
+    }
+    // On brgemm the first product of a row count never splits (it is the check); the second 16-row one does where the
+    // bits agreed.
+    if (!PackedGemm::small_gemm_for_all_rows() && c.k <= 512 && !two.pool.backing_off() && !split_seen)
+        WARN("no split of a 9-31 row product: small_gemm did not give oneDNN's bits for this weight on this CPU");
+    if (!PackedGemm::small_gemm_for_all_rows() && c.k > 512) CHECK_FALSE(split_seen);  // brgemm blocks k > 512 here
+}
+
 TEST_CASE("the provider runs on the engine's pool: no thread of its own", "[packed][threads]") {
     ThreadPool pool(2);
     PackedGemm gemm(2);
