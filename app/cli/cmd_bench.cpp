@@ -163,7 +163,8 @@ struct RepTotals {
 constexpr double kRepProbeSeconds = 0.05;
 
 // Like the sgemm rate, the cross-core hand-off time is measured around every repetition on a multi-thread CPU run:
-// a VM's vCPUs move between near and far placements within minutes. 2 x 2000 round trips: 0.1-0.7 ms on the dev VM.
+// a VM's vCPUs move between near and far placements within minutes. 4 batches of 2000 round trips (the first
+// untimed): 0.6-2.8 ms on the dev VM.
 app::CoreLatency rep_core_latency(bool measure) {
     return measure ? app::measure_core_latency(2000, 3, 50.0) : app::CoreLatency{};
 }
