@@ -4,7 +4,6 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -90,9 +89,6 @@ struct PackedWeight::Impl {
     std::vector<Slice> slices;
     KMajorWeight       small;  // small weights only: products of <= kSmallGemmMaxRows rows run on it (small_gemm.h)
     size_t             bytes = 0;
-    // Per row count n of PackedGemm::matmul's few-row splits (bit n - kSmallGemmMaxRows - 1): whether small_gemm's
-    // product of this weight was checked against oneDNN's, and whether it had the same bits.
-    mutable std::atomic<uint32_t> small_checked{0}, small_same{0};
 };
 
 PackedWeight::PackedWeight(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -147,7 +143,10 @@ struct PackedGemm::Impl {
     std::map<std::tuple<int64_t, int64_t, int64_t>, ToBf16>    to_bf16;  // (rows, k, ld of x) -> its reorder
     std::vector<uint16_t>                                      xb;       // x in bf16, padded rows
     std::vector<float>                                         xf;       // x in f32 when it must be padded/compacted
-    std::vector<float>                                         check;    // small_gemm's product beside oneDNN's
+    std::vector<float>                                         check;    // small_gemm's rows beside oneDNN's
+    // Few-row splits (matmul): per weight shape (m, k, type, slices), one bit per row count n (n - kSmallGemmMaxRows
+    // - 1) saying whether small_gemm's rows were checked against oneDNN's, and one whether they had the same bits.
+    std::map<std::tuple<int64_t, int64_t, int, size_t>, std::pair<uint32_t, uint32_t>> few_rows_bits;
     std::vector<float>                                         bias;     // the bias row widened
     std::vector<std::vector<float>>                            ybuf;     // per thread: a slice's output
     std::vector<std::vector<char>>                             scratch;  // per thread: the primitive's scratchpad
@@ -375,15 +374,17 @@ void PackedGemm::matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, T
     // and ran on one thread at any pool size: a dLLM-Cache step's 16 transferred rows, DyLLM's salient rows. Where
     // small_gemm gives this weight's products oneDNN's bits (fp32, oneDNN's brgemm not blocking k: on the dev VM's
     // Zen 4 every fp32 weight of k <= 512 tried, none above, no bf16), its rows split over the pool in parts of at
-    // most kSmallGemmMaxRows rows run on small_gemm: the same outputs, on every thread. The first such product of a
-    // weight of each row count runs on oneDNN and on small_gemm both, and their bits decide (a different summation
-    // order shows in nearly every output). oneDNN may pick its kernel by the row count, so each row count is checked on
-    // its own.
+    // most kSmallGemmMaxRows rows run on small_gemm: the same outputs, on every thread. The first such product of each
+    // weight shape and row count (oneDNN's kernel, and so its summation order, is a function of those, not of the
+    // values) runs on oneDNN, and small_gemm recomputes its first and last rows (oneDNN's main and tail row blocks):
+    // their bits decide (a different summation order shows in nearly every output).
     const bool few_rows = n > kSmallGemmMaxRows && n < 2 * kPackedRowChunkMin && !W.small.empty() && pool.size() > 1 &&
                           pool.size() <= I.n_threads && flops >= kPackedParallelFlops && !pool.backing_off();
     static_assert(2 * kPackedRowChunkMin - kSmallGemmMaxRows - 1 <= 32, "one bit per few-row count");
     const uint32_t few_bit = few_rows ? uint32_t(1) << (n - kSmallGemmMaxRows - 1) : 0;
-    if (few_rows && (W.small_same.load(std::memory_order_relaxed) & few_bit)) {
+    std::pair<uint32_t, uint32_t>* few_bits =
+        few_rows ? &I.few_rows_bits[{m, k, int(W.type), W.slices.size()}] : nullptr;  // (checked, same)
+    if (few_rows && (few_bits->second & few_bit)) {
         const int64_t parts = std::min<int64_t>(pool.size(), (n + kSmallGemmMaxRows - 1) / kSmallGemmMaxRows);
         const int64_t per   = (n + parts - 1) / parts;
         pool.parallel_for(parts, [&](int64_t i, int) {
@@ -509,14 +510,15 @@ void PackedGemm::matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, T
     } else {
         for (size_t i = 0; i < blocks.size(); ++i) run_block(i, 0);  // inline (the lock makes slot 0 ours)
     }
-    if (few_rows && !(W.small_checked.load(std::memory_order_relaxed) & few_bit)) {
-        grow(I.check, size_t(n * m));
-        small_gemm(x, W.small, b, MatF{I.check.data(), n, m, m});
+    if (few_rows && !(few_bits->first & few_bit)) {
+        grow(I.check, size_t(m));
         bool same = true;
-        for (int64_t i = 0; i < n && same; ++i)
-            same = std::memcmp(y.row(i), I.check.data() + i * m, size_t(m) * 4) == 0;
-        if (same) W.small_same.fetch_or(few_bit, std::memory_order_relaxed);
-        W.small_checked.fetch_or(few_bit, std::memory_order_relaxed);
+        for (const int64_t i : {int64_t(0), n - 1}) {
+            small_gemm(CMatF{x.row(i), 1, k, x.ld}, W.small, b, MatF{I.check.data(), 1, m, m});
+            same = same && std::memcmp(y.row(i), I.check.data(), size_t(m) * 4) == 0;
+        }
+        few_bits->first |= few_bit;
+        if (same) few_bits->second |= few_bit;
     }
 }
 
