@@ -396,11 +396,16 @@ std::string pair_text(const char* f, bool has_a, double a, bool has_b, double b)
 }
 
 std::string format_md(const std::vector<Row>& rows, int reps) {
+    // A multi-thread CPU run also shows the cores' placement around its repetitions (the row's cross_core_ns): the
+    // column that explains a row of the same code running 20-30% slower than the one before it on a VM.
+    const bool cores = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return !std::isnan(r.cross_core_ns); });
     std::string out;
     out += "| method | tau | gen | steps | block | batch | tok/s (median of " + std::to_string(reps) +
            ") | speed-up | nfe | recompute | FLOPs/tok | FLOPs vs dense | GFLOP/s | dense / cached GFLOP/s | "
-           "sgemm GFLOP/s | % sgemm | dense / cached % sgemm | accuracy |\n";
-    out += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+           "sgemm GFLOP/s | % sgemm | dense / cached % sgemm | accuracy |" +
+           std::string(cores ? " cross-core ns |" : "") + "\n";
+    out += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" +
+           std::string(cores ? "---:|" : "") + "\n";
     for (const Row& r : rows) {
         const bool d = r.dense_steps > 0, c = r.cached_steps > 0;
         char       line[768];
@@ -416,6 +421,10 @@ std::string format_md(const std::vector<Row>& rows, int reps) {
             fmt("%.0f%%", r.pct).c_str(), pair_text("%.0f%%", d, r.pct_dense, c, r.pct_cached).c_str(),
             r.accuracy ? fmt("%.3f", *r.accuracy).c_str() : "-");
         out += line;
+        if (cores) {
+            out.pop_back();  // the newline: one more cell
+            out += std::string(" ") + (std::isnan(r.cross_core_ns) ? "-" : fmt("%.0f", r.cross_core_ns)) + " |\n";
+        }
     }
     return out;
 }

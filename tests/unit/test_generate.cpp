@@ -466,6 +466,7 @@ TEST_CASE("bench: rows carry the documented keys; original is the speed-up basel
     CHECK(md_lines[0].rfind("| method | tau |", 0) == 0);
     CHECK(md_lines[0].find("| GFLOP/s | dense / cached GFLOP/s | sgemm GFLOP/s | % sgemm |") != std::string::npos);
     CHECK(md_lines[2].find("| original |") == 0);
+    CHECK(md_lines[0].find("cross-core") == std::string::npos);  // one thread: no hand-off to show
     CHECK(md.err.find("bench: sgemm rate ") != std::string::npos);
 
     // -o FILE.csv: a tau sweep written as CSV, one row per tau; the markdown table still goes to stdout.
@@ -507,6 +508,21 @@ TEST_CASE("bench: a multi-thread run measures the cross-core hand-off around eve
         CHECK(row["cross_core_ns"].get<double>() == Approx(reps[1]));
     }
     if (reps.empty()) CHECK(row["cross_core_ns"].is_null());
+
+    // The markdown table shows the row's value in a last column.
+    const CliRun md = run_cli({"bench", "-m", dir, "-n", "8", "--steps", "4", "--methods", "original", "-r", "1",
+                               "--backend", "cpu", "-t", "2"});
+    INFO(md.err);
+    REQUIRE(md.status == 0);
+    const auto lines = nonempty_lines(md.out);
+    REQUIRE(lines.size() == 3);  // header, separator, original
+    if (lines[0].find("| cross-core ns |") == std::string::npos) {
+        WARN("the cross-core hand-off was not measured in this run (the two threads never ran at the same time)");
+    } else {
+        CHECK(lines[0].size() - lines[0].find("| cross-core ns |") == std::string("| cross-core ns |").size());
+        const std::string cell = lines[2].substr(lines[2].rfind('|', lines[2].size() - 2) + 1);
+        CHECK(std::strtod(cell.c_str(), nullptr) > 0);
+    }
 }
 
 TEST_CASE("bench --task: accuracy is reported on the suite's held-out items", "[bench][cli]") {
