@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <numeric>
 #include <tuple>
 
@@ -437,6 +439,56 @@ TEST_CASE("vectorised exp for softmax arguments is within a few ulp of exp", "[k
     const float     zeros[16] = {};
     const simd::V16 one       = simd::exp_nonpos(simd::load16(zeros));
     for (int l = 0; l < 16; ++l) CHECK(one[l] == 1.0f);
+}
+
+TEST_CASE("vectorised exp scales by 2^n through the exponent bits with the bits of a multiply", "[kernels][simd]") {
+    // exp_nonpos_n adds n to p's exponent field instead of multiplying by 2^n; that is exact only while p * 2^n is a
+    // normal number. Checked against the multiply on every float of [-87.5, -86.5] (the clamp and the only n = -126
+    // inputs), on every 61st float of [-90, 0] (60 samples per power-of-two spacing from 2^-126 up), at 0, -0, -inf
+    // and NaN (which must stay NaN).
+    const auto check = [](const float* xs) {
+        const simd::V16            xv  = simd::load16(xs);
+        const simd::V16            e   = simd::exp_nonpos(xv);
+        const simd::ExpReduced<16> red = simd::exp_nonpos_reduced<16>(xv);
+        const simd::Lanes<16>::I   sb  = (red.n + 127) << 23;
+        simd::V16                  scale;
+        std::memcpy(&scale, &sb, sizeof scale);
+        const simd::V16 ref = red.p * scale;
+        int             bad = 0;
+        for (int l = 0; l < 16; ++l) {
+            uint32_t a, b;
+            std::memcpy(&a, &e[l], 4), std::memcpy(&b, &ref[l], 4);
+            bad += a != b;
+        }
+        return bad;
+    };
+    float      xs[16];
+    int        fill = 0, mismatches = 0;
+    int64_t    checked = 0;
+    const auto push    = [&](float x) {
+        xs[fill++] = x;
+        if (fill == 16) mismatches += check(xs), checked += 16, fill = 0;
+    };
+    const auto bits_of = [](float x) {
+        uint32_t b;
+        std::memcpy(&b, &x, 4);
+        return b;
+    };
+    const auto float_of = [](uint32_t b) {
+        float x;
+        std::memcpy(&x, &b, 4);
+        return x;
+    };
+    for (uint32_t b = bits_of(-86.5f); b <= bits_of(-87.5f); ++b) push(float_of(b));  // negative: bits grow with |x|
+    for (uint32_t b = bits_of(-0.0f); b <= bits_of(-90.0f); b += 61) push(float_of(b));
+    for (float x : {0.0f, -0.0f, -INFINITY}) push(x);
+    while (fill != 0) push(-1.0f);
+    CHECK(checked > 18000000);
+    CHECK(mismatches == 0);
+    float nans[16];
+    for (float& x : nans) x = std::numeric_limits<float>::quiet_NaN();
+    const simd::V16 en = simd::exp_nonpos(simd::load16(nans));
+    for (int l = 0; l < 16; ++l) CHECK(std::isnan(en[l]));
 }
 
 TEST_CASE("HugePageBuffer: zeroed, aligned to 2 MiB from one huge page up, movable", "[kernels][memory]") {
