@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -455,11 +456,8 @@ TEST_CASE("vectorised exp scales by 2^n through the exponent bits with the bits 
         std::memcpy(&scale, &sb, sizeof scale);
         const simd::V16 ref = red.p * scale;
         int             bad = 0;
-        for (int l = 0; l < 16; ++l) {
-            uint32_t a, b;
-            std::memcpy(&a, &e[l], 4), std::memcpy(&b, &ref[l], 4);
-            bad += a != b;
-        }
+        for (int l = 0; l < 16; ++l)
+            bad += std::bit_cast<uint32_t>(float(e[l])) != std::bit_cast<uint32_t>(float(ref[l]));
         return bad;
     };
     float      xs[16];
