@@ -92,8 +92,12 @@ struct Row {
     int    dense_steps = 0, cached_steps = 0;
     // The sgemm rate around the repetitions (median) and the medians of each repetition's own shares of it.
     double sgemm = 0, pct = 0, pct_dense = 0, pct_cached = 0;
+    // The same for the system BLAS's sgemm on plain weights (app::ProbeWeights::Plain), on a CPU backend; NaN
+    // elsewhere.
+    double blas_sgemm = NAN, pct_blas_dense = NAN;
     struct Sample {
         double tokens_per_s, gflops, gflops_dense, gflops_cached, sgemm;
+        double blas_sgemm;     // NaN: not measured
         double cross_core_ns;  // around the repetition (app/model/core_latency.h); NaN: not measured
     };
     double              cross_core_ns = NAN;  // median of the samples' (NaN: none measured)
@@ -169,8 +173,9 @@ app::CoreLatency rep_core_latency(bool measure) {
     return measure ? app::measure_core_latency(2000, 3, 50.0) : app::CoreLatency{};
 }
 
+// blas_probe: the plain-weight probe (null: none, a GPU run).
 Row run_config(const Model& model, const BenchOptions& o, const Config& cfg, app::GemmProbe& probe,
-               bool measure_cores) {
+               app::GemmProbe* blas_probe, bool measure_cores) {
     const std::vector<std::vector<int32_t>> prompts = bench_prompts(model, o, cfg.batch, cfg.gen_length);
     auto run_rep = [&] {
         RepTotals t;
@@ -201,21 +206,25 @@ Row run_config(const Model& model, const BenchOptions& o, const Config& cfg, app
     };
     (void)run_rep();  // warm-up: first-touch of weights and caches, thread pool start
     std::vector<double> tps, non_eos, denoise, gf, gf_dense, gf_cached, sgemm, pct, pct_dense, pct_cached;
+    std::vector<double> blas, pct_blas_dense;
     Row                 row;
     row.cfg = cfg;
     double recompute_sum = 0;
     double              sgemm_before  = probe.measure(kRepProbeSeconds).gflops_per_s;
+    double              blas_before   = blas_probe ? blas_probe->measure(kRepProbeSeconds).gflops_per_s : NAN;
     app::CoreLatency    cores_before  = rep_core_latency(measure_cores);
     std::vector<double> cross_core;
     for (int r = 0; r < o.reps; ++r) {
         const RepTotals        t           = run_rep();
         const double           sgemm_after = probe.measure(kRepProbeSeconds).gflops_per_s;
         const double           sgemm_rep   = 0.5 * (sgemm_before + sgemm_after);
+        const double           blas_after  = blas_probe ? blas_probe->measure(kRepProbeSeconds).gflops_per_s : NAN;
+        const double           blas_rep    = 0.5 * (blas_before + blas_after);
         const app::CoreLatency cores_after = rep_core_latency(measure_cores);
         const double           cores_rep   = cores_before.measured && cores_after.measured
                                                  ? 0.5 * (cores_before.one_way_ns + cores_after.one_way_ns)
                                                  : NAN;
-        sgemm_before = sgemm_after, cores_before = cores_after;
+        sgemm_before = sgemm_after, blas_before = blas_after, cores_before = cores_after;
         if (!std::isnan(cores_rep)) cross_core.push_back(cores_rep);
         tps.push_back(t.denoise_s > 0 ? double(t.generated) / t.denoise_s : 0.0);
         non_eos.push_back(t.denoise_s > 0 ? double(t.non_eos) / t.denoise_s : 0.0);
@@ -231,7 +240,12 @@ Row run_config(const Model& model, const BenchOptions& o, const Config& cfg, app
         pct.push_back(app::percent_of(gf.back(), sgemm_rep));
         pct_dense.push_back(app::percent_of(gf_dense.back(), sgemm_rep));
         pct_cached.push_back(app::percent_of(gf_cached.back(), sgemm_rep));
-        row.samples.push_back({tps.back(), gf.back(), gf_dense.back(), gf_cached.back(), sgemm_rep, cores_rep});
+        if (blas_probe) {
+            blas.push_back(blas_rep);
+            pct_blas_dense.push_back(app::percent_of(gf_dense.back(), blas_rep));
+        }
+        row.samples.push_back(
+            {tps.back(), gf.back(), gf_dense.back(), gf_cached.back(), sgemm_rep, blas_rep, cores_rep});
         row.flops_per_token = t.generated > 0 ? t.flops / double(t.generated) : 0.0;
         row.flops_vs_dense  = t.dense_flops > 0 ? t.flops / t.dense_flops : 1.0;
         row.dense_steps     = t.split.dense.steps;
@@ -241,6 +255,7 @@ Row run_config(const Model& model, const BenchOptions& o, const Config& cfg, app
     row.gflops_dense  = median(gf_dense);
     row.gflops_cached = median(gf_cached);
     row.sgemm         = median(sgemm);
+    if (blas_probe) row.blas_sgemm = median(blas), row.pct_blas_dense = median(pct_blas_dense);
     if (!cross_core.empty()) row.cross_core_ns = median(cross_core);
     row.pct           = median(pct);
     row.pct_dense     = median(pct_dense);
@@ -349,6 +364,13 @@ nlohmann::ordered_json row_json(const Row& r, const Model& model, const app::Thr
     j["pct_sgemm_dense"]      = r.dense_steps ? nlohmann::ordered_json(r.pct_dense) : nlohmann::ordered_json(nullptr);
     j["pct_sgemm_cached"]     = r.cached_steps ? nlohmann::ordered_json(r.pct_cached) : nlohmann::ordered_json(nullptr);
     j["sgemm_gflops"]         = r.sgemm;
+    // The system BLAS's sgemm on the same shapes with plain weights (app::ProbeWeights::Plain; null on a GPU) and the
+    // dense steps' share of it.
+    j["blas_sgemm_gflops"] =
+        std::isnan(r.blas_sgemm) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.blas_sgemm);
+    j["pct_blas_sgemm_dense"] = r.dense_steps && !std::isnan(r.pct_blas_dense)
+                                    ? nlohmann::ordered_json(r.pct_blas_dense)
+                                    : nlohmann::ordered_json(nullptr);
     // The CPU threads the run's ops used, the probe on one thread (null on one thread or a GPU) and whether the threads
     // shared cores (app::ThreadScaling).
     j["threads"]              = sc.threads;
@@ -376,6 +398,8 @@ nlohmann::ordered_json row_json(const Row& r, const Model& model, const app::Thr
         e["gflops_dense"]  = r.dense_steps ? nlohmann::ordered_json(x.gflops_dense) : nlohmann::ordered_json(nullptr);
         e["gflops_cached"] = r.cached_steps ? nlohmann::ordered_json(x.gflops_cached) : nlohmann::ordered_json(nullptr);
         e["sgemm_gflops"]  = x.sgemm;
+        e["blas_sgemm_gflops"] =
+            std::isnan(x.blas_sgemm) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(x.blas_sgemm);
         e["cross_core_ns"] =
             std::isnan(x.cross_core_ns) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(x.cross_core_ns);
         samples.push_back(e);
@@ -696,6 +720,16 @@ int run_bench(const BenchOptions& o) {
                  "bench: sgemm rate %.1f GFLOP/s (fp32, the backend's matmul on prepared weights as the engine runs "
                  "it; m x n x k: %s; measured again around every repetition)\n",
                  probe.gflops_per_s, detail.c_str());
+    // On the CPU, the same shapes through the system BLAS's sgemm with plain weights: the rate a program that calls the
+    // BLAS gets (issue 16 measured its dense steps against it), beside the packed rate the % columns are a share of.
+    std::unique_ptr<app::GemmProbe> blas_probe;
+    if (model->backend().device() == Device::Cpu) {
+        blas_probe = std::make_unique<app::GemmProbe>(model->backend(), shapes, app::ProbeWeights::Plain);
+        std::fprintf(stderr,
+                     "bench: system BLAS sgemm on the same shapes, weights not packed: %.1f GFLOP/s (JSON "
+                     "blas_sgemm_gflops, pct_blas_sgemm_dense; measured again around every repetition)\n",
+                     blas_probe->measure(0.2).gflops_per_s);
+    }
     // With several CPU threads, the same probe on one: whether the threads really have cores of their own right now.
     app::ThreadScaling scaling{model->backend().host_threads(), 0, probe.gflops_per_s};
     if (model->backend().device() == Device::Cpu && scaling.threads > 1) {
@@ -731,7 +765,7 @@ int run_bench(const BenchOptions& o) {
         if (tty)
             std::fprintf(stderr, "\rbench: %zu/%zu %-12s steps %d block %d batch %d   ", i + 1, cfgs.size(),
                          method_name(c.method), c.steps, c.block_length, c.batch);
-        Row row = run_config(*model, o, c, gemm_probe, measure_cores);
+        Row row = run_config(*model, o, c, gemm_probe, blas_probe.get(), measure_cores);
         if (c.method == Method::Original) baseline = row.tps_median > 0 ? std::optional<double>(row.tps_median)
                                                                         : std::nullopt;
         if (baseline) row.speedup = row.tps_median / *baseline;

@@ -28,7 +28,8 @@ Tensor filled(Backend& be, int64_t rows, int64_t cols) {
 
 }  // namespace
 
-GemmProbe::GemmProbe(Backend& be, std::span<const GemmShape> shapes) : be_(be) {
+GemmProbe::GemmProbe(Backend& be, std::span<const GemmShape> shapes, ProbeWeights weights)
+    : be_(be), prepared_(weights == ProbeWeights::Prepared) {
     for (const GemmShape& s : shapes)
         if (s.m <= 0 || s.n <= 0 || s.k <= 0)
             throw InputError("sgemm probe: shape '" + s.name + "' has a zero or negative size");
@@ -37,13 +38,14 @@ GemmProbe::GemmProbe(Backend& be, std::span<const GemmShape> shapes) : be_(be) {
         Operands o{s, filled(be, s.m, s.k), filled(be, s.n, s.k), be.alloc(DType::F32, s.m, s.n), {}};
         // Prepared like a model's weight, so the probe times the GEMM the engine runs (the CPU's packed oneDNN
         // matmul), not OpenBLAS, which a CPU it does not know can leave on SSE3 kernels.
-        o.w_prepared = be.prepare_weight(o.w.view(), "gemm probe " + s.name);
+        o.w_prepared = prepared_ ? be.prepare_weight(o.w.view(), "gemm probe " + s.name) : o.w.view();
         ops_.push_back(std::move(o));
     }
 }
 
 GemmProbe::~GemmProbe() {
-    for (const Operands& o : ops_) be_.release_weight(o.w.view());  // before w is freed (engine/backend.h)
+    if (prepared_)
+        for (const Operands& o : ops_) be_.release_weight(o.w.view());  // before w is freed (engine/backend.h)
 }
 
 SgemmProbe GemmProbe::measure(double min_seconds_per_shape, int min_calls) {

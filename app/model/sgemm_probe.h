@@ -35,13 +35,19 @@ struct SgemmProbe {
     double gflops_per_s = 0;  // all shapes' FLOPs over the sum of their median times (one pass over every shape)
 };
 
-// The shapes' operands, allocated and prepared once, so that the rate can be measured again and again: `dyllm bench`
+// Which matmul the probe times: the weights prepared as a model's are (the rate the engine's own products can reach),
+// or left as plain tensors, so the backend runs its unprepared matmul (on the CPU, one single-threaded call of the
+// system BLAS's cblas_sgemm per pool slice: the rate a program that calls the BLAS gets, which issue 16 measured its
+// dense steps against; about 0.88x of oneDNN's packed matmul on the dev VM's Zen 4 core, OpenBLAS 0.3.21 Cooperlake).
+enum class ProbeWeights { Prepared, Plain };
+
+// The shapes' operands, allocated (and prepared) once, so that the rate can be measured again and again: `dyllm bench`
 // re-measures it between repetitions, because on a shared machine the rate moves by tens of percent within a minute
 // and a share of a rate measured minutes earlier can read 70% or 120% for the same code.
 class GemmProbe {
 public:
     // Throws InputError for an empty shape.
-    GemmProbe(Backend& be, std::span<const GemmShape> shapes);
+    GemmProbe(Backend& be, std::span<const GemmShape> shapes, ProbeWeights weights = ProbeWeights::Prepared);
     ~GemmProbe();  // releases the prepared weights before their host copies go
     GemmProbe(const GemmProbe&)            = delete;
     GemmProbe& operator=(const GemmProbe&) = delete;
@@ -55,10 +61,11 @@ private:
     struct Operands {
         GemmShape  shape;
         Tensor     x, w, y;
-        TensorView w_prepared;
+        TensorView w_prepared;  // w itself with ProbeWeights::Plain
     };
     Backend&              be_;
     std::vector<Operands> ops_;
+    bool                  prepared_;
     bool                  warm_ = false;
 };
 

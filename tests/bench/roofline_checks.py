@@ -61,6 +61,16 @@ def cores_text(runs):
     return f"{statistics.median(statistics.median(v) for v in seen):.0f} ({far} far)"
 
 
+def blas_text(o):
+    """Original's dense-step share of the system BLAS's sgemm rate (bench's pct_blas_sgemm_dense) and that rate:
+    issue 16's own reference ("dense steps >= 85% of the sgemm rate of the same shapes"); "-" in older files."""
+    shares = [x["pct_blas_sgemm_dense"] for x in o if x.get("pct_blas_sgemm_dense") is not None]
+    if not shares:
+        return "-"
+    rates = [x["blas_sgemm_gflops"] for x in o if x.get("blas_sgemm_gflops") is not None]
+    return f"{statistics.median(shares):.1f} ({statistics.median(rates):.1f})"
+
+
 def main(out):
     cells = {}
     for path in sorted(glob.glob(os.path.join(out, "*_t*_r*.json"))):
@@ -71,9 +81,9 @@ def main(out):
         if ran_in_parallel(rows):
             cells[(shape, threads)][0].append(rows)
     med = statistics.median
-    print("| shape, threads | rounds | original tok/s | GFLOP/s (sgemm) | dense % | "
+    print("| shape, threads | rounds | original tok/s | GFLOP/s (sgemm) | dense % | dense % of BLAS sgemm | "
           + " | ".join(f"{m} x" for m in CACHED) + " | dyllm / fast-dual tok/s (FLOP ratio) | cross-core ns (rounds far) |")
-    print("|---|--:|--:|--:|--:|" + "--:|" * len(CACHED) + "--:|--:|")
+    print("|---|--:|--:|--:|--:|--:|" + "--:|" * len(CACHED) + "--:|--:|")
     for (shape, threads), (runs, total) in sorted(cells.items()):
         if not runs:
             print(f"| {shape} -t {threads[1:]} | 0 of {total} | no round ran its threads in parallel |")
@@ -84,7 +94,7 @@ def main(out):
         flop = med([r["fast-dual"]["flops_per_token"] / r["dyllm"]["flops_per_token"] for r in runs])
         print(f"| {shape} -t {threads[1:]} | {len(runs)} of {total} | {med([x['tokens_per_s'] for x in o]):.1f} | "
               f"{med([x['gflops'] for x in o]):.1f} ({med([x['sgemm_gflops'] for x in o]):.1f}) | "
-              f"{med([x['pct_sgemm_dense'] for x in o]):.1f} | "
+              f"{med([x['pct_sgemm_dense'] for x in o]):.1f} | {blas_text(o)} | "
               + " | ".join(f"{xs[m]:.2f}" for m in CACHED)
               + f" | {tps:.2f} ({flop:.2f}) | {cores_text(runs)} |")
 

@@ -243,6 +243,15 @@ TEST_CASE("sgemm probe: the model's GEMM shapes, timed through the CPU backend",
         CHECK(again.gflops_per_s > 0);
     }
     CHECK_THROWS_WITH(GemmProbe(*be, bad), Catch::Contains("shape 'empty'"));
+
+    // With plain weights (the system BLAS's sgemm on the CPU, `dyllm bench`'s blas_sgemm_gflops): the same shapes,
+    // nothing prepared, so nothing to release when it goes.
+    GemmProbe        plain(*be, shapes, ProbeWeights::Plain);
+    const SgemmProbe p2 = plain.measure(0.0, 1);
+    REQUIRE(p2.shapes.size() == 3);
+    for (size_t j = 0; j < 3; ++j) CHECK(p2.shapes[j].shape.flops() == shapes[j].flops());
+    CHECK(p2.gflops_per_s > 0);
+    CHECK_THROWS_WITH(GemmProbe(*be, bad, ProbeWeights::Plain), Catch::Contains("shape 'empty'"));
 }
 
 TEST_CASE("thread scaling: the probe's speed-up over one thread, and when the threads share cores", "[app][profile]") {

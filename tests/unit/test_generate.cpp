@@ -374,6 +374,8 @@ TEST_CASE("bench: rows carry the documented keys; original is the speed-up basel
                                               "pct_sgemm_dense",
                                               "pct_sgemm_cached",
                                               "sgemm_gflops",
+                                              "blas_sgemm_gflops",
+                                              "pct_blas_sgemm_dense",
                                               "threads",
                                               "sgemm_1thread_gflops",
                                               "threads_share_cores",
@@ -407,17 +409,25 @@ TEST_CASE("bench: rows carry the documented keys; original is the speed-up basel
         // (with two repetitions, their mean), and the row's rates are the medians of the samples'.
         const json& samples = row["samples"];
         REQUIRE(samples.size() == 2);
-        double share = 0, rate = 0, sgemm = 0;
+        double share = 0, rate = 0, sgemm = 0, blas = 0, blas_dense_share = 0;
         for (const json& x : samples) {
             CHECK(x["sgemm_gflops"].get<double>() > 0);
+            CHECK(x["blas_sgemm_gflops"].get<double>() > 0);  // a CPU run: the plain-weight BLAS probe ran too
             CHECK(x["cross_core_ns"].is_null());
             share += 0.5 * 100.0 * x["gflops"].get<double>() / x["sgemm_gflops"].get<double>();
             rate += 0.5 * x["gflops"].get<double>();
             sgemm += 0.5 * x["sgemm_gflops"].get<double>();
+            blas += 0.5 * x["blas_sgemm_gflops"].get<double>();
+            if (!x["gflops_dense"].is_null())
+                blas_dense_share +=
+                    0.5 * 100.0 * x["gflops_dense"].get<double>() / x["blas_sgemm_gflops"].get<double>();
         }
         CHECK(row["pct_sgemm"].get<double>() == Approx(share));
         CHECK(row["gflops"].get<double>() == Approx(rate));
         CHECK(row["sgemm_gflops"].get<double>() == Approx(sgemm));
+        // The dense steps' share of the system BLAS's rate, each repetition's of the rate measured around it.
+        CHECK(row["blas_sgemm_gflops"].get<double>() == Approx(blas));
+        CHECK(row["pct_blas_sgemm_dense"].get<double>() == Approx(blas_dense_share));
         if (row["method"] == "original") {
             CHECK(row["tau"].is_null());
             CHECK(speedup == Approx(1.0));
