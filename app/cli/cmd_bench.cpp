@@ -728,7 +728,7 @@ int run_bench(const BenchOptions& o) {
         std::fprintf(stderr,
                      "bench: system BLAS sgemm on the same shapes, weights not packed: %.1f GFLOP/s (JSON "
                      "blas_sgemm_gflops, pct_blas_sgemm_dense; measured again around every repetition)\n",
-                     blas_probe->measure(0.2).gflops_per_s);
+                     blas_probe->measure(kRepProbeSeconds).gflops_per_s);
     }
     // With several CPU threads, the same probe on one: whether the threads really have cores of their own right now.
     app::ThreadScaling scaling{model->backend().host_threads(), 0, probe.gflops_per_s};
