@@ -37,7 +37,8 @@ GemmProbe::GemmProbe(Backend& be, std::span<const GemmShape> shapes, ProbeWeight
     for (const GemmShape& s : shapes) {
         Operands o{s, filled(be, s.m, s.k), filled(be, s.n, s.k), be.alloc(DType::F32, s.m, s.n), {}};
         // Prepared like a model's weight, so the probe times the GEMM the engine runs (the CPU's packed oneDNN
-        // matmul), not OpenBLAS, which a CPU it does not know can leave on SSE3 kernels.
+        // matmul), not OpenBLAS, which a CPU it does not know can leave on SSE3 kernels; ProbeWeights::Plain times
+        // OpenBLAS on purpose.
         o.w_prepared = prepared_ ? be.prepare_weight(o.w.view(), "gemm probe " + s.name) : o.w.view();
         ops_.push_back(std::move(o));
     }
