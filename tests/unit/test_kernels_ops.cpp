@@ -467,16 +467,8 @@ TEST_CASE("vectorised exp scales by 2^n through the exponent bits with the bits 
         xs[fill++] = x;
         if (fill == 16) mismatches += check(xs), checked += 16, fill = 0;
     };
-    const auto bits_of = [](float x) {
-        uint32_t b;
-        std::memcpy(&b, &x, 4);
-        return b;
-    };
-    const auto float_of = [](uint32_t b) {
-        float x;
-        std::memcpy(&x, &b, 4);
-        return x;
-    };
+    const auto bits_of  = [](float x) { return std::bit_cast<uint32_t>(x); };
+    const auto float_of = [](uint32_t b) { return std::bit_cast<float>(b); };
     for (uint32_t b = bits_of(-86.5f); b <= bits_of(-87.5f); ++b) push(float_of(b));  // negative: bits grow with |x|
     for (uint32_t b = bits_of(-0.0f); b <= bits_of(-90.0f); b += 61) push(float_of(b));
     for (float x : {0.0f, -0.0f, -INFINITY}) push(x);
