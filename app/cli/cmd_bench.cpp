@@ -722,8 +722,9 @@ int run_bench(const BenchOptions& o) {
                  probe.gflops_per_s, detail.c_str());
     // On the CPU, the same shapes through the system BLAS's sgemm with plain weights: the rate a program that calls the
     // BLAS gets (issue 16 measured its dense steps against it), beside the packed rate the % columns are a share of.
+    const bool                      cpu = model->backend().device() == Device::Cpu;
     std::unique_ptr<app::GemmProbe> blas_probe;
-    if (model->backend().device() == Device::Cpu) {
+    if (cpu) {
         blas_probe = std::make_unique<app::GemmProbe>(model->backend(), shapes, app::ProbeWeights::Plain);
         std::fprintf(stderr,
                      "bench: system BLAS sgemm on the same shapes, weights not packed: %.1f GFLOP/s (JSON "
@@ -732,7 +733,8 @@ int run_bench(const BenchOptions& o) {
     }
     // With several CPU threads, the same probe on one: whether the threads really have cores of their own right now.
     app::ThreadScaling scaling{model->backend().host_threads(), 0, probe.gflops_per_s};
-    if (model->backend().device() == Device::Cpu && scaling.threads > 1) {
+    const bool         measure_cores = cpu && scaling.threads > 1;
+    if (measure_cores) {
         const auto one            = make_backend(BackendKind::Cpu, 1);
         scaling.one_thread_gflops = app::measure_sgemm(*one, shapes, 0.2).gflops_per_s;
         std::fprintf(stderr, "bench: the same probe on 1 thread: %.1f GFLOP/s (%d threads: %.2fx)\n",
@@ -755,7 +757,6 @@ int run_bench(const BenchOptions& o) {
                                        "them costs that (a VM's vCPUs can move between placements within minutes)"
                                      : "");
     }
-    const bool measure_cores = model->backend().device() == Device::Cpu && scaling.threads > 1;
 
     const bool          tty = is_terminal(stderr);
     std::vector<Row>    rows_out;
