@@ -339,6 +339,18 @@ std::vector<Config> expand_configs(const Model& model, const BenchOptions& o) {
     return out;
 }
 
+// v where it was measured, JSON null where not: the row's and samples' fields that one run may lack (no dense step,
+// no baseline, a GPU's missing CPU probes, NaN for "not measured").
+nlohmann::ordered_json or_null(bool has, double v) {
+    return has ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr);
+}
+nlohmann::ordered_json or_null(double v) {
+    return or_null(!std::isnan(v), v);
+}
+nlohmann::ordered_json or_null(const std::optional<double>& v) {
+    return or_null(v.has_value(), v.value_or(0.0));
+}
+
 nlohmann::ordered_json row_json(const Row& r, const Model& model, const app::ThreadScaling& sc) {
     nlohmann::ordered_json j;
     j["method"] = method_name(r.cfg.method);
@@ -351,57 +363,50 @@ nlohmann::ordered_json row_json(const Row& r, const Model& model, const app::Thr
     j["block_length"]       = r.cfg.block_length;
     j["batch"]              = r.cfg.batch;
     j["tokens_per_s"]       = r.tps_median;
-    j["speedup"]            = r.speedup ? nlohmann::ordered_json(*r.speedup) : nlohmann::ordered_json(nullptr);
+    j["speedup"]            = or_null(r.speedup);
     j["nfe"]                = r.nfe;
     j["recompute_fraction"] = r.recompute;
-    j["accuracy"]           = r.accuracy ? nlohmann::ordered_json(*r.accuracy) : nlohmann::ordered_json(nullptr);
+    j["accuracy"]           = or_null(r.accuracy);
     j["flops_per_token"]    = r.flops_per_token;
     j["flops_vs_dense"]     = r.flops_vs_dense;
     j["gflops"]             = r.gflops;
-    j["gflops_dense"]       = r.dense_steps ? nlohmann::ordered_json(r.gflops_dense) : nlohmann::ordered_json(nullptr);
-    j["gflops_cached"]      = r.cached_steps ? nlohmann::ordered_json(r.gflops_cached) : nlohmann::ordered_json(nullptr);
-    j["pct_sgemm"]            = r.pct;
-    j["pct_sgemm_dense"]      = r.dense_steps ? nlohmann::ordered_json(r.pct_dense) : nlohmann::ordered_json(nullptr);
-    j["pct_sgemm_cached"]     = r.cached_steps ? nlohmann::ordered_json(r.pct_cached) : nlohmann::ordered_json(nullptr);
-    j["sgemm_gflops"]         = r.sgemm;
+    j["gflops_dense"]       = or_null(r.dense_steps != 0, r.gflops_dense);
+    j["gflops_cached"]      = or_null(r.cached_steps != 0, r.gflops_cached);
+    j["pct_sgemm"]          = r.pct;
+    j["pct_sgemm_dense"]    = or_null(r.dense_steps != 0, r.pct_dense);
+    j["pct_sgemm_cached"]   = or_null(r.cached_steps != 0, r.pct_cached);
+    j["sgemm_gflops"]       = r.sgemm;
     // The system BLAS's sgemm on the same shapes with plain weights (app::ProbeWeights::Plain; null on a GPU) and the
     // dense steps' share of it.
-    j["blas_sgemm_gflops"] =
-        std::isnan(r.blas_sgemm) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.blas_sgemm);
-    j["pct_blas_sgemm_dense"] = r.dense_steps && !std::isnan(r.pct_blas_dense)
-                                    ? nlohmann::ordered_json(r.pct_blas_dense)
-                                    : nlohmann::ordered_json(nullptr);
+    j["blas_sgemm_gflops"]    = or_null(r.blas_sgemm);
+    j["pct_blas_sgemm_dense"] = or_null(r.dense_steps != 0 && !std::isnan(r.pct_blas_dense), r.pct_blas_dense);
     // The CPU threads the run's ops used, the probe on one thread (null on one thread or a GPU) and whether the threads
     // shared cores (app::ThreadScaling).
     j["threads"]              = sc.threads;
-    j["sgemm_1thread_gflops"] =
-        sc.one_thread_gflops > 0 ? nlohmann::ordered_json(sc.one_thread_gflops) : nlohmann::ordered_json(nullptr);
-    j["threads_share_cores"]       = sc.shared_cores();
+    j["sgemm_1thread_gflops"] = or_null(sc.one_thread_gflops > 0, sc.one_thread_gflops);
+    j["threads_share_cores"]  = sc.shared_cores();
     // The cache line's one-way trip between two threads around the repetitions (null on one thread or a GPU).
-    j["cross_core_ns"] =
-        std::isnan(r.cross_core_ns) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.cross_core_ns);
-    j["dense_steps"]        = r.dense_steps;
-    j["cached_steps"]       = r.cached_steps;
-    j["tokens_per_s_sd"]    = r.tps_sd;
-    j["tokens_per_s_min"]   = r.tps_min;
-    j["tokens_per_s_max"]   = r.tps_max;
-    j["non_eos_tokens_per_s"] = r.non_eos_tps;
-    j["denoise_s"]          = r.denoise_s;
-    j["cache_bytes"]        = r.cache_bytes;
-    j["model"]              = model.name();
-    j["backend"]            = model.backend().name();
+    j["cross_core_ns"]             = or_null(r.cross_core_ns);
+    j["dense_steps"]               = r.dense_steps;
+    j["cached_steps"]              = r.cached_steps;
+    j["tokens_per_s_sd"]           = r.tps_sd;
+    j["tokens_per_s_min"]          = r.tps_min;
+    j["tokens_per_s_max"]          = r.tps_max;
+    j["non_eos_tokens_per_s"]      = r.non_eos_tps;
+    j["denoise_s"]                 = r.denoise_s;
+    j["cache_bytes"]               = r.cache_bytes;
+    j["model"]                     = model.name();
+    j["backend"]                   = model.backend().name();
     nlohmann::ordered_json samples = nlohmann::ordered_json::array();
     for (const Row::Sample& x : r.samples) {
         nlohmann::ordered_json e;
-        e["tokens_per_s"]  = x.tokens_per_s;
-        e["gflops"]        = x.gflops;
-        e["gflops_dense"]  = r.dense_steps ? nlohmann::ordered_json(x.gflops_dense) : nlohmann::ordered_json(nullptr);
-        e["gflops_cached"] = r.cached_steps ? nlohmann::ordered_json(x.gflops_cached) : nlohmann::ordered_json(nullptr);
-        e["sgemm_gflops"]  = x.sgemm;
-        e["blas_sgemm_gflops"] =
-            std::isnan(x.blas_sgemm) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(x.blas_sgemm);
-        e["cross_core_ns"] =
-            std::isnan(x.cross_core_ns) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(x.cross_core_ns);
+        e["tokens_per_s"]      = x.tokens_per_s;
+        e["gflops"]            = x.gflops;
+        e["gflops_dense"]      = or_null(r.dense_steps != 0, x.gflops_dense);
+        e["gflops_cached"]     = or_null(r.cached_steps != 0, x.gflops_cached);
+        e["sgemm_gflops"]      = x.sgemm;
+        e["blas_sgemm_gflops"] = or_null(x.blas_sgemm);
+        e["cross_core_ns"]     = or_null(x.cross_core_ns);
         samples.push_back(e);
     }
     j["samples"] = samples;  // llama-bench's samples_ts, with the rates and the sgemm rate around each repetition
