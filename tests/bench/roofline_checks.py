@@ -9,7 +9,10 @@ probe's 2-thread speed-up has read anything from 0.6x to 1.9x within an hour (vC
 busy host, or, before session 30's row chunks, vCPUs far apart). A round whose threads did not run in parallel still
 counts in "rounds" ("2 of 3"). The last column is the bench's cross-core hand-off time around the repetitions of
 the rounds kept (app/model/core_latency.h): its median, and in how many rounds some repetition found the cores far
-apart (>= 80 ns one way), where the threads' figures are those of that placement.
+apart (>= 80 ns one way), where the threads' figures are those of that placement. A multi-thread cell whose rounds
+saw both placements gets a row of its own for the rounds whose every repetition found the cores near, and one for
+those that found them far at every repetition (rounds that saw both are in the cell's row only): on the dev VMs the
+placement flips every 15-60 s, and costs the cached methods' small steps more than original's dense ones.
 
   roofline_checks.py [OUT=/tmp/roofline]     the table
   roofline_checks.py --parallel FILE         exit 0 when FILE's run is such a round (or a one-thread run), else 1
@@ -61,6 +64,16 @@ def cores_text(runs):
     return f"{statistics.median(statistics.median(v) for v in seen):.0f} ({far} far)"
 
 
+def placement(rows):
+    """"near" or "far" when every repetition of a run found the cores so, "mixed" when it saw both, None unmeasured."""
+    v = cross_core(rows)
+    if not v:
+        return None
+    if max(v) < FAR_CORES_NS:
+        return "near"
+    return "far" if min(v) >= FAR_CORES_NS else "mixed"
+
+
 def blas_text(o):
     """Original's dense-step share of the system BLAS's sgemm rate (bench's pct_blas_sgemm_dense) and that rate:
     issue 16's own reference ("dense steps >= 85% of the sgemm rate of the same shapes"); "-" in older files."""
@@ -80,7 +93,6 @@ def main(out):
         cells[(shape, threads)][1] += 1
         if ran_in_parallel(rows):
             cells[(shape, threads)][0].append(rows)
-    med = statistics.median
     print("| shape, threads | rounds | original tok/s | GFLOP/s (sgemm) | dense % | dense % of BLAS sgemm | "
           + " | ".join(f"{m} x" for m in CACHED) + " | dyllm / fast-dual tok/s (FLOP ratio) | cross-core ns (rounds far) |")
     print("|---|--:|--:|--:|--:|--:|" + "--:|" * len(CACHED) + "--:|--:|")
@@ -88,16 +100,25 @@ def main(out):
         if not runs:
             print(f"| {shape} -t {threads[1:]} | 0 of {total} | no round ran its threads in parallel |")
             continue
-        o = [r["original"] for r in runs]
-        xs = {m: med([r[m]["gflops"] / r["original"]["gflops"] for r in runs]) for m in CACHED}
-        tps = med([r["dyllm"]["tokens_per_s"] / r["fast-dual"]["tokens_per_s"] for r in runs])
-        flop = med([r["fast-dual"]["flops_per_token"] / r["dyllm"]["flops_per_token"] for r in runs])
-        print(f"| {shape} -t {threads[1:]} | {len(runs)} of {total} | {med([x['tokens_per_s'] for x in o]):.1f} | "
-              f"{med([x['gflops'] for x in o]):.1f} ({med([x['sgemm_gflops'] for x in o]):.1f}) | "
-              f"{med([x['pct_sgemm_dense'] for x in o]):.1f} | {blas_text(o)} | "
-              + " | ".join(f"{xs[m]:.2f}" for m in CACHED)
-              + f" | {tps:.2f} ({flop:.2f}) | {cores_text(runs)} |")
+        row(f"{shape} -t {threads[1:]}", runs, total)
+        by_place = {p: [r for r in runs if placement(r) == p] for p in ("near", "far")}
+        if by_place["near"] and by_place["far"]:
+            for p, rs in by_place.items():
+                row(f"{shape} -t {threads[1:]}, cores {p}", rs, total)
 
+
+def row(label, runs, total):
+    """One table row: medians over `runs` (of `total` rounds in the cell)."""
+    med = statistics.median
+    o = [r["original"] for r in runs]
+    xs = {m: med([r[m]["gflops"] / r["original"]["gflops"] for r in runs]) for m in CACHED}
+    tps = med([r["dyllm"]["tokens_per_s"] / r["fast-dual"]["tokens_per_s"] for r in runs])
+    flop = med([r["fast-dual"]["flops_per_token"] / r["dyllm"]["flops_per_token"] for r in runs])
+    print(f"| {label} | {len(runs)} of {total} | {med([x['tokens_per_s'] for x in o]):.1f} | "
+          f"{med([x['gflops'] for x in o]):.1f} ({med([x['sgemm_gflops'] for x in o]):.1f}) | "
+          f"{med([x['pct_sgemm_dense'] for x in o]):.1f} | {blas_text(o)} | "
+          + " | ".join(f"{xs[m]:.2f}" for m in CACHED)
+          + f" | {tps:.2f} ({flop:.2f}) | {cores_text(runs)} |")
 
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--parallel":
