@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "instrumentation/json_number.h"
+#include "instrumentation/step_end_json.h"
 
 namespace dyllm {
 namespace {
@@ -177,20 +178,7 @@ void add_steps(const Gathered& g, Track& track, Counters& counters, Span& span) 
             args["drift_rows"]    = n;
             args["drift_min_cos"] = jnum(mn);
         }
-        if (s.end) {
-            const StepEnd& e         = *s.end;
-            args["wall_ns"]          = e.wall_ns;
-            args["tokens_committed"] = e.tokens_committed;
-            args["masked_left"]      = e.masked_left;
-            args["flops"]            = jnum(e.flops);
-            args["dense_flops"]      = jnum(e.dense_flops);
-            args["query_rows"]       = e.query_rows;
-            args["ffn_rows"]         = e.ffn_rows;
-            args["kv_rows"]          = e.kv_rows;
-            args["attn_exact_rows"]  = e.attn_exact_rows;
-            args["attn_approx_rows"] = e.attn_approx_rows;
-            args["dense_rows"]       = e.dense_rows;
-        }
+        if (s.end) add_step_end_counters(args, *s.end);
         args["method"] = g.method;
         ev.json = Json{{"name", "step " + std::to_string(n) + (s.begin ? std::string(" ") + step_kind_name(s.begin->kind)
                                                                        : std::string())},

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "instrumentation/json_number.h"
+#include "instrumentation/step_end_json.h"
 
 namespace dyllm {
 namespace {
@@ -88,18 +89,8 @@ void add_step_begin(Json& j, const StepBegin& b) {
 }
 
 void add_step_end(Json& j, const StepEnd& e) {
-    j["wall_ns"]          = e.wall_ns;
-    j["tokens_committed"] = e.tokens_committed;
-    j["masked_left"]      = e.masked_left;
-    j["flops"]            = jnum(e.flops);
-    j["dense_flops"]      = jnum(e.dense_flops);
-    j["ffn_rows"]         = e.ffn_rows;
-    j["kv_rows"]          = e.kv_rows;
-    j["attn_exact_rows"]  = e.attn_exact_rows;
-    j["attn_approx_rows"] = e.attn_approx_rows;
-    j["query_rows"]       = e.query_rows;
-    j["dense_rows"]       = e.dense_rows;
-    j["t_end_ns"]         = e.t_ns;
+    add_step_end_counters(j, e);
+    j["t_end_ns"] = e.t_ns;
 }
 
 Json run_begin_json(const RunBegin& r) {
