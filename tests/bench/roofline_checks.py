@@ -84,6 +84,20 @@ def blas_text(o):
     return f"{statistics.median(shares):.1f} ({statistics.median(rates):.1f})"
 
 
+def row(label, runs, total):
+    """One table row: medians over `runs` (of `total` rounds in the cell)."""
+    med = statistics.median
+    o = [r["original"] for r in runs]
+    xs = {m: med([r[m]["gflops"] / r["original"]["gflops"] for r in runs]) for m in CACHED}
+    tps = med([r["dyllm"]["tokens_per_s"] / r["fast-dual"]["tokens_per_s"] for r in runs])
+    flop = med([r["fast-dual"]["flops_per_token"] / r["dyllm"]["flops_per_token"] for r in runs])
+    print(f"| {label} | {len(runs)} of {total} | {med([x['tokens_per_s'] for x in o]):.1f} | "
+          f"{med([x['gflops'] for x in o]):.1f} ({med([x['sgemm_gflops'] for x in o]):.1f}) | "
+          f"{med([x['pct_sgemm_dense'] for x in o]):.1f} | {blas_text(o)} | "
+          + " | ".join(f"{xs[m]:.2f}" for m in CACHED)
+          + f" | {tps:.2f} ({flop:.2f}) | {cores_text(runs)} |")
+
+
 def main(out):
     cells = {}
     for path in sorted(glob.glob(os.path.join(out, "*_t*_r*.json"))):
@@ -106,19 +120,6 @@ def main(out):
             for p, rs in by_place.items():
                 row(f"{shape} -t {threads[1:]}, cores {p}", rs, total)
 
-
-def row(label, runs, total):
-    """One table row: medians over `runs` (of `total` rounds in the cell)."""
-    med = statistics.median
-    o = [r["original"] for r in runs]
-    xs = {m: med([r[m]["gflops"] / r["original"]["gflops"] for r in runs]) for m in CACHED}
-    tps = med([r["dyllm"]["tokens_per_s"] / r["fast-dual"]["tokens_per_s"] for r in runs])
-    flop = med([r["fast-dual"]["flops_per_token"] / r["dyllm"]["flops_per_token"] for r in runs])
-    print(f"| {label} | {len(runs)} of {total} | {med([x['tokens_per_s'] for x in o]):.1f} | "
-          f"{med([x['gflops'] for x in o]):.1f} ({med([x['sgemm_gflops'] for x in o]):.1f}) | "
-          f"{med([x['pct_sgemm_dense'] for x in o]):.1f} | {blas_text(o)} | "
-          + " | ".join(f"{xs[m]:.2f}" for m in CACHED)
-          + f" | {tps:.2f} ({flop:.2f}) | {cores_text(runs)} |")
 
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--parallel":
