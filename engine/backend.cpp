@@ -10,23 +10,40 @@ namespace dyllm {
 
 const char* op_kind_name(OpKind k) {
     switch (k) {
-        case OpKind::Embed: return "embed";
-        case OpKind::MatMul: return "matmul";
-        case OpKind::RmsNorm: return "rms_norm";
-        case OpKind::Rope: return "rope";
-        case OpKind::Add: return "add";
-        case OpKind::Sub: return "sub";
-        case OpKind::SiluMul: return "silu_mul";
-        case OpKind::Attention: return "attention";
-        case OpKind::AttentionApprox: return "attention_approx";
-        case OpKind::AttentionCols: return "attention_cols";
-        case OpKind::GatherRows: return "gather_rows";
-        case OpKind::ScatterRows: return "scatter_rows";
-        case OpKind::AddRows: return "add_rows";
-        case OpKind::Cosine: return "cosine";
-        case OpKind::ScoreLogits: return "score_logits";
-        case OpKind::Copy: return "copy";
-        case OpKind::Count: break;
+        case OpKind::Embed:
+            return "embed";
+        case OpKind::MatMul:
+            return "matmul";
+        case OpKind::RmsNorm:
+            return "rms_norm";
+        case OpKind::Rope:
+            return "rope";
+        case OpKind::Add:
+            return "add";
+        case OpKind::Sub:
+            return "sub";
+        case OpKind::SiluMul:
+            return "silu_mul";
+        case OpKind::Attention:
+            return "attention";
+        case OpKind::AttentionApprox:
+            return "attention_approx";
+        case OpKind::AttentionCols:
+            return "attention_cols";
+        case OpKind::GatherRows:
+            return "gather_rows";
+        case OpKind::ScatterRows:
+            return "scatter_rows";
+        case OpKind::AddRows:
+            return "add_rows";
+        case OpKind::Cosine:
+            return "cosine";
+        case OpKind::ScoreLogits:
+            return "score_logits";
+        case OpKind::Copy:
+            return "copy";
+        case OpKind::Count:
+            break;
     }
     return "?";
 }
@@ -45,20 +62,26 @@ bool op_supports_dtype(OpKind op, DType dtype) {
         case OpKind::Attention:
         case OpKind::AttentionApprox:
         case OpKind::AttentionCols:
-        case OpKind::Cosine: return is_float(dtype);
+        case OpKind::Cosine:
+            return is_float(dtype);
         case OpKind::Rope:
         case OpKind::SiluMul:
-        case OpKind::ScoreLogits: return dtype == DType::F32;
-        case OpKind::Count: break;
+        case OpKind::ScoreLogits:
+            return dtype == DType::F32;
+        case OpKind::Count:
+            break;
     }
     return false;
 }
 
 const char* backend_kind_name(BackendKind k) {
     switch (k) {
-        case BackendKind::Cpu: return "cpu";
-        case BackendKind::Cuda: return "cuda";
-        case BackendKind::Auto: return "auto";
+        case BackendKind::Cpu:
+            return "cpu";
+        case BackendKind::Cuda:
+            return "cuda";
+        case BackendKind::Auto:
+            return "auto";
     }
     return "?";
 }
@@ -73,14 +96,18 @@ int cuda_device_count(std::string* why_none) {
     return 0;
 }
 
-std::unique_ptr<Backend> make_cuda_backend(int /*device*/) { throw BackendError(kNoCudaReason); }
+std::unique_ptr<Backend> make_cuda_backend(int /*device*/) {
+    throw BackendError(kNoCudaReason);
+}
 #endif
 
 std::unique_ptr<Backend> make_backend(BackendKind kind, int n_threads, std::string* fallback_reason) {
     if (fallback_reason) fallback_reason->clear();
     switch (kind) {
-        case BackendKind::Cpu: return make_cpu_backend(n_threads);
-        case BackendKind::Cuda: return make_cuda_backend(0);
+        case BackendKind::Cpu:
+            return make_cpu_backend(n_threads);
+        case BackendKind::Cuda:
+            return make_cuda_backend(0);
         case BackendKind::Auto: {
             std::string why;
             if (cuda_device_count(&why) > 0) return make_cuda_backend(0);

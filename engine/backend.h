@@ -8,7 +8,8 @@
 // - Activations are F32 2-D views [rows, cols] (engine/tensor.h). Cache views (k, v, dv, c_old, gather/scatter
 //   sources and destinations) may be F32 or cache_dtype() (BF16 on CUDA); ops widen on load, accumulate in fp32.
 // - Weights are [out, in] views in F32, F16 or BF16, as prepare_weight() returned them.
-// - Multi-head activations are [n_tokens, n_head * head_dim]; query head h reads KV head h / (n_head / n_kv_head) (GQA).
+// - Multi-head activations are [n_tokens, n_head * head_dim]; query head h reads KV head h / (n_head / n_kv_head)
+// (GQA).
 // - Attention is bidirectional (no causal mask) and never crosses sequences: query row i belongs to sequence
 //   q_seq[i] and attends to key rows [cu_k[b], cu_k[b+1]) of the packed K/V.
 // - Every op accepts zero rows (empty salient sets are legal, engine/README.md decision 8).
@@ -26,8 +27,23 @@
 namespace dyllm {
 
 enum class OpKind : uint8_t {
-    Embed, MatMul, RmsNorm, Rope, Add, Sub, SiluMul, Attention, AttentionApprox, AttentionCols,
-    GatherRows, ScatterRows, AddRows, Cosine, ScoreLogits, Copy, Count
+    Embed,
+    MatMul,
+    RmsNorm,
+    Rope,
+    Add,
+    Sub,
+    SiluMul,
+    Attention,
+    AttentionApprox,
+    AttentionCols,
+    GatherRows,
+    ScatterRows,
+    AddRows,
+    Cosine,
+    ScoreLogits,
+    Copy,
+    Count
 };
 const char* op_kind_name(OpKind k);
 
@@ -40,8 +56,8 @@ const char* backend_kind_name(BackendKind k);
 
 // How the sampler scores a position (engine/README.md §a.9 step 4).
 enum class ScoreKind : uint8_t {
-    Confidence,     // LLaDA: softmax probability of the argmax token
-    NegEntropy,     // Dream: sum_v p_v log(p_v + 1e-10), higher is more confident
+    Confidence,  // LLaDA: softmax probability of the argmax token
+    NegEntropy,  // Dream: sum_v p_v log(p_v + 1e-10), higher is more confident
 };
 
 struct AttentionShape {
@@ -54,23 +70,23 @@ class Backend {
 public:
     virtual ~Backend() = default;
 
-    virtual const char* name() const = 0;          // "cpu", "cuda"
-    virtual Device      device() const = 0;
-    virtual std::string description() const = 0;   // "cpu (2 threads, OpenBLAS 0.3.21)", "cuda (NVIDIA H100, sm_90)"
+    virtual const char* name() const        = 0;  // "cpu", "cuda"
+    virtual Device      device() const      = 0;
+    virtual std::string description() const = 0;  // "cpu (2 threads, OpenBLAS 0.3.21)", "cuda (NVIDIA H100, sm_90)"
     virtual int         host_threads() const { return 1; }  // CPU threads the ops run on (the CPU backend's pool)
     virtual bool        supports(OpKind op, DType dtype) const = 0;
-    virtual DType       cache_dtype() const = 0;   // storage dtype of the K/V/context/FFN caches
+    virtual DType       cache_dtype() const                    = 0;  // storage dtype of the K/V/context/FFN caches
     // Whether attention_approx_exact runs as one fused pass here (else the caller runs attention_approx and then
     // attention on the exact rows; the results are the same).
-    virtual bool        fuses_exact_rows() const { return false; }
+    virtual bool fuses_exact_rows() const { return false; }
 
     // ---- memory -------------------------------------------------------------------------------------------------
     // A zero-initialised contiguous [rows, cols] tensor on this backend.
     virtual Tensor alloc(DType dtype, int64_t rows, int64_t cols) = 0;
     // Copies between host memory and a contiguous tensor of this backend (bytes = dst/src.bytes()).
     virtual void upload(const TensorView& dst, const void* host_src) = 0;
-    virtual void download(const TensorView& src, void* host_dst) = 0;
-    virtual void synchronize() = 0;
+    virtual void download(const TensorView& src, void* host_dst)     = 0;
+    virtual void synchronize()                                       = 0;
     // A weight as this backend wants it: the CPU keeps the host (memory-mapped) view as stored; CUDA copies to the
     // device (F32 converted to BF16). The returned view stays valid while the backend lives.
     virtual TensorView prepare_weight(const TensorView& host_weight, const std::string& name) = 0;
@@ -100,9 +116,9 @@ public:
     // Exact attention. q: [nq, H_q*D]; q_seq: [nq] sequence of each query row; k, v: [nk, H_kv*D] packed keys of all
     // sequences; cu_k: [B+1] key offsets; out: [nq, H_q*D] F32. lse (optional, [nq, H_q] F32): the log-sum-exp of each
     // (row, head)'s scaled scores (-inf without keys), the softmax statistics attention_cols reuses.
-    void attention(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
-                   const TensorView& v, std::span<const int32_t> cu_k, AttentionShape shape,
-                   const TensorView& out, const TensorView& lse = {});
+    void attention(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k, const TensorView& v,
+                   std::span<const int32_t> cu_k, AttentionShape shape, const TensorView& out,
+                   const TensorView& lse = {});
 
     // DyLLM's column-sparse approximate attention (engine/README.md §a.7 step 6, kernels/README.md §b.1):
     //   c_new[i] = c_old[i] + sum_{j in S(b)} softmax_j'(q_i . k_j' / sqrt(D))[j] * dv[s(j)]
@@ -110,9 +126,9 @@ public:
     // b only: sal_k[cu_sal[b] .. cu_sal[b+1]) are their packed key rows (ascending), dv the matching rows of dv.
     // q: [nq, H_q*D]; k: [nk, H_kv*D]; dv: [ns, H_kv*D]; c_old: [nq, H_q*D]; c_new: [nq, H_q*D] F32.
     void attention_approx(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
-                          const TensorView& dv, std::span<const int32_t> sal_k,
-                          std::span<const int32_t> cu_sal, std::span<const int32_t> cu_k,
-                          const TensorView& c_old, AttentionShape shape, const TensorView& c_new);
+                          const TensorView& dv, std::span<const int32_t> sal_k, std::span<const int32_t> cu_sal,
+                          std::span<const int32_t> cu_k, const TensorView& c_old, AttentionShape shape,
+                          const TensorView& c_new);
 
     // attention_approx, except that the query rows exact (ascending indices into q's rows) get attention()'s output
     // against v (the full, updated V cache, [nk, H_kv*D] like k) instead, bit for bit: one pass over the keys serves
@@ -133,11 +149,10 @@ public:
     // updated log-sum-exp; exact when q is unchanged. A (row, head) whose unchanged keys held under
     // kernels/cpu/ref/attention_cols.h's kColsMinRestMass of its softmax mass keeps c_old and gets lse_out NaN: the
     // caller recomputes that row exactly. A row with lse -inf (no keys) keeps c_old.
-    void attention_cols(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
-                        const TensorView& dv, std::span<const int32_t> sal_k, std::span<const int32_t> cu_sal,
-                        std::span<const int32_t> cu_k, const TensorView& lse, const TensorView& c_old,
-                        AttentionShape shape, const TensorView& c_new, const TensorView& k_old = {},
-                        const TensorView& v_old = {}, const TensorView& lse_out = {});
+    void attention_cols(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k, const TensorView& dv,
+                        std::span<const int32_t> sal_k, std::span<const int32_t> cu_sal, std::span<const int32_t> cu_k,
+                        const TensorView& lse, const TensorView& c_old, AttentionShape shape, const TensorView& c_new,
+                        const TensorView& k_old = {}, const TensorView& v_old = {}, const TensorView& lse_out = {});
 
     // dst[i, :] = src[idx[i], :]  (dst: [idx.size(), w]);  dst[idx[i], :] = src[i, :]  (src: [idx.size(), w]).
     void gather_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& dst);
@@ -151,7 +166,8 @@ public:
     void cosine_rows(const TensorView& a, const TensorView& b, std::span<float> cos_out);
 
     // Greedy scoring of logit rows: token = argmax (lowest id on ties) over ids not in `banned`, score per ScoreKind,
-    // the softmax taken over every id, banned ones included (engine/README.md decision 11). logits: [n, n_vocab] F32; tokens_out, scores_out: n host values.
+    // the softmax taken over every id, banned ones included (engine/README.md decision 11). logits: [n, n_vocab] F32;
+    // tokens_out, scores_out: n host values.
     void score_logits(const TensorView& logits, ScoreKind kind, std::span<const int32_t> banned,
                       std::span<int32_t> tokens_out, std::span<float> scores_out);
 
@@ -160,22 +176,22 @@ protected:
     // Called by the public ops above once engine/backend_checks.cpp has validated the arguments: shapes, dtypes
     // (through supports()), layouts on device(), index ranges, sequence offsets and salient-key order. An
     // implementation checks nothing of that again.
-    virtual void do_embed(const TensorView& table, std::span<const int32_t> ids, const TensorView& out) = 0;
+    virtual void do_embed(const TensorView& table, std::span<const int32_t> ids, const TensorView& out)           = 0;
     virtual void do_matmul(const TensorView& x, const TensorView& w, const TensorView& bias, const TensorView& y) = 0;
-    virtual void do_rms_norm(const TensorView& x, const TensorView& w, float eps, const TensorView& y) = 0;
+    virtual void do_rms_norm(const TensorView& x, const TensorView& w, float eps, const TensorView& y)            = 0;
     virtual void do_rope(const TensorView& x, std::span<const int32_t> positions, int n_head, int head_dim,
-                         float theta) = 0;
-    virtual void do_add(const TensorView& a, const TensorView& b, const TensorView& y) = 0;
-    virtual void do_sub(const TensorView& a, const TensorView& b, const TensorView& y) = 0;
-    virtual void do_silu_mul(const TensorView& gate, const TensorView& up, const TensorView& y) = 0;
-    virtual void do_copy(const TensorView& src, const TensorView& dst) = 0;
+                         float theta)                                                                             = 0;
+    virtual void do_add(const TensorView& a, const TensorView& b, const TensorView& y)                            = 0;
+    virtual void do_sub(const TensorView& a, const TensorView& b, const TensorView& y)                            = 0;
+    virtual void do_silu_mul(const TensorView& gate, const TensorView& up, const TensorView& y)                   = 0;
+    virtual void do_copy(const TensorView& src, const TensorView& dst)                                            = 0;
     virtual void do_attention(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
                               const TensorView& v, std::span<const int32_t> cu_k, AttentionShape shape,
-                              const TensorView& out, const TensorView& lse) = 0;
+                              const TensorView& out, const TensorView& lse)                                       = 0;
     virtual void do_attention_approx(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
                                      const TensorView& dv, std::span<const int32_t> sal_k,
                                      std::span<const int32_t> cu_sal, std::span<const int32_t> cu_k,
-                                     const TensorView& c_old, AttentionShape shape, const TensorView& c_new) = 0;
+                                     const TensorView& c_old, AttentionShape shape, const TensorView& c_new)      = 0;
     // Only called where fuses_exact_rows() is true.
     virtual void do_attention_approx_exact(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
                                            const TensorView& v, const TensorView& dv, std::span<const int32_t> sal_k,
@@ -183,16 +199,16 @@ protected:
                                            std::span<const int32_t> exact, const TensorView& c_old,
                                            AttentionShape shape, const TensorView& c_new);
     virtual void do_attention_cols(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
-                                   const TensorView& dv, std::span<const int32_t> sal_k, std::span<const int32_t> cu_sal,
-                                   const TensorView& lse, const TensorView& c_old, AttentionShape shape,
-                                   const TensorView& c_new, const TensorView& k_old, const TensorView& v_old,
-                                   const TensorView& lse_out) = 0;
-    virtual void do_gather_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& dst) = 0;
+                                   const TensorView& dv, std::span<const int32_t> sal_k,
+                                   std::span<const int32_t> cu_sal, const TensorView& lse, const TensorView& c_old,
+                                   AttentionShape shape, const TensorView& c_new, const TensorView& k_old,
+                                   const TensorView& v_old, const TensorView& lse_out)                       = 0;
+    virtual void do_gather_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& dst)  = 0;
     virtual void do_scatter_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& dst) = 0;
-    virtual void do_add_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& y) = 0;
-    virtual void do_cosine_rows(const TensorView& a, const TensorView& b, std::span<float> cos_out) = 0;
+    virtual void do_add_rows(const TensorView& src, std::span<const int32_t> idx, const TensorView& y)       = 0;
+    virtual void do_cosine_rows(const TensorView& a, const TensorView& b, std::span<float> cos_out)          = 0;
     virtual void do_score_logits(const TensorView& logits, ScoreKind kind, std::span<const int32_t> banned,
-                                 std::span<int32_t> tokens_out, std::span<float> scores_out) = 0;
+                                 std::span<int32_t> tokens_out, std::span<float> scores_out)                 = 0;
 };
 
 // Creates a backend. Cpu always works; Cuda throws BackendError naming the reason ("CUDA backend not compiled in

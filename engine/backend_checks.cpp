@@ -17,7 +17,9 @@ std::string shp(const TensorView& v) {
     return s.append(dtype_name(v.dtype));
 }
 
-std::string at(const char* op, const char* what) { return std::string(op) + ": " + what; }
+std::string at(const char* op, const char* what) {
+    return std::string(op) + ": " + what;
+}
 
 // The layout every kernel needs: on this backend's device, contiguous columns, rows at a fixed stride (a 2-D matrix or
 // a row-contiguous higher-dimensional view). An empty view is accepted as it is (no memory is touched).
@@ -150,9 +152,9 @@ void check_context_update(const Backend& be, OpKind kind, const TensorView& q, c
 void check_lse(const Backend& be, OpKind kind, const TensorView& lse, const TensorView& q, AttentionShape shape,
                const char* op) {
     check_f32(be, kind, lse, op, "lse");
-    DYLLM_ASSERT(lse.rows() == q.rows() && lse.cols() == shape.n_head,
-                 at(op, "lse") + " " + shp(lse) + " is not [" + std::to_string(q.rows()) + ", " +
-                     std::to_string(shape.n_head) + "]");
+    DYLLM_ASSERT(lse.rows() == q.rows() && lse.cols() == shape.n_head, at(op, "lse") + " " + shp(lse) + " is not [" +
+                                                                           std::to_string(q.rows()) + ", " +
+                                                                           std::to_string(shape.n_head) + "]");
 }
 
 }  // namespace
@@ -285,8 +287,8 @@ void Backend::attention_approx_exact(const TensorView& q, std::span<const int32_
     DYLLM_ASSERT(!overlaps(c_new, v), std::string(op) + ": c_new aliases v");
     check_indices(exact, q.rows(), op, "exact row");
     for (size_t e = 1; e < exact.size(); ++e)
-        DYLLM_ASSERT(exact[e] > exact[e - 1], std::string(op) + ": exact rows are not strictly ascending at " +
-                                                  std::to_string(e));
+        DYLLM_ASSERT(exact[e] > exact[e - 1],
+                     std::string(op) + ": exact rows are not strictly ascending at " + std::to_string(e));
     do_attention_approx_exact(q, q_seq, k, v, dv, sal_k, cu_sal, cu_k, exact, c_old, shape, c_new);
 }
 
@@ -316,7 +318,8 @@ void Backend::attention_cols(const TensorView& q, std::span<const int32_t> q_seq
         check_stored(*this, OpKind::AttentionCols, v_old, op, "v_old");
         check_same_shape(dv, k_old, op, "dv", "k_old");
         check_same_shape(dv, v_old, op, "dv", "v_old");
-        DYLLM_ASSERT(!overlaps(c_new, k_old) && !overlaps(c_new, v_old), "attention_cols: c_new aliases k_old or v_old");
+        DYLLM_ASSERT(!overlaps(c_new, k_old) && !overlaps(c_new, v_old),
+                     "attention_cols: c_new aliases k_old or v_old");
     }
     if (lse_out.data) {
         check_lse(*this, OpKind::AttentionCols, lse_out, q, shape, op);

@@ -58,19 +58,31 @@ std::string shp(const TensorView& v) {
 
 ElemType elem_of(DType t) {
     switch (t) {
-        case DType::F32: return ElemType::F32;
-        case DType::F16: return ElemType::F16;
-        case DType::BF16: return ElemType::BF16;
-        case DType::I32: break;
+        case DType::F32:
+            return ElemType::F32;
+        case DType::F16:
+            return ElemType::F16;
+        case DType::BF16:
+            return ElemType::BF16;
+        case DType::I32:
+            break;
     }
     DYLLM_ASSERT(false, std::string("cpu backend: no float storage type for ") + dtype_name(t));
 }
 
-int64_t ld(const TensorView& v) { return v.nb[1] / int64_t(dtype_size(v.dtype)); }
+int64_t ld(const TensorView& v) {
+    return v.nb[1] / int64_t(dtype_size(v.dtype));
+}
 
-CMatF    cmat(const TensorView& v) { return CMatF{v.ptr<const float>(), v.rows(), v.cols(), ld(v)}; }
-MatF     mat(const TensorView& v) { return MatF{v.ptr<float>(), v.rows(), v.cols(), ld(v)}; }
-ConstMat any_mat(const TensorView& v) { return ConstMat{v.data, elem_of(v.dtype), v.rows(), v.cols(), ld(v)}; }
+CMatF cmat(const TensorView& v) {
+    return CMatF{v.ptr<const float>(), v.rows(), v.cols(), ld(v)};
+}
+MatF mat(const TensorView& v) {
+    return MatF{v.ptr<float>(), v.rows(), v.cols(), ld(v)};
+}
+ConstMat any_mat(const TensorView& v) {
+    return ConstMat{v.data, elem_of(v.dtype), v.rows(), v.cols(), ld(v)};
+}
 
 // An F32 view of any float operand: the view itself when it is F32, else a widened copy.
 struct F32In {
@@ -97,7 +109,7 @@ struct F32Out {
     MatF               m;
     TensorView         dst;
     void               finish() {
-        if (buf.empty()) return;
+                      if (buf.empty()) return;
         for (int64_t i = 0; i < m.rows; ++i)
             cpu::narrow_row(m.row(i), static_cast<char*>(dst.data) + i * dst.nb[1], elem_of(dst.dtype), m.cols);
     }
@@ -136,17 +148,17 @@ public:
 
     // ---- memory -----------------------------------------------------------------------------------------------
     Tensor alloc(DType dtype, int64_t rows, int64_t cols) override {
-        DYLLM_ASSERT(rows >= 0 && cols >= 0, "alloc: negative shape [" + std::to_string(rows) + ", " +
-                                                  std::to_string(cols) + "]");
+        DYLLM_ASSERT(rows >= 0 && cols >= 0,
+                     "alloc: negative shape [" + std::to_string(rows) + ", " + std::to_string(cols) + "]");
         const size_t bytes = size_t(rows) * size_t(cols) * dtype_size(dtype);
         const size_t alloc = std::max<size_t>(64, (bytes + 63) / 64 * 64);  // 64-byte lines, never a null pointer
         // Aligned operator new (not aligned_alloc): tensor memory then goes through the C++ allocation functions,
         // which a test can replace to prove that the step loop allocates none (tests/unit/test_step_allocations.cpp).
         // From 4 MiB on (logits, caches, workspace chunks): 2 MiB-aligned and advised huge pages before the memset
         // touches them (kernels/cpu/huge_page_buffer.h: a first touch is the expensive part of a fresh allocation).
-        const bool  huge  = alloc >= 2 * cpu::HugePageBuffer::kHugePage;
-        const auto  align = std::align_val_t(huge ? cpu::HugePageBuffer::kHugePage : 64);
-        void*       p     = ::operator new(alloc, align, std::nothrow);
+        const bool huge  = alloc >= 2 * cpu::HugePageBuffer::kHugePage;
+        const auto align = std::align_val_t(huge ? cpu::HugePageBuffer::kHugePage : 64);
+        void* p          = ::operator new(alloc, align, std::nothrow);
         if (!p) throw BackendError("cpu backend: out of memory allocating " + std::to_string(bytes) + " bytes");
         if (huge) cpu::advise_huge_pages(p, alloc);
         std::memset(p, 0, alloc);
@@ -154,13 +166,13 @@ public:
                       std::shared_ptr<void>(p, [align](void* q) { ::operator delete(q, align); }));
     }
     void upload(const TensorView& dst, const void* host_src) override {
-        DYLLM_ASSERT(dst.device == Device::Cpu && dst.contiguous(), "upload: destination " + shp(dst) +
-                                                                        " is not a contiguous host tensor");
+        DYLLM_ASSERT(dst.device == Device::Cpu && dst.contiguous(),
+                     "upload: destination " + shp(dst) + " is not a contiguous host tensor");
         if (dst.bytes()) std::memcpy(dst.data, host_src, dst.bytes());
     }
     void download(const TensorView& src, void* host_dst) override {
-        DYLLM_ASSERT(src.device == Device::Cpu && src.contiguous(), "download: source " + shp(src) +
-                                                                        " is not a contiguous host tensor");
+        DYLLM_ASSERT(src.device == Device::Cpu && src.contiguous(),
+                     "download: source " + shp(src) + " is not a contiguous host tensor");
         if (src.bytes()) std::memcpy(host_dst, src.data, src.bytes());
     }
     void       synchronize() override {}
@@ -176,9 +188,10 @@ public:
             return host_weight;
         std::string err;
         auto        packed = gemm_.pack(any_mat(host_weight), pool_, &err);
-        if (!packed) throw BackendError("cpu backend: cannot pack weight " + name + " " + shp(host_weight) + ": " + err);
-        packed_[host_weight.data] = Packed{host_weight.dtype, host_weight.rows(), host_weight.cols(), ld(host_weight),
-                                           std::move(packed)};
+        if (!packed)
+            throw BackendError("cpu backend: cannot pack weight " + name + " " + shp(host_weight) + ": " + err);
+        packed_[host_weight.data] =
+            Packed{host_weight.dtype, host_weight.rows(), host_weight.cols(), ld(host_weight), std::move(packed)};
         release_pages(host_weight);
         return host_weight;
     }
@@ -267,8 +280,8 @@ protected:
         const F32In km = f32_in(k), dvm = f32_in(dv), co = f32_in(c_old);
         const F32In ko = k_old.data ? f32_in(k_old) : F32In{}, vo = v_old.data ? f32_in(v_old) : F32In{};
         cpu::attention_cols(cmat(q), q_seq.data(), km.m, dvm.m, sal_k.data(), cu_sal.data(), cmat(lse), co.m,
-                            cpu::AttnDims{shape.n_head, shape.n_kv_head, shape.head_dim}, mat(c_new), pool_, ko.m,
-                            vo.m, lse_out.data ? mat(lse_out) : cpu::MatF{});
+                            cpu::AttnDims{shape.n_head, shape.n_kv_head, shape.head_dim}, mat(c_new), pool_, ko.m, vo.m,
+                            lse_out.data ? mat(lse_out) : cpu::MatF{});
     }
 
     void do_attention_approx(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
@@ -339,7 +352,8 @@ private:
 #ifdef MADV_PAGEOUT
         const uintptr_t page = 4096, a = reinterpret_cast<uintptr_t>(v.data), b = a + v.bytes();
         const uintptr_t lo = (a + page - 1) / page * page, hi = b / page * page;
-        if (hi > lo + 64 * page) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_PAGEOUT);  // a hint: errors ignored
+        if (hi > lo + 64 * page)
+            ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_PAGEOUT);  // a hint: errors ignored
 #else
         (void)v;
 #endif
@@ -357,10 +371,10 @@ private:
         ym.finish();
     }
 
-    int             n_threads_;
-    cpu::ThreadPool pool_;
-    cpu::PackedGemm gemm_;
-    std::string     blas_name_;
+    int                                     n_threads_;
+    cpu::ThreadPool                         pool_;
+    cpu::PackedGemm                         gemm_;
+    std::string                             blas_name_;
     std::unordered_map<const void*, Packed> packed_;  // by the stored weight's address
 };
 

@@ -37,7 +37,8 @@
 
 namespace dyllm {
 
-static_assert(uint8_t(cuda::ElemType::F32) == uint8_t(DType::F32) && uint8_t(cuda::ElemType::F16) == uint8_t(DType::F16) &&
+static_assert(uint8_t(cuda::ElemType::F32) == uint8_t(DType::F32) &&
+                  uint8_t(cuda::ElemType::F16) == uint8_t(DType::F16) &&
                   uint8_t(cuda::ElemType::BF16) == uint8_t(DType::BF16),
               "cuda::ElemType mirrors the float members of dyllm::DType");
 
@@ -92,9 +93,9 @@ cuda::Mat dmat(const TensorView& v) {
 // The CUDA attention kernels keep one query head in registers/shared memory: head_dim is capped (a limit of this
 // backend, not an argument check, so it stays here).
 constexpr int kMaxHeadDim = 256;
-void check_head_dim(AttentionShape s, const char* op) {
-    DYLLM_ASSERT(s.head_dim <= kMaxHeadDim, std::string(op) + ": head_dim " + std::to_string(s.head_dim) +
-                                                " exceeds the CUDA kernels' limit of " + std::to_string(kMaxHeadDim));
+void          check_head_dim(AttentionShape s, const char* op) {
+             DYLLM_ASSERT(s.head_dim <= kMaxHeadDim, std::string(op) + ": head_dim " + std::to_string(s.head_dim) +
+                                                         " exceeds the CUDA kernels' limit of " + std::to_string(kMaxHeadDim));
 }
 
 // A growable device buffer reused across calls (index uploads, matmul scratch, small outputs).
@@ -125,8 +126,8 @@ public:
         CUDA_CHECK(cudaSetDevice(device));
         cudaDeviceProp prop{};
         CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-        description_ = std::string("cuda (") + prop.name + ", sm_" + std::to_string(prop.major) +
-                       std::to_string(prop.minor) + ")";
+        description_ =
+            std::string("cuda (") + prop.name + ", sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ")";
         cudaStream_t s = nullptr;
         CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
         stream_.reset(s, StreamDeleter{});
@@ -159,8 +160,8 @@ public:
 
     // ---- memory -----------------------------------------------------------------------------------------------
     Tensor alloc(DType dtype, int64_t rows, int64_t cols) override {
-        DYLLM_ASSERT(rows >= 0 && cols >= 0, "alloc: negative shape [" + std::to_string(rows) + ", " +
-                                                  std::to_string(cols) + "]");
+        DYLLM_ASSERT(rows >= 0 && cols >= 0,
+                     "alloc: negative shape [" + std::to_string(rows) + ", " + std::to_string(cols) + "]");
         const size_t bytes = size_t(rows) * size_t(cols) * dtype_size(dtype);
         const size_t size  = std::max<size_t>(bytes, 256);  // never a null pointer
         void*        p     = nullptr;
@@ -208,7 +209,8 @@ public:
         DYLLM_ASSERT(is_float(host_weight.dtype), "prepare_weight: " + name + " has dtype " +
                                                       dtype_name(host_weight.dtype) + ", expected F32/F16/BF16");
         if (host_weight.device == Device::Cuda) return host_weight;
-        DYLLM_ASSERT(host_weight.contiguous(), "prepare_weight: " + name + " " + shp(host_weight) + " is not contiguous");
+        DYLLM_ASSERT(host_weight.contiguous(),
+                     "prepare_weight: " + name + " " + shp(host_weight) + " is not contiguous");
         const int64_t rows = host_weight.rows(), cols = host_weight.cols();
         // The same host tensor prepared twice (a tied LM head is the embedding table) is uploaded once.
         for (const PreparedWeight& pw : prepared_)
@@ -344,7 +346,7 @@ protected:
         const int32_t* d_q_seq = upload_i32(idx_a_, q_seq);
         const int32_t* d_sal_k = sal_k.empty() ? nullptr : upload_i32(idx_b_, sal_k);
         const int32_t* d_cu    = upload_i32(cu_a_, cu_sal);
-        const auto opt = [](const TensorView& v) { return v.data ? dmat(v) : cuda::Mat{}; };
+        const auto     opt     = [](const TensorView& v) { return v.data ? dmat(v) : cuda::Mat{}; };
         CUDA_CHECK(cuda::attention_cols(dmat(q), d_q_seq, dmat(k), dmat(dv), d_sal_k, d_cu, dmat(lse), dmat(c_old),
                                         cuda::AttnDims{shape.n_head, shape.n_kv_head, shape.head_dim}, dmat(c_new),
                                         opt(k_old), opt(v_old), opt(lse_out), stream()));
@@ -369,8 +371,8 @@ protected:
         if (cos_out.empty()) return;
         float* d_cos = static_cast<float*>(out_.reserve(cos_out.size() * sizeof(float), stream()));
         CUDA_CHECK(cuda::cosine_rows(dmat(a), dmat(b), d_cos, nullptr, stream()));
-        CUDA_CHECK(cudaMemcpyAsync(cos_out.data(), d_cos, cos_out.size() * sizeof(float), cudaMemcpyDeviceToHost,
-                                   stream()));
+        CUDA_CHECK(
+            cudaMemcpyAsync(cos_out.data(), d_cos, cos_out.size() * sizeof(float), cudaMemcpyDeviceToHost, stream()));
         CUDA_CHECK(cudaStreamSynchronize(stream()));
     }
 
@@ -387,10 +389,9 @@ protected:
         char*          d_out = static_cast<char*>(out_.reserve(n * (sizeof(int32_t) + sizeof(float)), stream()));
         int32_t*       d_tok = reinterpret_cast<int32_t*>(d_out);
         float*         d_sc  = reinterpret_cast<float*>(d_out + n * sizeof(int32_t));
-        CUDA_CHECK(cuda::score_logits(l,
-                                      kind == ScoreKind::Confidence ? cuda::ScoreRule::Confidence
-                                                                    : cuda::ScoreRule::NegEntropy,
-                                      d_ban, int(ban.size()), d_tok, d_sc, stream()));
+        CUDA_CHECK(cuda::score_logits(
+            l, kind == ScoreKind::Confidence ? cuda::ScoreRule::Confidence : cuda::ScoreRule::NegEntropy, d_ban,
+            int(ban.size()), d_tok, d_sc, stream()));
         CUDA_CHECK(cudaMemcpyAsync(tokens_out.data(), d_tok, n * sizeof(int32_t), cudaMemcpyDeviceToHost, stream()));
         CUDA_CHECK(cudaMemcpyAsync(scores_out.data(), d_sc, n * sizeof(float), cudaMemcpyDeviceToHost, stream()));
         CUDA_CHECK(cudaStreamSynchronize(stream()));
@@ -398,7 +399,7 @@ protected:
 
 private:
     struct PreparedWeight {
-        const void* host = nullptr;
+        const void* host       = nullptr;
         DType       host_dtype = DType::F32;
         int64_t     rows = 0, cols = 0;
         TensorView  device;
@@ -422,11 +423,12 @@ private:
         const int64_t es = int64_t(dtype_size(v.dtype));
         DYLLM_ASSERT(v.numel() == 0 || v.device == Device::Cuda,
                      std::string(op) + ": " + what + " " + shp(v) + " is not a CUDA tensor");
-        DYLLM_ASSERT(v.nb[0] == es && v.nb[1] >= es * v.ne[0] &&
-                         (v.ne[2] == 1 || v.nb[2] == v.nb[1] * v.ne[1]) && (v.ne[3] == 1 || v.nb[3] == v.nb[2] * v.ne[2]),
+        DYLLM_ASSERT(v.nb[0] == es && v.nb[1] >= es * v.ne[0] && (v.ne[2] == 1 || v.nb[2] == v.nb[1] * v.ne[1]) &&
+                         (v.ne[3] == 1 || v.nb[3] == v.nb[2] * v.ne[2]),
                      std::string(op) + ": " + what + " " + shp(v) + " is not a row-strided 2-D tensor");
         // Element size is all the copies use; I32 and F32 share 4 bytes.
-        return cuda::Mat{v.data, es == 4 ? cuda::ElemType::F32 : cuda::ElemType::BF16, v.rows(), v.cols(), v.nb[1] / es};
+        return cuda::Mat{v.data, es == 4 ? cuda::ElemType::F32 : cuda::ElemType::BF16, v.rows(), v.cols(),
+                         v.nb[1] / es};
     }
 
     // Uploads a host array into a reusable device buffer (pageable memcpy: the host data may go once this returns).

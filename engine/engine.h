@@ -26,31 +26,31 @@ enum class Method : uint8_t {
 #include "engine/methods/method_list.def"
 #undef DYLLM_METHOD
 };
-const char* method_name(Method m);                        // "original", "dyllm", "fast-prefix", ...
-std::optional<Method> parse_method(std::string_view s);  // nullopt for an unknown name
-std::string method_names(std::string_view sep = ", ");   // every registered name, in registry order
-std::span<const Method> all_methods();                   // every registered method, in registry order
+const char*             method_name(Method m);                      // "original", "dyllm", "fast-prefix", ...
+std::optional<Method>   parse_method(std::string_view s);           // nullopt for an unknown name
+std::string             method_names(std::string_view sep = ", ");  // every registered name, in registry order
+std::span<const Method> all_methods();                              // every registered method, in registry order
 
 // Every knob of a generation run. Validated by validate_params() before a run starts.
 struct DiffusionParams {
-    int      gen_length   = 64;   // response length R
-    int      steps        = 64;   // total denoising steps; n_u = gen_length / steps (must divide)
-    int      block_length = 32;   // semi-autoregressive block (must divide gen_length)
+    int      gen_length     = 64;   // response length R
+    int      steps          = 64;   // total denoising steps; n_u = gen_length / steps (must divide)
+    int      block_length   = 32;   // semi-autoregressive block (must divide gen_length)
     float    conf_threshold = NAN;  // confidence-threshold parallel decoding when set (engine/README.md §a.9 step 5)
-    float    temperature  = 0.f;  // 0: greedy; > 0: seeded sampling from softmax(logits / T)
-    uint64_t seed         = 0;
-    bool     ignore_eos   = false;
+    float    temperature    = 0.f;  // 0: greedy; > 0: seeded sampling from softmax(logits / T)
+    uint64_t seed           = 0;
+    bool     ignore_eos     = false;
 
-    Method method      = Method::DyLLM;
-    float  tau         = NAN;  // NaN: family default (LLaDA 0.99, Dream 0.995); range and meaning: engine/params.h
-    int    full_steps  = 4;    // T_full (>= 1: the first step fills the caches)
-    int    fullq_every = 4;    // full-query sparse step period (the `> P && % P != 0` rule)
-    bool   approx      = true; // false: the paper's "Salient" ablation (exact attention for every query)
+    Method method         = Method::DyLLM;
+    float  tau            = NAN;    // NaN: family default (LLaDA 0.99, Dream 0.995); range and meaning: engine/params.h
+    int    full_steps     = 4;      // T_full (>= 1: the first step fills the caches)
+    int    fullq_every    = 4;      // full-query sparse step period (the `> P && % P != 0` rule)
+    bool   approx         = true;   // false: the paper's "Salient" ablation (exact attention for every query)
     bool   approx_columns = false;  // approximate update over the salient columns only (engine/README.md decision 12)
     bool   approx_incremental = false;  // column-sparse, old terms swapped out and renormalised (decision 12)
-    int    exact_refresh  = 0;      // drift guard: steps that are multiples of N are exact for every query row (0: off)
+    int    exact_refresh      = 0;  // drift guard: steps that are multiples of N are exact for every query row (0: off)
     // Dream response-only steps also query row P-1 (engine/README.md decision 3); false: as the authors' code.
-    bool   dream_prompt_row = true;
+    bool dream_prompt_row = true;
 
     int   kp  = 50;     // dLLM-Cache prompt refresh interval K_P
     int   kr  = 7;      // dLLM-Cache response refresh interval K_R
@@ -62,8 +62,8 @@ struct DiffusionParams {
 
 // Throws InputError naming the setting (by its command-line flag), its value and the allowed range: the table's
 // ranges (engine/params.h) and the rules between settings; the second form adds the model's limits.
-void validate_params(const DiffusionParams& p);
-void validate_params(const DiffusionParams& p, const ModelConfig& cfg);
+void  validate_params(const DiffusionParams& p);
+void  validate_params(const DiffusionParams& p, const ModelConfig& cfg);
 float default_tau(Family f);
 
 // Weight preparation during Model::load (packing for the CPU GEMM, uploads to a GPU): seconds on a real-size model,
@@ -79,17 +79,18 @@ using LoadProgressFn = std::function<void(const LoadProgress&)>;
 class Model {
 public:
     // `spec` is a checkpoint directory or a built-in name ("tiny-llada", "tiny-dream"). Throws LoadError/BackendError.
-    static std::unique_ptr<Model> load(const std::string& spec, BackendKind backend = BackendKind::Cpu, int n_threads = 0,
-                                       std::string* backend_note = nullptr, const LoadProgressFn& progress = {});
+    static std::unique_ptr<Model> load(const std::string& spec, BackendKind backend = BackendKind::Cpu,
+                                       int n_threads = 0, std::string* backend_note = nullptr,
+                                       const LoadProgressFn& progress = {});
     ~Model();
 
-    const ModelConfig&  config() const;
-    const ModelWeights& weights() const;     // views on the backend
-    const Tokenizer*    tokenizer() const;   // nullptr when the directory has no tokenizer.json
-    Backend&            backend() const;
-    const std::string&  name() const;        // built-in name or directory
+    const ModelConfig&           config() const;
+    const ModelWeights&          weights() const;    // views on the backend
+    const Tokenizer*             tokenizer() const;  // nullptr when the directory has no tokenizer.json
+    Backend&                     backend() const;
+    const std::string&           name() const;  // built-in name or directory
     const std::filesystem::path& dir() const;
-    double              load_seconds() const;
+    double                       load_seconds() const;
 
     struct Impl;
     Impl& impl() const { return *impl_; }
@@ -110,12 +111,12 @@ struct LayerAccount {
 };
 
 struct StepRecord {
-    int32_t  step = 0;
-    StepKind kind = StepKind::Full;
-    float    tau  = 0;
-    double   seconds = 0;
-    double   flops = 0, dense_flops = 0;
-    int32_t  tokens_committed = 0;
+    int32_t                   step    = 0;
+    StepKind                  kind    = StepKind::Full;
+    float                     tau     = 0;
+    double                    seconds = 0;
+    double                    flops = 0, dense_flops = 0;
+    int32_t                   tokens_committed = 0;
     std::vector<LayerAccount> layers;
 };
 
@@ -125,22 +126,22 @@ struct SequenceResult {
     std::vector<int32_t> unmask_step;  // per response position; 0 = never unmasked
     std::vector<float>   scores;       // per response position
     std::string          text;         // decoded response (special tokens and masks skipped, cut at EOS)
-    int32_t              steps_run = 0;
+    int32_t              steps_run       = 0;
     bool                 finished_by_eos = false;
-    int32_t              masks_left = 0;   // response positions never decoded (after an EOS finish: expected)
+    int32_t              masks_left      = 0;  // response positions never decoded (after an EOS finish: expected)
 };
 
 struct GenerationResult {
     std::vector<SequenceResult> sequences;
     std::vector<StepRecord>     steps;
-    int32_t forward_passes = 0;
-    double  denoise_seconds = 0;
-    int64_t generated_tokens = 0;     // gen_length x sequences
-    int64_t non_eos_tokens = 0;       // response tokens that are not EOS/pad/mask
-    double  tokens_per_s = 0;         // generated_tokens / denoise_seconds
-    double  cache_bytes = 0;          // DyLLM/baseline caches held
-    double  total_flops = 0, total_dense_flops = 0;
-    double  recompute_fraction = 1;   // mean share of rows x layers pushed through the FFN vs dense
+    int32_t                     forward_passes   = 0;
+    double                      denoise_seconds  = 0;
+    int64_t                     generated_tokens = 0;  // gen_length x sequences
+    int64_t                     non_eos_tokens   = 0;  // response tokens that are not EOS/pad/mask
+    double                      tokens_per_s     = 0;  // generated_tokens / denoise_seconds
+    double                      cache_bytes      = 0;  // DyLLM/baseline caches held
+    double                      total_flops = 0, total_dense_flops = 0;
+    double                      recompute_fraction = 1;  // mean share of rows x layers pushed through the FFN vs dense
 };
 
 // One generation run over a batch of prompts in lock-step. Not thread-safe except set_tau()/cancel(), which may be
@@ -149,20 +150,20 @@ class Session {
 public:
     explicit Session(const Model& model, EventSink* sink = nullptr);
     ~Session();
-    Session(const Session&) = delete;
+    Session(const Session&)            = delete;
     Session& operator=(const Session&) = delete;
 
     // Starts a run: prompts are token ids (already chat-templated). Throws InputError for bad params or prompts.
     void start(const std::vector<std::vector<int32_t>>& prompts, const DiffusionParams& params);
     // Runs one denoising step for every live sequence. Returns false once the run is over (or was cancelled).
     bool step();
-    void run();                 // step() until done
+    void run();  // step() until done
     bool done() const;
     int  current_step() const;  // steps run so far
 
-    void  set_tau(float tau);   // thread-safe; from the next step
+    void  set_tau(float tau);  // thread-safe; from the next step
     float tau() const;
-    void  cancel();             // thread-safe
+    void  cancel();  // thread-safe
     void  set_sink(EventSink* sink);
     void  set_label(std::string label);  // carried in the next run's RunBegin (for the UI's run list)
 
@@ -172,8 +173,8 @@ public:
                                               const std::vector<float>& logits, int64_t n_vocab)>;
     void set_logits_observer(LogitsObserver observer);
 
-    const DiffusionParams& params() const;
-    GenerationResult       result() const;  // what is decoded so far (complete after done())
+    const DiffusionParams&         params() const;
+    GenerationResult               result() const;  // what is decoded so far (complete after done())
     const std::vector<StepRecord>& step_records() const;
 
     struct Impl;

@@ -1,5 +1,6 @@
 // Error kinds of the engine: DYLLM_ASSERT for broken invariants (always on, aborts), LoadError for bad
-// model files, InputError for bad user input, BackendError for CUDA/cuBLAS failures. Boundaries (CLI, app, tests) catch.
+// model files, InputError for bad user input, BackendError for CUDA/cuBLAS failures. Boundaries (CLI, app, tests)
+// catch.
 #pragma once
 #include <cstdio>
 #include <cstdlib>
@@ -33,7 +34,7 @@ struct BackendError : std::runtime_error {
 }  // namespace dyllm
 
 // Invariant check, on in every build type (GGML_ASSERT).
-#define DYLLM_ASSERT(cond, msg)                                                     \
-    do {                                                                            \
+#define DYLLM_ASSERT(cond, msg)                                                         \
+    do {                                                                                \
         if (!(cond)) ::dyllm::assert_fail(#cond, __FILE__, __LINE__, std::string(msg)); \
     } while (0)

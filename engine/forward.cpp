@@ -37,7 +37,7 @@ RowSet all_rows(const BatchLayout& lay) {
 void response_rows(const BatchLayout& lay, bool with_last_prompt_row, RowSet& out) {
     out.clear();
     for (int b = 0; b < lay.n_seq(); ++b) {
-        const int32_t P = lay.prompt_len[b];
+        const int32_t P     = lay.prompt_len[b];
         const int32_t first = (with_last_prompt_row && P > 0) ? P - 1 : P;
         for (int32_t p = first; p < lay.seq_len(b); ++p) out.push(lay.cu[b] + p, b, p);
     }
@@ -75,7 +75,9 @@ std::vector<int32_t> index_within(const RowSet& outer, const RowSet& inner) {
 
 namespace {
 
-TensorView empty_view() { return TensorView{}; }
+TensorView empty_view() {
+    return TensorView{};
+}
 
 }  // namespace
 
@@ -103,7 +105,10 @@ void Forward::matmul(int l, OpClass op, const TensorView& x, const TensorView& w
     const double fl = 2.0 * double(x.rows()) * double(x.cols()) * double(y.cols());
     ScopedOp     s(sink_, step_, l, op, fl, double(w.bytes() + x.bytes() + y.bytes()), int32_t(x.rows()));
     be_.matmul(x, w, b, y);
-    if (l >= 0) acc_[size_t(l)].flops += fl; else head_flops_ += fl;
+    if (l >= 0)
+        acc_[size_t(l)].flops += fl;
+    else
+        head_flops_ += fl;
 }
 
 void Forward::norm(int l, const TensorView& x, const TensorView& w, const TensorView& y) {
@@ -191,7 +196,7 @@ void Forward::attention(int l, const TensorView& q, const RowSet& rows, const La
     if (rows.empty()) return;
     double fl = 0;
     for (int32_t s : rows.seq) fl += 4.0 * double(lay.seq_len(s)) * double(cfg_.q_dim());
-    const bool lse = keep_lse && !keep_lse->lse.view().empty();
+    const bool lse      = keep_lse && !keep_lse->lse.view().empty();
     Tensor     lse_rows = lse ? alloc(int64_t(rows.size()), cfg_.n_head) : Tensor{};
     {
         ScopedOp s(sink_, step_, l, OpClass::AttnExact, fl, 0, int32_t(rows.size()));
@@ -266,7 +271,7 @@ void Forward::attention_approx_exact(int l, const TensorView& q, const RowSet& r
             fl += n_sal(s) > 0 ? 2.0 * d * (double(lay.seq_len(s)) - n_sal(s)) : 4.0 * d * double(lay.seq_len(s));
         }
     {
-        ScopedOp sc(sink_, step_, l, OpClass::AttnApprox, fl, 0, int32_t(rows.size()));
+        ScopedOp             sc(sink_, step_, l, OpClass::AttnApprox, fl, 0, int32_t(rows.size()));
         const AttentionShape shape{cfg_.n_head, cfg_.n_kv_head, cfg_.head_dim};
         if (fused)
             be_.attention_approx_exact(q, rows.seq, c.k, c.v, dv, salient.rows, cu_sal, lay.cu, exact, c_old, shape,

@@ -59,7 +59,7 @@ RowSet all_rows(const BatchLayout& lay);
 void                 index_within(const RowSet& outer, const RowSet& inner, std::vector<int32_t>& out);
 std::vector<int32_t> index_within(const RowSet& outer, const RowSet& inner);
 void                 response_rows(const BatchLayout& lay, bool with_last_prompt_row, RowSet& out);
-RowSet response_rows(const BatchLayout& lay, bool with_last_prompt_row);
+RowSet               response_rows(const BatchLayout& lay, bool with_last_prompt_row);
 
 // Per-layer caches; a method allocates only what it uses (empty Tensors otherwise). All [N, width] in cache dtype.
 struct LayerCache {
@@ -79,10 +79,10 @@ size_t cache_bytes(const std::vector<LayerCache>& caches);
 
 // What one layer's saliency test produced (for events and the next layer).
 struct SaliencyOutcome {
-    RowSet             tested;    // the query rows that were tested
-    std::vector<float> cosines;   // one per tested row
-    RowSet             salient;   // S_l
-    std::vector<float> drift;     // measure_drift: approx-vs-exact context cosine per tested row, NaN where exact
+    RowSet             tested;   // the query rows that were tested
+    std::vector<float> cosines;  // one per tested row
+    RowSet             salient;  // S_l
+    std::vector<float> drift;    // measure_drift: approx-vs-exact context cosine per tested row, NaN where exact
 };
 
 class Forward {
@@ -96,7 +96,7 @@ public:
     // Resets the accounting (and coalesces the workspace); sizes the per-sequence host scratch for lay.
     void                             begin_step(const BatchLayout& lay);
     const std::vector<LayerAccount>& accounts() const { return acc_; }
-    double flops() const;
+    double                           flops() const;
 
     // h: [q.size(), n_embd] = embedding rows of q's tokens.
     Tensor embed(const BatchLayout& lay, const RowSet& q);
@@ -126,44 +126,46 @@ public:
     Tensor alloc_cache(int64_t rows, int64_t cols) { return alloc_as(be_.cache_dtype(), rows, cols); }
     void   norm(int l, const TensorView& x, const TensorView& w, const TensorView& y);
     // The residual stream's updates: h += a, and h += src's rows idx (a layer cache's cached outputs, add_rows).
-    void   residual_add(int l, const TensorView& h, const TensorView& a);
-    void   residual_add_rows(int l, const TensorView& src, std::span<const int32_t> idx, const TensorView& h);
-    void   matmul(int l, OpClass op, const TensorView& x, const TensorView& w, const TensorView& b, const TensorView& y);
+    void residual_add(int l, const TensorView& h, const TensorView& a);
+    void residual_add_rows(int l, const TensorView& src, std::span<const int32_t> idx, const TensorView& h);
+    void matmul(int l, OpClass op, const TensorView& x, const TensorView& w, const TensorView& b, const TensorView& y);
     // q, k, v projections (+ bias, RoPE at rows' positions) of x: [n, n_embd]; any output may be null.
     // k_to / v_to (optional): where k and v go (a row range of the cache) instead of temporaries.
     void qkv(int l, const TensorView& x, const RowSet& rows, Tensor* q, Tensor* k, Tensor* v,
              const TensorView& k_to = {}, const TensorView& v_to = {});
     // out = W_down (silu(W_gate x) * W_up x); x, out: [n, n_embd].
-    void   ffn(int l, const TensorView& x, const TensorView& out);
+    void ffn(int l, const TensorView& x, const TensorView& out);
     // Exact attention of query rows (q: [rows.size(), q_dim]) against every key of their sequences in c.k / c.v.
     // keep_lse: when given and its lse cache is allocated, the rows' softmax log-sum-exp is stored there (the
     // statistics attention_cols reuses); a measurement that must not touch the caches passes nothing.
-    void   attention(int l, const TensorView& q, const RowSet& rows, const LayerCache& c, const BatchLayout& lay,
-                     const TensorView& out, LayerCache* keep_lse = nullptr);
+    void attention(int l, const TensorView& q, const RowSet& rows, const LayerCache& c, const BatchLayout& lay,
+                   const TensorView& out, LayerCache* keep_lse = nullptr);
     // DyLLM's column-sparse update of rows' contexts from the salient keys' dV (Backend::attention_approx).
-    void   attention_approx(int l, const TensorView& q, const RowSet& rows, const LayerCache& c, const TensorView& dv,
-                            const RowSet& salient, const BatchLayout& lay, const TensorView& c_old,
-                            const TensorView& c_new);
+    void attention_approx(int l, const TensorView& q, const RowSet& rows, const LayerCache& c, const TensorView& dv,
+                          const RowSet& salient, const BatchLayout& lay, const TensorView& c_old,
+                          const TensorView& c_new);
     // The same, with the rows exact (indices into rows, ascending) served exactly against c.v instead, in the same
     // pass where the backend fuses them (Backend::attention_approx_exact), else by attention() on those rows after the
     // update: the same numbers either way. exact_rows: those rows as a RowSet.
-    void   attention_approx_exact(int l, const TensorView& q, const RowSet& rows, const LayerCache& c,
-                                  const TensorView& dv, const RowSet& salient, const BatchLayout& lay,
-                                  const TensorView& c_old, const TensorView& c_new, const std::vector<int32_t>& exact,
-                                  const RowSet& exact_rows);
+    void attention_approx_exact(int l, const TensorView& q, const RowSet& rows, const LayerCache& c,
+                                const TensorView& dv, const RowSet& salient, const BatchLayout& lay,
+                                const TensorView& c_old, const TensorView& c_new, const std::vector<int32_t>& exact,
+                                const RowSet& exact_rows);
     // The column-sparse update (Backend::attention_cols): scores of the salient keys only, against each row's
     // log-sum-exp in c.lse. Incremental when k_old / v_old (the salient keys' rows before this step) are given: c.lse
     // is updated, and the indices (into rows) of the rows it could not serve are written to `fallback` (the caller
     // computes them exactly); the plain form leaves it empty.
-    void   attention_cols(int l, const TensorView& q, const RowSet& rows, LayerCache& c, const TensorView& dv,
-                          const RowSet& salient, const BatchLayout& lay, const TensorView& c_old, const TensorView& c_new,
-                          std::vector<int32_t>& fallback, const TensorView& k_old = {}, const TensorView& v_old = {});
-    void   cosine(int l, const TensorView& a, const TensorView& b, std::vector<float>& out);
-    void   gather(int l, const TensorView& src, const std::vector<int32_t>& idx, const TensorView& dst);
-    void   scatter(int l, const TensorView& src, const std::vector<int32_t>& idx, const TensorView& dst);
+    void attention_cols(int l, const TensorView& q, const RowSet& rows, LayerCache& c, const TensorView& dv,
+                        const RowSet& salient, const BatchLayout& lay, const TensorView& c_old, const TensorView& c_new,
+                        std::vector<int32_t>& fallback, const TensorView& k_old = {}, const TensorView& v_old = {});
+    void cosine(int l, const TensorView& a, const TensorView& b, std::vector<float>& out);
+    void gather(int l, const TensorView& src, const std::vector<int32_t>& idx, const TensorView& dst);
+    void scatter(int l, const TensorView& src, const std::vector<int32_t>& idx, const TensorView& dst);
 
 private:
-    Tensor alloc_as(DType t, int64_t rows, int64_t cols) { return ws_ ? ws_->alloc(t, rows, cols) : be_.alloc(t, rows, cols); }
+    Tensor alloc_as(DType t, int64_t rows, int64_t cols) {
+        return ws_ ? ws_->alloc(t, rows, cols) : be_.alloc(t, rows, cols);
+    }
 
     const ModelConfig&        cfg_;
     const ModelWeights&       w_;

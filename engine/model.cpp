@@ -44,8 +44,8 @@ private:
 
 std::unique_ptr<Model> Model::load(const std::string& spec, BackendKind kind, int n_threads, std::string* backend_note,
                                    const LoadProgressFn& progress) {
-    const auto t0  = std::chrono::steady_clock::now();
-    auto       dir = resolve_model_path(spec);
+    const auto      t0  = std::chrono::steady_clock::now();
+    auto            dir = resolve_model_path(spec);
     std::error_code ec;
     if (!std::filesystem::is_directory(dir, ec)) {
         const bool builtin = spec.empty() || spec == "tiny-llada" || spec == "tiny-dream";
@@ -55,21 +55,21 @@ std::unique_ptr<Model> Model::load(const std::string& spec, BackendKind kind, in
                                  : std::string()));
     }
     std::unique_ptr<Model> m(new Model());
-    m->impl_       = std::make_unique<Impl>();
-    Impl& I        = *m->impl_;
-    I.dir          = dir;
-    I.name         = spec.empty() ? "tiny-llada" : spec;
-    I.ckpt         = Checkpoint::open(dir);
-    I.cfg          = I.ckpt->config();
-    I.backend      = make_backend(kind, n_threads, backend_note);
+    m->impl_  = std::make_unique<Impl>();
+    Impl& I   = *m->impl_;
+    I.dir     = dir;
+    I.name    = spec.empty() ? "tiny-llada" : spec;
+    I.ckpt    = Checkpoint::open(dir);
+    I.cfg     = I.ckpt->config();
+    I.backend = make_backend(kind, n_threads, backend_note);
 
     const ModelWeights& hw = I.ckpt->weights();
     WeightPreparer      prepare(*I.backend, hw, progress);
-    I.weights.tok_embd     = prepare(hw.tok_embd, "tok_embd");
-    I.weights.out_norm     = prepare(hw.out_norm, "out_norm");
+    I.weights.tok_embd = prepare(hw.tok_embd, "tok_embd");
+    I.weights.out_norm = prepare(hw.out_norm, "out_norm");
     // A tied head is prepared again under its own name: the CPU packs it for the GEMM (not the embedding table), CUDA
     // finds the same host tensor and returns its one device copy.
-    I.weights.lm_head      = prepare(hw.lm_head, "lm_head");
+    I.weights.lm_head = prepare(hw.lm_head, "lm_head");
     for (size_t l = 0; l < hw.layers.size(); ++l) {
         const LayerWeights& s = hw.layers[l];
         const std::string   p = "blk." + std::to_string(l) + ".";
@@ -98,13 +98,27 @@ std::unique_ptr<Model> Model::load(const std::string& spec, BackendKind kind, in
 }
 
 Model::~Model() = default;
-const ModelConfig&           Model::config() const { return impl_->cfg; }
-const ModelWeights&          Model::weights() const { return impl_->weights; }
-const Tokenizer*             Model::tokenizer() const { return impl_->tokenizer.get(); }
-Backend&                     Model::backend() const { return *impl_->backend; }
-const std::string&           Model::name() const { return impl_->name; }
-const std::filesystem::path& Model::dir() const { return impl_->dir; }
-double                       Model::load_seconds() const { return impl_->load_s; }
+const ModelConfig& Model::config() const {
+    return impl_->cfg;
+}
+const ModelWeights& Model::weights() const {
+    return impl_->weights;
+}
+const Tokenizer* Model::tokenizer() const {
+    return impl_->tokenizer.get();
+}
+Backend& Model::backend() const {
+    return *impl_->backend;
+}
+const std::string& Model::name() const {
+    return impl_->name;
+}
+const std::filesystem::path& Model::dir() const {
+    return impl_->dir;
+}
+double Model::load_seconds() const {
+    return impl_->load_s;
+}
 
 std::string decode_response(const Model& model, const std::vector<int32_t>& response_ids) {
     const ModelConfig&   c = model.config();
@@ -121,7 +135,8 @@ std::string decode_response(const Model& model, const std::vector<int32_t>& resp
 std::vector<int32_t> encode_prompt(const Model& model, const std::string& text, bool chat) {
     const Tokenizer* tok = model.tokenizer();
     if (!tok)
-        throw InputError(model.dir().string() + ": no tokenizer.json in the model directory; pass token ids with --prompt-ids");
+        throw InputError(model.dir().string() +
+                         ": no tokenizer.json in the model directory; pass token ids with --prompt-ids");
     return tok->encode(chat ? apply_chat_template(model.config().family, text) : text);
 }
 

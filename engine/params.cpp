@@ -72,7 +72,9 @@ std::string num(double v) {
 
 }  // namespace
 
-std::span<const ParamSpec> diffusion_param_table() { return kTable; }
+std::span<const ParamSpec> diffusion_param_table() {
+    return kTable;
+}
 
 const ParamSpec* find_param(std::string_view key) {
     for (const auto& s : kTable)
@@ -85,12 +87,15 @@ ParamValue param_value(const ParamSpec& s, const DiffusionParams& p) {
         [&](auto m) -> ParamValue {
             const auto& v = p.*m;
             using T       = std::decay_t<decltype(v)>;
-            if constexpr (std::is_same_v<T, bool>) return v;
-            else if constexpr (std::is_same_v<T, Method>) return std::string(method_name(v));
+            if constexpr (std::is_same_v<T, bool>)
+                return v;
+            else if constexpr (std::is_same_v<T, Method>)
+                return std::string(method_name(v));
             else if constexpr (std::is_same_v<T, float>) {
                 if (std::isnan(v)) return std::monostate{};
                 return double(v);
-            } else return int64_t(v);
+            } else
+                return int64_t(v);
         },
         s.member);
 }
@@ -99,10 +104,14 @@ std::string param_text(const ParamSpec& s, const DiffusionParams& p) {
     return std::visit(
         [](const auto& v) -> std::string {
             using T = std::decay_t<decltype(v)>;
-            if constexpr (std::is_same_v<T, std::monostate>) return "unset";
-            else if constexpr (std::is_same_v<T, bool>) return v ? "true" : "false";
-            else if constexpr (std::is_same_v<T, std::string>) return v;
-            else return num(double(v));
+            if constexpr (std::is_same_v<T, std::monostate>)
+                return "unset";
+            else if constexpr (std::is_same_v<T, bool>)
+                return v ? "true" : "false";
+            else if constexpr (std::is_same_v<T, std::string>)
+                return v;
+            else
+                return num(double(v));
         },
         param_value(s, p));
 }
@@ -114,7 +123,9 @@ int derived_default(const ParamSpec& s, const DiffusionParams& p) {
 }
 
 // engine/README.md decision 5: 0.99 for the LLaDA family, 0.995 for Dream.
-float default_tau(Family f) { return f == Family::Dream ? 0.995f : 0.99f; }
+float default_tau(Family f) {
+    return f == Family::Dream ? 0.995f : 0.99f;
+}
 
 void validate_params(const DiffusionParams& p) {
     // Ranges from the table.
@@ -125,9 +136,12 @@ void validate_params(const DiffusionParams& p) {
             continue;
         }
         double x = 0;
-        if (const auto* i = std::get_if<int64_t>(&v)) x = double(*i);
-        else if (const auto* d = std::get_if<double>(&v)) x = *d;
-        else continue;  // bool, method
+        if (const auto* i = std::get_if<int64_t>(&v))
+            x = double(*i);
+        else if (const auto* d = std::get_if<double>(&v))
+            x = *d;
+        else
+            continue;                                                                 // bool, method
         if (std::holds_alternative<uint64_t DiffusionParams::*>(s.member)) continue;  // any seed is valid
         const std::string why = s.why.empty() ? "" : " (" + std::string(s.why) + ")";
         if (std::holds_alternative<double>(v) && !std::isfinite(x))
@@ -155,8 +169,8 @@ void validate_params(const DiffusionParams& p) {
 void validate_params(const DiffusionParams& p, const ModelConfig& cfg) {
     validate_params(p);
     if (p.gen_length > cfg.max_position)
-        bad("--gen-length", std::to_string(p.gen_length) + " exceeds the model's max_position " +
-                                std::to_string(cfg.max_position));
+        bad("--gen-length",
+            std::to_string(p.gen_length) + " exceeds the model's max_position " + std::to_string(cfg.max_position));
 }
 
 }  // namespace dyllm

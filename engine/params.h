@@ -20,10 +20,10 @@ struct ParamSpec {
     std::string_view flags;  // command-line names, CLI11 style: "-n,--gen-length" (the first long one is canonical)
     std::string_view help;   // one line for --help
     Member           member;
-    double           lo = 0, hi = 0;  // inclusive range of numeric settings
-    std::string_view why   = {};      // reason for the range, printed with a range error
-    std::string_view unset = {};      // floats: what NaN means ("family default", "off"); "" = NaN is an error
-    bool             derived = false; // ints: the command line derives the default from gen_length when not given
+    double           lo = 0, hi = 0;   // inclusive range of numeric settings
+    std::string_view why     = {};     // reason for the range, printed with a range error
+    std::string_view unset   = {};     // floats: what NaN means ("family default", "off"); "" = NaN is an error
+    bool             derived = false;  // ints: the command line derives the default from gen_length when not given
 
     std::string_view flag() const {
         const std::string_view f = flags.substr(flags.find("--"));

@@ -86,7 +86,7 @@ void Sampler::score(Backend& be, EventSink* sink, int32_t step, const Tensor& lo
     if (tok.empty()) return;
     const ScoreKind kind      = cfg_.family == Family::Dream ? ScoreKind::NegEntropy : ScoreKind::Confidence;
     const int32_t   banned[1] = {cfg_.mask_id};
-    ScopedOp s(sink, step, -1, OpClass::Sampling, 0, double(logits.view().bytes()), int32_t(tok.size()));
+    ScopedOp        s(sink, step, -1, OpClass::Sampling, 0, double(logits.view().bytes()), int32_t(tok.size()));
     if (p_.temperature <= 0.f) {
         be.score_logits(logits, kind, banned, tok, score);
         return;

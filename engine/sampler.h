@@ -90,7 +90,7 @@ private:
     std::mt19937_64        rng_;
     std::vector<int32_t>   tok_;  // per candidate: the chosen token and its score (kept between steps)
     std::vector<float>     score_;
-    std::vector<Candidate> cands_;  // one sequence's candidates, then the kept ones
+    std::vector<Candidate> cands_;        // one sequence's candidates, then the kept ones
     std::vector<float>     host_logits_;  // temperature sampling: the candidates' logits on the host
     std::vector<double>    probs_;        // temperature sampling: one row's unnormalised probabilities
 };

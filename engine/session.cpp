@@ -35,24 +35,24 @@ struct Session::Impl {
     std::atomic<float> tau{0.99f};
     std::atomic<bool>  cancelled{false};
 
-    std::vector<SequenceState> seqs;
-    std::vector<int32_t>    live;      // indices of the sequences in the current layout
-    BatchLayout             lay;
-    std::vector<LayerCache> caches;
-    std::vector<StepRecord> records;
-    std::vector<int64_t>    dense_rows;  // per step: rows x layers of a dense step over the live sequences
-    int32_t                 step = 0;
-    bool                    over = true;
-    double                  denoise_s = 0;
-    size_t                  peak_cache_bytes = 0;
+    std::vector<SequenceState>      seqs;
+    std::vector<int32_t>            live;  // indices of the sequences in the current layout
+    BatchLayout                     lay;
+    std::vector<LayerCache>         caches;
+    std::vector<StepRecord>         records;
+    std::vector<int64_t>            dense_rows;  // per step: rows x layers of a dense step over the live sequences
+    int32_t                         step             = 0;
+    bool                            over             = true;
+    double                          denoise_s        = 0;
+    size_t                          peak_cache_bytes = 0;
     std::unique_ptr<DecodingMethod> method;
     std::unique_ptr<Sampler>        sampler;
     // One workspace and forward pass per run: the step loop's temporaries come from the workspace, which is sized by
     // the first step and reused, so a steady run allocates no tensor memory (engine/README.md §w).
-    std::unique_ptr<Workspace>      ws;
-    std::unique_ptr<Forward>        fwd_;
-    Session::LogitsObserver logits_observer;
-    std::string             label;
+    std::unique_ptr<Workspace> ws;
+    std::unique_ptr<Forward>   fwd_;
+    Session::LogitsObserver    logits_observer;
+    std::string                label;
 
     // The step loop's host-side lists, kept between steps and refilled in place: with the workspace, a steady run
     // allocates nothing (tests/unit/test_step_allocations.cpp).
@@ -64,10 +64,10 @@ struct Session::Impl {
     std::vector<Sampler::Unmasked>         unmasked;
     std::vector<std::vector<LayerAccount>> spare_layers;  // StepRecord::layers, allocated by start()
     // emit_saliency's per-sequence lists (the event's spans point into them during the sink's call).
-    std::vector<int32_t>                   saliency_rows, saliency_salient;
-    std::vector<float>                     saliency_cosines, saliency_drift;
-    float                                  step_tau = 0;  // the tau of the running step (a report that captures only
-                                                          // `this` fits std::function's buffer: no allocation)
+    std::vector<int32_t> saliency_rows, saliency_salient;
+    std::vector<float>   saliency_cosines, saliency_drift;
+    float                step_tau = 0;  // the tau of the running step (a report that captures only
+                                        // `this` fits std::function's buffer: no allocation)
 
     Impl(const Model& m, EventSink* s) : model(m), cfg(m.config()), sink(s) {}
 
@@ -126,7 +126,7 @@ struct Session::Impl {
         if (!sink) return;
         const float         t   = step_tau;
         const Forward&      fwd = *fwd_;
-        const LayerAccount& A = fwd.accounts()[size_t(l)];
+        const LayerAccount& A   = fwd.accounts()[size_t(l)];
         size_t              i = 0, j = 0;
         for (int b = 0; b < lay.n_seq(); ++b) {
             LayerSaliency e;
@@ -137,14 +137,15 @@ struct Session::Impl {
             std::vector<float>&   drift = saliency_drift;
             pos.clear(), sal.clear(), cos.clear(), drift.clear();
             const size_t i0 = i;
-            for (; i < o.tested.size() && o.tested.seq[i] == b; ++i) pos.push_back(o.tested.pos[i]), cos.push_back(o.cosines[i]);
+            for (; i < o.tested.size() && o.tested.seq[i] == b; ++i)
+                pos.push_back(o.tested.pos[i]), cos.push_back(o.cosines[i]);
             if (!o.drift.empty()) drift.assign(o.drift.begin() + long(i0), o.drift.begin() + long(i));
             for (; j < o.salient.size() && o.salient.seq[j] == b; ++j) sal.push_back(o.salient.pos[j]);
             e.n_rows = int32_t(pos.size()), e.n_salient = int32_t(sal.size());
-            e.hist = histogram(cos);
+            e.hist          = histogram(cos);
             e.row_positions = pos;
             if (sink->wants_cosines()) e.cosines = cos;
-            e.salient_positions = sal;
+            e.salient_positions   = sal;
             const DriftSummary ds = summarize_drift(drift);
             e.drift_hist = ds.hist, e.drift_count = ds.count, e.drift_min = ds.min, e.drift_mean = ds.mean;
             if (sink->wants_cosines()) e.drift = drift;
@@ -229,7 +230,7 @@ struct Session::Impl {
         denoise_s += secs;
         StepRecord rec;
         rec.step = step, rec.kind = kind, rec.tau = in.tau, rec.seconds = secs, rec.flops = fwd.flops();
-        rec.dense_flops = fwd.dense_flops(lay, int64_t(idx.size()));
+        rec.dense_flops      = fwd.dense_flops(lay, int64_t(idx.size()));
         rec.tokens_committed = committed;
         if (!spare_layers.empty()) rec.layers = std::move(spare_layers.back()), spare_layers.pop_back();
         rec.layers.assign(fwd.accounts().begin(), fwd.accounts().end());
@@ -265,8 +266,7 @@ struct Session::Impl {
             e.cache_bytes = double(peak_cache_bytes);
             for (const auto& s : seqs) {
                 e.tokens += s.unmasked();
-                e.texts.push_back(
-                    decode_response(model, std::vector<int32_t>(s.tokens.begin() + s.P, s.tokens.end())));
+                e.texts.push_back(decode_response(model, std::vector<int32_t>(s.tokens.begin() + s.P, s.tokens.end())));
             }
             sink->on_run_end(e);
         }
@@ -284,7 +284,7 @@ void Session::start(const std::vector<std::vector<int32_t>>& prompts, const Diff
     validate_params(params, cfg);
     if (prompts.empty()) throw InputError("no prompt given");
     for (size_t i = 0; i < prompts.size(); ++i) {
-        const auto& pr = prompts[i];
+        const auto&       pr    = prompts[i];
         const std::string which = prompts.size() > 1 ? "prompt " + std::to_string(i + 1) : "prompt";
         if (pr.empty()) throw InputError(which + " is empty");
         if (int64_t(pr.size()) + params.gen_length > cfg.max_position)
@@ -302,8 +302,8 @@ void Session::start(const std::vector<std::vector<int32_t>>& prompts, const Diff
     I.method  = make_method(params.method, cfg, params);
     I.sampler = std::make_unique<Sampler>(cfg, params);
     I.fwd_.reset();
-    I.ws      = std::make_unique<Workspace>(I.be());
-    I.fwd_    = std::make_unique<Forward>(cfg, I.model.weights(), I.be(), I.sink, I.ws.get());
+    I.ws   = std::make_unique<Workspace>(I.be());
+    I.fwd_ = std::make_unique<Forward>(cfg, I.model.weights(), I.be(), I.sink, I.ws.get());
     I.seqs.clear();
     I.live.clear();
     for (size_t i = 0; i < prompts.size(); ++i) {
@@ -349,33 +349,53 @@ void Session::start(const std::vector<std::vector<int32_t>>& prompts, const Diff
     }
 }
 
-bool Session::step() { return impl_->run_step(); }
+bool Session::step() {
+    return impl_->run_step();
+}
 void Session::run() {
     while (impl_->run_step()) {
     }
 }
-bool  Session::done() const { return impl_->over; }
-int   Session::current_step() const { return impl_->step; }
-void  Session::set_tau(float t) {
+bool Session::done() const {
+    return impl_->over;
+}
+int Session::current_step() const {
+    return impl_->step;
+}
+void Session::set_tau(float t) {
     if (!std::isfinite(t)) throw InputError("tau must be finite");
     impl_->tau.store(t);
 }
-float Session::tau() const { return impl_->tau.load(); }
-void  Session::cancel() { impl_->cancelled.store(true); }
-void  Session::set_sink(EventSink* sink) { impl_->sink = sink; }
-void  Session::set_label(std::string label) { impl_->label = std::move(label); }
-void  Session::set_logits_observer(LogitsObserver observer) { impl_->logits_observer = std::move(observer); }
-const DiffusionParams&         Session::params() const { return impl_->p; }
-const std::vector<StepRecord>& Session::step_records() const { return impl_->records; }
+float Session::tau() const {
+    return impl_->tau.load();
+}
+void Session::cancel() {
+    impl_->cancelled.store(true);
+}
+void Session::set_sink(EventSink* sink) {
+    impl_->sink = sink;
+}
+void Session::set_label(std::string label) {
+    impl_->label = std::move(label);
+}
+void Session::set_logits_observer(LogitsObserver observer) {
+    impl_->logits_observer = std::move(observer);
+}
+const DiffusionParams& Session::params() const {
+    return impl_->p;
+}
+const std::vector<StepRecord>& Session::step_records() const {
+    return impl_->records;
+}
 
 GenerationResult Session::result() const {
     const Impl&        I   = *impl_;
     const ModelConfig& cfg = I.cfg;
     GenerationResult   r;
-    r.steps          = I.records;
-    r.forward_passes = int32_t(I.records.size());
+    r.steps           = I.records;
+    r.forward_passes  = int32_t(I.records.size());
     r.denoise_seconds = I.denoise_s;
-    r.cache_bytes    = double(I.peak_cache_bytes);
+    r.cache_bytes     = double(I.peak_cache_bytes);
     // Recompute fraction: rows pushed through the FFN over the rows x layers a dense step would push (every live row).
     double ffn_rows = 0, dense_rows = 0;
     for (size_t i = 0; i < I.records.size(); ++i) {
@@ -391,8 +411,7 @@ GenerationResult Session::result() const {
         sr.unmask_step = s.unmask_step, sr.scores = s.scores, sr.steps_run = s.steps_run;
         sr.finished_by_eos = s.by_eos;
         sr.masks_left      = s.R - s.unmasked();
-        for (int32_t t : sr.token_ids)
-            r.non_eos_tokens += (t != cfg.eos_id && t != cfg.pad_id && t != cfg.mask_id);
+        for (int32_t t : sr.token_ids) r.non_eos_tokens += (t != cfg.eos_id && t != cfg.pad_id && t != cfg.mask_id);
         sr.text = decode_response(I.model, sr.token_ids);
         r.generated_tokens += s.R;
         r.sequences.push_back(std::move(sr));

@@ -18,22 +18,32 @@ enum class Device : uint8_t { Cpu, Cuda };
 
 inline size_t dtype_size(DType t) {
     switch (t) {
-        case DType::F32: return 4;
-        case DType::F16: return 2;
-        case DType::BF16: return 2;
-        case DType::I32: return 4;
+        case DType::F32:
+            return 4;
+        case DType::F16:
+            return 2;
+        case DType::BF16:
+            return 2;
+        case DType::I32:
+            return 4;
     }
     return 0;
 }
 
-inline bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+inline bool is_float(DType t) {
+    return t == DType::F32 || t == DType::F16 || t == DType::BF16;
+}
 
 inline const char* dtype_name(DType t) {
     switch (t) {
-        case DType::F32: return "F32";
-        case DType::F16: return "F16";
-        case DType::BF16: return "BF16";
-        case DType::I32: return "I32";
+        case DType::F32:
+            return "F32";
+        case DType::F16:
+            return "F16";
+        case DType::BF16:
+            return "BF16";
+        case DType::I32:
+            return "I32";
     }
     return "?";
 }
@@ -71,9 +81,9 @@ struct TensorView {
     size_t  bytes() const { return size_t(numel()) * dtype_size(dtype); }
     bool    empty() const { return data == nullptr || numel() == 0; }
     bool    contiguous() const {
-        const int64_t es = int64_t(dtype_size(dtype));
-        return nb[0] == es && nb[1] == es * ne[0] && (ne[2] == 1 || nb[2] == nb[1] * ne[1]) &&
-               (ne[3] == 1 || nb[3] == nb[2] * ne[2]);
+           const int64_t es = int64_t(dtype_size(dtype));
+           return nb[0] == es && nb[1] == es * ne[0] && (ne[2] == 1 || nb[2] == nb[1] * ne[1]) &&
+                  (ne[3] == 1 || nb[3] == nb[2] * ne[2]);
     }
 
     template <class T>
@@ -126,10 +136,10 @@ public:
 
     const TensorView& view() const { return view_; }
     TensorView&       view() { return view_; }
-    operator const TensorView&() const { return view_; }
-    bool    valid() const { return view_.data != nullptr || view_.numel() == 0; }
-    int64_t rows() const { return view_.rows(); }
-    int64_t cols() const { return view_.cols(); }
+                      operator const TensorView&() const { return view_; }
+    bool              valid() const { return view_.data != nullptr || view_.numel() == 0; }
+    int64_t           rows() const { return view_.rows(); }
+    int64_t           cols() const { return view_.cols(); }
     template <class T>
     T* ptr() const {
         return view_.ptr<T>();

@@ -8,7 +8,9 @@
 
 namespace dyllm {
 
-int32_t& workspace_block_refs(WorkspaceBlock* b) noexcept { return b->refs; }
+int32_t& workspace_block_refs(WorkspaceBlock* b) noexcept {
+    return b->refs;
+}
 
 void workspace_block_release(WorkspaceBlock* b) noexcept {
     b->freed = true;
@@ -17,11 +19,14 @@ void workspace_block_release(WorkspaceBlock* b) noexcept {
 
 Workspace::~Workspace() {
     // Tensors outliving their workspace would dangle: a bug in the caller, never bad input.
-    DYLLM_ASSERT(top_ == 0 || [&] {
-        for (size_t i = 0; i < top_; ++i)
-            if (!block_at(i).freed) return false;
-        return true;
-    }(), "workspace destroyed while one of its tensors is alive");
+    DYLLM_ASSERT(
+        top_ == 0 ||
+            [&] {
+                for (size_t i = 0; i < top_; ++i)
+                    if (!block_at(i).freed) return false;
+                return true;
+            }(),
+        "workspace destroyed while one of its tensors is alive");
 }
 
 size_t Workspace::capacity() const {
@@ -33,8 +38,8 @@ size_t Workspace::capacity() const {
 Tensor Workspace::alloc(DType dtype, int64_t rows, int64_t cols) {
     DYLLM_ASSERT(rows >= 0 && cols >= 0,
                  "workspace alloc: negative shape [" + std::to_string(rows) + ", " + std::to_string(cols) + "]");
-    const size_t bytes = std::max<size_t>(kAlign, (size_t(rows) * size_t(cols) * dtype_size(dtype) + kAlign - 1) /
-                                                      kAlign * kAlign);
+    const size_t bytes =
+        std::max<size_t>(kAlign, (size_t(rows) * size_t(cols) * dtype_size(dtype) + kAlign - 1) / kAlign * kAlign);
     if (size_t(cur_) < chunks_.size() && off_ + bytes > chunks_[size_t(cur_)].cap) ++cur_, off_ = 0, spilled_ = true;
     // Skip chunks too small for this block (kept for later, smaller blocks).
     while (size_t(cur_) < chunks_.size() && bytes > chunks_[size_t(cur_)].cap) ++cur_, spilled_ = true;
@@ -56,7 +61,7 @@ Tensor Workspace::alloc(DType dtype, int64_t rows, int64_t cols) {
     b                 = WorkspaceBlock{this, 0, false, cur_, off_, bytes};
     off_ += bytes;
     used_ += bytes;
-    peak_ = std::max(peak_, used_);
+    peak_               = std::max(peak_, used_);
     const TensorView& m = chunks_[size_t(cur_)].mem.view();
     TensorView        v = TensorView::matrix(static_cast<char*>(m.data) + b.offset, dtype, m.device, rows, cols);
     return Tensor(v, &b);

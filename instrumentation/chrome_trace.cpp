@@ -21,7 +21,9 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 // Non-finite numbers are not valid JSON: written as null.
-Json jnum(double v) { return json_number(v); }
+Json jnum(double v) {
+    return json_number(v);
+}
 
 // Process and thread ids of the fixed tracks.
 constexpr int kPidEngine = 1, kPidGpu = 2;
@@ -31,18 +33,20 @@ constexpr int kTidKernel = 1, kTidMemcpy = 2, kTidMemset = 3;
 struct TraceEvent {
     int64_t ts_ns  = 0;  // relative to the trace base
     int64_t dur_ns = 0;
-    Json    json;        // everything except ts/dur, filled in when written
+    Json    json;  // everything except ts/dur, filled in when written
 };
 
 struct Track {
-    int pid = 0, tid = 0;
+    int                     pid = 0, tid = 0;
     std::vector<TraceEvent> events;
 };
 
-double to_us(int64_t ns) { return double(ns) / 1000.0; }
+double to_us(int64_t ns) {
+    return double(ns) / 1000.0;
+}
 
 Json run_env_json(const RunBegin& rb) {
-    Json m = Json::object();
+    Json m              = Json::object();
     m["label"]          = rb.label;
     m["method"]         = rb.method;
     m["model"]          = rb.model;
@@ -60,8 +64,8 @@ Json run_env_json(const RunBegin& rb) {
 }
 
 struct StepInfo {
-    const StepBegin* begin = nullptr;
-    const StepEnd*   end   = nullptr;
+    const StepBegin* begin          = nullptr;
+    const StepEnd*   end            = nullptr;
     int64_t          last_op_end_ns = std::numeric_limits<int64_t>::min();
     int64_t          n_rows = 0, n_salient = 0;
     // Drift per layer over the step's sequences (only layers with approximated rows measured).
@@ -80,7 +84,7 @@ struct Gathered {
     std::map<int32_t, StepInfo>     steps;  // by step number, ascending
     std::vector<const OpTiming*>    ops;
     std::string                     method;
-    int32_t                         n_layer = 0;
+    int32_t                         n_layer   = 0;
     bool                            has_drift = false;  // some layer of some step measured drift
     int64_t                         base = 0;  // earliest timed event: timestamps start near 0, ns fractions survive
 };
@@ -133,8 +137,8 @@ Gathered gather(const std::vector<EventRecord>& events, const std::vector<Kernel
 struct Span {
     int64_t first = std::numeric_limits<int64_t>::max(), last = std::numeric_limits<int64_t>::min();
     void    add(int64_t t0, int64_t t1) {
-        first = std::min(first, t0);
-        last  = std::max(last, t1);
+           first = std::min(first, t0);
+           last  = std::max(last, t1);
     }
 };
 
@@ -148,10 +152,14 @@ void add_steps(const Gathered& g, Track& track, Counters& counters, Span& span) 
         int64_t t0 = 0, t1 = 0;
         if (s.begin) {
             t0 = s.begin->t_ns - g.base;
-            if (s.end && s.end->t_ns != 0) t1 = s.end->t_ns - g.base;
-            else if (s.end) t1 = t0 + s.end->wall_ns;
-            else if (s.last_op_end_ns != std::numeric_limits<int64_t>::min()) t1 = s.last_op_end_ns - g.base;
-            else t1 = t0;
+            if (s.end && s.end->t_ns != 0)
+                t1 = s.end->t_ns - g.base;
+            else if (s.end)
+                t1 = t0 + s.end->wall_ns;
+            else if (s.last_op_end_ns != std::numeric_limits<int64_t>::min())
+                t1 = s.last_op_end_ns - g.base;
+            else
+                t1 = t0;
         } else {  // an end without a begin (the recorder joined mid-step): place it by its wall time
             t1 = (s.end->t_ns != 0 ? s.end->t_ns : g.base) - g.base;
             t0 = std::max<int64_t>(t1 - std::max<int64_t>(s.end->wall_ns, 0), 0);
@@ -160,9 +168,9 @@ void add_steps(const Gathered& g, Track& track, Counters& counters, Span& span) 
         span.add(t0, t1);
 
         TraceEvent ev;
-        ev.ts_ns  = t0;
-        ev.dur_ns = t1 - t0;
-        Json args = Json::object();
+        ev.ts_ns     = t0;
+        ev.dur_ns    = t1 - t0;
+        Json args    = Json::object();
         args["step"] = n;
         if (s.begin) {
             args["kind"]         = step_kind_name(s.begin->kind);
@@ -172,7 +180,7 @@ void add_steps(const Gathered& g, Track& track, Counters& counters, Span& span) 
         args["n_rows_tested"] = s.n_rows;
         args["n_salient"]     = s.n_salient;
         if (!s.drift.empty()) {
-            int64_t n = 0;
+            int64_t n  = 0;
             double  mn = 1;
             for (const auto& [l, d] : s.drift) n += d.count, mn = std::min(mn, d.min);
             args["drift_rows"]    = n;
@@ -180,8 +188,8 @@ void add_steps(const Gathered& g, Track& track, Counters& counters, Span& span) 
         }
         if (s.end) add_step_end_counters(args, *s.end);
         args["method"] = g.method;
-        ev.json = Json{{"name", "step " + std::to_string(n) + (s.begin ? std::string(" ") + step_kind_name(s.begin->kind)
-                                                                       : std::string())},
+        ev.json        = Json{{"name", "step " + std::to_string(n) +
+                                           (s.begin ? std::string(" ") + step_kind_name(s.begin->kind) : std::string())},
                        {"cat", "step"},
                        {"ph", "X"},
                        {"args", std::move(args)}};
@@ -202,7 +210,7 @@ void add_steps(const Gathered& g, Track& track, Counters& counters, Span& span) 
                 char name[2][48];
                 std::snprintf(name[0], sizeof name[0], "drift_min_cos L%02d", l);
                 std::snprintf(name[1], sizeof name[1], "drift_mean_cos L%02d", l);
-                const auto it = s.drift.find(l);
+                const auto it  = s.drift.find(l);
                 const bool has = it != s.drift.end() && it->second.count > 0;
                 counter(name[0], t0, has ? it->second.min : 1.0);
                 counter(name[1], t0, has ? it->second.sum / double(it->second.count) : 1.0);
@@ -221,9 +229,9 @@ void add_steps(const Gathered& g, Track& track, Counters& counters, Span& span) 
 void add_ops(const Gathered& g, Track& cpu, Track& cuda, Span& span) {
     for (const auto* o : g.ops) {
         TraceEvent ev;
-        ev.ts_ns  = o->t_begin_ns - g.base;
-        ev.dur_ns = std::max<int64_t>(o->dur_ns, 0);
-        Json args = Json::object();
+        ev.ts_ns       = o->t_begin_ns - g.base;
+        ev.dur_ns      = std::max<int64_t>(o->dur_ns, 0);
+        Json args      = Json::object();
         args["step"]   = o->step;
         args["layer"]  = o->layer;
         args["op"]     = op_class_name(o->op);
@@ -237,7 +245,7 @@ void add_ops(const Gathered& g, Track& cpu, Track& cuda, Span& span) {
             args["cpu_gap_ns"] = o->cpu_gap_ns;  // the op's CPU time: cpu_ns to cpu_ns + cpu_gap_ns
             args["split"]      = o->split;
         }
-        ev.json        = Json{{"name", op_class_name(o->op)}, {"cat", "op"}, {"ph", "X"}, {"args", std::move(args)}};
+        ev.json = Json{{"name", op_class_name(o->op)}, {"cat", "op"}, {"ph", "X"}, {"args", std::move(args)}};
         span.add(ev.ts_ns, ev.ts_ns + ev.dur_ns);
         (o->device == EventDevice::Cuda ? cuda : cpu).events.push_back(std::move(ev));
     }
@@ -248,9 +256,9 @@ void add_gpu_activity(const Gathered& g, const std::vector<KernelRecord>& kernel
                       Track& memset) {
     for (const auto& k : kernels) {
         TraceEvent ev;
-        ev.ts_ns  = k.start_ns - g.base;
-        ev.dur_ns = std::max<int64_t>(k.end_ns - k.start_ns, 0);
-        Json args = Json::object();
+        ev.ts_ns               = k.start_ns - g.base;
+        ev.dur_ns              = std::max<int64_t>(k.end_ns - k.start_ns, 0);
+        Json args              = Json::object();
         args["step"]           = k.step;
         args["layer"]          = k.layer;
         args["op"]             = op_class_name(OpClass(k.op));
@@ -259,7 +267,7 @@ void add_gpu_activity(const Gathered& g, const std::vector<KernelRecord>& kernel
         args["correlation_id"] = k.correlation_id;
         args["external_id"]    = k.external_id;
         if (k.bytes) args["bytes"] = k.bytes;
-        ev.json = Json{{"name", k.name}, {"cat", kernel_kind_name(k.kind)}, {"ph", "X"}, {"args", std::move(args)}};
+        ev.json  = Json{{"name", k.name}, {"cat", kernel_kind_name(k.kind)}, {"ph", "X"}, {"args", std::move(args)}};
         Track& t = k.kind == int(KernelKind::Memcpy) ? memcpy : k.kind == int(KernelKind::Memset) ? memset : kernel;
         t.events.push_back(std::move(ev));
     }
@@ -282,13 +290,16 @@ void add_run(const Gathered& g, Span span, Track& track) {
         args["texts"]       = g.run_end->texts;
     }
     args["errors"] = g.errors.size();
-    ev.json = Json{{"name", "run " + g.method}, {"cat", "run"}, {"ph", "X"}, {"args", std::move(args)}};
+    ev.json        = Json{{"name", "run " + g.method}, {"cat", "run"}, {"ph", "X"}, {"args", std::move(args)}};
     track.events.push_back(std::move(ev));
     for (const auto* e : g.errors) {
         TraceEvent err;
         err.ts_ns = span.last;
-        err.json  = Json{{"name", "error"}, {"cat", "error"}, {"ph", "i"}, {"s", "g"},
-                         {"args", Json{{"where", e->where}, {"message", e->message}}}};
+        err.json  = Json{{"name", "error"},
+                        {"cat", "error"},
+                        {"ph", "i"},
+                        {"s", "g"},
+                        {"args", Json{{"where", e->where}, {"message", e->message}}}};
         track.events.push_back(std::move(err));
     }
 }
@@ -359,8 +370,8 @@ void write_chrome_trace(std::ostream& os, const std::vector<EventRecord>& events
 void write_chrome_trace(std::ostream& os, const std::vector<EventRecord>& events,
                         const std::vector<KernelRecord>& kernels) {
     const Gathered g = gather(events, kernels);
-    Track run{kPidEngine, kTidRun, {}}, steps{kPidEngine, kTidSteps, {}};
-    Track ops_cpu{kPidEngine, kTidOpsCpu, {}}, ops_cuda{kPidEngine, kTidOpsCuda, {}};
+    Track          run{kPidEngine, kTidRun, {}}, steps{kPidEngine, kTidSteps, {}};
+    Track          ops_cpu{kPidEngine, kTidOpsCpu, {}}, ops_cuda{kPidEngine, kTidOpsCuda, {}};
     Track gpu_kernel{kPidGpu, kTidKernel, {}}, gpu_memcpy{kPidGpu, kTidMemcpy, {}}, gpu_memset{kPidGpu, kTidMemset, {}};
     Counters counters;
     Span     span;
@@ -373,8 +384,14 @@ void write_chrome_trace(std::ostream& os, const std::vector<EventRecord>& events
     os << "{\"traceEvents\":[\n";
     Writer w(os);
     // First event: the run's environment, so it survives tools that drop the top-level "metadata" object.
-    w.emit(Json{{"name", "run_begin"}, {"cat", "run"}, {"ph", "i"}, {"s", "g"}, {"ts", 0}, {"pid", kPidEngine},
-                {"tid", kTidRun}, {"args", env}});
+    w.emit(Json{{"name", "run_begin"},
+                {"cat", "run"},
+                {"ph", "i"},
+                {"s", "g"},
+                {"ts", 0},
+                {"pid", kPidEngine},
+                {"tid", kTidRun},
+                {"args", env}});
     write_track_metadata(w, g, !ops_cuda.events.empty(), !kernels.empty());
     for (Track* t : {&run, &steps, &ops_cpu, &ops_cuda, &gpu_kernel, &gpu_memcpy, &gpu_memset}) w.track(*t);
     for (auto& [name, samples] : counters) {

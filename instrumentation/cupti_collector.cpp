@@ -26,10 +26,10 @@ namespace {
 constexpr size_t kBufferBytes = size_t(8) << 20;
 
 struct RawActivity {
-    int         kind = 0;  // KernelKind
+    int         kind  = 0;  // KernelKind
     uint64_t    start = 0, end = 0, bytes = 0;
     uint32_t    correlation_id = 0;
-    std::string name;      // mangled kernel name, or the memcpy/memset label
+    std::string name;  // mangled kernel name, or the memcpy/memset label
 };
 
 // Process-global state reached from CUPTI's C callbacks (they carry no user pointer).
@@ -70,12 +70,18 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
 
 const char* memcpy_label(uint8_t copy_kind) {
     switch (copy_kind) {
-        case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "memcpy HtoD";
-        case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "memcpy DtoH";
-        case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "memcpy DtoD";
-        case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "memcpy HtoH";
-        case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return "memcpy PtoP";
-        default: return "memcpy";
+        case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+            return "memcpy HtoD";
+        case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+            return "memcpy DtoH";
+        case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
+            return "memcpy DtoD";
+        case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH:
+            return "memcpy HtoH";
+        case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP:
+            return "memcpy PtoP";
+        default:
+            return "memcpy";
     }
 }
 
@@ -118,7 +124,8 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
                         ext.emplace_back(e->correlationId, e->externalId);
                     break;
                 }
-                default: break;
+                default:
+                    break;
             }
         }
         size_t dropped = 0;
@@ -139,11 +146,16 @@ constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 
 
 const char* activity_kind_name(CUpti_ActivityKind k) {
     switch (k) {
-        case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return "CONCURRENT_KERNEL";
-        case CUPTI_ACTIVITY_KIND_MEMCPY: return "MEMCPY";
-        case CUPTI_ACTIVITY_KIND_MEMSET: return "MEMSET";
-        case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return "EXTERNAL_CORRELATION";
-        default: return "?";
+        case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+            return "CONCURRENT_KERNEL";
+        case CUPTI_ACTIVITY_KIND_MEMCPY:
+            return "MEMCPY";
+        case CUPTI_ACTIVITY_KIND_MEMSET:
+            return "MEMSET";
+        case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
+            return "EXTERNAL_CORRELATION";
+        default:
+            return "?";
     }
 }
 
@@ -159,13 +171,14 @@ std::string demangle(const std::string& name) {
 }  // namespace
 
 bool CuptiCollector::available(std::string* why) {
-    int n = 0;
+    int               n = 0;
     const cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n <= 0) {
         if (why)
             *why = std::string("CUPTI unavailable: no CUDA device (cudaGetDeviceCount: ") +
                    (e != cudaSuccess ? std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e)
-                                     : std::string("0 devices")) + ")";
+                                     : std::string("0 devices")) +
+                   ")";
         return false;
     }
     return true;
@@ -182,10 +195,11 @@ bool CuptiCollector::start(std::string* error) {
         for (auto k : kKinds) cuptiActivityDisable(k);
         g.owned = false;
         if (error) {
-            *error = std::string("CUPTI unavailable: ") + call + " failed: " + cupti_error(r);
-            int n = 0;
+            *error               = std::string("CUPTI unavailable: ") + call + " failed: " + cupti_error(r);
+            int               n  = 0;
             const cudaError_t ce = cudaGetDeviceCount(&n);  // the usual root cause, worth naming
-            if (ce != cudaSuccess) *error += std::string(" (") + cudaGetErrorName(ce) + ": " + cudaGetErrorString(ce) + ")";
+            if (ce != cudaSuccess)
+                *error += std::string(" (") + cudaGetErrorName(ce) + ": " + cudaGetErrorString(ce) + ")";
         }
         return false;
     };
@@ -196,7 +210,7 @@ bool CuptiCollector::start(std::string* error) {
     }
     g.dropped         = 0;
     g.callback_errors = 0;
-    CUptiResult r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+    CUptiResult r     = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
     if (r != CUPTI_SUCCESS) return fail("cuptiActivityRegisterCallbacks", r);
     r = cuptiActivityRegisterTimestampCallback(steady_timestamp);
     if (r != CUPTI_SUCCESS) return fail("cuptiActivityRegisterTimestampCallback", r);
@@ -226,12 +240,12 @@ void CuptiCollector::stop() {
     size_t dropped = 0;
     if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS)
         global().dropped.fetch_add(dropped, std::memory_order_relaxed);
-    running_ = false;
+    running_       = false;
     global().owned = false;
 }
 
 std::vector<KernelRecord> CuptiCollector::take() {
-    Global& g = global();
+    Global&                                g = global();
     std::vector<RawActivity>               raw;
     std::unordered_map<uint32_t, uint64_t> external;
     {
@@ -256,12 +270,17 @@ std::vector<KernelRecord> CuptiCollector::take() {
         }
         out.push_back(std::move(k));
     }
-    std::sort(out.begin(), out.end(), [](const KernelRecord& a, const KernelRecord& b) { return a.start_ns < b.start_ns; });
+    std::sort(out.begin(), out.end(),
+              [](const KernelRecord& a, const KernelRecord& b) { return a.start_ns < b.start_ns; });
     return out;
 }
 
-uint64_t CuptiCollector::dropped_records() const { return global().dropped.load(); }
-uint64_t CuptiCollector::callback_errors() const { return global().callback_errors.load(); }
+uint64_t CuptiCollector::dropped_records() const {
+    return global().dropped.load();
+}
+uint64_t CuptiCollector::callback_errors() const {
+    return global().callback_errors.load();
+}
 
 void CuptiCorrelationSink::on_op_begin(int32_t step, int32_t layer, OpClass op) {
     if (!collector_.running()) return;
@@ -275,7 +294,8 @@ void CuptiCorrelationSink::on_op_begin(int32_t step, int32_t layer, OpClass op) 
 void CuptiCorrelationSink::on_op(const OpTiming&) {
     if (depth_ <= 0) return;  // the push was refused, or the collector started mid-op
     uint64_t last = 0;
-    if (cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last) != CUPTI_SUCCESS) ++errors_;
+    if (cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last) != CUPTI_SUCCESS)
+        ++errors_;
     --depth_;
 }
 
@@ -285,17 +305,27 @@ bool CuptiCollector::available(std::string* why) {
     if (why) *why = "CUPTI unavailable: built without CUPTI (DYLLM_CUPTI=OFF)";
     return false;
 }
-bool CuptiCollector::start(std::string* error) { return available(error); }
-void CuptiCollector::stop() {}
-void CuptiCollector::flush() {}
-std::vector<KernelRecord> CuptiCollector::take() { return {}; }
-uint64_t CuptiCollector::dropped_records() const { return 0; }
-uint64_t CuptiCollector::callback_errors() const { return 0; }
+bool CuptiCollector::start(std::string* error) {
+    return available(error);
+}
+void                      CuptiCollector::stop() {}
+void                      CuptiCollector::flush() {}
+std::vector<KernelRecord> CuptiCollector::take() {
+    return {};
+}
+uint64_t CuptiCollector::dropped_records() const {
+    return 0;
+}
+uint64_t CuptiCollector::callback_errors() const {
+    return 0;
+}
 void CuptiCorrelationSink::on_op_begin(int32_t, int32_t, OpClass) {}
 void CuptiCorrelationSink::on_op(const OpTiming&) {}
 
 #endif
 
-CuptiCollector::~CuptiCollector() { stop(); }
+CuptiCollector::~CuptiCollector() {
+    stop();
+}
 
 }  // namespace dyllm

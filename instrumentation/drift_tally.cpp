@@ -25,8 +25,9 @@ void DriftTally::on_layer_saliency(const LayerSaliency& e) {
 }
 
 std::string DriftTally::table() const {
-    std::string out = "| layer | approx rows | cos < tau | share | of them kept stable | min cos | mean cos |\n"
-                      "|------:|------------:|----------:|------:|--------------------:|--------:|---------:|\n";
+    std::string out =
+        "| layer | approx rows | cos < tau | share | of them kept stable | min cos | mean cos |\n"
+        "|------:|------------:|----------:|------:|--------------------:|--------:|---------:|\n";
     char line[160];
     for (size_t l = 0; l < layers_.size(); ++l) {
         const LayerDriftTally& t = layers_[l];

@@ -44,10 +44,22 @@ using EventRecord = std::variant<RunBegin, StepBegin, OpTiming, LayerSaliencyRec
                                  StepEnd, RunEnd, ErrorRecord>;
 
 // Which alternative an EventRecord holds, in variant order (record_kind(r) == RecordKind(r.index())).
-enum class RecordKind : uint8_t { RunBegin, StepBegin, OpTiming, LayerSaliency, Unmask, Canvas, StepEnd, RunEnd, Error };
+enum class RecordKind : uint8_t {
+    RunBegin,
+    StepBegin,
+    OpTiming,
+    LayerSaliency,
+    Unmask,
+    Canvas,
+    StepEnd,
+    RunEnd,
+    Error
+};
 static_assert(std::variant_size_v<EventRecord> == 9, "RecordKind must list every EventRecord alternative");
 
-inline RecordKind record_kind(const EventRecord& r) { return RecordKind(r.index()); }
+inline RecordKind record_kind(const EventRecord& r) {
+    return RecordKind(r.index());
+}
 
 inline LayerSaliencyRecord to_record(const LayerSaliency& e) {
     LayerSaliencyRecord r;
@@ -81,6 +93,8 @@ inline CanvasRecord to_record(const CanvasSnapshot& e) {
     return r;
 }
 
-inline ErrorRecord to_record(const ErrorEvent& e) { return ErrorRecord{std::string(e.where), std::string(e.message)}; }
+inline ErrorRecord to_record(const ErrorEvent& e) {
+    return ErrorRecord{std::string(e.where), std::string(e.message)};
+}
 
 }  // namespace dyllm

@@ -15,26 +15,34 @@ namespace dyllm {
 
 // What kind of forward pass a denoising step ran (engine/README.md §a.3, §d, §e).
 enum class StepKind : uint8_t {
-    Full,              // exact dense forward over every row (original; DyLLM's first T_full steps)
-    SparseFullQuery,   // DyLLM sparse step, every row a query (every fullq_every-th step)
-    SparseResponse,    // DyLLM sparse step, response rows only as queries
-    BlockRefresh,      // Fast-dLLM: full forward at a block start, refreshes the block cache
-    BlockCached,       // Fast-dLLM: step that reuses the block cache
-    CacheRefresh,      // dLLM-Cache: prompt and response refreshed
-    CachePartial,      // dLLM-Cache: one side (or only the adaptive update) recomputed
+    Full,             // exact dense forward over every row (original; DyLLM's first T_full steps)
+    SparseFullQuery,  // DyLLM sparse step, every row a query (every fullq_every-th step)
+    SparseResponse,   // DyLLM sparse step, response rows only as queries
+    BlockRefresh,     // Fast-dLLM: full forward at a block start, refreshes the block cache
+    BlockCached,      // Fast-dLLM: step that reuses the block cache
+    CacheRefresh,     // dLLM-Cache: prompt and response refreshed
+    CachePartial,     // dLLM-Cache: one side (or only the adaptive update) recomputed
     Count
 };
 
 inline const char* step_kind_name(StepKind k) {
     switch (k) {
-        case StepKind::Full: return "full";
-        case StepKind::SparseFullQuery: return "sparse-fullq";
-        case StepKind::SparseResponse: return "sparse-response";
-        case StepKind::BlockRefresh: return "block-refresh";
-        case StepKind::BlockCached: return "block-cached";
-        case StepKind::CacheRefresh: return "cache-refresh";
-        case StepKind::CachePartial: return "cache-partial";
-        case StepKind::Count: break;
+        case StepKind::Full:
+            return "full";
+        case StepKind::SparseFullQuery:
+            return "sparse-fullq";
+        case StepKind::SparseResponse:
+            return "sparse-response";
+        case StepKind::BlockRefresh:
+            return "block-refresh";
+        case StepKind::BlockCached:
+            return "block-cached";
+        case StepKind::CacheRefresh:
+            return "cache-refresh";
+        case StepKind::CachePartial:
+            return "cache-partial";
+        case StepKind::Count:
+            break;
     }
     return "?";
 }
@@ -51,7 +59,7 @@ inline const char* op_class_name(OpClass c) {
     static constexpr const char* kNames[] = {"embed",          "norm",   "qkv",      "rope",    "attn_exact",
                                              "attn_approx",    "o_proj", "ffn",      "lm_head", "sampling",
                                              "gather_scatter", "cosine", "residual", "other"};
-    const auto i = size_t(c);
+    const auto                   i        = size_t(c);
     return i < size_t(OpClass::Count) ? kNames[i] : "?";
 }
 
@@ -95,11 +103,11 @@ using CosineHistogram = std::array<uint32_t, kCosineBins>;
 // ---- events --------------------------------------------------------------------------------------------------
 // Once per run, before the first step: what ran and on what (every export starts with this).
 struct RunBegin {
-    std::string label;         // the caller's name for this run (Session::set_label), e.g. "dyllm tau 0.99"; may be ""
-    std::string method;        // "original", "dyllm", "fast-prefix", "fast-dual", "dllm-cache"
-    std::string model;         // model directory or built-in name
-    std::string family;        // "llada" / "dream"
-    std::string backend;       // backend description
+    std::string label;    // the caller's name for this run (Session::set_label), e.g. "dyllm tau 0.99"; may be ""
+    std::string method;   // "original", "dyllm", "fast-prefix", "fast-dual", "dllm-cache"
+    std::string model;    // model directory or built-in name
+    std::string family;   // "llada" / "dream"
+    std::string backend;  // backend description
     int32_t     n_layer    = 0;
     int32_t     n_seq      = 0;
     int32_t     gen_length = 0;
@@ -110,30 +118,30 @@ struct RunBegin {
 };
 
 struct StepBegin {
-    int32_t  step = 0;  // 1-based denoising step
-    StepKind kind = StepKind::Full;
-    float    tau  = 0;  // threshold in force for this step
+    int32_t  step         = 0;  // 1-based denoising step
+    StepKind kind         = StepKind::Full;
+    float    tau          = 0;  // threshold in force for this step
     int32_t  n_query_rows = 0;
-    int64_t  t_ns = 0;  // steady clock
+    int64_t  t_ns         = 0;  // steady clock
 };
 
 // One layer's saliency decision for one sequence (DyLLM: from the engine's own cosine test; other methods: the opt-in
 // measurement of the attention-context cosine between consecutive steps).
 struct LayerSaliency {
-    int32_t         step = 0;
-    int32_t         layer = 0;
-    int32_t         seq = 0;
-    int32_t         n_rows = 0;       // query rows tested
-    int32_t         n_salient = 0;    // rows with cos < tau (== salient_positions.size() for DyLLM)
-    float           tau = 0;
-    CosineHistogram hist{};           // counts per cosine_bin(), sums to n_rows
-    std::span<const int32_t> row_positions;     // sequence positions of the tested rows
-    std::span<const float>   cosines;           // one per tested row (may be empty when the sink did not ask)
-    std::span<const int32_t> salient_positions; // ascending sequence positions of S_l
-    int32_t         ffn_rows = 0;     // rows that went through the FFN at this layer
-    int32_t         kv_rows = 0;      // rows whose K/V were recomputed
-    int32_t         attn_exact_rows = 0;
-    int32_t         attn_approx_rows = 0;
+    int32_t                  step      = 0;
+    int32_t                  layer     = 0;
+    int32_t                  seq       = 0;
+    int32_t                  n_rows    = 0;  // query rows tested
+    int32_t                  n_salient = 0;  // rows with cos < tau (== salient_positions.size() for DyLLM)
+    float                    tau       = 0;
+    CosineHistogram          hist{};                // counts per cosine_bin(), sums to n_rows
+    std::span<const int32_t> row_positions;         // sequence positions of the tested rows
+    std::span<const float>   cosines;               // one per tested row (may be empty when the sink did not ask)
+    std::span<const int32_t> salient_positions;     // ascending sequence positions of S_l
+    int32_t                  ffn_rows         = 0;  // rows that went through the FFN at this layer
+    int32_t                  kv_rows          = 0;  // rows whose K/V were recomputed
+    int32_t                  attn_exact_rows  = 0;
+    int32_t                  attn_approx_rows = 0;
     // Drift (opt-in measure_drift, DyLLM sparse layers): cosine between each approximated row's context and exact
     // attention over the same caches, on the bins of hist. drift_count = 0: nothing approximated, or not measured.
     CosineHistogram        drift_hist{};
@@ -144,7 +152,7 @@ struct LayerSaliency {
 
 struct Unmask {
     int32_t                  step = 0;
-    int32_t                  seq = 0;
+    int32_t                  seq  = 0;
     std::span<const int32_t> positions;  // response-relative positions, in the order they were chosen
     std::span<const int32_t> tokens;
     std::span<const float>   scores;
@@ -166,15 +174,15 @@ constexpr int64_t kCpuMarkMaxAgeNs = 1'000'000;
 static_assert(kCpuMarkMaxAgeNs <= INT32_MAX, "OpTiming::cpu_gap_ns holds a start reading's age");
 
 struct OpTiming {
-    int32_t     step = 0;
-    int32_t     layer = -1;  // -1 outside the layers (embed, lm_head, sampling)
-    OpClass     op = OpClass::Other;
-    EventDevice device = EventDevice::Cpu;
+    int32_t     step       = 0;
+    int32_t     layer      = -1;  // -1 outside the layers (embed, lm_head, sampling)
+    OpClass     op         = OpClass::Other;
+    EventDevice device     = EventDevice::Cpu;
     int64_t     t_begin_ns = 0;  // steady clock
-    int64_t     dur_ns = 0;
-    double      flops = 0;
-    double      bytes = 0;
-    int32_t     rows = 0;
+    int64_t     dur_ns     = 0;
+    double      flops      = 0;
+    double      bytes      = 0;
+    int32_t     rows       = 0;
     // The op's CPU time on the thread that ran it (CLOCK_THREAD_CPUTIME_ID), for ops of at least kOpCpuTimeMinNs of
     // wall time, as a range: [cpu_ns, cpu_ns + cpu_gap_ns]. The clock is read once after the op's end and once
     // cpu_gap_ns (at most kCpuMarkMaxAgeNs) before its start; cpu_ns is their difference less that gap, at least 0,
@@ -183,27 +191,27 @@ struct OpTiming {
     // cpu_ns -1: not measured (a shorter op, an older file, a failed clock); cpu_gap_ns 0 in files older than it.
     // When `split`, the op handed work to the CPU pool's other threads and cpu_ns counts the calling thread only (its
     // share of the work, not its waits for the others).
-    int64_t     cpu_ns = -1;
-    int32_t     cpu_gap_ns = 0;
-    bool        split = false;
+    int64_t cpu_ns     = -1;
+    int32_t cpu_gap_ns = 0;
+    bool    split      = false;
 };
 
 struct StepEnd {
-    int32_t step = 0;
-    int64_t wall_ns = 0;
-    int32_t tokens_committed = 0;   // unmasked in this step, all sequences
-    int32_t masked_left = 0;        // still masked, all live sequences
-    double  flops = 0;              // work done in this step's forward
-    double  dense_flops = 0;        // work a dense forward over the same sequences would do
+    int32_t step             = 0;
+    int64_t wall_ns          = 0;
+    int32_t tokens_committed = 0;  // unmasked in this step, all sequences
+    int32_t masked_left      = 0;  // still masked, all live sequences
+    double  flops            = 0;  // work done in this step's forward
+    double  dense_flops      = 0;  // work a dense forward over the same sequences would do
     int32_t ffn_rows = 0, kv_rows = 0, attn_exact_rows = 0, attn_approx_rows = 0, query_rows = 0;
-    int32_t dense_rows = 0;         // rows x layers a dense step would push through the FFN
-    int64_t t_ns = 0;
+    int32_t dense_rows = 0;  // rows x layers a dense step would push through the FFN
+    int64_t t_ns       = 0;
 };
 
 // The full canvas of one sequence after a step (too large for the queue: sinks double-buffer it).
 struct CanvasSnapshot {
-    int32_t                  step = 0;
-    int32_t                  seq = 0;
+    int32_t                  step       = 0;
+    int32_t                  seq        = 0;
     int32_t                  prompt_len = 0;
     std::span<const int32_t> tokens;       // whole sequence: prompt + response
     std::span<const int32_t> unmask_step;  // per response position: step that unmasked it, 0 = still masked
@@ -212,16 +220,16 @@ struct CanvasSnapshot {
 };
 
 struct RunEnd {
-    int32_t steps = 0;
-    int64_t wall_ns = 0;
-    int32_t tokens = 0;
-    bool    cancelled = false;
-    double  cache_bytes = 0;         // peak bytes of the method's caches during the run
-    std::vector<std::string> texts;  // decoded response of each sequence (as SequenceResult::text)
+    int32_t                  steps       = 0;
+    int64_t                  wall_ns     = 0;
+    int32_t                  tokens      = 0;
+    bool                     cancelled   = false;
+    double                   cache_bytes = 0;  // peak bytes of the method's caches during the run
+    std::vector<std::string> texts;            // decoded response of each sequence (as SequenceResult::text)
 };
 
 struct ErrorEvent {
-    std::string_view where;    // "load", "step", "backend"...
+    std::string_view where;  // "load", "step", "backend"...
     std::string_view message;
 };
 
@@ -250,22 +258,44 @@ public:
 class TeeSink : public EventSink {
 public:
     explicit TeeSink(std::vector<EventSink*> sinks) : sinks_(std::move(sinks)) {}
-    void on_run_begin(const RunBegin& e) override { for (auto* s : sinks_) s->on_run_begin(e); }
-    void on_step_begin(const StepBegin& e) override { for (auto* s : sinks_) s->on_step_begin(e); }
-    void on_op_begin(int32_t st, int32_t l, OpClass c) override { for (auto* s : sinks_) s->on_op_begin(st, l, c); }
-    void on_op(const OpTiming& e) override { for (auto* s : sinks_) s->on_op(e); }
-    void on_layer_saliency(const LayerSaliency& e) override { for (auto* s : sinks_) s->on_layer_saliency(e); }
-    void on_unmask(const Unmask& e) override { for (auto* s : sinks_) s->on_unmask(e); }
-    void on_canvas(const CanvasSnapshot& e) override { for (auto* s : sinks_) s->on_canvas(e); }
-    void on_step_end(const StepEnd& e) override { for (auto* s : sinks_) s->on_step_end(e); }
-    void on_run_end(const RunEnd& e) override { for (auto* s : sinks_) s->on_run_end(e); }
-    void on_error(const ErrorEvent& e) override { for (auto* s : sinks_) s->on_error(e); }
+    void on_run_begin(const RunBegin& e) override {
+        for (auto* s : sinks_) s->on_run_begin(e);
+    }
+    void on_step_begin(const StepBegin& e) override {
+        for (auto* s : sinks_) s->on_step_begin(e);
+    }
+    void on_op_begin(int32_t st, int32_t l, OpClass c) override {
+        for (auto* s : sinks_) s->on_op_begin(st, l, c);
+    }
+    void on_op(const OpTiming& e) override {
+        for (auto* s : sinks_) s->on_op(e);
+    }
+    void on_layer_saliency(const LayerSaliency& e) override {
+        for (auto* s : sinks_) s->on_layer_saliency(e);
+    }
+    void on_unmask(const Unmask& e) override {
+        for (auto* s : sinks_) s->on_unmask(e);
+    }
+    void on_canvas(const CanvasSnapshot& e) override {
+        for (auto* s : sinks_) s->on_canvas(e);
+    }
+    void on_step_end(const StepEnd& e) override {
+        for (auto* s : sinks_) s->on_step_end(e);
+    }
+    void on_run_end(const RunEnd& e) override {
+        for (auto* s : sinks_) s->on_run_end(e);
+    }
+    void on_error(const ErrorEvent& e) override {
+        for (auto* s : sinks_) s->on_error(e);
+    }
     bool wants_cosines() const override {
-        for (auto* s : sinks_) if (s->wants_cosines()) return true;
+        for (auto* s : sinks_)
+            if (s->wants_cosines()) return true;
         return false;
     }
     bool wants_op_timings() const override {
-        for (auto* s : sinks_) if (s->wants_op_timings()) return true;
+        for (auto* s : sinks_)
+            if (s->wants_op_timings()) return true;
         return false;
     }
 

@@ -29,7 +29,9 @@ std::vector<KernelRecord> GpuCapture::take_completed() {
     return collector_.take();
 }
 
-void GpuCapture::stop() { collector_.stop(); }
+void GpuCapture::stop() {
+    collector_.stop();
+}
 
 void GpuCapture::add_env(std::vector<std::pair<std::string, std::string>>& env, size_t records) const {
     env.emplace_back("cupti", status_);

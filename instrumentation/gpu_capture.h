@@ -28,8 +28,8 @@ public:
     std::vector<EventSink*> sinks();
     // "on", "off (cpu backend)", "off (--no-cupti)" or "CUPTI unavailable: <reason>".
     const std::string& cupti_status() const { return status_; }
-    bool collecting() const { return collector_.running(); }
-    bool nvtx_on() const { return nvtx_ && NvtxSink::compiled_in(); }
+    bool               collecting() const { return collector_.running(); }
+    bool               nvtx_on() const { return nvtx_ && NvtxSink::compiled_in(); }
     // Records of everything launched so far, sorted by start (synchronises the device): call between steps, or
     // after stop() for the rest. Empty when CUPTI does not run.
     std::vector<KernelRecord> take_completed();

@@ -19,6 +19,8 @@ inline double float_for_json(float v) {
 inline nlohmann::ordered_json json_number(double v) {
     return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr);
 }
-inline nlohmann::ordered_json json_float(float v) { return json_number(float_for_json(v)); }
+inline nlohmann::ordered_json json_float(float v) {
+    return json_number(float_for_json(v));
+}
 
 }  // namespace dyllm

@@ -18,8 +18,12 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 // JSON has no NaN/inf: written as null, read back as NaN.
-Json jnum(double v) { return json_number(v); }
-Json jfloat(float v) { return json_float(v); }
+Json jnum(double v) {
+    return json_number(v);
+}
+Json jfloat(float v) {
+    return json_float(v);
+}
 
 Json jfloats(const std::vector<float>& v) {
     Json a = Json::array();
@@ -76,8 +80,12 @@ Json unmask_json(const UnmaskRecord& u) {
 }
 
 Json canvas_json(const CanvasRecord& c) {
-    return Json{{"seq", c.seq},         {"prompt_len", c.prompt_len}, {"tokens", c.tokens},
-                {"unmask_step", c.unmask_step}, {"scores", jfloats(c.scores)}, {"finished", c.finished}};
+    return Json{{"seq", c.seq},
+                {"prompt_len", c.prompt_len},
+                {"tokens", c.tokens},
+                {"unmask_step", c.unmask_step},
+                {"scores", jfloats(c.scores)},
+                {"finished", c.finished}};
 }
 
 void add_step_begin(Json& j, const StepBegin& b) {
@@ -147,7 +155,8 @@ public:
         const Json& v = field(j, key);
         if (!v.is_number_integer()) fail("field '" + std::string(key) + "' must be an integer, got " + v.dump());
         const auto x = v.get<int64_t>();
-        if (x < int64_t(std::numeric_limits<I>::min()) || (x > 0 && uint64_t(x) > uint64_t(std::numeric_limits<I>::max())))
+        if (x < int64_t(std::numeric_limits<I>::min()) ||
+            (x > 0 && uint64_t(x) > uint64_t(std::numeric_limits<I>::max())))
             fail("field '" + std::string(key) + "' = " + std::to_string(x) + " is out of range");
         return I(x);
     }
@@ -157,9 +166,9 @@ public:
         return v.get<double>();
     }
     double number(const Json& j, const char* key) const { return number_value(field(j, key), key); }
-    bool boolean(const Json& j, const char* key) const {
-        const Json& v = field(j, key);
-        if (!v.is_boolean()) fail("field '" + std::string(key) + "' must be true or false, got " + v.dump());
+    bool   boolean(const Json& j, const char* key) const {
+          const Json& v = field(j, key);
+          if (!v.is_boolean()) fail("field '" + std::string(key) + "' must be true or false, got " + v.dump());
         return v.get<bool>();
     }
     std::string string(const Json& j, const char* key) const {
@@ -208,9 +217,9 @@ public:
 
     OpTiming op(const Json& j, int32_t step) const {
         OpTiming o;
-        o.step       = step;
-        o.layer      = integer<int32_t>(j, "layer");
-        o.op         = op_class(j);
+        o.step                = step;
+        o.layer               = integer<int32_t>(j, "layer");
+        o.op                  = op_class(j);
         const std::string dev = string(j, "device");
         if (dev != "cpu" && dev != "cuda") fail("field 'device' must be \"cpu\" or \"cuda\", got \"" + dev + "\"");
         o.device     = dev == "cuda" ? EventDevice::Cuda : EventDevice::Cpu;
@@ -232,13 +241,13 @@ public:
     }
     LayerSaliencyRecord layer(const Json& j, int32_t step) const {
         LayerSaliencyRecord l;
-        l.step      = step;
-        l.layer     = integer<int32_t>(j, "layer");
-        l.seq       = integer<int32_t>(j, "seq");
-        l.n_rows    = integer<int32_t>(j, "n_rows");
-        l.n_salient = integer<int32_t>(j, "n_salient");
-        l.tau       = float(number(j, "tau"));
-        l.hist      = histogram(j, "hist");
+        l.step              = step;
+        l.layer             = integer<int32_t>(j, "layer");
+        l.seq               = integer<int32_t>(j, "seq");
+        l.n_rows            = integer<int32_t>(j, "n_rows");
+        l.n_salient         = integer<int32_t>(j, "n_salient");
+        l.tau               = float(number(j, "tau"));
+        l.hist              = histogram(j, "hist");
         l.row_positions     = ints(j, "row_positions");
         l.cosines           = floats(j, "cosines");
         l.salient_positions = ints(j, "salient_positions");
@@ -343,7 +352,7 @@ private:
 
 void write_jsonl(std::ostream& os, const std::vector<EventRecord>& events) {
     std::optional<OpenStep> open;
-    auto flush = [&](const StepEnd* end) {
+    auto                    flush = [&](const StepEnd* end) {
         if (open) write_step(os, *open, end);
         open.reset();
     };
@@ -367,17 +376,25 @@ void write_jsonl(std::ostream& os, const std::vector<EventRecord>& events) {
                     open.emplace();
                     open->begin = e;
                 } else if constexpr (std::is_same_v<T, OpTiming>) {
-                    if (in_open(e.step)) open->ops.push_back(op_json(e));
-                    else alone("op", e.step, op_json(e));
+                    if (in_open(e.step))
+                        open->ops.push_back(op_json(e));
+                    else
+                        alone("op", e.step, op_json(e));
                 } else if constexpr (std::is_same_v<T, LayerSaliencyRecord>) {
-                    if (in_open(e.step)) open->layers.push_back(layer_json(e));
-                    else alone("layer_saliency", e.step, layer_json(e));
+                    if (in_open(e.step))
+                        open->layers.push_back(layer_json(e));
+                    else
+                        alone("layer_saliency", e.step, layer_json(e));
                 } else if constexpr (std::is_same_v<T, UnmaskRecord>) {
-                    if (in_open(e.step)) open->unmask.push_back(unmask_json(e));
-                    else alone("unmask", e.step, unmask_json(e));
+                    if (in_open(e.step))
+                        open->unmask.push_back(unmask_json(e));
+                    else
+                        alone("unmask", e.step, unmask_json(e));
                 } else if constexpr (std::is_same_v<T, CanvasRecord>) {
-                    if (in_open(e.step)) open->canvas.push_back(canvas_json(e));
-                    else alone("canvas", e.step, canvas_json(e));
+                    if (in_open(e.step))
+                        open->canvas.push_back(canvas_json(e));
+                    else
+                        alone("canvas", e.step, canvas_json(e));
                 } else if constexpr (std::is_same_v<T, StepEnd>) {
                     if (in_open(e.step)) {
                         flush(&e);
@@ -411,7 +428,7 @@ std::vector<EventRecord> read_jsonl(std::istream& is) {
         ++line_no;
         if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
         const LineReader rd(line_no);
-        Json j;
+        Json             j;
         try {
             j = Json::parse(text);
         } catch (const nlohmann::json::parse_error& e) {
@@ -443,7 +460,7 @@ std::vector<EventRecord> read_jsonl(std::istream& is) {
             e.steps     = rd.integer<int32_t>(j, "steps");
             e.wall_ns   = rd.integer<int64_t>(j, "wall_ns");
             e.tokens    = rd.integer<int32_t>(j, "tokens");
-            e.cancelled   = rd.boolean(j, "cancelled");
+            e.cancelled = rd.boolean(j, "cancelled");
             // Absent in files written before RunEnd carried them: still readable.
             if (j.contains("cache_bytes")) e.cache_bytes = rd.number(j, "cache_bytes");
             if (j.contains("texts")) e.texts = rd.strings(j, "texts");

@@ -11,7 +11,9 @@ namespace dyllm {
 
 #ifdef DYLLM_HAVE_CUPTI
 namespace {
-nvtxDomainHandle_t dom(void* d) { return static_cast<nvtxDomainHandle_t>(d); }
+nvtxDomainHandle_t dom(void* d) {
+    return static_cast<nvtxDomainHandle_t>(d);
+}
 
 void push_range(void* domain, const char* ascii, void* registered, uint32_t color) {
     nvtxEventAttributes_t a{};
@@ -20,7 +22,7 @@ void push_range(void* domain, const char* ascii, void* registered, uint32_t colo
     a.colorType = NVTX_COLOR_ARGB;
     a.color     = color;
     if (registered) {
-        a.messageType       = NVTX_MESSAGE_TYPE_REGISTERED;
+        a.messageType        = NVTX_MESSAGE_TYPE_REGISTERED;
         a.message.registered = static_cast<nvtxStringHandle_t>(registered);
     } else {
         a.messageType   = NVTX_MESSAGE_TYPE_ASCII;
@@ -30,7 +32,9 @@ void push_range(void* domain, const char* ascii, void* registered, uint32_t colo
 }
 }  // namespace
 
-bool NvtxSink::compiled_in() { return true; }
+bool NvtxSink::compiled_in() {
+    return true;
+}
 
 NvtxSink::NvtxSink() {
     domain_ = nvtxDomainCreateA("dyllm");
@@ -44,9 +48,13 @@ NvtxSink::~NvtxSink() {
     nvtxDomainDestroy(dom(domain_));
 }
 #else
-bool NvtxSink::compiled_in() { return false; }
+bool NvtxSink::compiled_in() {
+    return false;
+}
 NvtxSink::NvtxSink() = default;
-NvtxSink::~NvtxSink() { close_all(); }
+NvtxSink::~NvtxSink() {
+    close_all();
+}
 #endif
 
 // ARGB colours: steps blue, layers grey, ops orange (only a hint to the viewer).
@@ -114,8 +122,14 @@ void NvtxSink::on_op(const OpTiming&) {
     if (!stack_.empty() && stack_.back() == Range::Op) pop();
 }
 
-void NvtxSink::on_step_end(const StepEnd&) { close_all(); }
-void NvtxSink::on_run_end(const RunEnd&) { close_all(); }
-void NvtxSink::on_error(const ErrorEvent&) { close_all(); }
+void NvtxSink::on_step_end(const StepEnd&) {
+    close_all();
+}
+void NvtxSink::on_run_end(const RunEnd&) {
+    close_all();
+}
+void NvtxSink::on_error(const ErrorEvent&) {
+    close_all();
+}
 
 }  // namespace dyllm

@@ -31,7 +31,7 @@ public:
     bool wants_op_timings() const override { return true; }  // op ranges need the op begin/end hooks
 
     int      depth() const { return int(stack_.size()); }  // ranges open now
-    uint64_t pushed() const { return pushed_; }             // ranges opened so far
+    uint64_t pushed() const { return pushed_; }            // ranges opened so far
 
 private:
     enum class Range : uint8_t { Step, Layer, Op };
@@ -44,7 +44,7 @@ private:
     std::vector<Range> stack_;
     int32_t            open_layer_ = -1;
     uint64_t           pushed_     = 0;
-    void*              domain_     = nullptr;  // nvtxDomainHandle_t
+    void*              domain_     = nullptr;    // nvtxDomainHandle_t
     std::vector<void*> op_names_, layer_names_;  // registered nvtxStringHandle_t
 };
 

@@ -43,7 +43,7 @@ void QueueSink::on_canvas(const CanvasSnapshot& e) {
 
 std::vector<CanvasRecord> QueueSink::latest_canvases() const {
     std::lock_guard<std::mutex> lock(canvas_mutex_);
-    std::vector<CanvasRecord> out;
+    std::vector<CanvasRecord>   out;
     out.reserve(front_.size());
     for (const auto& slot : front_)
         if (slot.present) out.push_back(slot.canvas);

@@ -37,7 +37,7 @@ public:
     }
     // Newest canvas of every sequence seen since the last on_run_begin, ordered by sequence index.
     std::vector<CanvasRecord> latest_canvases() const;
-    uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+    uint64_t                  dropped() const { return dropped_.load(std::memory_order_relaxed); }
     size_t                    queued() const { return queue_.size(); }
     size_t                    capacity() const { return queue_.capacity(); }
 
@@ -48,7 +48,7 @@ protected:
 
 private:
     SpscQueue<QueuedRecord> queue_;  // the large records boxed (queued_record.h)
-    std::atomic<uint64_t> dropped_{0};
+    std::atomic<uint64_t>   dropped_{0};
 
     // Canvas double buffer, indexed by sequence; a slot with present == false has not been filled this run.
     // The producer alone writes back_ and swaps under canvas_mutex_; readers copy front_ under the same mutex. Only

@@ -15,8 +15,8 @@ public:
     const std::vector<EventRecord>& events() const { return events_; }
     // A copy taken under the lock: safe while the engine thread is still appending.
     std::vector<EventRecord> snapshot() const;
-    size_t size() const;
-    void   clear();
+    size_t                   size() const;
+    void                     clear();
 
 protected:
     void store(EventRecord&& r) override;

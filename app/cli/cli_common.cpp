@@ -59,7 +59,7 @@ BackendKind parse_backend(const std::string& s) {
 double parse_double_arg(const std::string& what, const std::string& text) {
     const std::string t = trim(text);
     if (t.empty()) throw InputError(what + ": empty value");
-    errno = 0;
+    errno            = 0;
     char*        end = nullptr;
     const double v   = std::strtod(t.c_str(), &end);
     if (end != t.c_str() + t.size()) throw InputError(what + ": '" + text + "' is not a number");
@@ -70,7 +70,7 @@ double parse_double_arg(const std::string& what, const std::string& text) {
 int64_t parse_int_arg(const std::string& what, const std::string& text) {
     const std::string t = trim(text);
     if (t.empty()) throw InputError(what + ": empty value");
-    errno = 0;
+    errno               = 0;
     char*           end = nullptr;
     const long long v   = std::strtoll(t.c_str(), &end, 10);
     if (end != t.c_str() + t.size()) throw InputError(what + ": '" + text + "' is not an integer");
@@ -93,7 +93,6 @@ std::vector<std::string> split_list(const std::string& what, const std::string& 
     if (out.empty()) throw InputError(what + ": empty list");
     return out;
 }
-
 
 std::unique_ptr<Model> load_model_for_cli(const ModelOptions& opts, bool quiet) {
     const BackendKind kind = parse_backend(opts.backend);
@@ -143,7 +142,7 @@ std::vector<int32_t> parse_id_list(const std::string& text) {
     std::istringstream   is(text);
     int                  index = 0;
     while (std::getline(is, item, ',')) {
-        const std::string t = trim(item);
+        const std::string t   = trim(item);
         char*             end = nullptr;
         errno                 = 0;
         const long long v     = t.empty() ? 0 : std::strtoll(t.c_str(), &end, 10);
@@ -189,7 +188,7 @@ std::vector<PromptInput> read_prompt_texts(const PromptOptions& o) {
 }
 
 std::vector<PromptInput> read_prompts(const PromptOptions& o, const Model& model) {
-    std::vector<PromptInput> out = read_prompt_texts(o);
+    std::vector<PromptInput> out     = read_prompt_texts(o);
     const int                n_vocab = model.config().n_vocab;
     for (size_t i = 0; i < out.size(); ++i) {
         PromptInput& p = out[i];
@@ -249,6 +248,8 @@ nlohmann::ordered_json accounting_to_json(const GenerationResult& r) {
     return j;
 }
 
-bool is_terminal(std::FILE* f) { return f && ::isatty(::fileno(f)) == 1; }
+bool is_terminal(std::FILE* f) {
+    return f && ::isatty(::fileno(f)) == 1;
+}
 
 }  // namespace dyllm::cli

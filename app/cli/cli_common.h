@@ -21,12 +21,11 @@ class App;
 
 namespace dyllm::cli {
 
-
 // -m/--model, --backend, -t/--threads.
 struct ModelOptions {
-    std::string model;              // checkpoint directory or built-in name; "" = default built-in (tiny-llada)
-    std::string backend = "auto";   // cpu | cuda | auto
-    int         threads = 0;        // 0 = all cores
+    std::string model;             // checkpoint directory or built-in name; "" = default built-in (tiny-llada)
+    std::string backend = "auto";  // cpu | cuda | auto
+    int         threads = 0;       // 0 = all cores
 };
 
 // -p/--prompt (repeatable), -f/--file, --prompt-ids (repeatable), --no-chat.
@@ -55,7 +54,6 @@ double  parse_double_arg(const std::string& what, const std::string& text);
 int64_t parse_int_arg(const std::string& what, const std::string& text);
 // "a,b,c" -> {"a","b","c"} (spaces trimmed, empty items rejected with InputError naming `what`).
 std::vector<std::string> split_list(const std::string& what, const std::string& text);
-
 
 // Loads the model on the requested backend. Backend fallback notes go to stderr as "backend: ..." lines.
 // Throws LoadError / BackendError / InputError (the CLI boundary in main.cpp prints them as one line).

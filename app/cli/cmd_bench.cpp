@@ -41,20 +41,20 @@ namespace dyllm::cli {
 namespace {
 
 struct BenchOptions {
-    ModelOptions     model;
-    DiffusionOptions fixed;  // knobs that are not swept (full steps, seed, threshold, ...), and -n
-    std::string      methods = "original,dyllm";
-    std::string      taus;     // "" = family default
-    std::string      steps;    // "" = gen length
-    std::string      blocks;   // "" = min(32, gen length)
-    std::string      batches = "1";
-    int              reps    = 3;  // llama-bench uses 5; 3 keeps a CPU sweep short (the spread is reported)
-    std::string      output  = "md";  // md | csv | json, or a file name ending in .md/.csv/.json
-    std::string      task;
+    ModelOptions             model;
+    DiffusionOptions         fixed;  // knobs that are not swept (full steps, seed, threshold, ...), and -n
+    std::string              methods = "original,dyllm";
+    std::string              taus;    // "" = family default
+    std::string              steps;   // "" = gen length
+    std::string              blocks;  // "" = min(32, gen length)
+    std::string              batches = "1";
+    int                      reps    = 3;     // llama-bench uses 5; 3 keeps a CPU sweep short (the spread is reported)
+    std::string              output  = "md";  // md | csv | json, or a file name ending in .md/.csv/.json
+    std::string              task;
     int                      limit = -1;  // --task: items per task (-1: not given = every item)
     int                      shots = -1;  // --task: solved examples per prompt (-1 = each item's own prompt)
-    std::vector<std::string> prompts;  // overrides the built-in prompt
-    bool             no_chat = false;
+    std::vector<std::string> prompts;     // overrides the built-in prompt
+    bool                     no_chat = false;
     bool                     json    = false;  // stdout: JSON instead of the markdown table
     // Which list flags were given (a --task sweep has its own defaults for them).
     bool methods_given = false, taus_given = false, reps_given = false, batches_given = false;
@@ -71,19 +71,19 @@ constexpr const char* kDefaultPrompt =
     "Question: Ben reads 9 pages a day for 4 days. How many pages does he read?\nAnswer:";
 
 struct Config {
-    Method method;
-    float  tau;  // NaN: not a DyLLM row (tau does not apply)
-    int    gen_length, steps, block_length, batch;
+    Method          method;
+    float           tau;  // NaN: not a DyLLM row (tau does not apply)
+    int             gen_length, steps, block_length, batch;
     DiffusionParams params;
-    bool   print = true;  // false: the `original` baseline run only for speed-ups
+    bool            print = true;  // false: the `original` baseline run only for speed-ups
 };
 
 struct Row {
-    Config cfg{};
-    double tps_median = 0, tps_sd = 0, tps_min = 0, tps_max = 0;
-    double non_eos_tps = 0, denoise_s = 0;
-    int    nfe = 0;
-    double recompute = 1, cache_bytes = 0;
+    Config                cfg{};
+    double                tps_median = 0, tps_sd = 0, tps_min = 0, tps_max = 0;
+    double                non_eos_tps = 0, denoise_s = 0;
+    int                   nfe       = 0;
+    double                recompute = 1, cache_bytes = 0;
     std::optional<double> speedup;
     std::optional<double> accuracy;
     // Roofline (app/model/roofline.h): medians over the reps of the achieved rates; FLOPs are deterministic.
@@ -101,7 +101,7 @@ struct Row {
         double cross_core_ns;  // around the repetition (app/model/core_latency.h); NaN: not measured
     };
     double              cross_core_ns = NAN;  // median of the samples' (NaN: none measured)
-    std::vector<Sample> samples;  // one per timed repetition, in order
+    std::vector<Sample> samples;              // one per timed repetition, in order
 };
 
 double median(std::vector<double> v) {
@@ -155,9 +155,9 @@ std::vector<std::vector<int32_t>> bench_prompts(const Model& model, const BenchO
 
 // Totals of one repetition: every chunk of `batch` prompts run as one lock-step session.
 struct RepTotals {
-    int64_t generated = 0, non_eos = 0;
-    double  denoise_s = 0, recompute_weighted = 0, cache_bytes = 0;
-    double  flops = 0, dense_flops = 0;
+    int64_t            generated = 0, non_eos = 0;
+    double             denoise_s = 0, recompute_weighted = 0, cache_bytes = 0;
+    double             flops = 0, dense_flops = 0;
     app::RooflineSplit split;
     int                nfe = 0, n = 0;
 };
@@ -177,7 +177,7 @@ app::CoreLatency rep_core_latency(bool measure) {
 Row run_config(const Model& model, const BenchOptions& o, const Config& cfg, app::GemmProbe& probe,
                app::GemmProbe* blas_probe, bool measure_cores) {
     const std::vector<std::vector<int32_t>> prompts = bench_prompts(model, o, cfg.batch, cfg.gen_length);
-    auto run_rep = [&] {
+    auto                                    run_rep = [&] {
         RepTotals t;
         for (size_t b0 = 0; b0 < prompts.size(); b0 += size_t(cfg.batch)) {
             const size_t b1 = std::min(prompts.size(), b0 + size_t(cfg.batch));
@@ -208,8 +208,8 @@ Row run_config(const Model& model, const BenchOptions& o, const Config& cfg, app
     std::vector<double> tps, non_eos, denoise, gf, gf_dense, gf_cached, sgemm, pct, pct_dense, pct_cached;
     std::vector<double> blas, pct_blas_dense;
     Row                 row;
-    row.cfg = cfg;
-    double recompute_sum = 0;
+    row.cfg                           = cfg;
+    double              recompute_sum = 0;
     double              sgemm_before  = probe.measure(kRepProbeSeconds).gflops_per_s;
     double              blas_before   = blas_probe ? blas_probe->measure(kRepProbeSeconds).gflops_per_s : NAN;
     app::CoreLatency    cores_before  = rep_core_latency(measure_cores);
@@ -257,16 +257,16 @@ Row run_config(const Model& model, const BenchOptions& o, const Config& cfg, app
     row.sgemm         = median(sgemm);
     if (blas_probe) row.blas_sgemm = median(blas), row.pct_blas_dense = median(pct_blas_dense);
     if (!cross_core.empty()) row.cross_core_ns = median(cross_core);
-    row.pct           = median(pct);
-    row.pct_dense     = median(pct_dense);
-    row.pct_cached    = median(pct_cached);
+    row.pct         = median(pct);
+    row.pct_dense   = median(pct_dense);
+    row.pct_cached  = median(pct_cached);
     row.tps_median  = median(tps);
     row.tps_sd      = sample_sd(tps);
     row.tps_min     = *std::min_element(tps.begin(), tps.end());
     row.tps_max     = *std::max_element(tps.begin(), tps.end());
     row.non_eos_tps = median(non_eos);
     row.denoise_s   = median(denoise);
-    row.recompute     = recompute_sum / double(o.reps);
+    row.recompute   = recompute_sum / double(o.reps);
     return row;
 }
 
@@ -321,8 +321,8 @@ std::vector<Config> expand_configs(const Model& model, const BenchOptions& o) {
                     DiffusionOptions d = o.fixed;
                     d.set(&DiffusionParams::steps, "steps", steps);
                     d.set(&DiffusionParams::block_length, "block_length", block);
-                    d.method           = method_name(m);
-                    d.params.tau       = float(tau);  // NaN: the family default
+                    d.method     = method_name(m);
+                    d.params.tau = float(tau);  // NaN: the family default
                     Config c{m, NAN, gen, steps, block, batch, to_diffusion_params(d), print};
                     validate_params(c.params, model.config());
                     if (m == Method::DyLLM) c.tau = effective_tau(c.params, model.config().family);
@@ -501,8 +501,7 @@ OutputTarget parse_output(const std::string& o) {
     if (o == "md" || o == "csv" || o == "json") return {o, ""};
     const std::string ext = std::filesystem::path(o).extension().string();
     if (ext == ".md" || ext == ".csv" || ext == ".json") return {ext.substr(1), o};
-    throw InputError("-o/--output must be md, csv, json or a file name ending in .md, .csv or .json (got '" + o +
-                     "')");
+    throw InputError("-o/--output must be md, csv, json or a file name ending in .md, .csv or .json (got '" + o + "')");
 }
 
 // ---- --task: the task-suite sweep ----
@@ -763,8 +762,8 @@ int run_bench(const BenchOptions& o) {
                                      : "");
     }
 
-    const bool          tty = is_terminal(stderr);
-    std::vector<Row>    rows_out;
+    const bool            tty = is_terminal(stderr);
+    std::vector<Row>      rows_out;
     std::optional<double> baseline;
     for (size_t i = 0; i < cfgs.size(); ++i) {
         const Config& c = cfgs[i];
@@ -772,8 +771,8 @@ int run_bench(const BenchOptions& o) {
             std::fprintf(stderr, "\rbench: %zu/%zu %-12s steps %d block %d batch %d   ", i + 1, cfgs.size(),
                          method_name(c.method), c.steps, c.block_length, c.batch);
         Row row = run_config(*model, o, c, gemm_probe, blas_probe.get(), measure_cores);
-        if (c.method == Method::Original) baseline = row.tps_median > 0 ? std::optional<double>(row.tps_median)
-                                                                        : std::nullopt;
+        if (c.method == Method::Original)
+            baseline = row.tps_median > 0 ? std::optional<double>(row.tps_median) : std::nullopt;
         if (baseline) row.speedup = row.tps_median / *baseline;
         if (c.print) rows_out.push_back(row);
     }

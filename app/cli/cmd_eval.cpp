@@ -26,11 +26,11 @@ struct EvalOptions {
     ModelOptions     model;
     DiffusionOptions diffusion;
     std::string      task;
-    std::string      tasks_dir;   // "" = found next to the model or in the source tree
-    int              limit = 0;   // 0 = every item
-    int              shots = -1;  // -1 = each item's own shot count
-    int              batch = 16;  // sequences per lock-step session
-    bool             json  = false;
+    std::string      tasks_dir;     // "" = found next to the model or in the source tree
+    int              limit   = 0;   // 0 = every item
+    int              shots   = -1;  // -1 = each item's own shot count
+    int              batch   = 16;  // sequences per lock-step session
+    bool             json    = false;
     bool             verbose = false;
 };
 
@@ -44,15 +44,16 @@ int run_eval(const EvalOptions& o) {
     validate_params(params, model->config());
     if (!model->tokenizer())
         throw LoadError(model->dir().string() + ": no tokenizer.json (eval needs text prompts and answers)");
-    const std::filesystem::path dir = o.tasks_dir.empty() ? find_tasks_dir(model->dir()) : std::filesystem::path(o.tasks_dir);
+    const std::filesystem::path dir =
+        o.tasks_dir.empty() ? find_tasks_dir(model->dir()) : std::filesystem::path(o.tasks_dir);
     if (dir.empty())
         throw LoadError("no task directory found next to " + model->dir().string() +
                         " or under DYLLM_SOURCE_DIR/assets/tasks; pass --tasks-dir DIR");
     const std::vector<TaskSuite> suites = load_tasks(dir, o.task);
 
-    const Family family = model->config().family;
-    const float  tau    = effective_tau(params, family);
-    std::vector<TaskScore> scores;
+    const Family            family = model->config().family;
+    const float             tau    = effective_tau(params, family);
+    std::vector<TaskScore>  scores;
     std::vector<DriftTally> drift(suites.size());  // --measure-drift: per task, summed over its items
     for (const auto& s : suites) {
         if (!o.json) std::fprintf(stderr, "eval: %s (%zu items)...\n", s.name.c_str(), s.items.size());
@@ -61,19 +62,19 @@ int run_eval(const EvalOptions& o) {
         if (o.json) {
             const TaskScore&       t = scores.back();
             nlohmann::ordered_json j;
-            j["task"]         = t.name;
-            j["n"]            = t.n;
-            j["accuracy"]     = t.n ? double(t.correct) / t.n : 0.0;
-            j["full_match"]   = t.n ? double(t.full) / t.n : 0.0;
-            j["tokens_per_s"] = t.denoise_s > 0 ? double(t.generated_tokens) / t.denoise_s : 0.0;
+            j["task"]                             = t.name;
+            j["n"]                                = t.n;
+            j["accuracy"]                         = t.n ? double(t.correct) / t.n : 0.0;
+            j["full_match"]                       = t.n ? double(t.full) / t.n : 0.0;
+            j["tokens_per_s"]                     = t.denoise_s > 0 ? double(t.generated_tokens) / t.denoise_s : 0.0;
             const nlohmann::ordered_json settings = params_to_json(params, family);
             for (const auto& [key, value] : settings.items()) j[key] = value;  // every setting of the table
-            j["shots"]        = o.shots < 0 ? nlohmann::ordered_json("file") : nlohmann::ordered_json(o.shots);
-            j["batch"]        = o.batch;
-            j["model"]        = model->name();
-            j["family"]       = family_name(family);
-            j["backend"]      = model->backend().name();
-            j["denoise_s"]    = t.denoise_s;
+            j["shots"]          = o.shots < 0 ? nlohmann::ordered_json("file") : nlohmann::ordered_json(o.shots);
+            j["batch"]          = o.batch;
+            j["model"]          = model->name();
+            j["family"]         = family_name(family);
+            j["backend"]        = model->backend().name();
+            j["denoise_s"]      = t.denoise_s;
             j["forward_passes"] = t.forward_passes;
             j["flops"]          = t.flops;
             j["flops_vs_dense"] = t.dense_flops > 0 ? t.flops / t.dense_flops : 0.0;

@@ -29,12 +29,14 @@ struct GenerateOptions {
 
 // Steps the progress bar counts to. Confidence-threshold decoding ignores the step budget (engine/README.md §a.9 step
 // 5) but takes at least one token per step, so gen_length bounds it.
-int expected_steps(const DiffusionParams& p) { return std::isnan(p.conf_threshold) ? p.steps : p.gen_length; }
+int expected_steps(const DiffusionParams& p) {
+    return std::isnan(p.conf_threshold) ? p.steps : p.gen_length;
+}
 
 void print_summary(const Model& model, const DiffusionParams& p, const GenerationResult& r) {
-    const double denoise_ms = r.denoise_seconds * 1e3;
-    const size_t n_steps    = r.steps.size();
-    const double tps        = r.denoise_seconds > 0 ? double(r.generated_tokens) / r.denoise_seconds : 0.0;
+    const double denoise_ms  = r.denoise_seconds * 1e3;
+    const size_t n_steps     = r.steps.size();
+    const double tps         = r.denoise_seconds > 0 ? double(r.generated_tokens) / r.denoise_seconds : 0.0;
     const double non_eos_tps = r.denoise_seconds > 0 ? double(r.non_eos_tokens) / r.denoise_seconds : 0.0;
     std::fprintf(stderr, "\n");
     std::fprintf(stderr, "model:          %s (%s, %s backend)\n", model.name().c_str(),
@@ -47,8 +49,9 @@ void print_summary(const Model& model, const DiffusionParams& p, const Generatio
                  n_steps, n_steps ? denoise_ms / double(n_steps) : 0.0,
                  r.denoise_seconds > 0 ? double(n_steps) / r.denoise_seconds : 0.0);
     std::fprintf(stderr, "forward passes= %10d\n", r.forward_passes);
-    std::fprintf(stderr, "tokens/s      = %10.2f generated (%lld tokens in %zu sequences), %.2f non-EOS (%lld tokens)\n",
-                 tps, static_cast<long long>(r.generated_tokens), r.sequences.size(), non_eos_tps,
+    std::fprintf(stderr,
+                 "tokens/s      = %10.2f generated (%lld tokens in %zu sequences), %.2f non-EOS (%lld tokens)\n", tps,
+                 static_cast<long long>(r.generated_tokens), r.sequences.size(), non_eos_tps,
                  static_cast<long long>(r.non_eos_tokens));
     if (p.method != Method::Original) {
         std::fprintf(stderr, "recompute     = %10.3f (mean share of rows x layers through the FFN vs dense)\n",
@@ -64,28 +67,31 @@ void print_summary(const Model& model, const DiffusionParams& p, const Generatio
 nlohmann::ordered_json drift_json(const DriftTally& t) {
     nlohmann::ordered_json a = nlohmann::ordered_json::array();
     for (const LayerDriftTally& l : t.layers())
-        a.push_back({{"approx_rows", l.approx_rows}, {"below_tau", l.below_tau}, {"stable_below_tau", l.stable_below},
-                     {"min_cos", l.min}, {"mean_cos", l.approx_rows ? l.sum / double(l.approx_rows) : 1.0}});
+        a.push_back({{"approx_rows", l.approx_rows},
+                     {"below_tau", l.below_tau},
+                     {"stable_below_tau", l.stable_below},
+                     {"min_cos", l.min},
+                     {"mean_cos", l.approx_rows ? l.sum / double(l.approx_rows) : 1.0}});
     return a;
 }
 
-nlohmann::ordered_json result_to_json(const Model& model, const DiffusionParams& p, const std::vector<PromptInput>& prompts,
-                                      const GenerationResult& r, bool chat) {
+nlohmann::ordered_json result_to_json(const Model& model, const DiffusionParams& p,
+                                      const std::vector<PromptInput>& prompts, const GenerationResult& r, bool chat) {
     nlohmann::ordered_json j;
-    j["model"]   = model.name();
-    j["model_dir"] = model.dir().string();  // where a built-in name resolved to (install checks read it)
-    j["family"]  = family_name(model.config().family);
-    j["backend"] = model.backend().name();
-    j["method"]  = method_name(p.method);
-    j["params"]  = params_to_json(p, model.config().family);
-    j["params"]["chat"] = chat;
-    j["load_s"]               = model.load_seconds();
-    j["denoise_s"]            = r.denoise_seconds;
-    j["tokens_per_s"]         = r.denoise_seconds > 0 ? double(r.generated_tokens) / r.denoise_seconds : 0.0;
-    j["non_eos_tokens_per_s"] = r.denoise_seconds > 0 ? double(r.non_eos_tokens) / r.denoise_seconds : 0.0;
-    j["forward_passes"]       = r.forward_passes;
-    j["generated_tokens"]     = r.generated_tokens;
-    j["non_eos_tokens"]       = r.non_eos_tokens;
+    j["model"]                  = model.name();
+    j["model_dir"]              = model.dir().string();  // where a built-in name resolved to (install checks read it)
+    j["family"]                 = family_name(model.config().family);
+    j["backend"]                = model.backend().name();
+    j["method"]                 = method_name(p.method);
+    j["params"]                 = params_to_json(p, model.config().family);
+    j["params"]["chat"]         = chat;
+    j["load_s"]                 = model.load_seconds();
+    j["denoise_s"]              = r.denoise_seconds;
+    j["tokens_per_s"]           = r.denoise_seconds > 0 ? double(r.generated_tokens) / r.denoise_seconds : 0.0;
+    j["non_eos_tokens_per_s"]   = r.denoise_seconds > 0 ? double(r.non_eos_tokens) / r.denoise_seconds : 0.0;
+    j["forward_passes"]         = r.forward_passes;
+    j["generated_tokens"]       = r.generated_tokens;
+    j["non_eos_tokens"]         = r.non_eos_tokens;
     nlohmann::ordered_json seqs = nlohmann::ordered_json::array();
     for (size_t i = 0; i < r.sequences.size(); ++i) {
         const SequenceResult&  s = r.sequences[i];
@@ -110,7 +116,7 @@ int run_generate(const GenerateOptions& o) {
     const DiffusionParams params = to_diffusion_params(o.diffusion);
     (void)read_prompt_texts(o.prompt);
 
-    std::unique_ptr<Model> model   = load_model_for_cli(o.model);
+    std::unique_ptr<Model>   model   = load_model_for_cli(o.model);
     std::vector<PromptInput> prompts = read_prompts(o.prompt, *model);
     validate_params(params, model->config());
     check_prompt_lengths(prompts, params, model->config());

@@ -32,18 +32,19 @@ struct MakeModelOptions {
 };
 
 int run_make_model(const MakeModelOptions& o) {
-    const Family f   = o.family == "dream" ? Family::Dream : Family::LLaDA;
-    const DType  dt  = o.dtype == "bf16" ? DType::BF16 : o.dtype == "f16" ? DType::F16 : DType::F32;
-    const int    L   = o.layers ? o.layers : (f == Family::LLaDA ? 2 : 3);
-    const int    E   = o.embd ? o.embd : 64;
-    const int    H   = o.heads ? o.heads : 4;
-    const int    KV  = o.kv_heads ? o.kv_heads : (f == Family::LLaDA ? H : (H % 2 == 0 ? H / 2 : H));
-    const int    F   = o.ffn ? o.ffn : 2 * E;
-    const int    V   = o.vocab ? o.vocab : 300;
+    const Family f  = o.family == "dream" ? Family::Dream : Family::LLaDA;
+    const DType  dt = o.dtype == "bf16" ? DType::BF16 : o.dtype == "f16" ? DType::F16 : DType::F32;
+    const int    L  = o.layers ? o.layers : (f == Family::LLaDA ? 2 : 3);
+    const int    E  = o.embd ? o.embd : 64;
+    const int    H  = o.heads ? o.heads : 4;
+    const int    KV = o.kv_heads ? o.kv_heads : (f == Family::LLaDA ? H : (H % 2 == 0 ? H / 2 : H));
+    const int    F  = o.ffn ? o.ffn : 2 * E;
+    const int    V  = o.vocab ? o.vocab : 300;
 
     // Flag-level checks first, so the message names the flag rather than a config.json key.
     if (E % H != 0) throw InputError("--heads " + std::to_string(H) + " does not divide --embd " + std::to_string(E));
-    if (H % KV != 0) throw InputError("--kv-heads " + std::to_string(KV) + " does not divide --heads " + std::to_string(H));
+    if (H % KV != 0)
+        throw InputError("--kv-heads " + std::to_string(KV) + " does not divide --heads " + std::to_string(H));
     if ((E / H) % 2 != 0) {
         throw InputError("head_dim = --embd / --heads = " + std::to_string(E / H) +
                          " is odd; rotate-half RoPE needs an even head_dim");
@@ -54,8 +55,8 @@ int run_make_model(const MakeModelOptions& o) {
     }
     if (fs::exists(dir) && !fs::is_directory(dir)) throw InputError(dir.string() + " exists and is not a directory");
 
-    ModelConfig cfg    = small_config(f, L, E, H, KV, F, V);  // InputError when the vocabulary cannot hold the tokenizer
-    cfg.tie_embeddings = o.tie;
+    ModelConfig cfg = small_config(f, L, E, H, KV, F, V);  // InputError when the vocabulary cannot hold the tokenizer
+    cfg.tie_embeddings     = o.tie;
     const size_t n_tensors = expected_tensor_names(cfg).size();
     if (size_t(o.shards) > n_tensors) {
         throw InputError("--shards " + std::to_string(o.shards) + " exceeds the " + std::to_string(n_tensors) +
@@ -79,23 +80,25 @@ int run_make_model(const MakeModelOptions& o) {
 }
 
 const CommandRegistrar kRegistrar{Command{
-    "make-model",
-    [](CLI::App& app) -> std::function<int()> {
+    "make-model", [](CLI::App& app) -> std::function<int()> {
         auto o = std::make_shared<MakeModelOptions>();
         app.description("write a random-weight checkpoint directory (config.json, safetensors, tokenizer.json)");
         app.add_option("-o,--output", o->out, "directory to write (created if needed)")->required();
         app.add_option("--family", o->family, "llada (MHA, no biases) or dream (GQA, q/k/v biases)")
             ->check(CLI::IsMember({"llada", "dream"}));
-        app.add_option("--dtype", o->dtype, "stored dtype: f32, f16 or bf16")->check(CLI::IsMember({"f32", "f16", "bf16"}));
+        app.add_option("--dtype", o->dtype, "stored dtype: f32, f16 or bf16")
+            ->check(CLI::IsMember({"f32", "f16", "bf16"}));
         app.add_option("--shards", o->shards, "number of safetensors files (>1 writes model.safetensors.index.json)")
             ->check(CLI::Range(1, 99999));
         app.add_option("--seed", o->seed, "random seed of the weights");
-        app.add_option("--layers", o->layers, "decoder layers (default: llada 2, dream 3)")->check(CLI::Range(1, int(kMaxConfigLayers)));
+        app.add_option("--layers", o->layers, "decoder layers (default: llada 2, dream 3)")
+            ->check(CLI::Range(1, int(kMaxConfigLayers)));
         app.add_option("--embd", o->embd, "hidden size (default 64)")->check(CLI::Range(1, int(kMaxConfigEmbd)));
         app.add_option("--heads", o->heads, "attention heads (default 4)")->check(CLI::Range(1, int(kMaxConfigHeads)));
         app.add_option("--kv-heads", o->kv_heads, "key/value heads (default: llada = heads, dream = heads / 2)")
             ->check(CLI::Range(1, int(kMaxConfigHeads)));
-        app.add_option("--ffn", o->ffn, "SwiGLU hidden size (default 2 x embd)")->check(CLI::Range(1, int(kMaxConfigFf)));
+        app.add_option("--ffn", o->ffn, "SwiGLU hidden size (default 2 x embd)")
+            ->check(CLI::Range(1, int(kMaxConfigFf)));
         app.add_option("--vocab", o->vocab, "vocabulary rows (default 300; at least 256 bytes + the special tokens)")
             ->check(CLI::Range(1, int(kMaxConfigVocab)));
         app.add_flag("--tie", o->tie, "tie the LM head to the token embedding");

@@ -32,10 +32,10 @@ namespace fs = std::filesystem;
 struct ReportOptions {
     ModelOptions model;
     std::string  output;
-    int          limit = 10;  // items per task for the accuracy sweep: a few minutes on the built-in models
-    std::string  taus  = "0.95,0.98,0.99,0.995,0.999";
-    int          shots = 4;
-    int          probe = 2;   // items per task for the saliency, drift and throughput runs
+    int          limit      = 10;  // items per task for the accuracy sweep: a few minutes on the built-in models
+    std::string  taus       = "0.95,0.98,0.99,0.995,0.999";
+    int          shots      = 4;
+    int          probe      = 2;  // items per task for the saliency, drift and throughput runs
     int          gen_length = 64;
     std::string  tasks_dir;
 };
@@ -114,10 +114,10 @@ int run_report(const ReportOptions& o) {
                              std::to_string(s.items.size()) +
                              " items (each prompt takes its examples from the others)");
 
-    const Family    family = model->config().family;
-    const float     tau0   = default_tau(family);
-    const std::string name = fs::path(model->name()).filename().string();
-    DiffusionParams base;
+    const Family      family = model->config().family;
+    const float       tau0   = default_tau(family);
+    const std::string name   = fs::path(model->name()).filename().string();
+    DiffusionParams   base;
     base.gen_length   = o.gen_length;
     base.steps        = o.gen_length;
     base.block_length = std::min(32, o.gen_length);
@@ -128,11 +128,11 @@ int run_report(const ReportOptions& o) {
     // Figures 1, 2, 4: the saliency and drift probes, the authors' update and the incremental one at the family tau.
     std::vector<app::ProbeRun> probes;
     for (bool incremental : {false, true}) {
-        DiffusionParams p       = base;
-        p.measure_drift         = true;  // measured only: the decode is the same (engine/README.md §a.12)
-        p.approx_incremental    = incremental;
+        DiffusionParams p    = base;
+        p.measure_drift      = true;  // measured only: the decode is the same (engine/README.md §a.12)
+        p.approx_incremental = incremental;
         app::SaliencyProbe sink;
-        const auto         t0   = std::chrono::steady_clock::now();
+        const auto         t0 = std::chrono::steady_clock::now();
         (void)eval_all(*model, suites, p, o.probe, o.shots, &sink);
         probes.push_back({incremental ? "incremental" : "authors", tau0, sink.layers()});
         std::fprintf(stderr, "report: saliency and drift probe, %s update (%.1f s)\n", probes.back().update.c_str(),
@@ -144,7 +144,7 @@ int run_report(const ReportOptions& o) {
 
     // Figure 3: accuracy against tau, `dyllm eval`'s scoring over every task.
     std::vector<app::AccuracyPoint> acc;
-    auto add_point = [&](const std::string& variant, float tau, const DiffusionParams& p) {
+    auto                            add_point = [&](const std::string& variant, float tau, const DiffusionParams& p) {
         const auto      t0 = std::chrono::steady_clock::now();
         const TaskScore s  = eval_all(*model, suites, p, o.limit, o.shots, nullptr);
         acc.push_back({variant, tau, s.n, s.correct, s.dense_flops > 0 ? s.flops / s.dense_flops : 1.0,
@@ -152,7 +152,7 @@ int run_report(const ReportOptions& o) {
         char at[32] = "";
         if (!std::isnan(tau)) std::snprintf(at, sizeof at, " tau %g", double(tau));
         std::fprintf(stderr, "report: accuracy %s%s: %d/%d, FLOPs vs dense %.3f (%.1f s)\n", variant.c_str(), at,
-                     s.correct, s.n, acc.back().flops_vs_dense, seconds_since(t0));
+                                                s.correct, s.n, acc.back().flops_vs_dense, seconds_since(t0));
     };
     {
         DiffusionParams p = base;

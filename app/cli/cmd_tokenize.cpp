@@ -104,8 +104,9 @@ int run_tokenize(const TokenizeOptions& o) {
         // One line per token: id, then its display text as a JSON string (shows spaces/newlines unambiguously).
         for (int32_t id : ids)
             std::printf("%d\t%s\n", id,
-                        nlohmann::json(tok->token_text(id)).dump(-1, ' ', false,
-                                                                 nlohmann::json::error_handler_t::replace).c_str());
+                        nlohmann::json(tok->token_text(id))
+                            .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                            .c_str());
         return 0;
     }
     std::printf("%s\n", nlohmann::json(ids).dump().c_str());

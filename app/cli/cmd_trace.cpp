@@ -119,16 +119,16 @@ int run_trace(const TraceOptions& o) {
     std::fprintf(stdout,
                  "trace: %s %s, %zu steps, %zu events (%zu ops, %zu layer saliency), %zu GPU records, "
                  "%.2f tokens/s -> %s%s%s\n",
-                 model->name().c_str(), method_name(params.method), result.steps.size(), events.size(), n_ops,
-                 n_layers, kernels.size(), result.tokens_per_s, o.output.c_str(), o.jsonl.empty() ? "" : ", ",
-                 o.jsonl.c_str());
+                 model->name().c_str(), method_name(params.method), result.steps.size(), events.size(), n_ops, n_layers,
+                 kernels.size(), result.tokens_per_s, o.output.c_str(), o.jsonl.empty() ? "" : ", ", o.jsonl.c_str());
     return 0;
 }
 
 const CommandRegistrar kRegistrar{Command{
     "trace", [](CLI::App& app) -> std::function<int()> {
-        app.description("run one generation and export its events: Chrome trace JSON (Perfetto, chrome://tracing) "
-                        "and per-step JSONL");
+        app.description(
+            "run one generation and export its events: Chrome trace JSON (Perfetto, chrome://tracing) "
+            "and per-step JSONL");
         auto o = std::make_shared<TraceOptions>();
         add_model_options(app, o->model);
         add_prompt_options(app, o->prompt);

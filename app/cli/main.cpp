@@ -17,8 +17,9 @@ std::vector<Command>& command_registry() {
 }  // namespace dyllm::cli
 
 int main(int argc, char** argv) {
-    CLI::App app{"dyllm: masked diffusion LM engine with DyLLM acceleration (generate, bench, eval, trace, report, "
-                 "tokenize)"};
+    CLI::App app{
+        "dyllm: masked diffusion LM engine with DyLLM acceleration (generate, bench, eval, trace, report, "
+        "tokenize)"};
     app.set_version_flag("--version", std::string("dyllm ") + DYLLM_VERSION);  // project version, from CMake
     app.require_subcommand(1);
     // One line per error (CLI11's default adds a second "Run with --help" line).

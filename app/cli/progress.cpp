@@ -6,19 +6,21 @@
 namespace dyllm::cli {
 
 std::string format_progress(int i, int n, int width, const std::string& label) {
-    n             = std::max(n, 0);
-    i             = std::clamp(i, 0, n);
-    width         = std::max(width, 1);
-    const int pct = n > 0 ? static_cast<int>(int64_t(i) * 100 / n) : 100;
-    const int fill = n > 0 ? static_cast<int>(int64_t(i) * width / n) : width;
-    std::string s = label + ": " + std::to_string(i) + "/" + std::to_string(n) + " [";
+    n                = std::max(n, 0);
+    i                = std::clamp(i, 0, n);
+    width            = std::max(width, 1);
+    const int   pct  = n > 0 ? static_cast<int>(int64_t(i) * 100 / n) : 100;
+    const int   fill = n > 0 ? static_cast<int>(int64_t(i) * width / n) : width;
+    std::string s    = label + ": " + std::to_string(i) + "/" + std::to_string(n) + " [";
     s.append(static_cast<size_t>(fill), '=');
     s.append(static_cast<size_t>(width - fill), ' ');
     s += "] " + std::to_string(pct) + "%";
     return s;
 }
 
-void ProgressLine::update(int i, int n) { draw(format_progress(i, n)); }
+void ProgressLine::update(int i, int n) {
+    draw(format_progress(i, n));
+}
 
 void ProgressLine::draw(const std::string& text) {
     if (!enabled_ || !out_) return;

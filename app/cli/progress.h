@@ -21,12 +21,12 @@ public:
 
     void update(int i, int n);           // redraws the line as format_progress(i, n)
     void draw(const std::string& line);  // redraws the line with any text
-    void finish();              // ends the line with '\n' once (only if something was drawn)
+    void finish();                       // ends the line with '\n' once (only if something was drawn)
 
 private:
     std::FILE* out_;
     bool       enabled_;
-    bool       drawn_ = false;
+    bool       drawn_    = false;
     size_t     last_len_ = 0;
 };
 

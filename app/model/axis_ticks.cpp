@@ -45,6 +45,8 @@ std::vector<double> decade_ticks(double lo, double hi) {
     return t;
 }
 
-std::string tick_label(double v) { return number_text(v, 3); }
+std::string tick_label(double v) {
+    return number_text(v, 3);
+}
 
 }  // namespace dyllm::app

@@ -7,9 +7,11 @@ namespace dyllm::app {
 
 std::vector<CanvasChip> canvas_chips(const std::vector<CanvasCell>& cells, int32_t eos_id, int32_t stop_pos) {
     std::vector<CanvasChip> out;
-    const int32_t n   = int32_t(cells.size());
-    const int32_t end = stop_pos >= 0 && stop_pos < n ? stop_pos : n;
-    auto is_eos = [&](int32_t i) { return eos_id >= 0 && !cells[size_t(i)].masked() && cells[size_t(i)].token == eos_id; };
+    const int32_t           n      = int32_t(cells.size());
+    const int32_t           end    = stop_pos >= 0 && stop_pos < n ? stop_pos : n;
+    auto                    is_eos = [&](int32_t i) {
+        return eos_id >= 0 && !cells[size_t(i)].masked() && cells[size_t(i)].token == eos_id;
+    };
     for (int32_t i = 0; i < end;) {
         int32_t j = i;
         while (j < end && is_eos(j)) ++j;
@@ -45,7 +47,8 @@ EosStop eos_stop(const RunHistory& h, int seq, int32_t eos_id) {
     if (eos_id < 0 || !h.finished() || h.run_end().cancelled || h.env("ignore_eos") == "true") return st;
     const auto& toks = h.tokens(seq);
     // Masks left at the end of a complete run: the only way the sampler stops a sequence early is end of text.
-    const bool masks_left = std::any_of(toks.begin(), toks.end(), [](const TokenInfo& t) { return t.unmask_step == 0; });
+    const bool masks_left =
+        std::any_of(toks.begin(), toks.end(), [](const TokenInfo& t) { return t.unmask_step == 0; });
     if (!masks_left) return st;
     // The sequence stops at the first step whose new EOS has no mask before it; that may be well after the prefix
     // was complete (earlier EOS came with masks before them). Every step of a live sequence unmasks at least one of

@@ -11,8 +11,8 @@
 namespace dyllm::app {
 
 struct CanvasChip {
-    int32_t first = 0, count = 1;  // response positions [first, first + count)
-    bool    end_run = false;       // collapsed end of text
+    int32_t first = 0, count = 1;     // response positions [first, first + count)
+    bool    end_run = false;          // collapsed end of text
     int32_t n_eos = 0, n_masked = 0;  // end_run: EOS cells and cells never decoded in it
 };
 
@@ -26,8 +26,8 @@ std::string end_chip_text(const CanvasChip& c);
 // Where and when a finished sequence stopped at end of text (the sampler's rule: it ends once a newly unmasked EOS has
 // no mask before it, leaving the rest masked). step 0: it did not (ran all steps, was cancelled, or ignore_eos).
 struct EosStop {
-    int32_t step = 0;      // the sequence's last step (its last unmask)
-    int32_t position = -1; // response position of the first EOS with no mask before it: where the text ends
+    int32_t step     = 0;   // the sequence's last step (its last unmask)
+    int32_t position = -1;  // response position of the first EOS with no mask before it: where the text ends
 };
 EosStop eos_stop(const RunHistory& h, int seq, int32_t eos_id);
 

@@ -26,13 +26,15 @@ Rgb viridis(float t) {
     return out;
 }
 
-Rgb viridis_on_dark(float t) { return viridis(0.22f + 0.78f * std::clamp(t, 0.f, 1.f)); }
+Rgb viridis_on_dark(float t) {
+    return viridis(0.22f + 0.78f * std::clamp(t, 0.f, 1.f));
+}
 
 Rgb diverging(float t) {
     t = std::clamp(t, -1.f, 1.f);
-    const Rgb mid{0.86f, 0.86f, 0.86f}, lo{0.19f, 0.42f, 0.85f}, hi{0.86f, 0.22f, 0.20f};
-    const Rgb& end = t < 0 ? lo : hi;
-    const float a  = t < 0 ? -t : t;
+    const Rgb   mid{0.86f, 0.86f, 0.86f}, lo{0.19f, 0.42f, 0.85f}, hi{0.86f, 0.22f, 0.20f};
+    const Rgb&  end = t < 0 ? lo : hi;
+    const float a   = t < 0 ? -t : t;
     return {mid[0] + (end[0] - mid[0]) * a, mid[1] + (end[1] - mid[1]) * a, mid[2] + (end[2] - mid[2]) * a};
 }
 

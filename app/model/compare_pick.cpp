@@ -4,7 +4,7 @@
 namespace dyllm::app {
 
 void ComparePick::start_pair(const std::string& label_a) {
-    a_         = label_a;
+    a_ = label_a;
     b_.clear();
     following_ = true;
 }

@@ -21,7 +21,7 @@ public:
 
     const std::string& label_a() const { return a_; }
     const std::string& label_b() const { return b_; }
-    bool following_pair() const { return following_; }
+    bool               following_pair() const { return following_; }
 
 private:
     std::string a_, b_;
@@ -29,8 +29,8 @@ private:
 };
 
 struct ComparePair {
-    int  a = -1, b = -1;      // indices into the RunList; -1 = none
-    bool waiting = false;     // the started comparison's runs have not all begun yet (a and/or b is -1)
+    int  a = -1, b = -1;   // indices into the RunList; -1 = none
+    bool waiting = false;  // the started comparison's runs have not all begun yet (a and/or b is -1)
 };
 
 ComparePair resolve_compare(const RunList& runs, const ComparePick& pick);

@@ -35,7 +35,7 @@ std::string decoded_so_far(const std::vector<CanvasCell>& cells, const Vocab& vo
     const size_t end = stop_pos >= 0 && size_t(stop_pos) < cells.size() ? size_t(stop_pos) : cells.size();
     std::string  raw;  // token bytes, masks as boxes; cleaned once at the end so multi-byte pieces rejoin
     std::string  out;
-    auto flush = [&] {
+    auto         flush = [&] {
         append_clean(out, raw);
         raw.clear();
     };

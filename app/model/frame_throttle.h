@@ -12,8 +12,8 @@ public:
     // After the wait: waking before the timeout means input arrived, so the next frames run at full rate.
     void woke(double waited_s, double asked_s);
 
-    static constexpr int    kActiveFrames = 3;     // frames at full rate after input or work
-    static constexpr double kIdleWaitS    = 0.5;   // upper bound on a wait: timed notices expire at most 0.5 s late
+    static constexpr int    kActiveFrames = 3;    // frames at full rate after input or work
+    static constexpr double kIdleWaitS    = 0.5;  // upper bound on a wait: timed notices expire at most 0.5 s late
 
 private:
     int idle_frames_ = 0;

@@ -12,15 +12,15 @@ struct Rect {
 };
 
 struct StudioLayout {
-    Rect controls;    // two rows of knobs and transport buttons (plus the red message bar when there is an error)
-    Rect prompt;      // editable prompt and task-suite examples
-    Rect canvas;      // response tokens grid
-    Rect summary;     // tok/s, speed-up, rows recomputed, FLOPs, cache memory, accuracy
-    Rect cosine;      // per-layer cosine histograms (small multiples)
-    Rect salient;     // salient map (layers x positions / steps x positions)
-    Rect lsal;        // L_sal per layer (bars now, lines over steps)
-    Rect time;        // stacked per-step op-class bars, op timeline, top ops
-    Rect scrubber;    // history scrubber and the Explain/Compare/Export buttons
+    Rect controls;  // two rows of knobs and transport buttons (plus the red message bar when there is an error)
+    Rect prompt;    // editable prompt and task-suite examples
+    Rect canvas;    // response tokens grid
+    Rect summary;   // tok/s, speed-up, rows recomputed, FLOPs, cache memory, accuracy
+    Rect cosine;    // per-layer cosine histograms (small multiples)
+    Rect salient;   // salient map (layers x positions / steps x positions)
+    Rect lsal;      // L_sal per layer (bars now, lines over steps)
+    Rect time;      // stacked per-step op-class bars, op timeline, top ops
+    Rect scrubber;  // history scrubber and the Explain/Compare/Export buttons
 };
 
 // Heights in pixels of the fixed bars; the rest is split by fractions chosen by looking at 1600x1000 screenshots.
@@ -36,8 +36,8 @@ constexpr float kBottomDefault = 0.28f, kBottomMin = 0.15f, kBottomMax = 0.7f;
 constexpr float kBottomMinPx = 230.f, kBottomMinShare = 0.38f;
 // The salient map sits above the L_sal panel; in a band shorter than this (1280x720: 193 px, where an 8-layer model
 // got 5 px per map row and the L_sal plots about 35 px) the two stand side by side, each the band's full height.
-constexpr float kSaliencyStackMinPx = 300.f;
+constexpr float kSaliencyStackMinPx     = 300.f;
 constexpr float kSalientShareSideBySide = 0.6f;  // of the right column's width: the map needs it more than the bars
-StudioLayout compute_layout(float width, float height, bool message_bar, float bottom_frac = kBottomDefault);
+StudioLayout    compute_layout(float width, float height, bool message_bar, float bottom_frac = kBottomDefault);
 
 }  // namespace dyllm::app

@@ -50,16 +50,16 @@ double sum(const std::vector<double>& v) {
 }  // namespace
 
 std::vector<OpClassDiff> op_class_diff(const RunHistory& a, const RunHistory& b) {
-    const auto sa = per_step(a), sb = per_step(b);
+    const auto               sa = per_step(a), sb = per_step(b);
     std::vector<OpClassDiff> out;
     for (size_t c = 0; c <= kOpClasses; ++c) {
         if (sa[c].empty() && sb[c].empty()) continue;
         OpClassDiff d;
-        d.op      = OpClass(c);
-        d.total_a = sum(sa[c]);
-        d.total_b = sum(sb[c]);
-        d.a       = spread_of(sa[c]);
-        d.b       = spread_of(sb[c]);
+        d.op           = OpClass(c);
+        d.total_a      = sum(sa[c]);
+        d.total_b      = sum(sb[c]);
+        d.a            = spread_of(sa[c]);
+        d.b            = spread_of(sb[c]);
         d.ratio        = d.total_a > 0 ? d.total_b / d.total_a : 0.0;
         d.median_ratio = d.a.median > 0 ? d.b.median / d.a.median : 0.0;
         out.push_back(d);

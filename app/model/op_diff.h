@@ -9,14 +9,14 @@ namespace dyllm::app {
 
 // Quantiles of a sample, linearly interpolated between order statistics (numpy's default "linear" method).
 struct Spread {
-    int    n = 0;
+    int    n   = 0;
     double p10 = 0, median = 0, p90 = 0;
 };
 Spread spread_of(std::vector<double> v);
 
 // One op class in both runs. op == OpClass::Count is the row of every op summed per step.
 struct OpClassDiff {
-    OpClass op = OpClass::Other;
+    OpClass op      = OpClass::Other;
     double  total_a = 0, total_b = 0;  // seconds over the run's ended steps
     Spread  a, b;                      // per-step seconds over the steps where the class ran (> 0)
     double  ratio        = 0;          // total_b / total_a; 0 when A has no time in the class

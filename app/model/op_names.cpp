@@ -17,20 +17,39 @@ const char* op_name_text(OpName n) {
 
 OpClass op_name_class(OpName n) {
     switch (n) {
-        case OpName::Embed: return OpClass::Embed;
-        case OpName::Norm: return OpClass::Norm;
-        case OpName::Q: case OpName::K: case OpName::V: return OpClass::Qkv;
-        case OpName::Rope: return OpClass::Rope;
-        case OpName::AttnExact: return OpClass::AttnExact;
-        case OpName::AttnApprox: return OpClass::AttnApprox;
-        case OpName::O: return OpClass::OProj;
-        case OpName::Gate: case OpName::Up: case OpName::SiluMul: case OpName::Down: return OpClass::Ffn;
-        case OpName::LmHead: return OpClass::LmHead;
-        case OpName::Sampling: return OpClass::Sampling;
-        case OpName::GatherScatter: return OpClass::GatherScatter;
-        case OpName::Cosine: return OpClass::Cosine;
-        case OpName::Residual: return OpClass::Residual;
-        default: return OpClass::Other;
+        case OpName::Embed:
+            return OpClass::Embed;
+        case OpName::Norm:
+            return OpClass::Norm;
+        case OpName::Q:
+        case OpName::K:
+        case OpName::V:
+            return OpClass::Qkv;
+        case OpName::Rope:
+            return OpClass::Rope;
+        case OpName::AttnExact:
+            return OpClass::AttnExact;
+        case OpName::AttnApprox:
+            return OpClass::AttnApprox;
+        case OpName::O:
+            return OpClass::OProj;
+        case OpName::Gate:
+        case OpName::Up:
+        case OpName::SiluMul:
+        case OpName::Down:
+            return OpClass::Ffn;
+        case OpName::LmHead:
+            return OpClass::LmHead;
+        case OpName::Sampling:
+            return OpClass::Sampling;
+        case OpName::GatherScatter:
+            return OpClass::GatherScatter;
+        case OpName::Cosine:
+            return OpClass::Cosine;
+        case OpName::Residual:
+            return OpClass::Residual;
+        default:
+            return OpClass::Other;
     }
 }
 
@@ -72,8 +91,9 @@ std::vector<NamedOp> name_ops(std::span<const OpTiming> ops, int n_embd) {
                     size_t j = i;
                     while (j < ops.size() && ops[j].op == OpClass::Qkv && ops[j].layer == o.layer) ++j;
                     const size_t run = j - i;
-                    r.name = run >= 3 ? OpName::Q : run == 2 ? (L.q_seen ? OpName::K : OpName::Q)
-                                                             : (L.q_seen ? OpName::V : OpName::Q);
+                    r.name           = run >= 3   ? OpName::Q
+                                       : run == 2 ? (L.q_seen ? OpName::K : OpName::Q)
+                                                  : (L.q_seen ? OpName::V : OpName::Q);
                 }
                 if (r.name == OpName::Q) L.q_seen = true;
                 from_input();
@@ -92,18 +112,42 @@ std::vector<NamedOp> name_ops(std::span<const OpTiming> ops, int n_embd) {
                     from_input();
                 }
                 break;
-            case OpClass::OProj: r.name = OpName::O, from_output(); break;
-            case OpClass::LmHead: r.name = OpName::LmHead, from_input(); break;
-            case OpClass::Embed: r.name = OpName::Embed; break;
-            case OpClass::Norm: r.name = OpName::Norm; break;
-            case OpClass::Rope: r.name = OpName::Rope; break;
-            case OpClass::AttnExact: r.name = OpName::AttnExact; break;
-            case OpClass::AttnApprox: r.name = OpName::AttnApprox; break;
-            case OpClass::Sampling: r.name = OpName::Sampling; break;
-            case OpClass::GatherScatter: r.name = OpName::GatherScatter; break;
-            case OpClass::Cosine: r.name = OpName::Cosine; break;
-            case OpClass::Residual: r.name = OpName::Residual; break;
-            default: r.name = OpName::Other; break;
+            case OpClass::OProj:
+                r.name = OpName::O, from_output();
+                break;
+            case OpClass::LmHead:
+                r.name = OpName::LmHead, from_input();
+                break;
+            case OpClass::Embed:
+                r.name = OpName::Embed;
+                break;
+            case OpClass::Norm:
+                r.name = OpName::Norm;
+                break;
+            case OpClass::Rope:
+                r.name = OpName::Rope;
+                break;
+            case OpClass::AttnExact:
+                r.name = OpName::AttnExact;
+                break;
+            case OpClass::AttnApprox:
+                r.name = OpName::AttnApprox;
+                break;
+            case OpClass::Sampling:
+                r.name = OpName::Sampling;
+                break;
+            case OpClass::GatherScatter:
+                r.name = OpName::GatherScatter;
+                break;
+            case OpClass::Cosine:
+                r.name = OpName::Cosine;
+                break;
+            case OpClass::Residual:
+                r.name = OpName::Residual;
+                break;
+            default:
+                r.name = OpName::Other;
+                break;
         }
         if (!r.is_gemm()) r.m = r.n = r.k = 0;
     }

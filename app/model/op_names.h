@@ -18,8 +18,8 @@ enum class OpName : uint8_t {
 };
 // clang-format on
 constexpr size_t kOpNames = size_t(OpName::Count);
-const char* op_name_text(OpName n);  // "q", "gate", "attn_exact", ...
-OpClass     op_name_class(OpName n);  // the engine's class of that name (for the class colours)
+const char*      op_name_text(OpName n);   // "q", "gate", "attn_exact", ...
+OpClass          op_name_class(OpName n);  // the engine's class of that name (for the class colours)
 
 struct NamedOp {
     OpName  name = OpName::Other;

@@ -18,11 +18,14 @@ OpCpuState op_cpu_state(const OpTiming& o) {
 
 const char* op_cpu_state_text(OpCpuState s) {
     switch (s) {
-        case OpCpuState::Unmeasured: return "no CPU time recorded (taken for CPU ops of 0.2 ms or more)";
-        case OpCpuState::Split: return "split over the pool's threads (CPU time: the calling thread's share)";
+        case OpCpuState::Unmeasured:
+            return "no CPU time recorded (taken for CPU ops of 0.2 ms or more)";
+        case OpCpuState::Split:
+            return "split over the pool's threads (CPU time: the calling thread's share)";
         case OpCpuState::OnCpu:
             return "no sign of preemption: wall time within its CPU time's margin";
-        case OpCpuState::Preempted: return "PREEMPTED or waiting: wall time well above its CPU time";
+        case OpCpuState::Preempted:
+            return "PREEMPTED or waiting: wall time well above its CPU time";
     }
     return "?";
 }

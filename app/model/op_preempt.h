@@ -30,8 +30,10 @@ enum class OpCpuState : uint8_t {
     Preempted,   // one thread, wall > kPreemptRatio x (cpu + gap) + kPreemptSlackNs
 };
 
-OpCpuState op_cpu_state(const OpTiming& o);
-inline bool op_preempted(const OpTiming& o) { return op_cpu_state(o) == OpCpuState::Preempted; }
+OpCpuState  op_cpu_state(const OpTiming& o);
+inline bool op_preempted(const OpTiming& o) {
+    return op_cpu_state(o) == OpCpuState::Preempted;
+}
 const char* op_cpu_state_text(OpCpuState s);  // one short phrase for tooltips
 
 }  // namespace dyllm::app

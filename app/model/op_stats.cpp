@@ -69,18 +69,30 @@ std::vector<OpStat> op_stats(const RunHistory& h, int lo, int hi, bool by_layer,
 void sort_stats(std::vector<OpStat>& v, StatColumn c, bool ascending) {
     auto key = [c](const OpStat& s) -> double {
         switch (c) {
-            case StatColumn::Count: return s.count;
-            case StatColumn::Total: return s.total_s;
-            case StatColumn::Mean: return s.mean_s;
-            case StatColumn::Median: return s.median_s;
-            case StatColumn::Min: return s.min_s;
-            case StatColumn::Max: return s.max_s;
-            case StatColumn::Share: return s.share;
-            case StatColumn::GFlops: return s.gflops_per_s();
-            case StatColumn::GBytes: return s.gbytes_per_s();
-            case StatColumn::CpuMean: return s.cpu_mean_s();
-            case StatColumn::Preempted: return s.preempted;
-            case StatColumn::Label: break;
+            case StatColumn::Count:
+                return s.count;
+            case StatColumn::Total:
+                return s.total_s;
+            case StatColumn::Mean:
+                return s.mean_s;
+            case StatColumn::Median:
+                return s.median_s;
+            case StatColumn::Min:
+                return s.min_s;
+            case StatColumn::Max:
+                return s.max_s;
+            case StatColumn::Share:
+                return s.share;
+            case StatColumn::GFlops:
+                return s.gflops_per_s();
+            case StatColumn::GBytes:
+                return s.gbytes_per_s();
+            case StatColumn::CpuMean:
+                return s.cpu_mean_s();
+            case StatColumn::Preempted:
+                return s.preempted;
+            case StatColumn::Label:
+                break;
         }
         return 0.0;
     };

@@ -13,21 +13,21 @@
 namespace dyllm::app {
 
 struct OpStat {
-    std::string label;        // "q", or "q L3" when grouped by layer
-    OpName      name  = OpName::Other;
-    int         layer = -2;   // -2: every layer; -1: outside the layers
-    int         count = 0;
+    std::string label;  // "q", or "q L3" when grouped by layer
+    OpName      name    = OpName::Other;
+    int         layer   = -2;  // -2: every layer; -1: outside the layers
+    int         count   = 0;
     double      total_s = 0, mean_s = 0, median_s = 0, min_s = 0, max_s = 0;
-    double      share = 0;    // of the summed time of every op in the range, 0..1
+    double      share = 0;  // of the summed time of every op in the range, 0..1
     double      flops = 0, bytes = 0;
     int64_t     m = 0, n = 0, k = 0;  // GEMM shape of the largest call (0: not a GEMM)
-    double      cpu_s = 0;    // summed thread CPU time of the samples that have one
-    int         cpu_count = 0;    // samples with a CPU time
-    int         preempted = 0;    // samples flagged preempted (app/model/op_preempt.h), counted even when excluded
-    int         split = 0;        // samples the CPU pool split over threads
-    double cpu_mean_s() const { return cpu_count > 0 ? cpu_s / cpu_count : 0.0; }
-    double gflops_per_s() const { return total_s > 0 ? flops / total_s * 1e-9 : 0.0; }
-    double gbytes_per_s() const { return total_s > 0 ? bytes / total_s * 1e-9 : 0.0; }
+    double      cpu_s     = 0;        // summed thread CPU time of the samples that have one
+    int         cpu_count = 0;        // samples with a CPU time
+    int         preempted = 0;        // samples flagged preempted (app/model/op_preempt.h), counted even when excluded
+    int         split     = 0;        // samples the CPU pool split over threads
+    double      cpu_mean_s() const { return cpu_count > 0 ? cpu_s / cpu_count : 0.0; }
+    double      gflops_per_s() const { return total_s > 0 ? flops / total_s * 1e-9 : 0.0; }
+    double      gbytes_per_s() const { return total_s > 0 ? bytes / total_s * 1e-9 : 0.0; }
 };
 
 // Stats over steps [lo, hi] (clamped to the run), in op-name order (then layer). exclude_preempted: preempted samples
@@ -35,7 +35,18 @@ struct OpStat {
 std::vector<OpStat> op_stats(const RunHistory& h, int lo, int hi, bool by_layer, bool exclude_preempted = false);
 
 enum class StatColumn : uint8_t {
-    Label, Count, Total, Mean, Median, Min, Max, Share, GFlops, GBytes, CpuMean, Preempted
+    Label,
+    Count,
+    Total,
+    Mean,
+    Median,
+    Min,
+    Max,
+    Share,
+    GFlops,
+    GBytes,
+    CpuMean,
+    Preempted
 };
 void sort_stats(std::vector<OpStat>& v, StatColumn c, bool ascending);
 

@@ -29,7 +29,7 @@ void add_diffusion_options(CLI::App& app, DiffusionOptions& o, DiffusionFlags wh
             std::find(std::begin(kSweptKeys), std::end(kSweptKeys), spec.key) != std::end(kSweptKeys))
             continue;
         const std::string names(spec.flags), help(spec.help);
-        auto mark = [&o, key = std::string(spec.key)](const auto&...) { o.given.insert(key); };
+        auto              mark = [&o, key = std::string(spec.key)](const auto&...) { o.given.insert(key); };
         std::visit(
             [&](auto member) {
                 using T = std::remove_reference_t<decltype(o.params.*member)>;
@@ -48,7 +48,7 @@ void add_diffusion_options(CLI::App& app, DiffusionOptions& o, DiffusionFlags wh
                             [](std::string& v) {
                                 const size_t at = v.find_first_not_of(" \t");
                                 return at != std::string::npos && v[at] == '-' ? "must be >= 0 (got " + v + ")"
-                                                                                : std::string();
+                                                                               : std::string();
                             },
                             "UINT >= 0", "non-negative"));
                 }
@@ -63,7 +63,8 @@ DiffusionParams to_diffusion_params(const DiffusionOptions& o) {
         if (spec.derived && !o.given.count(std::string(spec.key)))
             p.*std::get<int DiffusionParams::*>(spec.member) = derived_default(spec, p);
         // NaN means "unset" for some floats; typed explicitly it is an error.
-        if (const auto* f = std::get_if<float DiffusionParams::*>(&spec.member); f && o.given.count(std::string(spec.key)))
+        if (const auto* f = std::get_if<float DiffusionParams::*>(&spec.member);
+            f && o.given.count(std::string(spec.key)))
             if (std::isnan(p.**f)) throw InputError(std::string(spec.flag()) + " must be a finite number (got nan)");
     }
     const auto m = parse_method(o.method);
@@ -81,9 +82,12 @@ nlohmann::ordered_json params_to_json(const DiffusionParams& p, Family family) {
         std::visit(
             [&](const auto& v) {
                 using T = std::decay_t<decltype(v)>;
-                if constexpr (std::is_same_v<T, std::monostate>) j[std::string(spec.key)] = nullptr;
-                else if constexpr (std::is_same_v<T, double>) j[std::string(spec.key)] = float_for_json(float(v));
-                else j[std::string(spec.key)] = v;
+                if constexpr (std::is_same_v<T, std::monostate>)
+                    j[std::string(spec.key)] = nullptr;
+                else if constexpr (std::is_same_v<T, double>)
+                    j[std::string(spec.key)] = float_for_json(float(v));
+                else
+                    j[std::string(spec.key)] = v;
             },
             param_value(spec, shown));
     }

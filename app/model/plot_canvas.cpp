@@ -35,10 +35,10 @@ void Canvas::blend(int x, int y, Rgba c, double coverage) {
     if (x < 0 || y < 0 || x >= w_ || y >= h_ || !(coverage > 0)) return;
     const double a = std::min(1.0, coverage) * c.a / 255.0;
     uint8_t*     p = &px_[(size_t(y) * size_t(w_) + size_t(x)) * 4];
-    p[0] = uint8_t(std::lround(p[0] + (c.r - p[0]) * a));
-    p[1] = uint8_t(std::lround(p[1] + (c.g - p[1]) * a));
-    p[2] = uint8_t(std::lround(p[2] + (c.b - p[2]) * a));
-    p[3] = uint8_t(std::lround(p[3] + (255 - p[3]) * a));
+    p[0]           = uint8_t(std::lround(p[0] + (c.r - p[0]) * a));
+    p[1]           = uint8_t(std::lround(p[1] + (c.g - p[1]) * a));
+    p[2]           = uint8_t(std::lround(p[2] + (c.b - p[2]) * a));
+    p[3]           = uint8_t(std::lround(p[3] + (255 - p[3]) * a));
 }
 
 void Canvas::fill_rect(double x0, double y0, double x1, double y1, Rgba c) {
@@ -65,8 +65,8 @@ void Canvas::line(double x0, double y0, double x1, double y1, Rgba c, double wid
         const double len = std::hypot(x1 - x0, y1 - y0);
         for (double s = 0; s < len; s += 2 * dash) {
             const double e = std::min(len, s + dash);
-            line(x0 + (x1 - x0) * s / len, y0 + (y1 - y0) * s / len, x0 + (x1 - x0) * e / len,
-                 y0 + (y1 - y0) * e / len, c, width, 0);
+            line(x0 + (x1 - x0) * s / len, y0 + (y1 - y0) * s / len, x0 + (x1 - x0) * e / len, y0 + (y1 - y0) * e / len,
+                 c, width, 0);
         }
         return;
     }
@@ -77,8 +77,8 @@ void Canvas::line(double x0, double y0, double x1, double y1, Rgba c, double wid
         for (int x = std::max(0, xa); x <= std::min(w_ - 1, xb); ++x) {
             // Distance from the pixel centre to the segment; coverage falls off over one pixel at the edge.
             const double px = x + 0.5 - x0, py = y + 0.5 - y0;
-            const double t  = len2 > 0 ? std::clamp((px * dx + py * dy) / len2, 0.0, 1.0) : 0.0;
-            const double d  = std::hypot(px - t * dx, py - t * dy);
+            const double t = len2 > 0 ? std::clamp((px * dx + py * dy) / len2, 0.0, 1.0) : 0.0;
+            const double d = std::hypot(px - t * dx, py - t * dy);
             blend(x, y, c, std::clamp(r + 0.5 - d, 0.0, 1.0));
         }
 }
@@ -88,11 +88,17 @@ void Canvas::marker(double x, double y, MarkerShape shape, double size, Rgba c) 
     for (int py = int(std::floor(y - r - 1)); py <= int(std::ceil(y + r + 1)); ++py)
         for (int px = int(std::floor(x - r - 1)); px <= int(std::ceil(x + r + 1)); ++px) {
             const double dx = px + 0.5 - x, dy = py + 0.5 - y;
-            double       d  = 0;  // signed distance-like measure: <= 0 inside the shape's edge
+            double       d = 0;  // signed distance-like measure: <= 0 inside the shape's edge
             switch (shape) {
-                case MarkerShape::Circle: d = std::hypot(dx, dy) - r; break;
-                case MarkerShape::Square: d = std::max(std::abs(dx), std::abs(dy)) - r * 0.85; break;
-                case MarkerShape::Diamond: d = (std::abs(dx) + std::abs(dy)) / std::sqrt(2.0) - r * 0.8; break;
+                case MarkerShape::Circle:
+                    d = std::hypot(dx, dy) - r;
+                    break;
+                case MarkerShape::Square:
+                    d = std::max(std::abs(dx), std::abs(dy)) - r * 0.85;
+                    break;
+                case MarkerShape::Diamond:
+                    d = (std::abs(dx) + std::abs(dy)) / std::sqrt(2.0) - r * 0.8;
+                    break;
                 case MarkerShape::Triangle:
                     // Upward triangle: below the base or outside the two slanted sides.
                     d = std::max(dy - r * 0.7, (std::abs(dx) * 2 - (r * 0.7 - dy)) / std::sqrt(5.0) - r * 0.15);
@@ -105,16 +111,16 @@ void Canvas::marker(double x, double y, MarkerShape shape, double size, Rgba c) 
 void Canvas::text(double x, double y, const std::string& s, Rgba c, int scale, bool vertical) {
     if (s.empty()) return;
     // stb_easy_font: 4 vertices of 16 bytes = 64 bytes per quad, at most 12 quads per glyph in its tables.
-    std::vector<char>  buf(s.size() * 64 * 12 + 64);
-    std::vector<char>  text(s.begin(), s.end());
+    std::vector<char> buf(s.size() * 64 * 12 + 64);
+    std::vector<char> text(s.begin(), s.end());
     text.push_back('\0');
-    unsigned char      col[4] = {c.r, c.g, c.b, c.a};
-    const int          quads  = stb_easy_font_print(0, 0, text.data(), col, buf.data(), int(buf.size()));
-    const float*       v      = reinterpret_cast<const float*>(buf.data());
-    const int          stride = 4;  // floats per vertex: x, y, z, packed colour
+    unsigned char col[4] = {c.r, c.g, c.b, c.a};
+    const int     quads  = stb_easy_font_print(0, 0, text.data(), col, buf.data(), int(buf.size()));
+    const float*  v      = reinterpret_cast<const float*>(buf.data());
+    const int     stride = 4;  // floats per vertex: x, y, z, packed colour
     for (int q = 0; q < quads; ++q) {
-        const float* a = v + size_t(q) * 4 * stride;
-        double qx0 = a[0], qy0 = a[1], qx1 = a[0], qy1 = a[1];
+        const float* a   = v + size_t(q) * 4 * stride;
+        double       qx0 = a[0], qy0 = a[1], qx1 = a[0], qy1 = a[1];
         for (int k = 1; k < 4; ++k) {
             qx0 = std::min(qx0, double(a[k * stride])), qx1 = std::max(qx1, double(a[k * stride]));
             qy0 = std::min(qy0, double(a[k * stride + 1])), qy1 = std::max(qy1, double(a[k * stride + 1]));
@@ -135,7 +141,9 @@ int Canvas::text_width(const std::string& s, int scale) {
 }
 
 // stb_easy_font draws capitals 7 units tall below y and descenders 2 units lower; 10 units leaves a little room.
-int Canvas::text_height(int scale) { return 10 * scale; }
+int Canvas::text_height(int scale) {
+    return 10 * scale;
+}
 
 bool Canvas::write_png(const std::string& path, std::string* err) const {
     if (!stbi_write_png(path.c_str(), w_, h_, 4, px_.data(), w_ * 4)) {

@@ -16,10 +16,10 @@ enum class MarkerShape { Circle, Square, Diamond, Triangle };
 class Canvas {
 public:
     Canvas(int width, int height, Rgba background = {255, 255, 255, 255});
-    int width() const { return w_; }
-    int height() const { return h_; }
+    int                         width() const { return w_; }
+    int                         height() const { return h_; }
     const std::vector<uint8_t>& pixels() const { return px_; }  // row-major RGBA, top row first
-    Rgba pixel(int x, int y) const;                               // {0,0,0,0} outside
+    Rgba                        pixel(int x, int y) const;      // {0,0,0,0} outside
 
     // Blends c over pixel (x, y) with coverage in [0, 1]; outside the canvas: nothing.
     void blend(int x, int y, Rgba c, double coverage = 1.0);
@@ -32,7 +32,7 @@ public:
 
     // Text in stb_easy_font's bitmap font at an integer `scale` (1 = about 7 px tall capitals). (x, y) is the
     // top-left corner; vertical text runs bottom to top with (x, y) its bottom-left corner.
-    void text(double x, double y, const std::string& s, Rgba c, int scale = 2, bool vertical = false);
+    void       text(double x, double y, const std::string& s, Rgba c, int scale = 2, bool vertical = false);
     static int text_width(const std::string& s, int scale = 2);
     static int text_height(int scale = 2);
 

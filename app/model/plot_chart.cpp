@@ -13,15 +13,17 @@ namespace {
 constexpr Rgba kInk{30, 30, 30, 255};
 constexpr Rgba kGrid{225, 225, 225, 255};
 constexpr Rgba kAxis{60, 60, 60, 255};
-constexpr int  kFont = 2;   // stb_easy_font scale: about 14 px capitals, readable at 900x560
-constexpr int  kYTicks = 6; // at most this many intervals on a y axis
+constexpr int  kFont   = 2;  // stb_easy_font scale: about 14 px capitals, readable at 900x560
+constexpr int  kYTicks = 6;  // at most this many intervals on a y axis
 
-bool finite(double v) { return std::isfinite(v); }
+bool finite(double v) {
+    return std::isfinite(v);
+}
 
 void draw_panel(Canvas& cv, const Panel& p, double left, double top, double right, double bottom) {
     const int th = Canvas::text_height(kFont);
     // Room for the title above, tick labels and the x label below, tick labels and the y label to the left.
-    double y0 = top + (p.title.empty() ? 8 : th + 10), y1 = bottom - th * (p.x_label.empty() ? 1 : 2) - 14;
+    double     y0 = top + (p.title.empty() ? 8 : th + 10), y1 = bottom - th * (p.x_label.empty() ? 1 : 2) - 14;
     const bool categorical = !p.x_categories.empty();
     bool       has_bars    = false;
 
@@ -50,7 +52,7 @@ void draw_panel(Canvas& cv, const Panel& p, double left, double top, double righ
 
     int label_w = 0;
     for (double t : ya.ticks) label_w = std::max(label_w, Canvas::text_width(axis_tick_label(t, ya.step), kFont));
-    const double x0 = left + (p.y_label.empty() ? 0 : th + 6) + label_w + 12, x1 = right - 12;
+    const double      x0 = left + (p.y_label.empty() ? 0 : th + 6) + label_w + 12, x1 = right - 12;
     const LinearScale ys{ya.lo, ya.hi, y1, y0};
 
     // x mapping: category slots or a nice numeric axis.
@@ -108,15 +110,15 @@ void draw_panel(Canvas& cv, const Panel& p, double left, double top, double righ
 
     // Series: bars first (under the lines), then lines, then markers and point labels.
     std::vector<double> occ_x, occ_y;  // what the legend should avoid
-    int n_bars = 0;
+    int                 n_bars = 0;
     for (const Series& s : p.series) n_bars += s.style == SeriesStyle::Bars;
     int bar_group = 0;
     for (const Series& s : p.series) {
         if (s.style != SeriesStyle::Bars) continue;
         for (size_t i = 0; i < s.y.size() && i < s.x.size(); ++i) {
             if (!finite(s.y[i])) continue;
-            const double bx = categorical ? cs.bar_left(s.x[i], bar_group, n_bars) : xs.map(s.x[i]) - 6;
-            const double bw = categorical ? cs.bar_width(n_bars) : 12;
+            const double bx   = categorical ? cs.bar_left(s.x[i], bar_group, n_bars) : xs.map(s.x[i]) - 6;
+            const double bw   = categorical ? cs.bar_width(n_bars) : 12;
             const double base = ys.map(std::clamp(0.0, ya.lo, ya.hi)), top_y = ys.map(std::clamp(s.y[i], ya.lo, ya.hi));
             cv.fill_rect(bx + 1, std::min(base, top_y), bx + bw - 1, std::max(base, top_y), s.color);
             for (double f : {0.0, 0.5, 1.0}) occ_x.push_back(bx + bw / 2), occ_y.push_back(top_y + f * (base - top_y));
@@ -182,9 +184,9 @@ void draw_panel(Canvas& cv, const Panel& p, double left, double top, double righ
     int name_w = 0;
     for (const Entry& e : entries) name_w = std::max(name_w, Canvas::text_width(e.name, kFont));
     const double row = th + 6, lw = 36 + 8 + name_w + 16, lh = row * double(entries.size()) + 10;
-    const Corner c   = legend_corner(occ_x, occ_y, x0 + 6, y0 + 6, x1 - 6, y1 - 6, lw, lh);
-    const double lx  = (c == Corner::TopRight || c == Corner::BottomRight) ? x1 - 6 - lw : x0 + 6;
-    const double ly  = (c == Corner::TopRight || c == Corner::TopLeft) ? y0 + 6 : y1 - 6 - lh;
+    const Corner c  = legend_corner(occ_x, occ_y, x0 + 6, y0 + 6, x1 - 6, y1 - 6, lw, lh);
+    const double lx = (c == Corner::TopRight || c == Corner::BottomRight) ? x1 - 6 - lw : x0 + 6;
+    const double ly = (c == Corner::TopRight || c == Corner::TopLeft) ? y0 + 6 : y1 - 6 - lh;
     cv.fill_rect(lx, ly, lx + lw, ly + lh, {255, 255, 255, 230});
     cv.rect_outline(lx, ly, lx + lw, ly + lh, {170, 170, 170, 255}, 1);
     for (size_t i = 0; i < entries.size(); ++i) {
@@ -203,10 +205,9 @@ void draw_panel(Canvas& cv, const Panel& p, double left, double top, double righ
 }  // namespace
 
 Rgba palette_color(int i) {
-    static constexpr Rgba kColors[] = {{31, 119, 180, 255}, {255, 127, 14, 255}, {44, 160, 44, 255},
-                                       {214, 39, 40, 255},  {148, 103, 189, 255}, {140, 86, 75, 255},
-                                       {227, 119, 194, 255}, {127, 127, 127, 255}, {188, 189, 34, 255},
-                                       {23, 190, 207, 255}};
+    static constexpr Rgba kColors[] = {
+        {31, 119, 180, 255}, {255, 127, 14, 255},  {44, 160, 44, 255},   {214, 39, 40, 255},  {148, 103, 189, 255},
+        {140, 86, 75, 255},  {227, 119, 194, 255}, {127, 127, 127, 255}, {188, 189, 34, 255}, {23, 190, 207, 255}};
     constexpr int n = int(sizeof kColors / sizeof kColors[0]);
     return kColors[((i % n) + n) % n];
 }
@@ -228,8 +229,7 @@ Canvas render_figure(const Figure& f) {
     const size_t n = std::max<size_t>(1, f.panels.size());
     const double w = double(f.width - 16) / double(n);
     for (size_t i = 0; i < f.panels.size(); ++i)
-        draw_panel(cv, f.panels[i], 8 + w * double(i), top, 8 + w * double(i + 1) - (i + 1 < n ? 16 : 0),
-                   f.height - 6);
+        draw_panel(cv, f.panels[i], 8 + w * double(i), top, 8 + w * double(i + 1) - (i + 1 < n ? 16 : 0), f.height - 6);
     return cv;
 }
 

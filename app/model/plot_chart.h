@@ -12,12 +12,12 @@ namespace dyllm::app {
 enum class SeriesStyle { Line, Bars, Markers };
 
 struct Series {
-    std::string         name;  // legend entry ("" = none)
-    std::vector<double> x, y;  // x: category index on a categorical axis; NaN y values are skipped
-    Rgba                color{31, 119, 180, 255};
-    SeriesStyle         style  = SeriesStyle::Line;
-    MarkerShape         marker = MarkerShape::Circle;
-    bool                dashed = false;
+    std::string              name;  // legend entry ("" = none)
+    std::vector<double>      x, y;  // x: category index on a categorical axis; NaN y values are skipped
+    Rgba                     color{31, 119, 180, 255};
+    SeriesStyle              style  = SeriesStyle::Line;
+    MarkerShape              marker = MarkerShape::Circle;
+    bool                     dashed = false;
     std::vector<std::string> point_labels;  // optional text drawn next to each point (e.g. FLOPs vs dense)
 };
 

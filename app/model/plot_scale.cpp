@@ -25,8 +25,8 @@ AxisRange nice_axis(double lo, double hi, int max_ticks) {
     if (hi == lo) {
         // A flat series: one unit around it at its own magnitude (0 -> [0, 1]).
         const double pad = lo == 0 ? 1.0 : std::abs(lo) * 0.1;
-        lo = lo == 0 ? 0 : lo - pad;
-        hi = hi + pad;
+        lo               = lo == 0 ? 0 : lo - pad;
+        hi               = hi + pad;
     }
     AxisRange r;
     // The step that fits the raw span may leave more than max_ticks intervals once both ends are rounded outwards:

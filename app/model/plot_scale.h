@@ -30,7 +30,7 @@ struct LinearScale {
 // A categorical x axis of n slots over [p0, p1]: slot i is centred at centre(i); bars of group g of n_groups sit
 // side by side inside 80% of the slot (bar_left, bar_width).
 struct CategoryScale {
-    int    n = 1;
+    int    n  = 1;
     double p0 = 0, p1 = 1;
     double slot() const { return (p1 - p0) / (n > 0 ? n : 1); }
     double centre(double i) const { return p0 + (i + 0.5) * slot(); }

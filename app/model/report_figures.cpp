@@ -20,7 +20,9 @@ std::string fmt(const char* f, double v) {
     return buf;
 }
 
-std::string tau_text(double tau) { return fmt("%g", tau); }
+std::string tau_text(double tau) {
+    return fmt("%g", tau);
+}
 
 std::vector<std::string> layer_categories(size_t n) {
     std::vector<std::string> c;
@@ -81,7 +83,7 @@ ReportFigure cosine_by_layer_figure(const ProbeRun& run, const std::string& mode
     for (int b = 0; b < kCosineBins; ++b)
         // Labels at whole decades only (odd bins start at 1 - cos = 1e-7, 1e-6, ...): half decades would overlap.
         p.x_categories.push_back(b % 2 == 1 && b < kCosineBins - 1 ? fmt("%.0e", std::pow(10.0, -7.0 + 0.5 * (b - 1)))
-                                                                    : "");
+                                                                   : "");
     for (auto& c : p.x_categories)  // "1e-07" -> "1e-7": shorter, same value
         if (auto k = c.find("e-0"); k != std::string::npos) c.erase(k + 2, 1);
     for (size_t l = 0; l < run.layers.size(); ++l) {
@@ -105,7 +107,7 @@ ReportFigure cosine_by_layer_figure(const ProbeRun& run, const std::string& mode
         const double x = (std::log10(1.0 - run.tau) + 7.0) * 2.0 + 1.0 - 0.5;
         p.vlines.push_back({x, "tau " + tau_text(run.tau) + ": salient ->", {200, 30, 30, 255}, true});
     }
-    p.y_min = 0;
+    p.y_min        = 0;
     f.figure.title = model + ": cosine between consecutive contexts, per layer";
     f.figure.panels.push_back(std::move(p));
     return f;
@@ -151,11 +153,10 @@ ReportFigure drift_by_layer_figure(const std::vector<ProbeRun>& runs, const std:
         Series smin = styled(runs[r].update, int(r)), smean = styled(runs[r].update, int(r));
         for (size_t l = 0; l < runs[r].layers.size(); ++l) {
             const LayerProbe& lp = runs[r].layers[l];
-            f.table.rows.push_back({runs[r].update, tau_text(runs[r].tau), std::to_string(l),
-                                    std::to_string(lp.drift_rows), csv_number(lp.drift_min),
-                                    csv_number(lp.drift_mean()),
-                                    csv_number(lp.drift_rows ? double(lp.drift_below_tau) / double(lp.drift_rows)
-                                                             : NAN)});
+            f.table.rows.push_back(
+                {runs[r].update, tau_text(runs[r].tau), std::to_string(l), std::to_string(lp.drift_rows),
+                 csv_number(lp.drift_min), csv_number(lp.drift_mean()),
+                 csv_number(lp.drift_rows ? double(lp.drift_below_tau) / double(lp.drift_rows) : NAN)});
             smin.x.push_back(double(l)), smin.y.push_back(lp.drift_min);
             smean.x.push_back(double(l)), smean.y.push_back(lp.drift_mean());
         }
@@ -235,9 +236,9 @@ ReportFigure throughput_vs_nu_figure(const std::vector<ThroughputPoint>& pts, co
     // FLOPs per token in the unit that keeps the tick labels short (tiny models: MFLOP; 8B models: GFLOP).
     const bool   giga = max_fpt >= 1e10;
     const double unit = giga ? 1e9 : 1e6;
-    Panel tps, fpt;
-    tps.title = "throughput";
-    fpt.title = std::string("work per generated token");
+    Panel        tps, fpt;
+    tps.title   = "throughput";
+    fpt.title   = std::string("work per generated token");
     tps.x_label = fpt.x_label = "n_u (tokens unmasked per step)";
     tps.y_label               = "tokens / s";
     fpt.y_label               = giga ? "GFLOP / token" : "MFLOP / token";
@@ -265,14 +266,14 @@ std::vector<float> parse_tau_list(const std::string& flag, const std::string& te
     std::vector<float> taus;
     size_t             start = 0;
     while (start <= text.size()) {
-        const size_t      comma = std::min(text.find(',', start), text.size());
-        std::string       item  = text.substr(start, comma - start);
-        const auto        b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
+        const size_t comma = std::min(text.find(',', start), text.size());
+        std::string  item  = text.substr(start, comma - start);
+        const auto   b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
         item = b == std::string::npos ? "" : item.substr(b, e - b + 1);
         if (item.empty()) throw InputError(flag + ": empty item in '" + text + "' (expected e.g. 0.95,0.99)");
-        errno             = 0;
-        char*        end  = nullptr;
-        const double v    = std::strtod(item.c_str(), &end);
+        errno            = 0;
+        char*        end = nullptr;
+        const double v   = std::strtod(item.c_str(), &end);
         if (end != item.c_str() + item.size() || errno == ERANGE || !std::isfinite(v))
             throw InputError(flag + ": '" + item + "' is not a number");
         if (!(v > 0 && v <= 1))

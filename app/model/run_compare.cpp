@@ -21,8 +21,8 @@ int last_ended(const RunHistory& h) {
 }  // namespace
 
 LockStep lockstep(const RunHistory& a, const RunHistory& b, int k) {
-    LockStep    s;
-    const int   ea = last_ended(a), eb = last_ended(b);
+    LockStep  s;
+    const int ea = last_ended(a), eb = last_ended(b);
     s.last = std::max(ea, eb);
     k      = std::clamp(k, 0, s.last);
     s.a    = std::min(k, ea);
@@ -35,7 +35,7 @@ RunCompare compare_runs(const RunHistory& a, const RunHistory& b, int seq, int s
     const LockStep ls = lockstep(a, b, step < 0 ? std::max(a.step_count(), b.step_count()) : step);
     const auto     ta = a.canvas_at(seq, step < 0 ? a.step_count() : ls.a);
     const auto     tb = b.canvas_at(seq, step < 0 ? b.step_count() : ls.b);
-    c.positions    = int32_t(std::min(ta.size(), tb.size()));
+    c.positions       = int32_t(std::min(ta.size(), tb.size()));
     c.differs.assign(size_t(c.positions), 0);
     for (int32_t r = 0; r < c.positions; ++r) {
         if (ta[r].masked() || tb[r].masked()) {
@@ -52,8 +52,10 @@ RunCompare compare_runs(const RunHistory& a, const RunHistory& b, int seq, int s
     c.speedup     = c.a.tokens_per_s > 0 ? c.b.tokens_per_s / c.a.tokens_per_s : 0.0;
     c.flops_ratio = c.a.flops > 0 ? c.b.flops / c.a.flops : 0.0;
     // An aborted run's tokens/s counts only what it committed: a 9-step run measured 2.97x against a full one.
-    if (const std::string na = run_state_note(a); !na.empty()) c.speedup_note = "run A " + na;
-    else if (const std::string nb = run_state_note(b); !nb.empty()) c.speedup_note = "run B " + nb;
+    if (const std::string na = run_state_note(a); !na.empty())
+        c.speedup_note = "run A " + na;
+    else if (const std::string nb = run_state_note(b); !nb.empty())
+        c.speedup_note = "run B " + nb;
     return c;
 }
 
@@ -69,12 +71,13 @@ std::vector<float> run_taus(const RunHistory& h) {
 
 std::string run_label(const RunHistory& h) {
     if (!h.has_run()) return "(no run)";
-    std::string        label = h.info().method;
-    const auto         taus  = run_taus(h);
+    std::string label = h.info().method;
+    const auto  taus  = run_taus(h);
     if (!taus.empty()) {
         // More than three values (a dragged slider): the first and the last say what the run went through.
         label += " tau " + number_text(taus.front());
-        if (taus.size() > 3) label += "->...";
+        if (taus.size() > 3)
+            label += "->...";
         else
             for (size_t i = 1; i + 1 < taus.size(); ++i) label += "->" + number_text(taus[i]);
         if (taus.size() > 1) label += "->" + number_text(taus.back());

@@ -9,12 +9,12 @@
 namespace dyllm::app {
 
 struct RunCompare {
-    int32_t positions = 0;       // response positions compared (min of both gen lengths)
-    int32_t same = 0, differ = 0, masked = 0;  // masked: still masked in either run
+    int32_t              positions = 0;                     // response positions compared (min of both gen lengths)
+    int32_t              same = 0, differ = 0, masked = 0;  // masked: still masked in either run
     std::vector<uint8_t> differs;  // per position: 1 when both are unmasked and the tokens differ
-    RunSummary a, b;
-    double speedup = 0;            // tokens/s of b over a (0 when a has no time)
-    double flops_ratio = 0;        // b flops over a flops
+    RunSummary           a, b;
+    double               speedup     = 0;  // tokens/s of b over a (0 when a has no time)
+    double               flops_ratio = 0;  // b flops over a flops
     // A speed-up means something only between two complete runs: "" when both finished normally, otherwise why not
     // ("run A aborted at step 9", "run B still running"); the panel then greys the figure out.
     std::string speedup_note;

@@ -199,25 +199,27 @@ TokenSaliencyGrid RunHistory::token_saliency(int seq, int response_pos) const {
         for (int l = 0; l < g.layers; ++l) {
             const auto* r = s.layer(seq, l);
             if (!r) continue;
-            const size_t idx = size_t(k - 1) * g.layers + l;
-            const auto   it  = std::find(r->row_positions.begin(), r->row_positions.end(), pos);
+            const size_t idx     = size_t(k - 1) * g.layers + l;
+            const auto   it      = std::find(r->row_positions.begin(), r->row_positions.end(), pos);
             const bool   in_rows = it != r->row_positions.end();
             const bool   salient = std::binary_search(r->salient_positions.begin(), r->salient_positions.end(), pos);
             if (in_rows) {
                 const size_t i = size_t(it - r->row_positions.begin());
                 if (i < r->cosines.size()) g.cosine[idx] = r->cosines[i];
             }
-            if (salient) g.state[idx] = TokenSal::Salient;
-            else if (in_rows) g.state[idx] = TokenSal::Stable;
+            if (salient)
+                g.state[idx] = TokenSal::Salient;
+            else if (in_rows)
+                g.state[idx] = TokenSal::Stable;
         }
     }
     return g;
 }
 
 RunSummary RunHistory::summary(int upto_step) const {
-    RunSummary out;
-    const int  last = upto_step < 0 ? step_count() : std::min(upto_step, step_count());
-    const int  nl   = std::max(info_.n_layer, 0);
+    RunSummary          out;
+    const int           last = upto_step < 0 ? step_count() : std::min(upto_step, step_count());
+    const int           nl   = std::max(info_.n_layer, 0);
     std::vector<double> layer_ffn(size_t(nl), 0.0), layer_dense(size_t(nl), 0.0);
     for (int k = 1; k <= last; ++k) {
         const StepData& s = steps_[size_t(k - 1)];
@@ -249,10 +251,10 @@ RunSummary RunHistory::summary(int upto_step) const {
     }
     out.response_tokens = int64_t(std::max(info_.gen_length, 0)) * std::max(info_.n_seq, 0);
     // Finished: the engine's definition (gen_length x sequences over denoising time); running: what is decoded so far.
-    const bool   complete = finished_ && last == step_count();
-    const double tokens   = complete ? double(out.response_tokens) : double(out.tokens_committed);
-    out.tokens_per_s      = out.denoise_seconds > 0 ? tokens / out.denoise_seconds : 0.0;
-    out.flops_fraction    = out.dense_flops > 0 ? out.flops / out.dense_flops : 1.0;
+    const bool   complete  = finished_ && last == step_count();
+    const double tokens    = complete ? double(out.response_tokens) : double(out.tokens_committed);
+    out.tokens_per_s       = out.denoise_seconds > 0 ? tokens / out.denoise_seconds : 0.0;
+    out.flops_fraction     = out.dense_flops > 0 ? out.flops / out.dense_flops : 1.0;
     out.recompute_fraction = out.dense_rows > 0 ? double(out.ffn_rows) / double(out.dense_rows) : 1.0;
     out.layer_recompute_fraction.resize(size_t(nl), 1.0);
     for (int l = 0; l < nl; ++l)

@@ -39,14 +39,14 @@ public:
     // other event goes to the newest entry. Returns true when this event opened an entry.
     bool apply(const EventRecord& ev);
 
-    size_t    size() const { return runs_.size(); }
-    bool      empty() const { return runs_.empty(); }
-    RunEntry& operator[](size_t i) { return *runs_[i]; }
+    size_t          size() const { return runs_.size(); }
+    bool            empty() const { return runs_.empty(); }
+    RunEntry&       operator[](size_t i) { return *runs_[i]; }
     const RunEntry& operator[](size_t i) const { return *runs_[i]; }
-    RunEntry* newest() { return runs_.empty() ? nullptr : runs_.back().get(); }
-    RunEntry* find(const std::string& label);  // nullptr when no run began under that label (or it was dropped)
-    int       index_of(const std::string& label) const;  // the newest run under that label, -1 when none
-    uint64_t  dropped_runs() const { return dropped_; }  // entries removed to keep memory bounded
+    RunEntry*       newest() { return runs_.empty() ? nullptr : runs_.back().get(); }
+    RunEntry*       find(const std::string& label);  // nullptr when no run began under that label (or it was dropped)
+    int             index_of(const std::string& label) const;  // the newest run under that label, -1 when none
+    uint64_t        dropped_runs() const { return dropped_; }  // entries removed to keep memory bounded
 
 private:
     struct Pending {
@@ -55,7 +55,7 @@ private:
     };
     size_t                                 keep_;
     uint64_t                               next_serial_ = 1;
-    uint64_t                               dropped_ = 0;
+    uint64_t                               dropped_     = 0;
     std::map<std::string, Pending>         requests_;  // by label, until their RunBegin arrives
     std::vector<std::unique_ptr<RunEntry>> runs_;      // oldest first
 };

@@ -27,9 +27,9 @@ TaskScore eval_task(const Model& model, const TaskSuite& suite, const DiffusionP
     }
     const size_t batch = size_t(std::max(1, o.batch));
     for (size_t b0 = 0; b0 < n; b0 += batch) {
-        const size_t b1 = std::min(n, b0 + batch);
+        const size_t                      b1 = std::min(n, b0 + batch);
         std::vector<std::vector<int32_t>> chunk(prompts.begin() + long(b0), prompts.begin() + long(b1));
-        Session session(model, sink);
+        Session                           session(model, sink);
         session.start(chunk, params);
         while (session.step())
             if (o.cancel && o.cancel->load(std::memory_order_relaxed)) {

@@ -11,11 +11,11 @@
 namespace dyllm {
 
 struct TaskEvalOptions {
-    int  limit   = 0;   // items per task, 0 = every item
-    int  shots   = -1;  // solved examples per prompt; -1 = each item's own prompt
-    int  batch   = 16;  // sequences per lock-step session
-    bool verbose = false;  // each item's response and verdict on stderr
-    const std::atomic<bool>* cancel = nullptr;  // checked after every step: set, the score stops (the studio's sweep)
+    int                      limit   = 0;        // items per task, 0 = every item
+    int                      shots   = -1;       // solved examples per prompt; -1 = each item's own prompt
+    int                      batch   = 16;       // sequences per lock-step session
+    bool                     verbose = false;    // each item's response and verdict on stderr
+    const std::atomic<bool>* cancel  = nullptr;  // checked after every step: set, the score stops (the studio's sweep)
 };
 
 struct TaskScore {

@@ -16,7 +16,9 @@ namespace dyllm {
 
 namespace {
 
-std::string where(const std::filesystem::path& f, size_t line) { return f.string() + ":" + std::to_string(line); }
+std::string where(const std::filesystem::path& f, size_t line) {
+    return f.string() + ":" + std::to_string(line);
+}
 
 const nlohmann::json& require_key(const nlohmann::json& j, const char* key, const std::string& at) {
     auto it = j.find(key);
@@ -30,7 +32,9 @@ std::string require_string(const nlohmann::json& j, const char* key, const std::
     return v.get<std::string>();
 }
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+bool is_space(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
 
 }  // namespace
 
@@ -45,9 +49,9 @@ TaskSuite load_task_file(const std::filesystem::path& jsonl) {
         const std::string at = where(jsonl, n);
         if (!j.is_object()) throw LoadError(at + ": expected a JSON object, got " + std::string(j.type_name()));
         TaskItem item;
-        item.prompt = require_string(j, "prompt", at);
-        item.answer = require_string(j, "answer", at);
-        item.task   = require_string(j, "task", at);
+        item.prompt   = require_string(j, "prompt", at);
+        item.answer   = require_string(j, "answer", at);
+        item.task     = require_string(j, "task", at);
         const auto& s = require_key(j, "shots", at);
         if (!s.is_number_integer())
             throw LoadError(at + ": key \"shots\" must be an integer (got " + json_excerpt(s) + ")");
@@ -65,8 +69,8 @@ TaskSuite load_task_file(const std::filesystem::path& jsonl) {
     for (size_t i = 0; i < suite.items.size(); ++i) {
         if (size_t(suite.items[i].shots) >= suite.items.size()) {
             throw LoadError(where(jsonl, lines[i]) + ": \"shots\" = " + std::to_string(suite.items[i].shots) +
-                            " needs more items than the file's " +
-                            std::to_string(suite.items.size()) + " (an item cannot be its own example)");
+                            " needs more items than the file's " + std::to_string(suite.items.size()) +
+                            " (an item cannot be its own example)");
         }
     }
     return suite;
@@ -161,7 +165,9 @@ std::string split_key(std::string_view q) {
     return std::string(q);
 }
 
-bool is_held_out(std::string_view query) { return fnv1a32(split_key(query)) % kHoldoutMod == 0; }
+bool is_held_out(std::string_view query) {
+    return fnv1a32(split_key(query)) % kHoldoutMod == 0;
+}
 
 std::string normalise_whitespace(std::string_view s) {
     std::string out;

@@ -32,7 +32,8 @@ TaskSuite load_task_file(const std::filesystem::path& jsonl);
 // Task names (file stems of *.jsonl, sorted) in dir. Throws LoadError if dir is not a directory.
 std::vector<std::string> list_tasks(const std::filesystem::path& dir);
 
-// `name` = one task or "all". Throws LoadError for a missing dir, InputError for an unknown task (naming the known ones).
+// `name` = one task or "all". Throws LoadError for a missing dir, InputError for an unknown task (naming the known
+// ones).
 std::vector<TaskSuite> load_tasks(const std::filesystem::path& dir, const std::string& name);
 
 // Where the task files are, tried in order: <model_dir>/tasks, <model_dir>/../../tasks (assets/models/X ->
@@ -57,7 +58,7 @@ uint32_t fnv1a32(std::string_view s);
 std::string split_key(std::string_view query);
 // Training never sees a query in the held-out bucket: fnv1a32(split_key(q)) % 10 == 0.
 constexpr uint32_t kHoldoutMod = 10;
-bool is_held_out(std::string_view query);
+bool               is_held_out(std::string_view query);
 
 // ---- scoring ----
 

@@ -8,7 +8,9 @@
 
 namespace dyllm::app {
 
-std::vector<float> default_sweep_taus() { return {0.9f, 0.95f, 0.98f, 0.99f, 0.995f, 0.999f}; }
+std::vector<float> default_sweep_taus() {
+    return {0.9f, 0.95f, 0.98f, 0.99f, 0.995f, 0.999f};
+}
 
 void score_sweep(std::vector<SweepPoint>& pts) {
     const SweepPoint* ref = nullptr;
@@ -19,9 +21,10 @@ void score_sweep(std::vector<SweepPoint>& pts) {
         }
     for (auto& p : pts) {
         p.same_answer = ref && p.text == ref->text;
-        size_t same = 0;
+        size_t same   = 0;
         if (ref)
-            for (size_t i = 0; i < p.tokens.size() && i < ref->tokens.size(); ++i) same += p.tokens[i] == ref->tokens[i];
+            for (size_t i = 0; i < p.tokens.size() && i < ref->tokens.size(); ++i)
+                same += p.tokens[i] == ref->tokens[i];
         p.agreement = ref && !ref->tokens.empty() ? double(same) / double(ref->tokens.size()) : 0.0;
     }
     // Less work is better: the front over (-FLOPs fraction, agreement).
@@ -37,7 +40,9 @@ void TauSweep::begin(std::vector<float> taus) {
     next_ = 0, waiting_ = false, begun_ = true;
 }
 
-float TauSweep::tau_of(int run) const { return run >= 1 && run <= int(taus_.size()) ? taus_[size_t(run - 1)] : NAN; }
+float TauSweep::tau_of(int run) const {
+    return run >= 1 && run <= int(taus_.size()) ? taus_[size_t(run - 1)] : NAN;
+}
 
 int TauSweep::next() {
     if (!begun_ || waiting_ || next_ >= runs()) return -1;

@@ -7,9 +7,9 @@ namespace dyllm::app {
 
 class TimedNotice {
 public:
-    void show(std::string text, double now_s, double seconds = kDefaultSeconds);
-    void expire(double now_s);  // clears the text once its deadline passed
-    bool visible() const { return !text_.empty(); }
+    void               show(std::string text, double now_s, double seconds = kDefaultSeconds);
+    void               expire(double now_s);  // clears the text once its deadline passed
+    bool               visible() const { return !text_.empty(); }
     const std::string& text() const { return text_; }
 
     static constexpr double kDefaultSeconds = 8.0;  // long enough to read a full path

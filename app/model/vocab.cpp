@@ -14,8 +14,8 @@ std::string visible_token_text(const std::string& s) {
         for (size_t i = 0; i < s.size(); ++i) out += "\xC2\xB7";  // U+00B7 middle dot per space
         return out;
     }
-    static const char* kHex = "0123456789abcdef";
-    auto hex_byte = [&](unsigned char ch) {
+    static const char* kHex     = "0123456789abcdef";
+    auto               hex_byte = [&](unsigned char ch) {
         out += "\\x";
         out += kHex[ch >> 4];
         out += kHex[ch & 15];
@@ -23,11 +23,16 @@ std::string visible_token_text(const std::string& s) {
     for (size_t i = 0; i < s.size();) {
         const unsigned char ch = static_cast<unsigned char>(s[i]);
         if (ch < 0x80) {
-            if (ch == '\n') out += "\\n";
-            else if (ch == '\t') out += "\\t";
-            else if (ch == '\r') out += "\\r";
-            else if (ch < 0x20 || ch == 0x7f) hex_byte(ch);
-            else out += char(ch);
+            if (ch == '\n')
+                out += "\\n";
+            else if (ch == '\t')
+                out += "\\t";
+            else if (ch == '\r')
+                out += "\\r";
+            else if (ch < 0x20 || ch == 0x7f)
+                hex_byte(ch);
+            else
+                out += char(ch);
             ++i;
             continue;
         }

@@ -10,8 +10,8 @@ namespace dyllm::app {
 struct Vocab {
     std::vector<std::string> text;     // token_text(id) per id
     std::vector<uint8_t>     special;  // 1 for special/added tokens
-    int32_t mask_id = -1, eos_id = -1;
-    bool    has_tokenizer = false;     // false: weight-only checkpoint, ids shown as "#id"
+    int32_t                  mask_id = -1, eos_id = -1;
+    bool                     has_tokenizer = false;  // false: weight-only checkpoint, ids shown as "#id"
 
     // Text for display in one cell: control characters made visible, never empty.
     std::string display(int32_t id) const;

@@ -23,13 +23,20 @@ int64_t now_ns() {
 
 const char* worker_state_name(WorkerState s) {
     switch (s) {
-        case WorkerState::NoModel: return "no model";
-        case WorkerState::Loading: return "loading";
-        case WorkerState::Ready: return "ready";
-        case WorkerState::Paused: return "paused";
-        case WorkerState::Playing: return "playing";
-        case WorkerState::Done: return "done";
-        case WorkerState::Failed: return "failed";
+        case WorkerState::NoModel:
+            return "no model";
+        case WorkerState::Loading:
+            return "loading";
+        case WorkerState::Ready:
+            return "ready";
+        case WorkerState::Paused:
+            return "paused";
+        case WorkerState::Playing:
+            return "playing";
+        case WorkerState::Done:
+            return "done";
+        case WorkerState::Failed:
+            return "failed";
     }
     return "?";
 }
@@ -71,9 +78,15 @@ void EngineWorker::start(StartRequest req) {
     post(std::move(c));
 }
 
-void EngineWorker::play() { post(Command{Command::Play}); }
-void EngineWorker::pause() { post(Command{Command::Pause}); }
-void EngineWorker::step_once() { post(Command{Command::Step}); }
+void EngineWorker::play() {
+    post(Command{Command::Play});
+}
+void EngineWorker::pause() {
+    post(Command{Command::Pause});
+}
+void EngineWorker::step_once() {
+    post(Command{Command::Step});
+}
 
 void EngineWorker::set_tau(float tau) {
     Command c{Command::Tau};
@@ -129,12 +142,12 @@ void EngineWorker::thread_main() {
         bool    have = false;
         {
             std::unique_lock lk(queue_mutex_);
-            executing_ = false;
+            executing_          = false;
             const bool can_step = playing_ && session_ && !session_->done();
             if (can_step && speed_ > 0) {
                 const int64_t period = int64_t(1e9 / speed_);
-                const auto    wake   = std::chrono::steady_clock::time_point(
-                    std::chrono::nanoseconds(last_step_ns_ + period));
+                const auto    wake =
+                    std::chrono::steady_clock::time_point(std::chrono::nanoseconds(last_step_ns_ + period));
                 queue_cv_.wait_until(lk, wake, [&] { return !queue_.empty(); });
             } else if (!can_step) {
                 queue_cv_.wait(lk, [&] { return !queue_.empty(); });
@@ -171,8 +184,12 @@ void EngineWorker::thread_main() {
 
 void EngineWorker::execute(Command& c) {
     switch (c.kind) {
-        case Command::Load: do_load(c); break;
-        case Command::Start: do_start(c.start); break;
+        case Command::Load:
+            do_load(c);
+            break;
+        case Command::Start:
+            do_start(c.start);
+            break;
         case Command::Play:
             if (session_ && !session_->done()) {
                 playing_ = true;
@@ -206,7 +223,9 @@ void EngineWorker::execute(Command& c) {
                 }
             }
             break;
-        case Command::Speed: speed_ = c.value; break;
+        case Command::Speed:
+            speed_ = c.value;
+            break;
         case Command::Job:
             try {
                 c.job(model_.get());
@@ -215,7 +234,8 @@ void EngineWorker::execute(Command& c) {
             }
             break;
         case Command::Cancel:
-        case Command::Quit: break;
+        case Command::Quit:
+            break;
     }
 }
 
@@ -253,13 +273,13 @@ void EngineWorker::do_load(const Command& c) {
     };
     try {
         std::string note;
-        load_failed_ = true;  // until the load below succeeds
-        model_ = Model::load(c.spec, c.backend, c.n_threads, &note, progress);
-        load_failed_ = false;
-        auto v = std::make_shared<Vocab>();
+        load_failed_           = true;  // until the load below succeeds
+        model_                 = Model::load(c.spec, c.backend, c.n_threads, &note, progress);
+        load_failed_           = false;
+        auto               v   = std::make_shared<Vocab>();
         const ModelConfig& cfg = model_->config();
-        v->mask_id = cfg.mask_id;
-        v->eos_id  = cfg.eos_id;
+        v->mask_id             = cfg.mask_id;
+        v->eos_id              = cfg.eos_id;
         if (const Tokenizer* tok = model_->tokenizer()) {
             v->has_tokenizer = true;
             const int n      = tok->vocab_size();
@@ -295,7 +315,8 @@ void EngineWorker::do_load(const Command& c) {
         }
         std::string msg = std::string("model load failed: ") + e.what();
         if (c.spec.empty())
-            msg += " (the built-in tiny-llada is missing: pass -m DIR, e.g. a checkpoint from `dyllm make-model -o DIR`)";
+            msg +=
+                " (the built-in tiny-llada is missing: pass -m DIR, e.g. a checkpoint from `dyllm make-model -o DIR`)";
         set_error(msg);
     } catch (const BackendError& e) {
         model_.reset();
@@ -348,7 +369,7 @@ void EngineWorker::do_start(const StartRequest& r) {
         playing_      = r.autoplay;
         last_step_ns_ = 0;
         std::lock_guard lk(status_mutex_);
-        status_.state       = playing_ ? WorkerState::Playing : WorkerState::Paused;
+        status_.state = playing_ ? WorkerState::Playing : WorkerState::Paused;
         status_.run_serial += 1;
         status_.steps_done  = 0;
         status_.total_steps = r.params.steps;

@@ -26,37 +26,37 @@ const char* worker_state_name(WorkerState s);
 
 // What the UI may know about the worker (copied under a mutex once per frame).
 struct WorkerStatus {
-    WorkerState state = WorkerState::NoModel;
-    std::string model_name;       // loaded model (built-in name or directory)
-    std::string backend;          // backend description
-    std::string backend_note;     // e.g. why auto fell back to the CPU
-    std::string family;           // "llada" / "dream"
-    int         n_layer = 0, n_vocab = 0;
-    double      load_seconds = 0;
-    LoadProgress load;            // weight preparation of the model being loaded (state Loading)
-    std::string error;            // last error (load, params, step), shown in the red message bar
-    uint64_t    error_serial = 0; // increments with every new error
-    uint64_t    run_serial = 0;   // increments with every started run
-    int         steps_done = 0;   // steps of the current run
-    int         total_steps = 0;
-    bool        run_done = false;
-    std::string cupti        = "off (cpu backend)";  // GpuCapture::cupti_status() of the loaded model ("on" on a GPU)
+    WorkerState  state = WorkerState::NoModel;
+    std::string  model_name;    // loaded model (built-in name or directory)
+    std::string  backend;       // backend description
+    std::string  backend_note;  // e.g. why auto fell back to the CPU
+    std::string  family;        // "llada" / "dream"
+    int          n_layer = 0, n_vocab = 0;
+    double       load_seconds = 0;
+    LoadProgress load;              // weight preparation of the model being loaded (state Loading)
+    std::string  error;             // last error (load, params, step), shown in the red message bar
+    uint64_t     error_serial = 0;  // increments with every new error
+    uint64_t     run_serial   = 0;  // increments with every started run
+    int          steps_done   = 0;  // steps of the current run
+    int          total_steps  = 0;
+    bool         run_done     = false;
+    std::string  cupti        = "off (cpu backend)";  // GpuCapture::cupti_status() of the loaded model ("on" on a GPU)
     // What a run produced (texts, cache bytes) reaches the UI in its RunEnd event, not here.
 };
 
 struct StartRequest {
-    std::string     prompt;      // user message (the chat template is applied when chat is true)
+    std::string     prompt;  // user message (the chat template is applied when chat is true)
     bool            chat = true;
     DiffusionParams params;
     bool            autoplay = true;
-    std::string     label;       // Session::set_label: the run's RunBegin carries it, so the UI finds its request
+    std::string     label;  // Session::set_label: the run's RunBegin carries it, so the UI finds its request
 };
 
 class EngineWorker {
 public:
     explicit EngineWorker(size_t queue_capacity = 1 << 16);
     ~EngineWorker();
-    EngineWorker(const EngineWorker&) = delete;
+    EngineWorker(const EngineWorker&)            = delete;
     EngineWorker& operator=(const EngineWorker&) = delete;
 
     // ---- commands (any thread; applied in order by the worker) ----
@@ -65,7 +65,7 @@ public:
     void play();
     void pause();
     void step_once();
-    void set_tau(float tau);  // Session::set_tau from the next step
+    void set_tau(float tau);            // Session::set_tau from the next step
     void set_speed(float steps_per_s);  // <= 0: as fast as possible
     void cancel_run();
     // Runs job on the worker thread with the loaded model (nullptr when none), between steps of the live run, which
@@ -86,11 +86,11 @@ private:
     struct Command {
         enum Kind { Load, Start, Play, Pause, Step, Tau, Speed, Cancel, Job, Quit } kind;
         Command(Kind k) : kind(k) {}  // NOLINT: implicit on purpose, Command{Command::Play}
-        std::string  spec;
-        BackendKind  backend = BackendKind::Cpu;
-        int          n_threads = 0;
-        StartRequest start;
-        float        value = 0;
+        std::string                       spec;
+        BackendKind                       backend   = BackendKind::Cpu;
+        int                               n_threads = 0;
+        StartRequest                      start;
+        float                             value = 0;
         std::function<void(const Model*)> job;
     };
     void post(Command c);
@@ -111,8 +111,8 @@ private:
     std::deque<Command>     queue_;
     bool                    executing_ = false;
 
-    mutable std::mutex status_mutex_;
-    WorkerStatus       status_;
+    mutable std::mutex           status_mutex_;
+    WorkerStatus                 status_;
     std::shared_ptr<const Vocab> vocab_;
 
     // Worker-thread state.
@@ -122,9 +122,9 @@ private:
     std::unique_ptr<TeeSink> gpu_tee_;        // sink_ plus gpu_'s sinks, the sessions' sink while gpu_ runs
     std::string              run_label_;      // label of the session's run (kernel records are kept under it)
     std::mutex               session_mutex_;  // guards the session_ pointer against cancel_run() from the UI
-    bool                     playing_ = false;
-    bool                     load_failed_ = false;
-    float                    speed_ = 0;
+    bool                     playing_      = false;
+    bool                     load_failed_  = false;
+    float                    speed_        = 0;
     int64_t                  last_step_ns_ = 0;
 
     mutable std::mutex                              kernel_mutex_;

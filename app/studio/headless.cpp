@@ -66,7 +66,8 @@ void Headless::before_frame(Studio& s) {
         // Ready when the suite sweep's job has ended (or was never accepted: a bad setting is in the message bar).
         if (idle && (!s.suite.job || s.suite.job->finished())) ready_ = true;
         // Meanwhile 20 frames/s show the progress; the rest of the CPU goes to the runs being timed.
-        else std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        else
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
     } else if (o_.sweep) {
         if (idle && !s.sweep.active()) ready_ = true;
     } else if (o_.compare) {
@@ -82,8 +83,12 @@ void Headless::before_frame(Studio& s) {
     }
 }
 
-void Headless::ui_begin() { t_ui0_ = now_s(); }
-void Headless::ui_end() { t_ui1_ = now_s(); }
+void Headless::ui_begin() {
+    t_ui0_ = now_s();
+}
+void Headless::ui_end() {
+    t_ui1_ = now_s();
+}
 
 bool Headless::after_render(Studio& s, GLFWwindow* win) {
     if (!shot_ || !ready_ || ++frames_after_ready_ < o_.frames) return false;
@@ -102,8 +107,10 @@ bool Headless::after_render(Studio& s, GLFWwindow* win) {
     if (rc_ == 0 && run_refused(s.status.state)) rc_ = 2;
     if (!o_.sweep_task.empty()) {  // the suite sweep is the requested run here
         const SuiteSweepState st = s.suite.job ? s.suite.job->state() : SuiteSweepState{};
-        if (!st.error.empty()) std::fprintf(stderr, "dyllm-studio: %s\n", st.error.c_str());
-        else std::printf("dyllm-studio: task sweep: %d runs in %.1f s\n", st.done, st.elapsed_s);
+        if (!st.error.empty())
+            std::fprintf(stderr, "dyllm-studio: %s\n", st.error.c_str());
+        else
+            std::printf("dyllm-studio: task sweep: %d runs in %.1f s\n", st.done, st.elapsed_s);
         if (rc_ == 0 && (!s.suite.job || !st.error.empty() || st.done < st.runs)) rc_ = 2;
     }
     return true;

@@ -30,16 +30,16 @@ public:
 
 private:
     const StudioOptions& o_;
-    bool   shot_ = false, bench_ = false;
-    bool   ready_ = false;
-    int    frames_after_ready_ = 0;
-    int    rc_ = 0;
-    double t_start_ = 0;
+    bool                 shot_ = false, bench_ = false;
+    bool                 ready_              = false;
+    int                  frames_after_ready_ = 0;
+    int                  rc_                 = 0;
+    double               t_start_            = 0;
     // bench
     double              t_ui0_ = 0, t_ui1_ = 0;
     std::vector<double> frame_ms_, ui_ms_, render_ms_;
-    double              vtx_ = 0;
-    int                 bench_done_ = 0;
+    double              vtx_             = 0;
+    int                 bench_done_      = 0;
     uint64_t            bench_restarted_ = 0;
 };
 

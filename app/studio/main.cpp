@@ -24,12 +24,14 @@ using namespace dyllm::app;
 
 namespace {
 
-void glfw_error(int code, const char* desc) { std::fprintf(stderr, "dyllm-studio: GLFW error %d: %s\n", code, desc); }
+void glfw_error(int code, const char* desc) {
+    std::fprintf(stderr, "dyllm-studio: GLFW error %d: %s\n", code, desc);
+}
 
 // Command line -> opt. Returns -1 to go on, otherwise the exit code (--help, a bad option).
 int parse_options(int argc, char** argv, StudioOptions& opt) {
-    std::string   size;
-    CLI::App      cli{"dyllm-studio: live visualizer and profiler of masked-diffusion LMs with DyLLM"};
+    std::string size;
+    CLI::App    cli{"dyllm-studio: live visualizer and profiler of masked-diffusion LMs with DyLLM"};
     cli.set_version_flag("--version", std::string("dyllm-studio ") + DYLLM_VERSION);  // project version, from CMake
     cli.add_option("-m,--model", opt.model, "checkpoint directory or built-in name (tiny-llada, tiny-dream)");
     cli.add_option("--backend", opt.backend, "cpu|cuda|auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}));
@@ -58,13 +60,16 @@ int parse_options(int argc, char** argv, StudioOptions& opt) {
     cli.add_option("--sweep-limit", opt.sweep_limit, "items per task of --sweep-task")
         ->capture_default_str()
         ->check(CLI::PositiveNumber);
-    cli.add_option("--sweep-tau", opt.sweep_taus, "tau list of --sweep-task, e.g. 0.9,0.99 (default 0.9,0.98,0.99,"
-                                                  "0.995,0.999)");
-    cli.add_option("--tab", opt.tab, "bottom band tab to show at start: time, op-stats, gpu-kernels, tune, compare, "
-                                     "token-history, explain")
+    cli.add_option("--sweep-tau", opt.sweep_taus,
+                   "tau list of --sweep-task, e.g. 0.9,0.99 (default 0.9,0.98,0.99,"
+                   "0.995,0.999)");
+    cli.add_option("--tab", opt.tab,
+                   "bottom band tab to show at start: time, op-stats, gpu-kernels, tune, compare, "
+                   "token-history, explain")
         ->check(CLI::IsMember({"time", "op-stats", "gpu-kernels", "tune", "compare", "token-history", "explain"}));
-    cli.add_option("--open", opt.open, "at start (comma-separated): explain and compare select their tab, export "
-                                       "opens the export dialog")
+    cli.add_option("--open", opt.open,
+                   "at start (comma-separated): explain and compare select their tab, export "
+                   "opens the export dialog")
         ->delimiter(',')
         ->check(CLI::IsMember({"explain", "export", "compare"}));
     cli.add_option("--size", size, "window size WxH (default 1600x1000)");
@@ -149,8 +154,10 @@ int main(int argc, char** argv) {
     {
         Studio s(opt);
         set_ui_scale(s, opt.ui_scale);
-        if (headless.enabled()) headless.start(s);
-        else s.open(true);
+        if (headless.enabled())
+            headless.start(s);
+        else
+            s.open(true);
 
         // Main loop. Idle (nothing running, paused or done), block for input instead of spinning a core.
         FrameThrottle throttle;
@@ -174,7 +181,8 @@ int main(int argc, char** argv) {
             // Start the Dear ImGui frame
             ImGui_ImplOpenGL3_NewFrame();
             ImGui_ImplGlfw_NewFrame();
-            // Headless runs: the X server's pointer sits mid-screen; keep it off the window so no tooltip covers a panel.
+            // Headless runs: the X server's pointer sits mid-screen; keep it off the window so no tooltip covers a
+            // panel.
             if (headless.enabled()) ImGui::GetIO().MousePos = ImVec2(-FLT_MAX, -FLT_MAX);
             ImGui::NewFrame();
             headless.ui_begin();

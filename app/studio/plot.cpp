@@ -93,7 +93,7 @@ std::string fmt_si(double v, const char* unit) {
 }
 
 std::string fmt_ms(double seconds) {
-    char buf[32];
+    char         buf[32];
     const double ms = seconds * 1e3;
     std::snprintf(buf, sizeof buf, ms >= 100 ? "%.0f ms" : ms >= 1 ? "%.2f ms" : "%.3f ms", ms);
     return buf;

@@ -10,21 +10,23 @@
 
 namespace dyllm::app {
 
-inline ImU32 to_col(const Rgb& c, float a = 1.f) { return ImU32(pack_rgba(c, a)); }
+inline ImU32 to_col(const Rgb& c, float a = 1.f) {
+    return ImU32(pack_rgba(c, a));
+}
 ImU32 text_on(ImU32 bg);  // black or white text, whichever reads better on bg
 
 // Colours shared by all panels.
-constexpr ImU32 kColMasked  = IM_COL32(70, 72, 78, 255);
-constexpr ImU32 kColGrid    = IM_COL32(255, 255, 255, 28);
-constexpr ImU32 kColAxis    = IM_COL32(200, 200, 200, 120);
+constexpr ImU32 kColMasked = IM_COL32(70, 72, 78, 255);
+constexpr ImU32 kColGrid   = IM_COL32(255, 255, 255, 28);
+constexpr ImU32 kColAxis   = IM_COL32(200, 200, 200, 120);
 // "Salient" is this one orange everywhere (canvas bars, salient map, histogram bins, per-layer bars, legends): no
 // viridis hue comes near it, so it never reads as an unmask step. "Stable" (tested, cached) is this one blue.
-constexpr ImU32 kColSalient = IM_COL32(245, 145, 45, 255);
-constexpr ImU32 kColStable  = IM_COL32(62, 108, 175, 255);
+constexpr ImU32 kColSalient  = IM_COL32(245, 145, 45, 255);
+constexpr ImU32 kColStable   = IM_COL32(62, 108, 175, 255);
 constexpr ImU32 kColUntested = IM_COL32(34, 36, 42, 255);
-constexpr ImU32 kColTau     = IM_COL32(255, 90, 70, 255);
-constexpr ImU32 kColCursor  = IM_COL32(255, 255, 255, 170);
-ImU32 op_class_color(int op_class);
+constexpr ImU32 kColTau      = IM_COL32(255, 90, 70, 255);
+constexpr ImU32 kColCursor   = IM_COL32(255, 255, 255, 170);
+ImU32           op_class_color(int op_class);
 
 // Reserves w x h pixels at the cursor (an invisible button, so clicks and hover belong to the plot).
 struct PlotArea {

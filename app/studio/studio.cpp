@@ -42,16 +42,18 @@ constexpr const char* kFallbackPrompt = "What is 27 + 45? Show the column sums."
 
 Studio::Studio(const StudioOptions& o) : opts(o) {
     // Model choice.
-    if (o.model.empty() || o.model == "tiny-llada") ui.model_idx = 0;
-    else if (o.model == "tiny-dream") ui.model_idx = 1;
+    if (o.model.empty() || o.model == "tiny-llada")
+        ui.model_idx = 0;
+    else if (o.model == "tiny-dream")
+        ui.model_idx = 1;
     else {
         ui.model_idx = 2;
         std::snprintf(ui.model_path, sizeof ui.model_path, "%s", o.model.c_str());
     }
-    ui.backend_idx = o.backend == "cuda" ? 1 : o.backend == "auto" ? 2 : 0;
-    const DiffusionParams& p = o.params;
+    ui.backend_idx                 = o.backend == "cuda" ? 1 : o.backend == "auto" ? 2 : 0;
+    const DiffusionParams& p       = o.params;
     const auto             methods = all_methods();
-    ui.method_idx = int(std::find(methods.begin(), methods.end(), p.method) - methods.begin());
+    ui.method_idx                  = int(std::find(methods.begin(), methods.end(), p.method) - methods.begin());
     if (std::isfinite(p.tau)) {
         ui.tau     = p.tau;
         ui.tau_set = true;
@@ -65,7 +67,7 @@ Studio::Studio(const StudioOptions& o) : opts(o) {
     if (!std::isnan(p.conf_threshold)) ui.use_threshold = true, ui.conf_threshold = p.conf_threshold;
     ui.measure_cosine = ui.measure_cosine || p.measure_cosine;
     ui.base           = p;
-    const auto tasks = find_tasks_dir(resolve_model_path(o.model));  // the model's own suite, else the shipped one
+    const auto tasks  = find_tasks_dir(resolve_model_path(o.model));  // the model's own suite, else the shipped one
     if (!tasks.empty()) examples = load_task_examples(tasks);
     if (!o.prompt.empty()) {
         std::snprintf(prompt, sizeof prompt, "%s", o.prompt.c_str());
@@ -85,8 +87,8 @@ Studio::Studio(const StudioOptions& o) : opts(o) {
         if (w == "compare") select_tab(BottomTab::Compare);
     }
     static constexpr std::pair<const char*, BottomTab> kTabNames[] = {
-        {"time", BottomTab::Time},       {"op-stats", BottomTab::OpStats},     {"gpu-kernels", BottomTab::Kernels},
-        {"tune", BottomTab::Tune},       {"compare", BottomTab::Compare},      {"token-history", BottomTab::Token},
+        {"time", BottomTab::Time},      {"op-stats", BottomTab::OpStats}, {"gpu-kernels", BottomTab::Kernels},
+        {"tune", BottomTab::Tune},      {"compare", BottomTab::Compare},  {"token-history", BottomTab::Token},
         {"explain", BottomTab::Explain}};
     for (const auto& [name, tab] : kTabNames)
         if (o.tab == name) select_tab(tab);
@@ -113,11 +115,14 @@ std::string Studio::model_spec() const {
     return ui.model_path;
 }
 
-const char* Studio::method_name_ui() const { return method_combo_items()[size_t(ui.method_idx)]; }
+const char* Studio::method_name_ui() const {
+    return method_combo_items()[size_t(ui.method_idx)];
+}
 
 void Studio::load_selected_model() {
-    const BackendKind bk = ui.backend_idx == 1 ? BackendKind::Cuda : ui.backend_idx == 2 ? BackendKind::Auto
-                                                                                         : BackendKind::Cpu;
+    const BackendKind bk = ui.backend_idx == 1   ? BackendKind::Cuda
+                           : ui.backend_idx == 2 ? BackendKind::Auto
+                                                 : BackendKind::Cpu;
     message.clear();
     worker.load_model(model_spec(), bk, studio_engine_threads(opts.threads, std::thread::hardware_concurrency()));
 }
@@ -125,8 +130,10 @@ void Studio::load_selected_model() {
 void Studio::open(bool autoplay) {
     load_selected_model();
     if (ui.speed > 0) worker.set_speed(ui.speed);
-    if (opts.compare) start_compare(true, NAN);
-    else restart(autoplay);
+    if (opts.compare)
+        start_compare(true, NAN);
+    else
+        restart(autoplay);
     if (opts.sweep) start_sweep();
     if (!opts.sweep_task.empty()) {  // --sweep-task/--sweep-limit/--sweep-tau: the Tune panel's suite settings
         for (size_t i = 0; i < std::size(kSuiteTasks); ++i)
@@ -141,17 +148,17 @@ void Studio::open(bool autoplay) {
 
 StartRequest Studio::make_request(bool autoplay) const {
     StartRequest r;
-    r.prompt = prompt;
-    r.chat   = ui.chat;
+    r.prompt           = prompt;
+    r.chat             = ui.chat;
     DiffusionParams& p = r.params;
-    p              = ui.base;
-    p.gen_length   = ui.gen_length;
-    p.steps        = ui.steps;
-    p.block_length = ui.block_length;
-    p.conf_threshold = ui.use_threshold ? ui.conf_threshold : NAN;
-    p.method       = all_methods()[size_t(ui.method_idx)];
-    p.tau          = ui.tau_set ? ui.tau : NAN;  // NaN: the engine picks the family default (0.99 / 0.995)
-    p.full_steps   = ui.full_steps;
+    p                  = ui.base;
+    p.gen_length       = ui.gen_length;
+    p.steps            = ui.steps;
+    p.block_length     = ui.block_length;
+    p.conf_threshold   = ui.use_threshold ? ui.conf_threshold : NAN;
+    p.method           = all_methods()[size_t(ui.method_idx)];
+    p.tau              = ui.tau_set ? ui.tau : NAN;  // NaN: the engine picks the family default (0.99 / 0.995)
+    p.full_steps       = ui.full_steps;
     set_stable_update(p, StableUpdateUi(ui.update_idx));
     // Methods without a saliency test still get the cosine histograms (one extra cosine per layer), so the panels
     // can show what DyLLM would decide; DyLLM computes them anyway.
@@ -177,17 +184,17 @@ void Studio::start_run(StartRequest req, RunRequest what) {
 
 void Studio::restart(bool autoplay) {
     message.clear();
-    compare_queued = false;  // a restart replaces a comparison still waiting for its run B
+    compare_queued = false;                    // a restart replaces a comparison still waiting for its run B
     if (suite.running()) suite.job->cancel();  // and a suite sweep holding the engine (its points stay)
-    if (sweep.active()) {     // and a sweep
+    if (sweep.active()) {                      // and a sweep
         sweep.cancel();
         sweep_label.clear();
         worker.set_speed(ui.speed);
     }
     start_run(make_request(autoplay), make_run_request(""));
-    params_dirty  = false;
-    follow_live   = true;
-    shown_run_idx = -1;
+    params_dirty   = false;
+    follow_live    = true;
+    shown_run_idx  = -1;
     selected_token = -1;
 }
 
@@ -195,19 +202,21 @@ void Studio::start_compare(bool original_a, float tau_b) {
     StartRequest a         = make_request(true);
     compare_second         = make_request(true);
     compare_second_request = make_run_request("compare-b");
-    if (original_a) a.params.method = Method::Original;
-    else compare_second.params.tau = tau_b;
+    if (original_a)
+        a.params.method = Method::Original;
+    else
+        compare_second.params.tau = tau_b;
     message.clear();
-    RunRequest what = make_run_request("compare-a");
-    what.prompt     = a.prompt;
-    a.label         = runs.expect(std::move(what));
+    RunRequest what   = make_run_request("compare-a");
+    what.prompt       = a.prompt;
+    a.label           = runs.expect(std::move(what));
     compare_labels[0] = a.label;
     compare_labels[1].clear();
     cmp_pick.start_pair(compare_labels[0]);  // shown as soon as its runs begin, never older runs meanwhile
     worker.start(std::move(a));
     compare_queued = true;
-    follow_live   = true;
-    shown_run_idx = -1;
+    follow_live    = true;
+    shown_run_idx  = -1;
     select_tab(BottomTab::Compare);
 }
 
@@ -239,12 +248,12 @@ void Studio::advance_sweep() {
         if (r && r->history.finished()) {
             const RunHistory& h = r->history;
             SweepPoint        p;
-            p.reference      = h.info().method == "original";
-            p.tau            = p.reference ? NAN : sweep.tau_of(sweep_run);
+            p.reference          = h.info().method == "original";
+            p.tau                = p.reference ? NAN : sweep.tau_of(sweep_run);
             const RunSummary sum = h.summary();
-            p.flops_fraction = sum.flops_fraction;
-            p.tokens_per_s   = sum.tokens_per_s;
-            p.cancelled      = h.run_end().cancelled;
+            p.flops_fraction     = sum.flops_fraction;
+            p.tokens_per_s       = sum.tokens_per_s;
+            p.cancelled          = h.run_end().cancelled;
             if (!h.run_end().texts.empty()) p.text = h.run_end().texts[0];
             if (h.n_seq() > 0)
                 for (const TokenInfo& t : h.tokens(0)) p.tokens.push_back(t.token);
@@ -323,8 +332,8 @@ void Studio::begin_frame() {
         if (a && a->history.finished()) {
             compare_queued = false;
             if (!a->history.run_end().cancelled) {
-                StartRequest b = compare_second;
-                b.label        = runs.expect(compare_second_request);
+                StartRequest b    = compare_second;
+                b.label           = runs.expect(compare_second_request);
                 compare_labels[1] = b.label;
                 cmp_pick.pair_b_started(b.label);
                 worker.start(std::move(b));
@@ -343,7 +352,7 @@ void Studio::begin_frame() {
     }
     advance_sweep();
     if (RunEntry* r = shown_run()) {
-        const int last = r->history.step_count();
+        const int last  = r->history.step_count();
         int       ended = last;
         while (ended > 0 && !r->history.step(ended)->ended) --ended;
         if (follow_live || view_step > last) view_step = ended;
@@ -354,7 +363,9 @@ void Studio::begin_frame() {
     notice.expire(now_s());
 }
 
-void Studio::show_notice(std::string text) { notice.show(std::move(text), now_s()); }
+void Studio::show_notice(std::string text) {
+    notice.show(std::move(text), now_s());
+}
 
 bool Studio::working() {
     return status.state == WorkerState::Playing || status.state == WorkerState::Loading || compare_queued ||

@@ -22,26 +22,26 @@ namespace dyllm::app {
 
 // Command-line options (main.cpp).
 struct StudioOptions {
-    std::string model;                 // -m; empty = built-in tiny-llada
-    std::string backend = "cpu";       // --backend cpu|cuda|auto
-    std::string prompt;                // -p
-    std::string screenshot;            // --screenshot FILE
-    int         frames = 5;            // --frames N
-    int         step = 0;              // --step K
-    int         bench_frames = 0;      // --bench-frames N
-    int         width = 1600, height = 1000;
-    int         threads = 0;
-    float       speed = -1;                // --speed: steps/s limit (0 = unlimited; -1 = not given, see play_speed)
-    bool        compare = false;           // --compare: original vs current settings, Compare window open
-    std::string export_dir;                // --export-dir: headless runs write every export there before exiting
-    float       ui_scale = 1.f;            // --ui-scale
-    bool        sweep = false;             // --sweep: run the Tune tab's tau sweep at start (and open the tab)
-    std::string sweep_task;                // --sweep-task: run the Tune tab's task-suite sweep at start instead
-    int         sweep_limit = SuiteTune::kDefaultLimit;  // --sweep-limit: its items per task
-    std::string sweep_taus;                // --sweep-tau: its tau list ("" = default_suite_taus())
-    std::string tab;                       // --tab: the bottom band's tab to open first (time, op-stats, tune)
-    std::vector<std::string> open;         // --open: windows shown at start (explain, export, compare)
-    DiffusionParams params;            // the diffusion flags (engine/params.h), resolved and validated
+    std::string              model;             // -m; empty = built-in tiny-llada
+    std::string              backend = "cpu";   // --backend cpu|cuda|auto
+    std::string              prompt;            // -p
+    std::string              screenshot;        // --screenshot FILE
+    int                      frames       = 5;  // --frames N
+    int                      step         = 0;  // --step K
+    int                      bench_frames = 0;  // --bench-frames N
+    int                      width = 1600, height = 1000;
+    int                      threads = 0;
+    float                    speed   = -1;     // --speed: steps/s limit (0 = unlimited; -1 = not given, see play_speed)
+    bool                     compare = false;  // --compare: original vs current settings, Compare window open
+    std::string              export_dir;       // --export-dir: headless runs write every export there before exiting
+    float                    ui_scale = 1.f;   // --ui-scale
+    bool                     sweep    = false;  // --sweep: run the Tune tab's tau sweep at start (and open the tab)
+    std::string              sweep_task;        // --sweep-task: run the Tune tab's task-suite sweep at start instead
+    int                      sweep_limit = SuiteTune::kDefaultLimit;  // --sweep-limit: its items per task
+    std::string              sweep_taus;  // --sweep-tau: its tau list ("" = default_suite_taus())
+    std::string              tab;         // --tab: the bottom band's tab to open first (time, op-stats, tune)
+    std::vector<std::string> open;        // --open: windows shown at start (explain, export, compare)
+    DiffusionParams          params;      // the diffusion flags (engine/params.h), resolved and validated
 };
 
 // Interactive play speed when --speed is not given: slow enough to watch each step (a 64-step run takes ~18 s).
@@ -54,28 +54,28 @@ float play_speed(const StudioOptions& o);
 enum class StableUpdateUi : int { Authors, Incremental, Columns, Exact };
 inline constexpr const char* kStableUpdateNames[] = {"authors' approx", "incremental", "columns (paper)",
                                                      "exact (ablation)"};
-StableUpdateUi stable_update_of(const DiffusionParams& p);
-void           set_stable_update(DiffusionParams& p, StableUpdateUi u);
+StableUpdateUi               stable_update_of(const DiffusionParams& p);
+void                         set_stable_update(DiffusionParams& p, StableUpdateUi u);
 
 // Knobs of the Controls bar (applied on restart, except tau which is live).
 struct UiParams {
-    int   model_idx = 0;              // 0 tiny-llada, 1 tiny-dream, 2 path
-    char  model_path[512] = {};
-    int   backend_idx = 0;            // cpu, cuda, auto
-    int   method_idx = 1;             // index into method_combo_items()
-    float tau = 0.99f;
-    bool  tau_set = false;            // user chose tau (otherwise the family default)
-    int   full_steps = 4;
-    int   update_idx = 0;             // DyLLM's stable-row update: StableUpdateUi (engine/README.md §a.13)
-    int   gen_length = 64;
-    int   steps = 64;
-    int   block_length = 32;
-    bool  use_threshold = false;
-    float conf_threshold = 0.9f;
-    float speed = 0;                  // steps per second limit; 0 = unlimited
-    bool  measure_cosine = true;      // histograms for methods without saliency
-    bool  chat = true;
-    DiffusionParams base;             // the settings without a control here (seed, temperature, kp, ...) from the flags
+    int             model_idx       = 0;  // 0 tiny-llada, 1 tiny-dream, 2 path
+    char            model_path[512] = {};
+    int             backend_idx     = 0;  // cpu, cuda, auto
+    int             method_idx      = 1;  // index into method_combo_items()
+    float           tau             = 0.99f;
+    bool            tau_set         = false;  // user chose tau (otherwise the family default)
+    int             full_steps      = 4;
+    int             update_idx      = 0;  // DyLLM's stable-row update: StableUpdateUi (engine/README.md §a.13)
+    int             gen_length      = 64;
+    int             steps           = 64;
+    int             block_length    = 32;
+    bool            use_threshold   = false;
+    float           conf_threshold  = 0.9f;
+    float           speed           = 0;     // steps per second limit; 0 = unlimited
+    bool            measure_cosine  = true;  // histograms for methods without saliency
+    bool            chat            = true;
+    DiffusionParams base;  // the settings without a control here (seed, temperature, kp, ...) from the flags
 };
 
 // The bottom band's tabs (view_time.cpp). Compare widens the band over the plot bands; the others keep its size.
@@ -89,65 +89,65 @@ struct Studio {
     UiParams      ui;
     char          prompt[4096] = {};
     TaskExamples  examples;
-    int           example_idx = -1;   // prompt came from this task example (for accuracy), -1: typed
+    int           example_idx  = -1;  // prompt came from this task example (for accuracy), -1: typed
     bool          params_dirty = false;
 
     // Runs, rebuilt from the event stream (RunBegin.label finds the request); the newest is the live one.
-    RunList     runs;
-    RunEntry*   live() { return runs.newest(); }
-    RunEntry*   shown_run();          // the run the panels show (live unless one was picked in Compare)
-    int         shown_run_idx = -1;   // -1: live
+    RunList   runs;
+    RunEntry* live() { return runs.newest(); }
+    RunEntry* shown_run();         // the run the panels show (live unless one was picked in Compare)
+    int       shown_run_idx = -1;  // -1: live
 
     // View state.
-    int  view_step = 0;               // step the panels show
-    bool follow_live = true;
-    int  seq = 0;                     // shown sequence
-    int  selected_token = -1;         // response position whose history is open
+    int               view_step      = 0;  // step the panels show
+    bool              follow_live    = true;
+    int               seq            = 0;   // shown sequence
+    int               selected_token = -1;  // response position whose history is open
     TokenSaliencyGrid token_grid;
-    int  token_grid_steps = -1;
-    int  salient_mode = 0;            // 0: layers x positions (this step), 1: steps x positions (one layer)
-    int  salient_layer = 0;
-    bool hist_log_y = false;
-    bool lsal_log_y = false;
-    bool time_log_y = false;  // linear: bar heights are times (log mode scales each bar's total)
-    int  drift_mean = 0;      // Drift over steps: 0 the lowest cosine per layer, 1 the mean
-    BottomTab bottom_tab  = BottomTab::Time;  // the bottom band's tab shown (its tab bar reports it every frame)
-    int       tab_request = -1;               // a BottomTab to select on the next frame (buttons, --tab, --open...)
-    int       token_tab_for = -1;             // selected_token the Token tab was last opened for
-    int       explain_entry = -1;             // Explain tab: the entry shown (-1: the one-line overview)
-    void      select_tab(BottomTab t) { bottom_tab = t, tab_request = int(t); }
-    float bottom_frac = kBottomDefault;    // bottom band's share of the body (splitter above it)
-    float ui_scale    = 1.f;               // text and widget scale (Ctrl +/-, View menu)
-    int  time_steps = 1;      // steps laid back to back in the Time panel's timeline
-    char op_filter[64] = {};  // Op stats find box
-    bool stats_by_layer = false, stats_whole_run = true;
-    int  stats_sort_col = 0;  // StatColumn (app/model/op_stats.h)
-    bool stats_sort_asc = true;
-    bool stats_exclude_preempted = false;  // Op stats: leave preempted samples out (app/model/op_preempt.h)
-    bool show_export = false;
-    ComparePick cmp_pick;             // the runs Compare shows (by label)
-    ComparePair compare_pair() const { return resolve_compare(runs, cmp_pick); }
-    bool compare_queued = false;      // second compare run waits for the first to finish
+    int               token_grid_steps = -1;
+    int               salient_mode     = 0;  // 0: layers x positions (this step), 1: steps x positions (one layer)
+    int               salient_layer    = 0;
+    bool              hist_log_y       = false;
+    bool              lsal_log_y       = false;
+    bool              time_log_y       = false;      // linear: bar heights are times (log mode scales each bar's total)
+    int               drift_mean       = 0;          // Drift over steps: 0 the lowest cosine per layer, 1 the mean
+    BottomTab         bottom_tab = BottomTab::Time;  // the bottom band's tab shown (its tab bar reports it every frame)
+    int               tab_request   = -1;  // a BottomTab to select on the next frame (buttons, --tab, --open...)
+    int               token_tab_for = -1;  // selected_token the Token tab was last opened for
+    int               explain_entry = -1;  // Explain tab: the entry shown (-1: the one-line overview)
+    void              select_tab(BottomTab t) { bottom_tab = t, tab_request = int(t); }
+    float             bottom_frac    = kBottomDefault;  // bottom band's share of the body (splitter above it)
+    float             ui_scale       = 1.f;             // text and widget scale (Ctrl +/-, View menu)
+    int               time_steps     = 1;               // steps laid back to back in the Time panel's timeline
+    char              op_filter[64]  = {};              // Op stats find box
+    bool              stats_by_layer = false, stats_whole_run = true;
+    int               stats_sort_col     = 0;  // StatColumn (app/model/op_stats.h)
+    bool              stats_sort_asc     = true;
+    bool         stats_exclude_preempted = false;  // Op stats: leave preempted samples out (app/model/op_preempt.h)
+    bool         show_export             = false;
+    ComparePick  cmp_pick;  // the runs Compare shows (by label)
+    ComparePair  compare_pair() const { return resolve_compare(runs, cmp_pick); }
+    bool         compare_queued = false;  // second compare run waits for the first to finish
     StartRequest compare_second;
     RunRequest   compare_second_request;
-    std::string  compare_labels[2];   // labels of the newest comparison's runs A and B
-    int    cmp_step    = -1;          // Compare's lock-step slider; -1 follows the newest step of the pair
-    bool   cmp_follow  = true;        // "follow newest" (moving the slider clears it)
-    bool   cmp_playing = false;       // Compare's replay plays the pair from step 0
-    double cmp_play_t  = 0;           // now_s() of the last replay advance
-    float tau_drag = NAN;             // tau while a histogram line is being dragged
-    TauSweep    sweep;                // Tune panel: original + dyllm at a few taus on the current prompt
-    std::string sweep_label;          // label of the sweep run in flight ("" when none)
-    int         sweep_run = -1;       // its index in the sweep (0: the original reference)
-    bool        tune_suite_mode = false;  // Tune panel shows the task-suite sweep (else the one-prompt sweep)
-    SuiteTune   suite;                // the task-suite sweep: settings and the job the worker runs
+    std::string  compare_labels[2];        // labels of the newest comparison's runs A and B
+    int          cmp_step    = -1;         // Compare's lock-step slider; -1 follows the newest step of the pair
+    bool         cmp_follow  = true;       // "follow newest" (moving the slider clears it)
+    bool         cmp_playing = false;      // Compare's replay plays the pair from step 0
+    double       cmp_play_t  = 0;          // now_s() of the last replay advance
+    float        tau_drag    = NAN;        // tau while a histogram line is being dragged
+    TauSweep     sweep;                    // Tune panel: original + dyllm at a few taus on the current prompt
+    std::string  sweep_label;              // label of the sweep run in flight ("" when none)
+    int          sweep_run       = -1;     // its index in the sweep (0: the original reference)
+    bool         tune_suite_mode = false;  // Tune panel shows the task-suite sweep (else the one-prompt sweep)
+    SuiteTune    suite;                    // the task-suite sweep: settings and the job the worker runs
 
     // Per-frame copies from the worker.
     WorkerStatus                 status;
     std::shared_ptr<const Vocab> vocab;
-    uint64_t    seen_error_serial = 0;
-    std::string message;              // red message bar text ("" = hidden)
-    TimedNotice notice;               // green notice (exports), on the steady clock of now_s()
+    uint64_t                     seen_error_serial = 0;
+    std::string                  message;  // red message bar text ("" = hidden)
+    TimedNotice                  notice;   // green notice (exports), on the steady clock of now_s()
 
     // Export requests handled by main.cpp after rendering (glReadPixels).
     std::string png_request;
@@ -158,20 +158,20 @@ struct Studio {
     double frame_t_prev = 0;
 
     // ---- actions ----
-    void load_selected_model();
-    void open(bool autoplay);            // loads the model and starts the first run (--compare: the comparison)
-    void restart(bool autoplay = true);
+    void         load_selected_model();
+    void         open(bool autoplay);  // loads the model and starts the first run (--compare: the comparison)
+    void         restart(bool autoplay = true);
     StartRequest make_request(bool autoplay) const;
     RunRequest   make_run_request(const std::string& tag) const;  // prompt and expected answer of the current prompt
-    void         start_run(StartRequest req, RunRequest what);   // labels the request and hands it to the worker
-    void pump_events(double budget_ms);  // pops QueueSink events into the live RunHistory
-    void begin_frame();                  // status copy, message bar, compare sequencing, follow-live
-    void refresh_status();               // status copy; a new worker error goes to the message bar
-    void end_frame();                    // frame time (shown in the scrubber bar)
-    bool compare_finished();             // run B of the newest comparison has its RunEnd
-    std::string model_spec() const;
-    void show_notice(std::string text);  // green notice for TimedNotice::kDefaultSeconds
-    bool working();                      // engine playing or loading, events queued or a comparison pending
+    void         start_run(StartRequest req, RunRequest what);    // labels the request and hands it to the worker
+    void         pump_events(double budget_ms);                   // pops QueueSink events into the live RunHistory
+    void         begin_frame();       // status copy, message bar, compare sequencing, follow-live
+    void         refresh_status();    // status copy; a new worker error goes to the message bar
+    void         end_frame();         // frame time (shown in the scrubber bar)
+    bool         compare_finished();  // run B of the newest comparison has its RunEnd
+    std::string  model_spec() const;
+    void         show_notice(std::string text);  // green notice for TimedNotice::kDefaultSeconds
+    bool         working();                      // engine playing or loading, events queued or a comparison pending
     // Two runs of the current prompt, B started after A finishes: original vs current settings (original_a), or the
     // current settings vs the same with tau = tau_b.
     void start_compare(bool original_a, float tau_b);
@@ -185,31 +185,31 @@ struct Studio {
     // Writes every CSV table, the Chrome trace and the JSONL of the shown run into dir; returns the files written
     // (an error goes to the message bar).
     std::vector<std::string> export_all(const std::string& dir);
-    const char* method_name_ui() const;
+    const char*              method_name_ui() const;
 };
 
 // Method names in the combo's order (the engine's registry, engine/methods/method_list.def).
 std::span<const char* const> method_combo_items();
 
 // ---- panels (app/studio/view_*.cpp) ----
-void draw_controls(Studio& s, const Rect& r);
-void draw_prompt(Studio& s, const Rect& r);
-void draw_canvas(Studio& s, const Rect& r);
-void draw_token_history(Studio& s);  // the Token tab's content
-void draw_summary(Studio& s, const Rect& r);
-void draw_cosine(Studio& s, const Rect& r);
-void draw_salient(Studio& s, const Rect& r);
-void draw_lsal(Studio& s, const Rect& r);
-void draw_drift(Studio& s, const Rect& r);
-void draw_time(Studio& s, const Rect& r);  // the bottom band's tabs (BottomTab)
-void draw_tune(Studio& s);
-void draw_scrubber(Studio& s, const Rect& r);
-void draw_explain(Studio& s);  // the Explain tab's content
-void draw_compare(Studio& s);
-void draw_export(Studio& s);
-void draw_studio(Studio& s, float width, float height);  // the whole frame (view.cpp)
+void            draw_controls(Studio& s, const Rect& r);
+void            draw_prompt(Studio& s, const Rect& r);
+void            draw_canvas(Studio& s, const Rect& r);
+void            draw_token_history(Studio& s);  // the Token tab's content
+void            draw_summary(Studio& s, const Rect& r);
+void            draw_cosine(Studio& s, const Rect& r);
+void            draw_salient(Studio& s, const Rect& r);
+void            draw_lsal(Studio& s, const Rect& r);
+void            draw_drift(Studio& s, const Rect& r);
+void            draw_time(Studio& s, const Rect& r);  // the bottom band's tabs (BottomTab)
+void            draw_tune(Studio& s);
+void            draw_scrubber(Studio& s, const Rect& r);
+void            draw_explain(Studio& s);  // the Explain tab's content
+void            draw_compare(Studio& s);
+void            draw_export(Studio& s);
+void            draw_studio(Studio& s, float width, float height);  // the whole frame (view.cpp)
 constexpr float kUiScaleMin = 0.8f, kUiScaleMax = 1.8f;
-void set_ui_scale(Studio& s, float scale);  // text and bar sizes (Ctrl +/-/0 and the View menu)
+void            set_ui_scale(Studio& s, float scale);  // text and bar sizes (Ctrl +/-/0 and the View menu)
 
 // Drift (view_drift.cpp): whether the run measured it (measure_drift), and a layer's approximated rows below tau.
 bool    drift_measured(const RunHistory& h);

@@ -10,6 +10,6 @@ constexpr float kLargeFontPx = 40.f;
 
 void    load_fonts();   // call after ImGui::CreateContext(), before the first frame
 ImFont* large_font();   // the decoded text's font; the default font when no TTF was found
-void apply_style();  // dark style, square corners (cheap on software rasterisers)
+void    apply_style();  // dark style, square corners (cheap on software rasterisers)
 
 }  // namespace dyllm::app

@@ -30,7 +30,8 @@ void panel(const char* name, const Rect& r, ImGuiWindowFlags extra, F&& body, bo
 StudioLayout scaled_layout(const Studio& s, float width, float height) {
     const float  k = s.ui_scale;
     StudioLayout L = compute_layout(width / k, height / k, !s.message.empty(), s.bottom_frac);
-    for (Rect* r : {&L.controls, &L.prompt, &L.canvas, &L.summary, &L.cosine, &L.salient, &L.lsal, &L.time, &L.scrubber})
+    for (Rect* r :
+         {&L.controls, &L.prompt, &L.canvas, &L.summary, &L.cosine, &L.salient, &L.lsal, &L.time, &L.scrubber})
         *r = Rect{r->x * k, r->y * k, r->w * k, r->h * k};
     return L;
 }
@@ -42,16 +43,18 @@ void bottom_splitter(Studio& s, const StudioLayout& L) {
     ImGui::SetNextWindowSize(ImVec2(L.time.w, grip));
     ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(0, 0));
     ImGui::PushStyleVar(ImGuiStyleVar_WindowMinSize, ImVec2(1, 1));
-    if (ImGui::Begin("##bottom_split", nullptr, kPanelFlags | ImGuiWindowFlags_NoTitleBar |
-                                                  ImGuiWindowFlags_NoBackground | ImGuiWindowFlags_NoScrollbar)) {
+    if (ImGui::Begin(
+            "##bottom_split", nullptr,
+            kPanelFlags | ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoBackground | ImGuiWindowFlags_NoScrollbar)) {
         ImGui::InvisibleButton("##split", ImVec2(L.time.w, grip));
         if (ImGui::IsItemHovered() || ImGui::IsItemActive()) ImGui::SetMouseCursor(ImGuiMouseCursor_ResizeNS);
         if (ImGui::IsItemActive()) {
             const float body = L.scrubber.y - L.prompt.y;
-            s.bottom_frac    = std::clamp(s.bottom_frac - ImGui::GetIO().MouseDelta.y / std::max(body, 1.f),
-                                          kBottomMin, kBottomMax);
+            s.bottom_frac =
+                std::clamp(s.bottom_frac - ImGui::GetIO().MouseDelta.y / std::max(body, 1.f), kBottomMin, kBottomMax);
         }
-        if (ImGui::IsItemHovered() && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) s.bottom_frac = kBottomDefault;
+        if (ImGui::IsItemHovered() && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left))
+            s.bottom_frac = kBottomDefault;
     }
     ImGui::End();
     ImGui::PopStyleVar(2);
@@ -60,14 +63,15 @@ void bottom_splitter(Studio& s, const StudioLayout& L) {
 }  // namespace
 
 void set_ui_scale(Studio& s, float scale) {
-    s.ui_scale                       = std::clamp(scale, kUiScaleMin, kUiScaleMax);
+    s.ui_scale                     = std::clamp(scale, kUiScaleMin, kUiScaleMax);
     ImGui::GetIO().FontGlobalScale = s.ui_scale;
 }
 
 void draw_studio(Studio& s, float width, float height) {
     const ImGuiIO& io = ImGui::GetIO();
     if (io.KeyCtrl) {  // GLFW key codes: the ImGui 1.86 GLFW backend indexes KeysDown by them
-        if (ImGui::IsKeyPressed(GLFW_KEY_EQUAL) || ImGui::IsKeyPressed(GLFW_KEY_KP_ADD)) set_ui_scale(s, s.ui_scale + 0.1f);
+        if (ImGui::IsKeyPressed(GLFW_KEY_EQUAL) || ImGui::IsKeyPressed(GLFW_KEY_KP_ADD))
+            set_ui_scale(s, s.ui_scale + 0.1f);
         if (ImGui::IsKeyPressed(GLFW_KEY_MINUS) || ImGui::IsKeyPressed(GLFW_KEY_KP_SUBTRACT))
             set_ui_scale(s, s.ui_scale - 0.1f);
         if (ImGui::IsKeyPressed(GLFW_KEY_0)) set_ui_scale(s, 1.f);

@@ -38,7 +38,7 @@ void draw_canvas(Studio& s, const Rect& r) {
             return;
         }
         const LoadProgress& p = s.status.load;
-        char text[160];
+        char                text[160];
         if (p.tensors_total > 0) {
             std::snprintf(text, sizeof text, "loading the model: weights %d/%d (%.2f of %.2f GB)", p.tensors_done,
                           p.tensors_total, double(p.bytes_done) * 1e-9, double(p.bytes_total) * 1e-9);
@@ -50,21 +50,25 @@ void draw_canvas(Studio& s, const Rect& r) {
         }
         return;
     }
-    const RunHistory& h     = run->history;
-    const int         total = std::max(h.info().steps, h.step_count());
-    const int         k     = s.view_step;
-    const auto        cells = h.canvas_at(s.seq, k);
-    int masked = 0;
+    const RunHistory& h      = run->history;
+    const int         total  = std::max(h.info().steps, h.step_count());
+    const int         k      = s.view_step;
+    const auto        cells  = h.canvas_at(s.seq, k);
+    int               masked = 0;
     for (const auto& c : cells) masked += c.masked() ? 1 : 0;
-    const Vocab*  vocab  = s.vocab.get();
-    const int32_t eos_id = vocab ? vocab->eos_id : -1;
-    const EosStop stop   = eos_stop(h, s.seq, eos_id);
+    const Vocab*  vocab   = s.vocab.get();
+    const int32_t eos_id  = vocab ? vocab->eos_id : -1;
+    const EosStop stop    = eos_stop(h, s.seq, eos_id);
     const bool    stopped = stop.step > 0 && k >= stop.step;
-    if (stopped) ImGui::Text("step %d / %d   stopped at end of text at step %d", k, total, stop.step);
-    else ImGui::Text("step %d / %d   %d of %zu tokens masked", k, total, masked, cells.size());
+    if (stopped)
+        ImGui::Text("step %d / %d   stopped at end of text at step %d", k, total, stop.step);
+    else
+        ImGui::Text("step %d / %d   %d of %zu tokens masked", k, total, masked, cells.size());
     if (stopped && ImGui::IsItemHovered())
-        ImGui::SetTooltip("the sampler ends a sequence once an end-of-text token has no [MASK] before it:\n"
-                          "the %d positions still masked after it are never decoded", masked);
+        ImGui::SetTooltip(
+            "the sampler ends a sequence once an end-of-text token has no [MASK] before it:\n"
+            "the %d positions still masked after it are never decoded",
+            masked);
     if (h.n_seq() > 1) {
         ImGui::SameLine();
         ImGui::SetNextItemWidth(80);
@@ -94,11 +98,11 @@ void draw_canvas(Studio& s, const Rect& r) {
     // The text decoded so far, large enough to read from the back of a room; its height is bounded so the chips
     // below keep at least half of the panel.
     if (vocab) {
-        const std::string text = decoded_so_far(cells, *vocab, stopped ? stop.position : -1);
-        ImFont*           font = large_font();
-        const float       px   = std::clamp(r.h * 0.09f, 18.f * s.ui_scale, kLargeFontPx);
-        const float       wrap = ImGui::GetContentRegionAvail().x - 8;
-        const ImVec2      sz   = font->CalcTextSizeA(px, FLT_MAX, wrap, text.c_str());
+        const std::string text  = decoded_so_far(cells, *vocab, stopped ? stop.position : -1);
+        ImFont*           font  = large_font();
+        const float       px    = std::clamp(r.h * 0.09f, 18.f * s.ui_scale, kLargeFontPx);
+        const float       wrap  = ImGui::GetContentRegionAvail().x - 8;
+        const ImVec2      sz    = font->CalcTextSizeA(px, FLT_MAX, wrap, text.c_str());
         const float       h_max = std::max(px * 1.2f, ImGui::GetContentRegionAvail().y * 0.45f);
         ImGui::BeginChild("##decoded", ImVec2(0, std::min(sz.y + 8, h_max)), false);
         const ImVec2 p0 = ImGui::GetCursorScreenPos();
@@ -106,40 +110,47 @@ void draw_canvas(Studio& s, const Rect& r) {
                                             text.c_str(), nullptr, wrap);
         ImGui::Dummy(ImVec2(wrap, sz.y + 4));
         if (ImGui::IsItemHovered())
-            ImGui::SetTooltip("the response decoded so far; a box is a position still masked (\xE2\x96\xA1\xC3\x97N: N in a "
-                              "row)");
+            ImGui::SetTooltip(
+                "the response decoded so far; a box is a position still masked (\xE2\x96\xA1\xC3\x97N: N in a "
+                "row)");
         ImGui::EndChild();
     }
 
-    const float  pad = 4.f, gap = 3.f, cell_h = ImGui::GetTextLineHeight() + 6.f;
+    const float pad = 4.f, gap = 3.f, cell_h = ImGui::GetTextLineHeight() + 6.f;
     ImGui::BeginChild("##cells", ImVec2(0, 0), false);
     if (k == 0) {  // the first screen: say what the grey boxes are and what play does
         const int32_t steps = h.info().steps;
         const int32_t n_u   = steps > 0 ? h.gen_length() / steps : 0;
         ImGui::TextColored(ImVec4(1.f, 0.85f, 0.45f, 1.f),
-                           "grey cells are [MASK]; press play to denoise, one step = %d token%s", n_u, n_u == 1 ? "" : "s");
+                           "grey cells are [MASK]; press play to denoise, one step = %d token%s", n_u,
+                           n_u == 1 ? "" : "s");
         if (ImGui::IsItemHovered())
-            ImGui::SetTooltip("n_u = gen / steps tokens are unmasked per step (with 'conf' on, every token above\n"
-                              "the confidence threshold too); colour then says at which step each token appeared");
+            ImGui::SetTooltip(
+                "n_u = gen / steps tokens are unmasked per step (with 'conf' on, every token above\n"
+                "the confidence threshold too); colour then says at which step each token appeared");
     }
     const ImVec2 origin = ImGui::GetCursorScreenPos();
     const float  avail  = ImGui::GetContentRegionAvail().x;
     float        x = 0, y = 0;
-    int          hovered = -1;
-    const ImVec2 mouse   = ImGui::GetIO().MousePos;
-    dl = ImGui::GetWindowDrawList();
-    int          hovered_end = -1;  // index into chips of a hovered end-of-text chip
-    const auto   chips = canvas_chips(cells, eos_id, stopped ? stop.position : -1);
-    const auto   sal   = h.salient_layers(s.seq, k);
+    int          hovered   = -1;
+    const ImVec2 mouse     = ImGui::GetIO().MousePos;
+    dl                     = ImGui::GetWindowDrawList();
+    int        hovered_end = -1;  // index into chips of a hovered end-of-text chip
+    const auto chips       = canvas_chips(cells, eos_id, stopped ? stop.position : -1);
+    const auto sal         = h.salient_layers(s.seq, k);
     for (size_t ci = 0; ci < chips.size(); ++ci) {
         const CanvasChip& chip = chips[ci];
         const size_t      i    = size_t(chip.first);
         const CanvasCell& c    = cells[i];
-        std::string text;
-        if (chip.end_run) text = end_chip_text(chip);
-        else if (c.masked()) text = "";
-        else if (c.token == eos_id) text = "<eos>";  // the full name (<|endoftext|>) is in the tooltip
-        else text = vocab ? vocab->display(c.token) : "#" + std::to_string(c.token);
+        std::string       text;
+        if (chip.end_run)
+            text = end_chip_text(chip);
+        else if (c.masked())
+            text = "";
+        else if (c.token == eos_id)
+            text = "<eos>";  // the full name (<|endoftext|>) is in the tooltip
+        else
+            text = vocab ? vocab->display(c.token) : "#" + std::to_string(c.token);
         if (!chip.end_run && text.size() > 24) text = text.substr(0, 22) + "..";
         const float tw = c.masked() && !chip.end_run ? 14.f : ImGui::CalcTextSize(text.c_str()).x;
         const float w  = tw + 2 * pad;
@@ -148,7 +159,8 @@ void draw_canvas(Studio& s, const Rect& r) {
             y += cell_h + gap;
         }
         const ImVec2 p0(origin.x + x, origin.y + y), p1(p0.x + w, p0.y + cell_h);
-        const bool   in = mouse.x >= p0.x && mouse.x < p1.x && mouse.y >= p0.y && mouse.y < p1.y && ImGui::IsWindowHovered();
+        const bool   in =
+            mouse.x >= p0.x && mouse.x < p1.x && mouse.y >= p0.y && mouse.y < p1.y && ImGui::IsWindowHovered();
         x += w + gap;
         if (chip.end_run) {
             dl->AddRectFilled(p0, p1, IM_COL32(50, 52, 58, 255), 6.f);
@@ -237,9 +249,10 @@ void draw_token_history(Studio& s) {
             for (int st = 1; st <= g.steps; ++st) {
                 for (int l = 0; l < g.layers; ++l) {
                     const TokenSal v   = g.at(st, l);
-                    const ImU32    col = v == TokenSal::Salient ? kColSalient : v == TokenSal::Stable ? kColStable
-                                                                                                      : kColUntested;
-                    const ImVec2 p0(a.p0.x + left + (st - 1) * cw, a.p0.y + l * ch);
+                    const ImU32    col = v == TokenSal::Salient  ? kColSalient
+                                         : v == TokenSal::Stable ? kColStable
+                                                                 : kColUntested;
+                    const ImVec2   p0(a.p0.x + left + (st - 1) * cw, a.p0.y + l * ch);
                     dl->AddRectFilled(p0, ImVec2(p0.x + cw - (cw > 3 ? 1 : 0), p0.y + ch - (ch > 3 ? 1 : 0)), col);
                 }
             }
@@ -258,8 +271,9 @@ void draw_token_history(Studio& s) {
                 if (st >= 1 && st <= g.steps && l >= 0 && l < g.layers) {
                     const TokenSal v = g.at(st, l);
                     ImGui::SetTooltip("step %d, layer %d: %s\ncos %.6f", st, l,
-                                      v == TokenSal::Salient ? "salient (recomputed)"
-                                      : v == TokenSal::Stable ? "stable (cached)" : "not tested",
+                                      v == TokenSal::Salient  ? "salient (recomputed)"
+                                      : v == TokenSal::Stable ? "stable (cached)"
+                                                              : "not tested",
                                       double(g.cos_at(st, l)));
                     if (a.clicked) {
                         s.follow_live = false;

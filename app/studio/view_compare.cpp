@@ -21,11 +21,11 @@ namespace {
 // this very step has a white outline. Returns the height used.
 void canvas_chips_at(const Studio& s, const RunHistory& h, int k, const RunCompare& c, const char* id, float height) {
     ImGui::BeginChild(id, ImVec2(0, height), true);
-    ImDrawList*  dl     = ImGui::GetWindowDrawList();
-    const ImVec2 origin = ImGui::GetCursorScreenPos();
-    const float  avail  = ImGui::GetContentRegionAvail().x;
-    const float  pad = 3.f, gap = 3.f, ch = ImGui::GetTextLineHeight() + 4.f;
-    float        x = 0, y = 0;
+    ImDrawList*   dl     = ImGui::GetWindowDrawList();
+    const ImVec2  origin = ImGui::GetCursorScreenPos();
+    const float   avail  = ImGui::GetContentRegionAvail().x;
+    const float   pad = 3.f, gap = 3.f, ch = ImGui::GetTextLineHeight() + 4.f;
+    float         x = 0, y = 0;
     const auto    cells  = h.canvas_at(s.seq, k);
     const int32_t eos_id = s.vocab ? s.vocab->eos_id : -1;
     const EosStop stop   = eos_stop(h, s.seq, eos_id);
@@ -34,9 +34,12 @@ void canvas_chips_at(const Studio& s, const RunHistory& h, int k, const RunCompa
         const CanvasCell& cell   = cells[size_t(chip.first)];
         const bool        masked = cell.masked() && !chip.end_run;
         std::string       text;
-        if (chip.end_run) text = end_chip_text(chip);
-        else if (!masked) text = cell.token == eos_id ? "<eos>" : s.vocab ? s.vocab->display(cell.token)
-                                                                          : "#" + std::to_string(cell.token);
+        if (chip.end_run)
+            text = end_chip_text(chip);
+        else if (!masked)
+            text = cell.token == eos_id ? "<eos>"
+                   : s.vocab            ? s.vocab->display(cell.token)
+                                        : "#" + std::to_string(cell.token);
         if (!chip.end_run && text.size() > 20) text = text.substr(0, 18) + "..";
         const float w = (masked ? 12.f : ImGui::CalcTextSize(text.c_str()).x) + 2 * pad;
         if (x > 0 && x + w > avail) {
@@ -55,7 +58,8 @@ void canvas_chips_at(const Studio& s, const RunHistory& h, int k, const RunCompa
         if (!masked)
             dl->AddText(ImVec2(p0.x + pad, p0.y + 2),
                         chip.end_run ? IM_COL32(190, 190, 195, 255) : IM_COL32(235, 235, 235, 255), text.c_str());
-        if (diff) dl->AddRect(p0, p1, IM_COL32(255, 90, 70, 255), 0.f, 0, 1.5f);
+        if (diff)
+            dl->AddRect(p0, p1, IM_COL32(255, 90, 70, 255), 0.f, 0, 1.5f);
         else if (!chip.end_run && !masked && cell.unmask_step == k && k > 0)
             dl->AddRect(p0, p1, IM_COL32(255, 255, 255, 230), 0.f, 0, 1.5f);
         // Recomputed (salient in some layer) at this step: the salient colour under the chip, as on the Canvas.
@@ -69,11 +73,11 @@ void canvas_chips_at(const Studio& s, const RunHistory& h, int k, const RunCompa
 
 // Layers x response positions of h at step k: salient, stable (tested, cached) or not tested, as the Salient map.
 void salient_strip(const Studio& s, const RunHistory& h, int k, const char* id, float height) {
-    const int nl = h.n_layer(), R = h.gen_length(), P = h.prompt_len(s.seq);
-    PlotArea  a  = plot_area(id, ImGui::GetContentRegionAvail().x, height);
+    const int   nl = h.n_layer(), R = h.gen_length(), P = h.prompt_len(s.seq);
+    PlotArea    a  = plot_area(id, ImGui::GetContentRegionAvail().x, height);
     ImDrawList* dl = ImGui::GetWindowDrawList();
     if (nl <= 0 || R <= 0) return;
-    const StepData* sd = h.step(k);
+    const StepData* sd   = h.step(k);
     const float     left = 28.f, cw = (a.w() - left) / R, rh = a.h() / nl;
     bool            any = false;
     for (int l = 0; l < nl; ++l) {
@@ -81,12 +85,12 @@ void salient_strip(const Studio& s, const RunHistory& h, int k, const char* id, 
         const float                y0  = a.p0.y + l * rh;
         dl->AddRectFilled(ImVec2(a.p0.x + left, y0), ImVec2(a.p1.x, y0 + std::max(rh - 1.f, 1.f)), kColUntested);
         if (!rec) continue;
-        any = true;
+        any       = true;
         auto cell = [&](int p, ImU32 col) {
             if (p < P || p >= P + R) return;
             const float x0 = a.p0.x + left + (p - P) * cw;
-            dl->AddRectFilled(ImVec2(x0, y0), ImVec2(x0 + std::max(cw - (cw > 4 ? 1.f : 0.f), 1.f),
-                                                     y0 + std::max(rh - 1.f, 1.f)), col);
+            dl->AddRectFilled(ImVec2(x0, y0),
+                              ImVec2(x0 + std::max(cw - (cw > 4 ? 1.f : 0.f), 1.f), y0 + std::max(rh - 1.f, 1.f)), col);
         };
         for (int p : rec->row_positions) cell(p, kColStable);
         for (int p : rec->salient_positions) cell(p, kColSalient);
@@ -113,8 +117,9 @@ void op_times_tab(const RunHistory& A, const RunHistory& B) {
         ImGui::TextDisabled("no op timings recorded in either run yet");
         return;
     }
-    ImGui::TextDisabled("time per op class; per step: median [p10-p90] ms over the steps where the class ran. "
-                        "B/A below 1: B is faster");
+    ImGui::TextDisabled(
+        "time per op class; per step: median [p10-p90] ms over the steps where the class ran. "
+        "B/A below 1: B is faster");
     const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollY |
                                   ImGuiTableFlags_SizingStretchProp;
     if (!ImGui::BeginTable("##opdiff", 7, flags, ImVec2(0, ImGui::GetContentRegionAvail().y))) return;
@@ -131,25 +136,32 @@ void op_times_tab(const RunHistory& A, const RunHistory& B) {
         const bool all = d.op == OpClass::Count;
         ImGui::TableNextRow();
         ImGui::TableNextColumn();
-        if (all) ImGui::TextUnformatted("all ops");
-        else ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(op_class_color(int(d.op))), "%s", op_class_name(d.op));
+        if (all)
+            ImGui::TextUnformatted("all ops");
+        else
+            ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(op_class_color(int(d.op))), "%s", op_class_name(d.op));
         ImGui::TableNextColumn();
         ImGui::TextUnformatted(d.a.n > 0 ? fmt_ms(d.total_a).c_str() : "-");  // the class never ran in A
         ImGui::TableNextColumn();
         ImGui::TextUnformatted(d.b.n > 0 ? fmt_ms(d.total_b).c_str() : "-");
         ImGui::TableNextColumn();
-        if (d.ratio > 0) ImGui::Text("%.2fx", d.ratio);
-        else ImGui::TextDisabled(d.total_b > 0 ? "B only" : "-");
+        if (d.ratio > 0)
+            ImGui::Text("%.2fx", d.ratio);
+        else
+            ImGui::TextDisabled(d.total_b > 0 ? "B only" : "-");
         ImGui::TableNextColumn();
         ImGui::TextUnformatted(spread_text(d.a).c_str());
         ImGui::TableNextColumn();
         ImGui::TextUnformatted(spread_text(d.b).c_str());
         ImGui::TableNextColumn();
-        if (d.median_ratio > 0) ImGui::Text("%.2fx", d.median_ratio);
-        else ImGui::TextDisabled("-");
+        if (d.median_ratio > 0)
+            ImGui::Text("%.2fx", d.median_ratio);
+        else
+            ImGui::TextDisabled("-");
         if (ImGui::IsItemHovered() && d.ratio > 0)
-            ImGui::SetTooltip("the median ratio is robust to a preempted step; when it and B/A of the totals\n"
-                              "disagree, a few slow steps carry the total");
+            ImGui::SetTooltip(
+                "the median ratio is robust to a preempted step; when it and B/A of the totals\n"
+                "disagree, a few slow steps carry the total");
     }
     ImGui::EndTable();
 }
@@ -180,9 +192,12 @@ void summary_tab(const RunCompare& c, const RunHistory& A, const RunHistory& B) 
     ImGui::TextDisabled("speed-up B/A");
     ImGui::TableNextColumn();
     ImGui::TableNextColumn();
-    if (c.speedup_valid()) ImGui::Text("%.2fx", c.speedup);
-    else if (c.speedup > 0) ImGui::TextDisabled("(%.2fx) %s: no speed-up", c.speedup, c.speedup_note.c_str());
-    else ImGui::TextDisabled("%s", c.speedup_note.empty() ? "-" : c.speedup_note.c_str());
+    if (c.speedup_valid())
+        ImGui::Text("%.2fx", c.speedup);
+    else if (c.speedup > 0)
+        ImGui::TextDisabled("(%.2fx) %s: no speed-up", c.speedup, c.speedup_note.c_str());
+    else
+        ImGui::TextDisabled("%s", c.speedup_note.empty() ? "-" : c.speedup_note.c_str());
     line("denoise time", fmt_ms(c.a.denoise_seconds), fmt_ms(c.b.denoise_seconds));
     std::snprintf(a, sizeof a, "%.1f%%", 100.0 * c.a.recompute_fraction);
     std::snprintf(b, sizeof b, "%.1f%%", 100.0 * c.b.recompute_fraction);
@@ -204,7 +219,7 @@ void replay_tab(Studio& s, const RunEntry& A, const RunEntry& B) {
         if (s.cmp_play_t == 0) s.cmp_play_t = t;
         const int adv = int((t - s.cmp_play_t) * rate);
         if (adv > 0) {
-            s.cmp_step   = std::min((s.cmp_step < 0 ? end.last : s.cmp_step) + adv, end.last);
+            s.cmp_step = std::min((s.cmp_step < 0 ? end.last : s.cmp_step) + adv, end.last);
             s.cmp_play_t += adv / rate;
         }
         if (s.cmp_step >= end.last) s.cmp_playing = false;
@@ -232,12 +247,12 @@ void replay_tab(Studio& s, const RunEntry& A, const RunEntry& B) {
     ImGui::SameLine();
     ImGui::TextDisabled("  %d same, %d differ, %d masked", c.same, c.differ, c.masked);
 
-    const float col_w = (ImGui::GetContentRegionAvail().x - ImGui::GetStyle().ItemSpacing.x) * 0.5f;
+    const float col_w   = (ImGui::GetContentRegionAvail().x - ImGui::GetStyle().ItemSpacing.x) * 0.5f;
     const float avail_h = ImGui::GetContentRegionAvail().y - ImGui::GetTextLineHeightWithSpacing();
     // The salient map gets up to 14 px per layer (readable rows), at most 45% of the height; the chips the rest.
-    const float map_h   = std::clamp(avail_h * 0.45f, 24.f, 14.f * A.history.n_layer() + 8.f);
-    const float chips_h = std::max(40.f, avail_h - map_h - ImGui::GetTextLineHeightWithSpacing() -
-                                             ImGui::GetStyle().ItemSpacing.y * 2);
+    const float map_h = std::clamp(avail_h * 0.45f, 24.f, 14.f * A.history.n_layer() + 8.f);
+    const float chips_h =
+        std::max(40.f, avail_h - map_h - ImGui::GetTextLineHeightWithSpacing() - ImGui::GetStyle().ItemSpacing.y * 2);
     auto column = [&](const RunEntry& e, int step, char which) {
         ImGui::BeginGroup();
         ImGui::PushID(which);
@@ -245,13 +260,13 @@ void replay_tab(Studio& s, const RunEntry& A, const RunEntry& B) {
         ImGui::TextColored(which == 'A' ? ImVec4(0.6f, 0.8f, 1, 1) : ImVec4(1, 0.8f, 0.55f, 1), "%c: %s", which,
                            run_label(e.history).c_str());
         ImGui::SameLine();
-        if (step < k) ImGui::TextDisabled("at its last step %d%s%s", step, note.empty() ? "" : ", ", note.c_str());
-        else ImGui::TextDisabled("step %d%s%s", step, note.empty() ? "" : ", ", note.c_str());
+        if (step < k)
+            ImGui::TextDisabled("at its last step %d%s%s", step, note.empty() ? "" : ", ", note.c_str());
+        else
+            ImGui::TextDisabled("step %d%s%s", step, note.empty() ? "" : ", ", note.c_str());
         canvas_chips_at(s, e.history, step, c, "##chips", chips_h);
-        ImGui::TextDisabled("%s at step %d: layers x response positions", e.history.info().method == "original"
-                                                                             ? "what DyLLM would mark"
-                                                                             : "salient map",
-                            step);
+        ImGui::TextDisabled("%s at step %d: layers x response positions",
+                            e.history.info().method == "original" ? "what DyLLM would mark" : "salient map", step);
         salient_strip(s, e.history, step, "##sal", map_h);
         ImGui::PopID();
         ImGui::EndGroup();
@@ -285,7 +300,8 @@ void draw_compare(Studio& s) {
         ImGui::TextDisabled("running A, then B...");
     }
 
-    // ---- the two runs: the comparison just started (as its runs begin), a pair picked by hand, or the newest pair ----
+    // ---- the two runs: the comparison just started (as its runs begin), a pair picked by hand, or the newest pair
+    // ----
     const ComparePair pair = s.compare_pair();
     const int         n    = int(s.runs.size());
     if (pair.a < 0 || pair.b < 0) {
@@ -314,12 +330,15 @@ void draw_compare(Studio& s) {
         ImGui::SetNextItemWidth(std::min(360.f, ImGui::GetContentRegionAvail().x * 0.5f - 60));
         if (ImGui::BeginCombo(label, entry_text(idx).c_str())) {
             for (int i = 0; i < n; ++i) {
-                const bool aborted = s.runs[size_t(i)].history.finished() && s.runs[size_t(i)].history.run_end().cancelled;
+                const bool aborted =
+                    s.runs[size_t(i)].history.finished() && s.runs[size_t(i)].history.run_end().cancelled;
                 if (aborted) ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.f, 0.55f, 0.45f, 1));
                 if (ImGui::Selectable(entry_text(i).c_str(), i == idx)) {
                     const std::string& other = s.runs[size_t(is_a ? pair.b : pair.a)].label;
-                    if (is_a) s.cmp_pick.choose(s.runs[size_t(i)].label, other);
-                    else s.cmp_pick.choose(other, s.runs[size_t(i)].label);
+                    if (is_a)
+                        s.cmp_pick.choose(s.runs[size_t(i)].label, other);
+                    else
+                        s.cmp_pick.choose(other, s.runs[size_t(i)].label);
                 }
                 if (aborted) ImGui::PopStyleColor();
             }

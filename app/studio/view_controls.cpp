@@ -85,8 +85,9 @@ void draw_controls(Studio& s, const Rect& r) {
         s.worker.set_tau(s.ui.tau);  // live: applies from the next step
     }
     if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("cosine threshold: a token whose attention context moved (cos < tau) is salient and\n"
-                          "recomputed. Live: applies from the next step. Drag the red line in a histogram too.");
+        ImGui::SetTooltip(
+            "cosine threshold: a token whose attention context moved (cos < tau) is salient and\n"
+            "recomputed. Live: applies from the next step. Drag the red line in a histogram too.");
 
     ImGui::SameLine(0, 16);
     if (knob_int("T_full", &s.ui.full_steps, 1, 1024, 44,
@@ -101,10 +102,12 @@ void draw_controls(Studio& s, const Rect& r) {
         s.params_dirty = true;
     ImGui::SameLine(0, 4);
     ImGui::TextDisabled("(n_u %s)", s.ui.steps > 0 && s.ui.gen_length % s.ui.steps == 0
-                                        ? std::to_string(s.ui.gen_length / s.ui.steps).c_str() : "?");
+                                        ? std::to_string(s.ui.gen_length / s.ui.steps).c_str()
+                                        : "?");
     if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("n_u = gen / steps: tokens unmasked per step (the most confident masked ones).\n"
-                          "'?' when gen is not a multiple of steps (the engine refuses such a run)");
+        ImGui::SetTooltip(
+            "n_u = gen / steps: tokens unmasked per step (the most confident masked ones).\n"
+            "'?' when gen is not a multiple of steps (the engine refuses such a run)");
     ImGui::SameLine();
     if (knob_int("block", &s.ui.block_length, 1, 4096, 44,
                  "block: semi-autoregressive block length; tokens are unmasked block by block, left to right"))
@@ -115,20 +118,22 @@ void draw_controls(Studio& s, const Rect& r) {
         if (ImGui::Combo("##update", &s.ui.update_idx, kStableUpdateNames, IM_ARRAYSIZE(kStableUpdateNames)))
             s.params_dirty = true;
         if (ImGui::IsItemHovered())
-            ImGui::SetTooltip("How stable (non-salient) rows get their attention output (engine/README.md §a.13).\n"
-                              "authors' approx: the cached output plus the salient tokens' value changes weighted\n"
-                              "  by a softmax over every key (the authors' code; drifts on small models).\n"
-                              "incremental: only the salient keys' columns, their old terms swapped for the new\n"
-                              "  ones and renormalised: exact for an unchanged query, cheapest that keeps answers.\n"
-                              "columns (paper): the paper's text, normaliser frozen at the last exact attention.\n"
-                              "exact (ablation): the paper's 'Salient' ablation, exact attention for every query.");
+            ImGui::SetTooltip(
+                "How stable (non-salient) rows get their attention output (engine/README.md §a.13).\n"
+                "authors' approx: the cached output plus the salient tokens' value changes weighted\n"
+                "  by a softmax over every key (the authors' code; drifts on small models).\n"
+                "incremental: only the salient keys' columns, their old terms swapped for the new\n"
+                "  ones and renormalised: exact for an unchanged query, cheapest that keeps answers.\n"
+                "columns (paper): the paper's text, normaliser frozen at the last exact attention.\n"
+                "exact (ablation): the paper's 'Salient' ablation, exact attention for every query.");
     }
     ImGui::SameLine(0, 12);
     if (ImGui::Checkbox("conf", &s.ui.use_threshold)) s.params_dirty = true;
     if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("conf: confidence-threshold parallel decoding (Fast-dLLM semantics): besides the n_u\n"
-                          "tokens of a step, also unmask every token whose confidence is above the threshold,\n"
-                          "so runs need fewer steps");
+        ImGui::SetTooltip(
+            "conf: confidence-threshold parallel decoding (Fast-dLLM semantics): besides the n_u\n"
+            "tokens of a step, also unmask every token whose confidence is above the threshold,\n"
+            "so runs need fewer steps");
     if (s.ui.use_threshold) {
         ImGui::SameLine();
         ImGui::SetNextItemWidth(70);
@@ -144,7 +149,8 @@ void draw_controls(Studio& s, const Rect& r) {
         if (ImGui::Button("> play", ImVec2(72, 0))) {
             if (s.status.state == WorkerState::Done || s.status.state == WorkerState::Ready || s.params_dirty)
                 s.restart(true);
-            else s.worker.play();
+            else
+                s.worker.play();
         }
     }
     ImGui::SameLine();
@@ -169,20 +175,22 @@ void draw_controls(Studio& s, const Rect& r) {
     if (ImGui::SliderFloat("##speed", &s.ui.speed, 0.f, 60.f, s.ui.speed <= 0 ? "max" : "%.1f steps/s"))
         s.worker.set_speed(s.ui.speed);
     if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("play speed limit (steps per second); far left = max, as fast as the engine goes.\n"
-                          "Timings are per step and do not include the wait between steps.");
+        ImGui::SetTooltip(
+            "play speed limit (steps per second); far left = max, as fast as the engine goes.\n"
+            "Timings are per step and do not include the wait between steps.");
     ImGui::SameLine(0, 16);
     ImGui::Checkbox("chat template", &s.ui.chat);
     ImGui::SameLine();
     ImGui::Checkbox("measure cosines", &s.ui.measure_cosine);
     if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("for methods without saliency (original, Fast-dLLM, dLLM-Cache): also measure the\n"
-                          "attention-context cosines so the histograms show what DyLLM would decide");
+        ImGui::SetTooltip(
+            "for methods without saliency (original, Fast-dLLM, dLLM-Cache): also measure the\n"
+            "attention-context cosines so the histograms show what DyLLM would decide");
 
     // Right side: state, backend, tok/s.
-    char right[256];
-    const RunEntry* lv = s.live();
-    double tps = lv ? lv->history.summary().tokens_per_s : 0.0;
+    char            right[256];
+    const RunEntry* lv  = s.live();
+    double          tps = lv ? lv->history.summary().tokens_per_s : 0.0;
     std::snprintf(right, sizeof right, "%s   backend: %s   tok/s %.0f", worker_state_name(s.status.state),
                   s.status.backend.empty() ? "-" : s.status.backend.c_str(), tps);
     // After the row's last item, never over it (at --ui-scale 1.4 the text ran over the checkboxes): the backend moves
@@ -199,7 +207,7 @@ void draw_controls(Studio& s, const Rect& r) {
 
     // ---- message bar ----
     if (!s.message.empty()) {
-        ImDrawList* dl = ImGui::GetWindowDrawList();
+        ImDrawList*  dl = ImGui::GetWindowDrawList();
         const ImVec2 p0(r.x, r.y + kControlsHeight);
         const ImVec2 p1(r.x + r.w, p0.y + kMessageBarHeight);
         dl->AddRectFilled(p0, p1, IM_COL32(150, 30, 30, 255));

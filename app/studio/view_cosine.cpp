@@ -84,19 +84,21 @@ void draw_drift_hist(Studio& s, int l, const LayerSaliencyRecord* rec, ImVec2 c0
     if (rec && rec->drift_count > 0)
         draw_bins(dl, a, rec->drift_hist, x_tau, s.hist_log_y, IM_COL32(110, 190, 170, 255),
                   IM_COL32(230, 70, 120, 255));
-    else empty_note(a, rec ? "exact" : "-");
+    else
+        empty_note(a, rec ? "exact" : "-");
     const float x = a.p0.x + (x_tau - kXMin) / (kXMax - kXMin) * a.w();
     dl->AddLine(ImVec2(x, a.p0.y), ImVec2(x, a.p1.y), kColTau, 2.f);
     dl->AddRect(a.p0, a.p1, kColAxis);
     if (a.hovered && rec && rec->drift_count > 0) {
         const int     b     = std::clamp(int((a.mouse.x - a.p0.x) / a.w() * kCosineBins), 0, kCosineBins - 1);
         const int32_t below = drift_below_tau(*rec);
-        ImGui::SetTooltip("layer %d drift, bin %d: approx-vs-exact cos in [%.7f, %.7f)\n%u of %d approximated rows "
-                          "(%.1f%%)\nbelow tau: %d rows (%.1f%%); min %.5f, mean %.5f\nthe approximation served these "
-                          "rows; exact attention was computed only to measure it",
-                          l, b, cosine_bin_lower_cos(b), cosine_bin_upper_cos(b), rec->drift_hist[b], rec->drift_count,
-                          100.0 * rec->drift_hist[b] / rec->drift_count, below, 100.0 * below / rec->drift_count,
-                          double(rec->drift_min), double(rec->drift_mean));
+        ImGui::SetTooltip(
+            "layer %d drift, bin %d: approx-vs-exact cos in [%.7f, %.7f)\n%u of %d approximated rows "
+            "(%.1f%%)\nbelow tau: %d rows (%.1f%%); min %.5f, mean %.5f\nthe approximation served these "
+            "rows; exact attention was computed only to measure it",
+            l, b, cosine_bin_lower_cos(b), cosine_bin_upper_cos(b), rec->drift_hist[b], rec->drift_count,
+            100.0 * rec->drift_hist[b] / rec->drift_count, below, 100.0 * below / rec->drift_count,
+            double(rec->drift_min), double(rec->drift_mean));
     }
 }
 
@@ -111,18 +113,19 @@ void draw_cosine(Studio& s, const Rect& r) {
     if (ImGui::Checkbox("measure drift (exact attention for approximated rows)", &s.ui.base.measure_drift))
         s.params_dirty = true;
     if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("DyLLM: every sparse layer also computes exact attention for the rows whose context the\n"
-                          "approximation served, and shows the cosine between the approximate and the exact context\n"
-                          "(histograms beside these, lines in 'Drift over steps'). Measured only: the decode and the\n"
-                          "FLOP count stay the same; the steps take longer. Applies from the next run (restart).");
+        ImGui::SetTooltip(
+            "DyLLM: every sparse layer also computes exact attention for the rows whose context the\n"
+            "approximation served, and shows the cosine between the approximate and the exact context\n"
+            "(histograms beside these, lines in 'Drift over steps'). Measured only: the decode and the\n"
+            "FLOP count stay the same; the steps take longer. Applies from the next run (restart).");
     RunEntry* run = s.shown_run();
     if (!run || !run->history.has_run() || run->history.n_layer() <= 0) {
         ImGui::SameLine();
         ImGui::TextDisabled("no run yet");
         return;
     }
-    const RunHistory& h  = run->history;
-    const int         k  = step_with_saliency(h, s.seq, s.view_step);
+    const RunHistory& h   = run->history;
+    const int         k   = step_with_saliency(h, s.seq, s.view_step);
     const float       tau = std::isfinite(s.tau_drag) ? s.tau_drag : s.ui.tau;
     ImGui::SameLine();
     if (k == 0) {
@@ -141,13 +144,17 @@ void draw_cosine(Studio& s, const Rect& r) {
     else if (std::fabs(h.step(k)->tau - tau) > 1e-7f)
         ImGui::TextDisabled("step %d (%s) ran with tau %.5f; red line = new tau %.5f (from the next step)", k,
                             step_kind_name(h.step(k)->kind), double(h.step(k)->tau), double(tau));
-    else ImGui::TextDisabled("step %d (%s)  tau %.5f", k, step_kind_name(h.step(k)->kind), double(tau));
+    else
+        ImGui::TextDisabled("step %d (%s)  tau %.5f", k, step_kind_name(h.step(k)->kind), double(tau));
     // The axis note only where it fits (at 1280x720 it ran out of the panel); the tooltip of (?) says it too.
     const char* axis_note = "   x: 1-cos, 1e-7 (left) .. 1 (right); red = tau, drag it to set tau";
     ImGui::SameLine();
-    if (ImGui::CalcTextSize(axis_note).x < ImGui::GetContentRegionAvail().x) ImGui::TextDisabled("%s", axis_note);
-    else if (ImGui::CalcTextSize("  drag red = tau").x < ImGui::GetContentRegionAvail().x) ImGui::TextDisabled("  drag red = tau");
-    else ImGui::NewLine();
+    if (ImGui::CalcTextSize(axis_note).x < ImGui::GetContentRegionAvail().x)
+        ImGui::TextDisabled("%s", axis_note);
+    else if (ImGui::CalcTextSize("  drag red = tau").x < ImGui::GetContentRegionAvail().x)
+        ImGui::TextDisabled("  drag red = tau");
+    else
+        ImGui::NewLine();
 
     const StepData* st    = h.step(k);
     const int       nl    = h.n_layer();
@@ -165,9 +172,9 @@ void draw_cosine(Studio& s, const Rect& r) {
             cols = c;
         }
     }
-    const int rows   = (nl + cols - 1) / cols;
-    const float cw   = avail.x / cols, chh = avail.y / rows;
-    const float hw   = drift ? cw * 0.5f : cw;  // width of one histogram
+    const int    rows = (nl + cols - 1) / cols;
+    const float  cw = avail.x / cols, chh = avail.y / rows;
+    const float  hw     = drift ? cw * 0.5f : cw;  // width of one histogram
     const ImVec2 origin = ImGui::GetCursorScreenPos();
     ImDrawList*  dl     = ImGui::GetWindowDrawList();
     const float  x_tau  = tau_to_x(tau);
@@ -176,7 +183,7 @@ void draw_cosine(Studio& s, const Rect& r) {
         const int    cx = l % cols, cy = l / cols;
         const ImVec2 c0(origin.x + cx * cw, origin.y + cy * chh);
         const auto*  rec = st->layer(s.seq, l);
-        char title[3][96];
+        char         title[3][96];
         if (rec && rec->n_rows > 0) {
             const double pct = 100.0 * rec->n_salient / rec->n_rows;
             std::snprintf(title[0], sizeof title[0], "L%d  %.0f%% salient (%d/%d)", l, pct, rec->n_salient,
@@ -193,12 +200,14 @@ void draw_cosine(Studio& s, const Rect& r) {
         ImGui::SetCursorScreenPos(ImVec2(c0.x + 4, c0.y + title_h));
         char id[16];
         std::snprintf(id, sizeof id, "##h%d", l);
-        PlotArea a = plot_area(id, hw - 10, chh - title_h - 6);
-        auto x_of = [&](float xv) { return a.p0.x + (xv - kXMin) / (kXMax - kXMin) * a.w(); };
+        PlotArea a    = plot_area(id, hw - 10, chh - title_h - 6);
+        auto     x_of = [&](float xv) { return a.p0.x + (xv - kXMin) / (kXMax - kXMin) * a.w(); };
         // Salient side of tau (1 - cos > 1 - tau) shaded in the salient colour; bins in the stable / salient colours.
         draw_frame(dl, a, x_tau, (kColSalient & 0x00FFFFFFu) | (28u << 24));
-        if (rec) draw_bins(dl, a, rec->hist, x_tau, s.hist_log_y, kColStable, kColSalient);
-        else empty_note(a, "not tested");
+        if (rec)
+            draw_bins(dl, a, rec->hist, x_tau, s.hist_log_y, kColStable, kColSalient);
+        else
+            empty_note(a, "not tested");
         dl->AddLine(ImVec2(x_of(x_tau), a.p0.y), ImVec2(x_of(x_tau), a.p1.y), kColTau, 2.f);
         dl->AddRect(a.p0, a.p1, kColAxis);
 
@@ -208,11 +217,12 @@ void draw_cosine(Studio& s, const Rect& r) {
             s.tau_drag     = float(1.0 - std::pow(10.0, double(xv)));
         } else if (a.hovered && rec) {
             const int b = std::clamp(int((a.mouse.x - a.p0.x) / a.w() * kCosineBins), 0, kCosineBins - 1);
-            ImGui::SetTooltip("layer %d, bin %d: cos in [%.7f, %.7f)\n%u of %d rows (%.1f%%)\nsalient at this step: "
-                              "%d rows (%.1f%%)\ndrag to set tau",
-                              l, b, cosine_bin_lower_cos(b), cosine_bin_upper_cos(b), rec->hist[b], rec->n_rows,
-                              rec->n_rows ? 100.0 * rec->hist[b] / rec->n_rows : 0.0, rec->n_salient,
-                              rec->n_rows ? 100.0 * rec->n_salient / rec->n_rows : 0.0);
+            ImGui::SetTooltip(
+                "layer %d, bin %d: cos in [%.7f, %.7f)\n%u of %d rows (%.1f%%)\nsalient at this step: "
+                "%d rows (%.1f%%)\ndrag to set tau",
+                l, b, cosine_bin_lower_cos(b), cosine_bin_upper_cos(b), rec->hist[b], rec->n_rows,
+                rec->n_rows ? 100.0 * rec->hist[b] / rec->n_rows : 0.0, rec->n_salient,
+                rec->n_rows ? 100.0 * rec->n_salient / rec->n_rows : 0.0);
         }
         if (ImGui::IsItemDeactivated() && std::isfinite(s.tau_drag)) {
             s.ui.tau     = s.tau_drag;

@@ -32,7 +32,9 @@ double drift_value(const StepData* st, int seq, int l, bool mean) {
 
 }  // namespace
 
-bool drift_measured(const RunHistory& h) { return h.has_run() && h.env("measure_drift") == "true"; }
+bool drift_measured(const RunHistory& h) {
+    return h.has_run() && h.env("measure_drift") == "true";
+}
 
 int32_t drift_below_tau(const LayerSaliencyRecord& rec) {
     int32_t n = 0;
@@ -54,12 +56,14 @@ void draw_drift(Studio& s, const Rect& r) {
     ImGui::RadioButton("mean", &s.drift_mean, 1);
     RunEntry* run = s.shown_run();
     if (!run || !drift_measured(run->history) || run->history.n_layer() <= 0) return;
-    const RunHistory& h    = run->history;
-    const int         nl   = h.n_layer(), ns = h.step_count(), k = s.view_step;
+    const RunHistory& h  = run->history;
+    const int         nl = h.n_layer(), ns = h.step_count(), k = s.view_step;
     const bool        mean = s.drift_mean != 0;
     ImGui::SameLine();
-    ImGui::TextDisabled("%s approx-vs-exact cosine of the approximated rows, per layer (colours as in L_sal); "
-                        "red = tau; lower = worse", mean ? "mean" : "lowest");
+    ImGui::TextDisabled(
+        "%s approx-vs-exact cosine of the approximated rows, per layer (colours as in L_sal); "
+        "red = tau; lower = worse",
+        mean ? "mean" : "lowest");
 
     // Fit the y range (whole decades) to the values and tau of the whole run, so the lines use the panel's height.
     float lo = 0.f, hi = -3.f;  // at least 1 - cos in [1e-3, 1]
@@ -77,8 +81,8 @@ void draw_drift(Studio& s, const Rect& r) {
     const float  label_w = ImGui::CalcTextSize("0.999999").x + 6;
     const ImVec2 org     = ImGui::GetCursorScreenPos();
     ImGui::SetCursorScreenPos(ImVec2(org.x + label_w, org.y));
-    PlotArea  a   = plot_area("##driftlines", avail.x - label_w - 4, avail.y - 2);
-    const int n_x = std::max(ns, 2);
+    PlotArea  a    = plot_area("##driftlines", avail.x - label_w - 4, avail.y - 2);
+    const int n_x  = std::max(ns, 2);
     auto      x_of = [&](int step) { return a.p0.x + (step - 1) * a.w() / (n_x - 1); };
     auto      y_of = [&](float yv) { return a.p0.y + 3 + (yv - y_top) / (y_bottom - y_top) * (a.h() - 6); };
 
@@ -145,8 +149,8 @@ void draw_drift(Studio& s, const Rect& r) {
             const LayerSaliencyRecord* rec = h.step(j)->layer(s.seq, l);
             if (!rec || rec->drift_count <= 0) continue;
             ImGui::Text("L%-2d %4d approximated, %4d below tau (%.0f%%), min %.5f, mean %.5f", l, rec->drift_count,
-                        drift_below_tau(*rec), 100.0 * drift_below_tau(*rec) / rec->drift_count,
-                        double(rec->drift_min), double(rec->drift_mean));
+                        drift_below_tau(*rec), 100.0 * drift_below_tau(*rec) / rec->drift_count, double(rec->drift_min),
+                        double(rec->drift_mean));
             listed = true;
         }
         if (!listed) ImGui::TextDisabled("no approximated rows at this step");

@@ -96,9 +96,9 @@ void help_marker(const char* panel) {
 void draw_explain(Studio& s) {
     // Topics on the left, the chosen one's text on the right: the band is wide and low, so one text at a time reads
     // better than every section stacked (the band may be 230 px high at 1280x720).
-    constexpr int n       = int(sizeof kEntries / sizeof kEntries[0]);
-    const float   list_w  = std::min(ImGui::GetFontSize() * 11, ImGui::GetContentRegionAvail().x * 0.3f);
-    s.explain_entry       = std::clamp(s.explain_entry, -1, n - 1);
+    constexpr int n      = int(sizeof kEntries / sizeof kEntries[0]);
+    const float   list_w = std::min(ImGui::GetFontSize() * 11, ImGui::GetContentRegionAvail().x * 0.3f);
+    s.explain_entry      = std::clamp(s.explain_entry, -1, n - 1);
     ImGui::BeginChild("##explain_topics", ImVec2(list_w, 0), true);
     if (ImGui::Selectable("DyLLM in one line", s.explain_entry < 0)) s.explain_entry = -1;
     for (int i = 0; i < n; ++i)

@@ -62,7 +62,7 @@ std::vector<std::string> Studio::export_all(const std::string& dir) {
     std::filesystem::create_directories(dir, ec);
     const RunHistory& h   = run->history;
     const std::string tag = stamp();
-    auto put = [&](const std::string& name, auto&& body) {
+    auto              put = [&](const std::string& name, auto&& body) {
         const std::string path = export_path(dir, name).string();
         std::ofstream     f(path, std::ios::binary);
         if (f) body(f);

@@ -25,12 +25,12 @@ void draw_lsal(Studio& s, const Rect& r) {
     auto yf = [&](int c) {
         return s.lsal_log_y ? std::log1p(float(c)) / std::log1p(float(maxc)) : float(c) / float(maxc);
     };
-    const ImVec2 avail = ImGui::GetContentRegionAvail();
-    ImDrawList*  dl    = ImGui::GetWindowDrawList();
+    const ImVec2 avail  = ImGui::GetContentRegionAvail();
+    ImDrawList*  dl     = ImGui::GetWindowDrawList();
     const float  bars_w = avail.x * 0.32f;
 
     // ---- bars at step k ----
-    PlotArea a = plot_area("##lsalbars", bars_w - 8, avail.y - 16);
+    PlotArea        a  = plot_area("##lsalbars", bars_w - 8, avail.y - 16);
     const StepData* sd = h.step(k);
     const float     bw = a.w() / nl;
     for (int l = 0; l < nl; ++l) {
@@ -48,21 +48,23 @@ void draw_lsal(Studio& s, const Rect& r) {
     std::snprintf(lbl_short, sizeof lbl_short, "step %d", k);
     fit_text(dl, ImVec2(a.p0.x, a.p1.y + 1), a.w(), IM_COL32(150, 150, 150, 255), {lbl, lbl_short, ""});
     if (a.hovered && sd) {
-        const int l = std::clamp(int((a.mouse.x - a.p0.x) / bw), 0, nl - 1);
+        const int   l   = std::clamp(int((a.mouse.x - a.p0.x) / bw), 0, nl - 1);
         const auto* rec = sd->layer(s.seq, l);
-        if (rec) ImGui::SetTooltip("layer %d, step %d: |S_l| = %d of %d rows tested\nFFN rows %d, K/V rows %d",
-                                   l, k, rec->n_salient, rec->n_rows, rec->ffn_rows, rec->kv_rows);
-        else ImGui::SetTooltip("layer %d, step %d: no cosine test (dense step)", l, k);
+        if (rec)
+            ImGui::SetTooltip("layer %d, step %d: |S_l| = %d of %d rows tested\nFFN rows %d, K/V rows %d", l, k,
+                              rec->n_salient, rec->n_rows, rec->ffn_rows, rec->kv_rows);
+        else
+            ImGui::SetTooltip("layer %d, step %d: no cosine test (dense step)", l, k);
     }
 
     // ---- lines over steps ----
     ImGui::SameLine();
-    PlotArea b = plot_area("##lsallines", avail.x - bars_w - 4, avail.y - 16);
-    const int   n_x = std::max(ns, 2);
-    auto        x_of = [&](int step) { return b.p0.x + (step - 1) * b.w() / (n_x - 1); };
-    auto        y_of = [&](int c) { return b.p1.y - yf(c) * (b.h() - 4) - 2; };
+    PlotArea  b    = plot_area("##lsallines", avail.x - bars_w - 4, avail.y - 16);
+    const int n_x  = std::max(ns, 2);
+    auto      x_of = [&](int step) { return b.p0.x + (step - 1) * b.w() / (n_x - 1); };
+    auto      y_of = [&](int c) { return b.p1.y - yf(c) * (b.h() - 4) - 2; };
     for (int l = 0; l < nl; ++l) {
-        const ImU32 col  = to_col(viridis_on_dark(nl > 1 ? float(l) / (nl - 1) : 0.f), 0.85f);
+        const ImU32 col = to_col(viridis_on_dark(nl > 1 ? float(l) / (nl - 1) : 0.f), 0.85f);
         ImVec2      prev;
         bool        have = false;
         for (int j = 1; j <= ns; ++j) {

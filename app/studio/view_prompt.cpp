@@ -15,8 +15,8 @@ void draw_prompt(Studio& s, const Rect& r) {
     ImGui::SameLine();
     if (!s.examples.items.empty()) {
         ImGui::SetNextItemWidth(-1);
-        const char* preview = s.example_idx >= 0 ? s.examples.items[size_t(s.example_idx)].source.c_str()
-                                                 : "task-suite examples...";
+        const char* preview =
+            s.example_idx >= 0 ? s.examples.items[size_t(s.example_idx)].source.c_str() : "task-suite examples...";
         if (ImGui::BeginCombo("##examples", preview, ImGuiComboFlags_HeightLarge)) {
             for (size_t i = 0; i < s.examples.items.size(); ++i) {
                 const auto& ex = s.examples.items[i];
@@ -41,9 +41,10 @@ void draw_prompt(Studio& s, const Rect& r) {
     const std::string* answer = s.example_idx >= 0 ? &s.examples.items[size_t(s.example_idx)].answer : nullptr;
     const char*        label  = "expected answer:";
     const float        avail  = ImGui::GetContentRegionAvail().y - ImGui::GetFrameHeightWithSpacing();
-    const float        wrap_w = ImGui::GetContentRegionAvail().x - ImGui::CalcTextSize(label).x - ImGui::GetStyle().ItemSpacing.x;
-    float              answer_h = 0;
-    bool               one_line = false;
+    const float        wrap_w =
+        ImGui::GetContentRegionAvail().x - ImGui::CalcTextSize(label).x - ImGui::GetStyle().ItemSpacing.x;
+    float answer_h = 0;
+    bool  one_line = false;
     if (answer) {
         answer_h = ImGui::CalcTextSize(answer->c_str(), nullptr, false, std::max(wrap_w, 20.f)).y +
                    ImGui::GetStyle().ItemSpacing.y;

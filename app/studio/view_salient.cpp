@@ -38,12 +38,12 @@ void draw_salient(Studio& s, const Rect& r) {
     auto              toggle_w = [&](const char* label) {
         return ImGui::GetFrameHeight() + style.ItemInnerSpacing.x + ImGui::CalcTextSize(label, nullptr, true).x;
     };
-    const char* const kLayersView = "layers x positions", *const kStepsView = "steps x positions, layer";
+    const char *const kLayersView = "layers x positions", *const kStepsView = "steps x positions, layer";
     const char* const kResponseOnly = "response only";
     help_marker("Salient map");
     ImGui::SameLine();
     const float slider_w = 90.f * s.ui_scale;
-    const bool  roomy = ImGui::GetContentRegionAvail().x >= toggle_w(kLayersView) + toggle_w(kStepsView) + slider_w +
+    const bool  roomy    = ImGui::GetContentRegionAvail().x >= toggle_w(kLayersView) + toggle_w(kStepsView) + slider_w +
                                                                toggle_w(kResponseOnly) + 3 * style.ItemSpacing.x;
     if (roomy) {
         ImGui::RadioButton(kLayersView, &s.salient_mode, 0);
@@ -64,7 +64,7 @@ void draw_salient(Studio& s, const Rect& r) {
         ImGui::SliderInt("##layer", &s.salient_layer, 0, nl - 1);
     }
     s.salient_layer = std::clamp(s.salient_layer, 0, nl - 1);
-    const int P = h.prompt_len(s.seq), R = h.gen_length();
+    const int   P = h.prompt_len(s.seq), R = h.gen_length();
     static bool response_only = false;
     ImGui::SameLine();
     if (ImGui::GetContentRegionAvail().x < toggle_w(kResponseOnly)) ImGui::NewLine();
@@ -74,11 +74,11 @@ void draw_salient(Studio& s, const Rect& r) {
 
     const ImVec2 avail = ImGui::GetContentRegionAvail();
     const float  left = 44.f, strip = 8.f, bottom = 16.f;
-    PlotArea     a  = plot_area("##salmap", avail.x, avail.y);
-    ImDrawList*  dl = ImGui::GetWindowDrawList();
+    PlotArea     a   = plot_area("##salmap", avail.x, avail.y);
+    ImDrawList*  dl  = ImGui::GetWindowDrawList();
     const float  gx0 = a.p0.x + left, gy0 = a.p0.y + strip + 3, gw = a.w() - left, gh = a.h() - strip - 3 - bottom;
     const float  cw = gw / cols;
-    const int    k = s.view_step;
+    const int    k  = s.view_step;
 
     // Canvas strip: prompt grey, response masked darker, unmasked in the canvas colour of its step.
     const auto cells = h.canvas_at(s.seq, k);
@@ -87,23 +87,24 @@ void draw_salient(Studio& s, const Rect& r) {
         ImU32 col = IM_COL32(110, 110, 120, 255);
         if (p >= P) {
             const auto& c = cells[size_t(p - P)];
-            col = c.masked() ? kColMasked : to_col(viridis_on_dark(total > 1 ? float(c.unmask_step - 1) / (total - 1) : 0.f));
+            col           = c.masked() ? kColMasked
+                                       : to_col(viridis_on_dark(total > 1 ? float(c.unmask_step - 1) / (total - 1) : 0.f));
         }
         const float x0 = gx0 + (p - first) * cw;
         dl->AddRectFilled(ImVec2(x0, a.p0.y), ImVec2(x0 + std::max(cw, 1.f), a.p0.y + strip), col);
     }
 
-    const int n_rows = s.salient_mode == 0 ? nl : std::max(h.step_count(), 1);
-    const float ch   = gh / n_rows;
+    const int            n_rows = s.salient_mode == 0 ? nl : std::max(h.step_count(), 1);
+    const float          ch     = gh / n_rows;
     std::vector<uint8_t> st;
     std::vector<float>   cs;
-    int hover_row = -1, hover_pos = -1;
+    int                  hover_row = -1, hover_pos = -1;
     if (a.hovered && a.mouse.x >= gx0 && a.mouse.y >= gy0 && a.mouse.y < gy0 + gh) {
         hover_pos = first + int((a.mouse.x - gx0) / cw);
         hover_row = int((a.mouse.y - gy0) / ch);
         if (hover_pos >= n_pos || hover_row >= n_rows) hover_pos = hover_row = -1;
     }
-    float hover_cos = NAN;
+    float   hover_cos   = NAN;
     uint8_t hover_state = 0;
     for (int row = 0; row < n_rows; ++row) {
         const LayerSaliencyRecord* rec = nullptr;
@@ -123,10 +124,12 @@ void draw_salient(Studio& s, const Rect& r) {
             while (q < n_pos && st[q] == v) ++q;
             {
                 const float x0 = gx0 + (p - first) * cw, x1 = gx0 + (q - first) * cw;
-                dl->AddRectFilled(ImVec2(x0, y0),
-                                  ImVec2(std::max(x1 - (cw > 4 ? 1.f : 0.f), x0 + 1),
-                                         y0 + std::max(ch - (ch > 4 ? 1.f : 0.f), 1.f)),
-                                  v == 2 ? kColSalient : v == 1 ? kColStable : kColUntested);
+                dl->AddRectFilled(
+                    ImVec2(x0, y0),
+                    ImVec2(std::max(x1 - (cw > 4 ? 1.f : 0.f), x0 + 1), y0 + std::max(ch - (ch > 4 ? 1.f : 0.f), 1.f)),
+                    v == 2   ? kColSalient
+                    : v == 1 ? kColStable
+                             : kColUntested);
             }
             p = q;
         }
@@ -140,7 +143,8 @@ void draw_salient(Studio& s, const Rect& r) {
     for (int row = 0; row < n_rows; row += label_every) {
         char lbl[16];
         std::snprintf(lbl, sizeof lbl, s.salient_mode == 0 ? "L%d" : "s%d", s.salient_mode == 0 ? row : row + 1);
-        dl->AddText(ImVec2(a.p0.x + 2, gy0 + row * ch + std::max(0.f, (ch - 13) * 0.5f)), IM_COL32(190, 190, 190, 255), lbl);
+        dl->AddText(ImVec2(a.p0.x + 2, gy0 + row * ch + std::max(0.f, (ch - 13) * 0.5f)), IM_COL32(190, 190, 190, 255),
+                    lbl);
     }
     if (s.salient_mode == 1 && k >= 1 && k <= n_rows)  // current step marker
         dl->AddRect(ImVec2(gx0 - 1, gy0 + (k - 1) * ch), ImVec2(gx0 + gw + 1, gy0 + k * ch), kColCursor);
@@ -155,9 +159,11 @@ void draw_salient(Studio& s, const Rect& r) {
     dl->AddText(ImVec2(gx0, gy0 + gh + 2), IM_COL32(150, 150, 150, 255), axis);
     // Legend swatches in the colours the cells use (right-aligned on the axis line).
     {
-        const struct { ImU32 col; const char* text; } keys[] = {
-            {kColSalient, "salient"}, {kColStable, "stable"}, {kColUntested, "not tested"}};
-        float x = a.p1.x;
+        const struct {
+            ImU32       col;
+            const char* text;
+        } keys[] = {{kColSalient, "salient"}, {kColStable, "stable"}, {kColUntested, "not tested"}};
+        float x  = a.p1.x;
         for (int i = 2; i >= 0; --i) {
             const float tw = ImGui::CalcTextSize(keys[i].text).x;
             x -= tw + 18;
@@ -180,8 +186,9 @@ void draw_salient(Studio& s, const Rect& r) {
         if (hover_pos < P && size_t(hover_pos) < prompt_ids.size()) id = prompt_ids[hover_pos];
         if (hover_pos >= P && cells[size_t(hover_pos - P)].token >= 0) id = cells[size_t(hover_pos - P)].token;
         if (id >= 0 && s.vocab) ImGui::Text("token '%s'", s.vocab->display(id).c_str());
-        ImGui::TextUnformatted(hover_state == 2 ? "salient: recomputed (FFN, exact attention)"
-                               : hover_state == 1 ? "stable: cached context reused" : "not tested at this step");
+        ImGui::TextUnformatted(hover_state == 2   ? "salient: recomputed (FFN, exact attention)"
+                               : hover_state == 1 ? "stable: cached context reused"
+                                                  : "not tested at this step");
         if (std::isfinite(hover_cos)) ImGui::Text("cos %.7f  (1-cos %.2e)", double(hover_cos), 1.0 - double(hover_cos));
         if (s.salient_mode == 1) ImGui::TextDisabled("click: show this step everywhere");
         ImGui::EndTooltip();

@@ -23,14 +23,14 @@ void draw_scrubber(Studio& s, const Rect& r) {
     }
     ImGui::SameLine();
     // What follows the slider on this row, measured at the current text scale (a fixed width cut the row at 1.4x).
-    const ImGuiStyle& st      = ImGui::GetStyle();
-    const float       run_w   = 150.f * s.ui_scale;
-    auto              button  = [&](const char* t) { return ImGui::CalcTextSize(t).x + 2 * st.FramePadding.x + st.ItemSpacing.x; };
-    const float       right_w = ImGui::GetFrameHeight() + 2 * st.ItemSpacing.x + run_w + st.ItemSpacing.x + button("Explain") +
-                          button("Compare") + button("Export") + button("View") + ImGui::CalcTextSize("99.9 ms/frame").x +
-                          st.WindowPadding.x + 4;
+    const ImGuiStyle& st    = ImGui::GetStyle();
+    const float       run_w = 150.f * s.ui_scale;
+    auto button = [&](const char* t) { return ImGui::CalcTextSize(t).x + 2 * st.FramePadding.x + st.ItemSpacing.x; };
+    const float right_w = ImGui::GetFrameHeight() + 2 * st.ItemSpacing.x + run_w + st.ItemSpacing.x +
+                          button("Explain") + button("Compare") + button("Export") + button("View") +
+                          ImGui::CalcTextSize("99.9 ms/frame").x + st.WindowPadding.x + 4;
     ImGui::SetNextItemWidth(std::max(80.f, r.w - ImGui::GetCursorPosX() - right_w));
-    int k = s.view_step;
+    int  k = s.view_step;
     char fmt[48];
     std::snprintf(fmt, sizeof fmt, "step %%d / %d", n);
     if (ImGui::SliderInt("##step", &k, 0, std::max(n, 1), fmt)) {
@@ -53,8 +53,10 @@ void draw_scrubber(Studio& s, const Rect& r) {
             ++s.view_step;
         }
         if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Space), false)) {
-            if (s.status.state == WorkerState::Playing) s.worker.pause();
-            else s.worker.play();
+            if (s.status.state == WorkerState::Playing)
+                s.worker.pause();
+            else
+                s.worker.play();
         }
     }
     ImGui::SameLine();
@@ -66,8 +68,8 @@ void draw_scrubber(Studio& s, const Rect& r) {
             s.follow_live   = true;
         }
         for (size_t i = 0; i < s.runs.size(); ++i) {
-            char label[128];
-            const RunEntry& e = s.runs[i];
+            char              label[128];
+            const RunEntry&   e    = s.runs[i];
             const std::string note = run_state_note(e.history);
             std::snprintf(label, sizeof label, "#%llu %s%s%s%s%s%s", (unsigned long long)e.serial,
                           run_label(e.history).c_str(), e.request.tag.empty() ? "" : " ", e.request.tag.c_str(),
@@ -94,8 +96,10 @@ void draw_scrubber(Studio& s, const Rect& r) {
     ImGui::SameLine();
     if (ImGui::Button("View")) ImGui::OpenPopup("##viewmenu");
     if (ImGui::BeginPopup("##viewmenu")) {
-        if (ImGui::MenuItem("Larger text", "Ctrl +", false, s.ui_scale < kUiScaleMax)) set_ui_scale(s, s.ui_scale + 0.1f);
-        if (ImGui::MenuItem("Smaller text", "Ctrl -", false, s.ui_scale > kUiScaleMin)) set_ui_scale(s, s.ui_scale - 0.1f);
+        if (ImGui::MenuItem("Larger text", "Ctrl +", false, s.ui_scale < kUiScaleMax))
+            set_ui_scale(s, s.ui_scale + 0.1f);
+        if (ImGui::MenuItem("Smaller text", "Ctrl -", false, s.ui_scale > kUiScaleMin))
+            set_ui_scale(s, s.ui_scale - 0.1f);
         if (ImGui::MenuItem("Reset text size", "Ctrl 0")) set_ui_scale(s, 1.f);
         if (ImGui::MenuItem("Reset bottom band height", "double-click its border")) s.bottom_frac = kBottomDefault;
         ImGui::EndPopup();
@@ -106,11 +110,12 @@ void draw_scrubber(Studio& s, const Rect& r) {
         const std::string& t     = s.notice.text();
         const float        avail = ImGui::GetContentRegionAvail().x;
         size_t             cut   = 0;
-        while (cut + 8 < t.size() && ImGui::CalcTextSize(t.c_str() + cut).x + ImGui::CalcTextSize("...").x > avail) ++cut;
+        while (cut + 8 < t.size() && ImGui::CalcTextSize(t.c_str() + cut).x + ImGui::CalcTextSize("...").x > avail)
+            ++cut;
         ImGui::TextColored(ImVec4(0.5f, 0.9f, 0.5f, 1), "%s%s", cut > 0 ? "..." : "", t.c_str() + cut);
         if (cut > 0 && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", t.c_str());
-    }
-    else ImGui::TextDisabled("%.1f ms/frame", double(s.frame_ms_avg));
+    } else
+        ImGui::TextDisabled("%.1f ms/frame", double(s.frame_ms_avg));
 }
 
 }  // namespace dyllm::app

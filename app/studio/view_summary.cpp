@@ -75,8 +75,10 @@ void draw_summary(Studio& s, const Rect& r) {
         ImGui::TableSetupColumn("v", ImGuiTableColumnFlags_WidthStretch);
         std::snprintf(tip, sizeof tip, "%d tokens in %s of denoising steps", int(sum.tokens_committed),
                       fmt_ms(sum.denoise_seconds).c_str());
-        if (narrow) row("engine tok/s", "%.1f", sum.tokens_per_s);
-        else row("engine tok/s", "%.1f  (%s)", sum.tokens_per_s, tip);
+        if (narrow)
+            row("engine tok/s", "%.1f", sum.tokens_per_s);
+        else
+            row("engine tok/s", "%.1f  (%s)", sum.tokens_per_s, tip);
         details(tip);
         const std::string note = run_state_note(h);
         if (h.finished() && h.run_end().cancelled) {
@@ -88,34 +90,47 @@ void draw_summary(Studio& s, const Rect& r) {
                 b.tokens_per_s > 0 ? sum.tokens_per_s / b.tokens_per_s : 0.0, b.tokens_per_s);
             details(tip);
         } else {
-            row("speed-up", "%s", h.info().method == "original" ? "baseline run" : narrow ? "run Compare" : "run Compare for a baseline");
+            row("speed-up", "%s",
+                h.info().method == "original" ? "baseline run"
+                : narrow                      ? "run Compare"
+                                              : "run Compare for a baseline");
             details("Compare runs the original method on this prompt: the baseline of the speed-up");
         }
         const int full = sum.steps_by_kind[size_t(StepKind::Full)] + sum.steps_by_kind[size_t(StepKind::BlockRefresh)] +
                          sum.steps_by_kind[size_t(StepKind::CacheRefresh)];
         std::snprintf(tip, sizeof tip, "%d full, %d sparse/cached", full, sum.forward_passes - full);
-        if (narrow) row("forward passes", "%d  (%d full)", sum.forward_passes, full);
-        else row("forward passes", "%d  (%s)", sum.forward_passes, tip);
+        if (narrow)
+            row("forward passes", "%d  (%d full)", sum.forward_passes, full);
+        else
+            row("forward passes", "%d  (%s)", sum.forward_passes, tip);
         details(tip);
         std::snprintf(tip, sizeof tip, "FFN rows x layers, over what a dense forward would process: %lld / %lld",
                       (long long)sum.ffn_rows, (long long)sum.dense_rows);
-        if (narrow) row("rows recomputed", "%.1f%% of dense", 100.0 * sum.recompute_fraction);
-        else row("rows recomputed", "%.1f%% of dense (%lld / %lld)", 100.0 * sum.recompute_fraction,
-                 (long long)sum.ffn_rows, (long long)sum.dense_rows);
+        if (narrow)
+            row("rows recomputed", "%.1f%% of dense", 100.0 * sum.recompute_fraction);
+        else
+            row("rows recomputed", "%.1f%% of dense (%lld / %lld)", 100.0 * sum.recompute_fraction,
+                (long long)sum.ffn_rows, (long long)sum.dense_rows);
         if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tip);
-        std::snprintf(tip, sizeof tip, "%s done vs %s dense", fmt_si(sum.flops).c_str(), fmt_si(sum.dense_flops).c_str());
-        if (narrow) row("FLOPs", "%s (%.1f%%)", fmt_si(sum.flops).c_str(), 100.0 * sum.flops_fraction);
-        else row("FLOPs", "%s (%.1f%%)", tip, 100.0 * sum.flops_fraction);
+        std::snprintf(tip, sizeof tip, "%s done vs %s dense", fmt_si(sum.flops).c_str(),
+                      fmt_si(sum.dense_flops).c_str());
+        if (narrow)
+            row("FLOPs", "%s (%.1f%%)", fmt_si(sum.flops).c_str(), 100.0 * sum.flops_fraction);
+        else
+            row("FLOPs", "%s (%.1f%%)", tip, 100.0 * sum.flops_fraction);
         details(tip);
-        if (h.finished()) row("cache memory", "%s", fmt_si(h.run_end().cache_bytes, "B").c_str());
-        else row("cache memory", "%s", narrow ? "at the end" : "at the end of the run");
+        if (h.finished())
+            row("cache memory", "%s", fmt_si(h.run_end().cache_bytes, "B").c_str());
+        else
+            row("cache memory", "%s", narrow ? "at the end" : "at the end of the run");
         // Only when something was lost: 0 means every panel shows every event.
         if (const unsigned long long dropped = s.worker.sink().dropped(); dropped > 0) {
             row("events dropped", "%llu", dropped);
             if (ImGui::IsItemHovered())
-                ImGui::SetTooltip("engine events lost because the UI queue was full (a fast model outruns the frames);\n"
-                                  "the canvas is repaired from snapshots, but histograms and timings of those events\n"
-                                  "are missing.");
+                ImGui::SetTooltip(
+                    "engine events lost because the UI queue was full (a fast model outruns the frames);\n"
+                    "the canvas is repaired from snapshots, but histograms and timings of those events\n"
+                    "are missing.");
         }
         ImGui::EndTable();
     }
@@ -128,8 +143,8 @@ void draw_summary(Studio& s, const Rect& r) {
         const float bw = a.w() / nl;
         for (int l = 0; l < nl; ++l) {
             const float f = float(std::clamp(sum.layer_recompute_fraction[l], 0.0, 1.0));
-            dl->AddRectFilled(ImVec2(a.p0.x + l * bw + 1, a.p1.y - f * a.h()), ImVec2(a.p0.x + (l + 1) * bw - 1, a.p1.y),
-                              kColSalient);
+            dl->AddRectFilled(ImVec2(a.p0.x + l * bw + 1, a.p1.y - f * a.h()),
+                              ImVec2(a.p0.x + (l + 1) * bw - 1, a.p1.y), kColSalient);
         }
         if (a.hovered) {
             const int l = std::clamp(int((a.mouse.x - a.p0.x) / bw), 0, nl - 1);
@@ -137,8 +152,10 @@ void draw_summary(Studio& s, const Rect& r) {
         }
     }
     if (has_text) {
-        if (h.run_end().cancelled) ImGui::TextDisabled("decoded response (cancelled after step %d):", h.run_end().steps);
-        else ImGui::TextDisabled("decoded response:");
+        if (h.run_end().cancelled)
+            ImGui::TextDisabled("decoded response (cancelled after step %d):", h.run_end().steps);
+        else
+            ImGui::TextDisabled("decoded response:");
         ImGui::TextWrapped("%s", h.run_end().texts[0].c_str());
     }
     (void)r;

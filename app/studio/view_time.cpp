@@ -26,7 +26,9 @@ namespace dyllm::app {
 
 namespace {
 
-bool on_gpu(const Studio& s) { return s.status.backend.rfind("cuda", 0) == 0; }
+bool on_gpu(const Studio& s) {
+    return s.status.backend.rfind("cuda", 0) == 0;
+}
 
 // The worker's CUPTI records of this run that belong to step sd, by join_step_kernels' rule (the step's by id, those
 // without an op inside its time span): picked here so a frame copies one step's records, not the whole run's.
@@ -75,7 +77,7 @@ void stacked_bars(Studio& s, const RunHistory& h, float w, float hgt) {
     ImGui::SameLine(0, 0);
     PlotArea    a  = plot_area("##stacked", w - axis_w, hgt);
     ImDrawList* dl = ImGui::GetWindowDrawList();
-    const int ns = h.step_count();
+    const int   ns = h.step_count();
     if (ns == 0) {
         empty_note(a, "no steps yet");
         return;
@@ -84,22 +86,24 @@ void stacked_bars(Studio& s, const RunHistory& h, float w, float hgt) {
     for (int j = 1; j <= ns; ++j) {
         const StepData* sd = h.step(j);
         const double    op = std::accumulate(sd->op_seconds.begin(), sd->op_seconds.end(), 0.0);
-        maxt = std::max({maxt, op, sd->wall_seconds()});
+        maxt               = std::max({maxt, op, sd->wall_seconds()});
         if (op > 0) mint = std::min(mint, op);
     }
     const double max_ms = maxt * 1e3;
     // Log axis from the decade at or below half the smallest bar (so every bar shows) to the largest.
-    const double lo_ms = mint < 1e30 ? std::pow(10.0, std::floor(std::log10(std::min(mint * 1e3 * 0.5, max_ms * 0.5))))
-                                     : 1e-3;
+    const double lo_ms =
+        mint < 1e30 ? std::pow(10.0, std::floor(std::log10(std::min(mint * 1e3 * 0.5, max_ms * 0.5)))) : 1e-3;
     auto y_of_ms = [&](double ms) {
         double f;
-        if (s.time_log_y) f = ms <= lo_ms ? 0.0 : std::log10(ms / lo_ms) / std::log10(max_ms / lo_ms);
-        else f = ms / max_ms;
+        if (s.time_log_y)
+            f = ms <= lo_ms ? 0.0 : std::log10(ms / lo_ms) / std::log10(max_ms / lo_ms);
+        else
+            f = ms / max_ms;
         return a.p1.y - float(std::clamp(f, 0.0, 1.0)) * (a.h() - 2);
     };
     // Axis: tick labels in ms left of the plot, faint grid lines across it.
-    const auto ticks = s.time_log_y ? decade_ticks(lo_ms, max_ms) : linear_ticks(max_ms, std::max(2, int(a.h() / 28)));
-    const float lh   = ImGui::GetTextLineHeight();
+    const auto  ticks = s.time_log_y ? decade_ticks(lo_ms, max_ms) : linear_ticks(max_ms, std::max(2, int(a.h() / 28)));
+    const float lh    = ImGui::GetTextLineHeight();
     for (double t : ticks) {
         const float y = y_of_ms(t);
         dl->AddLine(ImVec2(a.p0.x, y), ImVec2(a.p1.x, y), kColGrid);
@@ -134,7 +138,7 @@ void stacked_bars(Studio& s, const RunHistory& h, float w, float hgt) {
     }
     dl->AddRect(a.p0, a.p1, kColAxis);
     if (a.hovered) {
-        const int j = std::clamp(1 + int((a.mouse.x - a.p0.x) / bw), 1, ns);
+        const int       j  = std::clamp(1 + int((a.mouse.x - a.p0.x) / bw), 1, ns);
         const StepData* sd = h.step(j);
         ImGui::BeginTooltip();
         ImGui::Text("step %d (%s): wall %s", j, step_kind_name(sd->kind), fmt_ms(sd->wall_seconds()).c_str());
@@ -160,11 +164,12 @@ void stacked_bars(Studio& s, const RunHistory& h, float w, float hgt) {
 
 // "q 40x128x128  2.1 GFLOP/s  5.3 GB/s" details of one op.
 std::string op_detail(const OpTiming& o, const NamedOp& n) {
-    char buf[160];
+    char         buf[160];
     const double t = double(o.dur_ns) * 1e-9;
     int          k = std::snprintf(buf, sizeof buf, "%s", op_name_text(n.name));
-    if (n.is_gemm()) k += std::snprintf(buf + k, sizeof buf - size_t(k), "  M x N x K = %lld x %lld x %lld",
-                                        (long long)n.m, (long long)n.n, (long long)n.k);
+    if (n.is_gemm())
+        k += std::snprintf(buf + k, sizeof buf - size_t(k), "  M x N x K = %lld x %lld x %lld", (long long)n.m,
+                           (long long)n.n, (long long)n.k);
     if (t > 0 && o.flops > 0) k += std::snprintf(buf + k, sizeof buf - size_t(k), "  %.2f GFLOP/s", o.flops / t * 1e-9);
     if (t > 0 && o.bytes > 0) std::snprintf(buf + k, sizeof buf - size_t(k), "  %.2f GB/s", o.bytes / t * 1e-9);
     return buf;
@@ -185,10 +190,10 @@ void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
         NamedOp         name;
         int64_t         x0;  // ns from the start of the laid-out range
     };
-    std::vector<Placed>                   placed;
-    std::vector<std::pair<int64_t, int>>  bounds;  // (ns, step) where each step starts
-    int64_t                               offset = 0;
-    const int                             n_embd = run_n_embd(h);
+    std::vector<Placed>                  placed;
+    std::vector<std::pair<int64_t, int>> bounds;  // (ns, step) where each step starts
+    int64_t                              offset = 0;
+    const int                            n_embd = run_n_embd(h);
     for (int k = lo; k <= hi; ++k) {
         const StepData* sd = h.step(k);
         if (!sd || sd->ops.empty()) continue;
@@ -196,7 +201,8 @@ void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
         for (const auto& o : sd->ops) t0 = std::min(t0, o.t_begin_ns), t1 = std::max(t1, o.t_begin_ns + o.dur_ns);
         bounds.emplace_back(offset, k);
         const auto names = name_ops(sd->ops, n_embd);
-        for (size_t i = 0; i < sd->ops.size(); ++i) placed.push_back({&sd->ops[i], names[i], offset + sd->ops[i].t_begin_ns - t0});
+        for (size_t i = 0; i < sd->ops.size(); ++i)
+            placed.push_back({&sd->ops[i], names[i], offset + sd->ops[i].t_begin_ns - t0});
         offset += std::max<int64_t>(t1 - t0, 1);
     }
     if (placed.empty()) {
@@ -214,13 +220,14 @@ void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
         }
         if (ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) v = TimelineView{};
     }
-    if (a.active && ImGui::IsMouseDragging(ImGuiMouseButton_Left)) v.offset -= ImGui::GetIO().MouseDelta.x / a.w() / v.zoom;
-    v.offset = std::clamp(v.offset, 0.f, 1.f - 1.f / v.zoom);
+    if (a.active && ImGui::IsMouseDragging(ImGuiMouseButton_Left))
+        v.offset -= ImGui::GetIO().MouseDelta.x / a.w() / v.zoom;
+    v.offset            = std::clamp(v.offset, 0.f, 1.f - 1.f / v.zoom);
     const int   nl      = std::max(h.n_layer(), 1);
     const int   n_lanes = nl + 1;  // lane 0: outside the layers (embed, lm_head, sampling)
     const float y_top   = a.p0.y + ruler_h;
     const float lane_h  = (a.p1.y - y_top) / n_lanes;
-    auto x_of = [&](double ns) { return a.p0.x + float(((ns / span) - v.offset) * v.zoom) * a.w(); };
+    auto        x_of    = [&](double ns) { return a.p0.x + float(((ns / span) - v.offset) * v.zoom) * a.w(); };
     dl->PushClipRect(a.p0, a.p1, true);
     // Ruler: ms ticks over the visible window, step boundaries as full-height lines.
     const double vis0 = v.offset * span * 1e-6, vis1 = (v.offset + 1.0 / v.zoom) * span * 1e-6;  // ms
@@ -246,7 +253,8 @@ void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
         // The op's name inside its box when it fits (q, k, v, gate, up, down...).
         const char* nm = op_name_text(p.name.name);
         if (x1 - x0 > ImGui::CalcTextSize(nm).x + 4 && lane_h >= ImGui::GetTextLineHeight())
-            dl->AddText(ImVec2(x0 + 2, y0 + (lane_h - ImGui::GetTextLineHeight()) * 0.5f), IM_COL32(20, 20, 20, 255), nm);
+            dl->AddText(ImVec2(x0 + 2, y0 + (lane_h - ImGui::GetTextLineHeight()) * 0.5f), IM_COL32(20, 20, 20, 255),
+                        nm);
         if (a.hovered && a.mouse.x >= x0 && a.mouse.x < x1 && a.mouse.y >= y0 && a.mouse.y < y0 + lane_h) hovered = &p;
     }
     for (const auto& [ns, k] : bounds) {
@@ -261,8 +269,10 @@ void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
     const int label_every = std::max(1, int(13.f / std::max(lane_h, 0.1f)) + 1);
     for (int lane = 0; lane < n_lanes; lane += label_every) {
         char ln[16];
-        if (lane == 0) std::snprintf(ln, sizeof ln, "-");
-        else std::snprintf(ln, sizeof ln, "L%d", lane - 1);
+        if (lane == 0)
+            std::snprintf(ln, sizeof ln, "-");
+        else
+            std::snprintf(ln, sizeof ln, "L%d", lane - 1);
         dl->AddText(ImVec2(a.p0.x + 2, y_top + lane * lane_h + std::max(0.f, (lane_h - 13) * 0.5f)),
                     IM_COL32(230, 230, 230, 200), ln);
     }
@@ -291,12 +301,16 @@ void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
                         fmt_ms(double(o.cpu_ns + o.cpu_gap_ns) * 1e-9).c_str());
         else if (o.cpu_ns >= 0)
             ImGui::Text("CPU %s (this thread)", fmt_ms(double(o.cpu_ns) * 1e-9).c_str());
-        if (st == OpCpuState::Preempted) ImGui::TextColored(ImVec4(1, 0.45f, 0.4f, 1), "%s", op_cpu_state_text(st));
-        else ImGui::TextDisabled("%s", op_cpu_state_text(st));
+        if (st == OpCpuState::Preempted)
+            ImGui::TextColored(ImVec4(1, 0.45f, 0.4f, 1), "%s", op_cpu_state_text(st));
+        else
+            ImGui::TextDisabled("%s", op_cpu_state_text(st));
         ImGui::EndTooltip();
     } else if (a.hovered) {
-        ImGui::SetTooltip("lanes: top = outside the layers, then L0..L%d; red corner: preempted op\n"
-                          "wheel: zoom, drag: pan, double-click: reset", nl - 1);
+        ImGui::SetTooltip(
+            "lanes: top = outside the layers, then L0..L%d; red corner: preempted op\n"
+            "wheel: zoom, drag: pan, double-click: reset",
+            nl - 1);
     }
 }
 
@@ -312,12 +326,13 @@ void op_stats_table(Studio& s, const RunHistory& h) {
     ImGui::SameLine();
     ImGui::Checkbox("exclude preempted", &s.stats_exclude_preempted);
     if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("leave out samples of ops that ran on one thread but whose wall time exceeds that thread's\n"
-                          "CPU time by > 1.5x + 0.2 ms (preempted, or waiting on a page fault); 'pre' counts them");
+        ImGui::SetTooltip(
+            "leave out samples of ops that ran on one thread but whose wall time exceeds that thread's\n"
+            "CPU time by > 1.5x + 0.2 ms (preempted, or waiting on a page fault); 'pre' counts them");
     ImGui::SameLine();
     ImGui::TextDisabled("GFLOP/s, GB/s: engine FLOPs and bytes over summed time (attention records no bytes)");
-    const int lo = s.stats_whole_run ? 1 : s.view_step, hi = s.stats_whole_run ? h.step_count() : s.view_step;
-    std::vector<OpStat> stats = op_stats(h, lo, hi, s.stats_by_layer, s.stats_exclude_preempted);
+    const int           lo = s.stats_whole_run ? 1 : s.view_step, hi = s.stats_whole_run ? h.step_count() : s.view_step;
+    std::vector<OpStat> stats        = op_stats(h, lo, hi, s.stats_by_layer, s.stats_exclude_preempted);
     constexpr ImGuiTableFlags kFlags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollY |
                                        ImGuiTableFlags_Sortable | ImGuiTableFlags_SizingStretchProp |
                                        ImGuiTableFlags_Resizable;
@@ -383,19 +398,21 @@ void op_stats_table(Studio& s, const RunHistory& h) {
 }
 
 void top_ops(Studio& s, const RunHistory& h) {
-    const StepData* sd = h.step(s.view_step);
-    const RunSummary sum = h.summary();
+    const StepData*             sd  = h.step(s.view_step);
+    const RunSummary            sum = h.summary();
     std::array<int, kOpClasses> counts{};
     if (sd)
         for (const auto& o : sd->ops) counts[size_t(o.op)]++;
     std::array<size_t, kOpClasses> order;
     std::iota(order.begin(), order.end(), size_t(0));
     std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return sum.op_seconds[x] > sum.op_seconds[y]; });
-    const double run_total = std::accumulate(sum.op_seconds.begin(), sum.op_seconds.end(), 0.0);
+    const double run_total  = std::accumulate(sum.op_seconds.begin(), sum.op_seconds.end(), 0.0);
     const double step_total = sd ? std::accumulate(sd->op_seconds.begin(), sd->op_seconds.end(), 0.0) : 0.0;
-    const float  table_h = ImGui::GetContentRegionAvail().y - ImGui::GetTextLineHeightWithSpacing() * 1.3f;
-    if (ImGui::BeginTable("##topops", 5, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollY |
-                                            ImGuiTableFlags_SizingStretchProp, ImVec2(0, table_h))) {
+    const float  table_h    = ImGui::GetContentRegionAvail().y - ImGui::GetTextLineHeightWithSpacing() * 1.3f;
+    if (ImGui::BeginTable("##topops", 5,
+                          ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollY |
+                              ImGuiTableFlags_SizingStretchProp,
+                          ImVec2(0, table_h))) {
         ImGui::TableSetupScrollFreeze(0, 1);
         ImGui::TableSetupColumn("op class", 0, 1.6f);
         ImGui::TableSetupColumn("step ms", 0, 1.f);
@@ -453,8 +470,8 @@ void kernels_tab(Studio& s) {
                 j.records, fmt_ms(j.gpu_s).c_str());
     constexpr ImGuiTableFlags kFlags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollY |
                                        ImGuiTableFlags_SizingStretchProp | ImGuiTableFlags_Resizable;
-    const ImVec2 avail = ImGui::GetContentRegionAvail();
-    auto op_label = [](int32_t layer, OpClass op) {
+    const ImVec2 avail    = ImGui::GetContentRegionAvail();
+    auto         op_label = [](int32_t layer, OpClass op) {
         return std::string(op_class_name(op)) + (layer >= 0 ? " L" + std::to_string(layer) : std::string());
     };
     if (ImGui::BeginTable("##gpu_ops", 5, kFlags, ImVec2(avail.x * 0.42f, avail.y))) {
@@ -508,25 +525,26 @@ void kernels_tab(Studio& s) {
 
 void draw_time(Studio& s, const Rect& r) {
     help_marker(s.bottom_tab == BottomTab::Compare ? "Compare" : "Time");
-    RunEntry* run = s.shown_run();
-    const RunHistory* h = run && run->history.has_run() ? &run->history : nullptr;
+    RunEntry*         run = s.shown_run();
+    const RunHistory* h   = run && run->history.has_run() ? &run->history : nullptr;
     ImGui::SameLine();
     if (!ImGui::BeginTabBar("##bottomtabs")) return;
     // A requested tab (buttons, --tab, --open, a token click) is selected once; afterwards the clicks choose. While a
     // request is pending, the tab the bar still shows does not overwrite it (the selection lands a frame later).
     const int req = s.tab_request;
     s.tab_request = -1;
-    auto tab = [&](const char* label, BottomTab t) {
-        const bool open = ImGui::BeginTabItem(label, nullptr,
-                                              req == int(t) ? ImGuiTabItemFlags_SetSelected : ImGuiTabItemFlags_None);
+    auto tab      = [&](const char* label, BottomTab t) {
+        const bool open =
+            ImGui::BeginTabItem(label, nullptr, req == int(t) ? ImGuiTabItemFlags_SetSelected : ImGuiTabItemFlags_None);
         if (open && req < 0) s.bottom_tab = t;
         return open;
     };
     if (tab("Time", BottomTab::Time)) {
         ImGui::Checkbox("log y##time", &s.time_log_y);
         if (ImGui::IsItemHovered())
-            ImGui::SetTooltip("log y: each bar's total on a log axis (its op classes keep their shares of the bar),\n"
-                              "so sparse steps stay readable next to the FULL ones");
+            ImGui::SetTooltip(
+                "log y: each bar's total on a log axis (its op classes keep their shares of the bar),\n"
+                "so sparse steps stay readable next to the FULL ones");
         ImGui::SameLine();
         ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5);
         ImGui::SliderInt("steps in timeline", &s.time_steps, 1, 8);

@@ -23,7 +23,7 @@ bool write_window_png(GLFWwindow* win, const std::string& path, std::string* err
     glReadBuffer(GL_BACK);
     glReadPixels(0, 0, w, h, GL_RGBA, GL_UNSIGNED_BYTE, px.data());
     for (size_t i = 3; i < px.size(); i += 4) px[i] = 255;  // opaque PNG whatever the framebuffer alpha holds
-    stbi_flip_vertically_on_write(1);  // GL's origin is bottom-left
+    stbi_flip_vertically_on_write(1);                       // GL's origin is bottom-left
     if (!stbi_write_png(path.c_str(), w, h, 4, px.data(), w * 4)) {
         *err = "cannot write " + path;
         return false;

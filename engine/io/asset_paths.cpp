@@ -18,9 +18,12 @@ namespace {
 
 const char* kind_dir(AssetKind kind) {
     switch (kind) {
-        case AssetKind::Models: return "models";
-        case AssetKind::Tasks: return "tasks";
-        case AssetKind::Fonts: return "fonts";
+        case AssetKind::Models:
+            return "models";
+        case AssetKind::Tasks:
+            return "tasks";
+        case AssetKind::Fonts:
+            return "fonts";
     }
     return "";
 }
@@ -61,7 +64,7 @@ std::vector<fs::path> asset_dirs(AssetKind kind) {
 fs::path find_asset(AssetKind kind, const fs::path& rel) {
     std::error_code ec;
     for (const auto& dir : asset_dirs(kind)) {
-        const fs::path p = rel.empty() ? dir : dir / rel;
+        const fs::path p  = rel.empty() ? dir : dir / rel;
         const bool     ok = rel.empty() ? fs::is_directory(p, ec) : fs::exists(p, ec);  // exists() follows symlinks
         if (ok) return fs::weakly_canonical(p, ec);
     }

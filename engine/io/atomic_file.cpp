@@ -22,7 +22,8 @@ AtomicFile::AtomicFile(const std::filesystem::path& path) : path_(path) {
     temp_ = dir / ("." + path.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
                    std::to_string(g_counter.fetch_add(1)));
     out_.open(temp_, std::ios::binary | std::ios::trunc);
-    if (!out_) throw LoadError(path.string() + ": cannot open " + temp_.string() + " for writing: " + std::strerror(errno));
+    if (!out_)
+        throw LoadError(path.string() + ": cannot open " + temp_.string() + " for writing: " + std::strerror(errno));
 }
 
 AtomicFile::~AtomicFile() {

@@ -52,7 +52,7 @@ void open_sharded(const fs::path& index_path, MappedCheckpoint& ck, std::map<std
     if (!j.is_object() || wm == j.end() || !wm->is_object()) {
         throw LoadError(index + ": key 'weight_map' missing or not an object (expected {tensor name: shard file})");
     }
-    std::map<std::string, size_t> shard_index;  // file name -> files_ index
+    std::map<std::string, size_t>                    shard_index;  // file name -> files_ index
     std::vector<std::pair<std::string, std::string>> listed;
     for (auto it = wm->begin(); it != wm->end(); ++it) {
         const std::string& name    = it.key();
@@ -69,7 +69,7 @@ void open_sharded(const fs::path& index_path, MappedCheckpoint& ck, std::map<std
                             "' is not a plain file name in the checkpoint directory");
         }
         if (!shard_index.count(shard)) {
-            const fs::path p = index_path.parent_path() / shard;
+            const fs::path  p = index_path.parent_path() / shard;
             std::error_code ec;
             if (!fs::exists(fs::symlink_status(p, ec))) {
                 throw LoadError(index + ": shard '" + text_excerpt(shard) + "' (listed for tensor '" +
@@ -86,8 +86,7 @@ void open_sharded(const fs::path& index_path, MappedCheckpoint& ck, std::map<std
         const SafetensorsEntry* e = f->find(name);
         if (!e) {
             throw LoadError(f->path().string() + ": tensor '" + text_excerpt(name) + "' is absent, but " +
-                            index_path.filename().string() +
-                            " maps it to this shard");
+                            index_path.filename().string() + " maps it to this shard");
         }
         where[name] = {f, e};
     }
@@ -98,10 +97,10 @@ void open_sharded(const fs::path& index_path, MappedCheckpoint& ck, std::map<std
 // asking for more than one layer beyond what the tensor count can hold is wrong about the layers (a missing tensor
 // or two is left to the per-tensor checks, whose message names the tensor).
 void check_layers_against_files(const ModelConfig& c, const std::string& source, size_t n_tensors) {
-    const char*   k_lay       = c.family == Family::LLaDA ? "n_layers" : "num_hidden_layers";
-    const int64_t per_layer   = 9 + (c.qkv_bias ? 3 : 0);
-    const int64_t global      = 2 + (c.tie_embeddings ? 0 : 1);
-    const int64_t can_hold    = (int64_t(n_tensors) > global ? int64_t(n_tensors) - global : 0) / per_layer;
+    const char*   k_lay     = c.family == Family::LLaDA ? "n_layers" : "num_hidden_layers";
+    const int64_t per_layer = 9 + (c.qkv_bias ? 3 : 0);
+    const int64_t global    = 2 + (c.tie_embeddings ? 0 : 1);
+    const int64_t can_hold  = (int64_t(n_tensors) > global ? int64_t(n_tensors) - global : 0) / per_layer;
     if (int64_t(c.n_layer) > can_hold + 1) {
         throw LoadError("config.json: " + std::string(k_lay) + " = " + std::to_string(c.n_layer) + " needs " +
                         std::to_string(global + int64_t(c.n_layer) * per_layer) + " tensors (" +
@@ -121,7 +120,7 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& dir) {
     if (ec && ec.value() == ELOOP) throw LoadError(dir.string() + ": symlink loop (too many levels of symbolic links)");
     if (!fs::exists(st)) throw LoadError(dir.string() + ": model directory does not exist");
     if (!fs::is_directory(st)) throw LoadError(dir.string() + ": not a directory (expected a checkpoint directory)");
-    ck->cfg_ = parse_config(dir / "config.json");
+    ck->cfg_               = parse_config(dir / "config.json");
     const ModelConfig& cfg = ck->cfg_;
 
     // Like transformers: a single model.safetensors wins over an index.
@@ -154,10 +153,12 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& dir) {
     for (const auto& s : specs) {
         auto it = where.find(s.name);
         if (it == where.end()) {
-            std::string what = s.layer >= 0 ? " (layer " + std::to_string(s.layer) + " of " + std::to_string(cfg.n_layer) + ")"
-                                            : std::string();
+            std::string what = s.layer >= 0
+                                   ? " (layer " + std::to_string(s.layer) + " of " + std::to_string(cfg.n_layer) + ")"
+                                   : std::string();
             throw LoadError(source + ": tensor '" + s.name + "' missing" + what + ", expected for a " +
-                            family_name(cfg.family) + " checkpoint with shape " + shape_string(s.shape) + " " + s.origin);
+                            family_name(cfg.family) + " checkpoint with shape " + shape_string(s.shape) + " " +
+                            s.origin);
         }
         const SafetensorsEntry& e = *it->second.entry;
         if (e.shape != s.shape) {
@@ -167,24 +168,54 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& dir) {
         }
         const TensorView v = e.view();
         using R            = TensorRole;
-        auto& w            = ck->weights_;
+        auto&         w    = ck->weights_;
         LayerWeights* L    = s.layer >= 0 ? &w.layers[size_t(s.layer)] : nullptr;
         switch (s.role) {
-            case R::TokEmbd: w.tok_embd = v; break;
-            case R::AttnNorm: L->attn_norm = v; break;
-            case R::Wq: L->wq = v; break;
-            case R::Wk: L->wk = v; break;
-            case R::Wv: L->wv = v; break;
-            case R::Wo: L->wo = v; break;
-            case R::Bq: L->bq = v; break;
-            case R::Bk: L->bk = v; break;
-            case R::Bv: L->bv = v; break;
-            case R::FfnNorm: L->ffn_norm = v; break;
-            case R::WGate: L->w_gate = v; break;
-            case R::WUp: L->w_up = v; break;
-            case R::WDown: L->w_down = v; break;
-            case R::OutNorm: w.out_norm = v; break;
-            case R::LmHead: w.lm_head = v; break;
+            case R::TokEmbd:
+                w.tok_embd = v;
+                break;
+            case R::AttnNorm:
+                L->attn_norm = v;
+                break;
+            case R::Wq:
+                L->wq = v;
+                break;
+            case R::Wk:
+                L->wk = v;
+                break;
+            case R::Wv:
+                L->wv = v;
+                break;
+            case R::Wo:
+                L->wo = v;
+                break;
+            case R::Bq:
+                L->bq = v;
+                break;
+            case R::Bk:
+                L->bk = v;
+                break;
+            case R::Bv:
+                L->bv = v;
+                break;
+            case R::FfnNorm:
+                L->ffn_norm = v;
+                break;
+            case R::WGate:
+                L->w_gate = v;
+                break;
+            case R::WUp:
+                L->w_up = v;
+                break;
+            case R::WDown:
+                L->w_down = v;
+                break;
+            case R::OutNorm:
+                w.out_norm = v;
+                break;
+            case R::LmHead:
+                w.lm_head = v;
+                break;
         }
     }
     if (cfg.tie_embeddings) ck->weights_.lm_head = ck->weights_.tok_embd;

@@ -13,11 +13,11 @@ namespace dyllm {
 
 // Host views of one decoder layer's weights (HF [out, in] layout). Biases are empty views when absent.
 struct LayerWeights {
-    TensorView attn_norm;              // [n_embd]
-    TensorView wq, wk, wv, wo;         // [q_dim, n_embd], [kv_dim, n_embd] x2, [n_embd, q_dim]
-    TensorView bq, bk, bv;             // [q_dim], [kv_dim], [kv_dim] (Dream only)
-    TensorView ffn_norm;               // [n_embd]
-    TensorView w_gate, w_up, w_down;   // [n_ff, n_embd] x2, [n_embd, n_ff]
+    TensorView attn_norm;             // [n_embd]
+    TensorView wq, wk, wv, wo;        // [q_dim, n_embd], [kv_dim, n_embd] x2, [n_embd, q_dim]
+    TensorView bq, bk, bv;            // [q_dim], [kv_dim], [kv_dim] (Dream only)
+    TensorView ffn_norm;              // [n_embd]
+    TensorView w_gate, w_up, w_down;  // [n_ff, n_embd] x2, [n_embd, n_ff]
 };
 
 struct ModelWeights {
@@ -33,11 +33,11 @@ public:
     static std::unique_ptr<Checkpoint> open(const std::filesystem::path& dir);
     virtual ~Checkpoint() = default;
 
-    virtual const ModelConfig&  config() const  = 0;
-    virtual const ModelWeights& weights() const = 0;
-    virtual DType               weight_dtype() const = 0;  // dtype of the projection weights
-    virtual size_t              file_bytes() const = 0;    // total size of the mapped safetensors files
-    virtual const std::filesystem::path& dir() const = 0;
+    virtual const ModelConfig&           config() const       = 0;
+    virtual const ModelWeights&          weights() const      = 0;
+    virtual DType                        weight_dtype() const = 0;  // dtype of the projection weights
+    virtual size_t                       file_bytes() const   = 0;  // total size of the mapped safetensors files
+    virtual const std::filesystem::path& dir() const          = 0;
 };
 
 // Tensor names of each family (the ones the loader expects and the writer produces).

@@ -7,13 +7,14 @@
 namespace dyllm {
 
 std::vector<TensorSpec> expected_tensor_specs(const ModelConfig& c) {
-    const bool        ll = c.family == Family::LLaDA;
+    const bool        ll   = c.family == Family::LLaDA;
     const std::string embd = std::string(ll ? "d_model" : "hidden_size") + "=" + std::to_string(c.n_embd);
     const std::string ff   = std::string(ll ? "mlp_hidden_size" : "intermediate_size") + "=" + std::to_string(c.n_ff);
-    const std::string nv = std::string(ll && c.n_vocab != c.vocab_size ? "embedding_size" : "vocab_size") + "=" +
+    const std::string nv   = std::string(ll && c.n_vocab != c.vocab_size ? "embedding_size" : "vocab_size") + "=" +
                            std::to_string(c.n_vocab);
     const std::string hd = "head_dim=" + std::to_string(c.head_dim);
-    const std::string q  = std::string(ll ? "n_heads" : "num_attention_heads") + "=" + std::to_string(c.n_head) + " x " + hd;
+    const std::string q =
+        std::string(ll ? "n_heads" : "num_attention_heads") + "=" + std::to_string(c.n_head) + " x " + hd;
     const std::string kv =
         std::string(ll ? "n_kv_heads" : "num_key_value_heads") + "=" + std::to_string(c.n_kv_head) + " x " + hd;
     const int64_t E = c.n_embd, F = c.n_ff, V = c.n_vocab, Q = c.q_dim(), K = c.kv_dim();

@@ -10,15 +10,29 @@
 namespace dyllm {
 
 enum class TensorRole : uint8_t {
-    TokEmbd, AttnNorm, Wq, Wk, Wv, Wo, Bq, Bk, Bv, FfnNorm, WGate, WUp, WDown, OutNorm, LmHead
+    TokEmbd,
+    AttnNorm,
+    Wq,
+    Wk,
+    Wv,
+    Wo,
+    Bq,
+    Bk,
+    Bv,
+    FfnNorm,
+    WGate,
+    WUp,
+    WDown,
+    OutNorm,
+    LmHead
 };
 
 struct TensorSpec {
     std::string          name;
-    std::vector<int64_t> shape;   // outermost first, HF [out, in]
-    std::string          origin;  // the config keys that give the shape, e.g. "[n_heads=32 x head_dim=128, d_model=4096]"
-    TensorRole           role  = TensorRole::TokEmbd;
-    int                  layer = -1;  // -1 outside the blocks
+    std::vector<int64_t> shape;  // outermost first, HF [out, in]
+    std::string origin;  // the config keys that give the shape, e.g. "[n_heads=32 x head_dim=128, d_model=4096]"
+    TensorRole  role  = TensorRole::TokEmbd;
+    int         layer = -1;  // -1 outside the blocks
 };
 
 // Every tensor the family's checkpoint must hold for cfg, in file order (embedding, blocks, final norm, head).

@@ -28,7 +28,8 @@ namespace {
 namespace fs = std::filesystem;
 using json   = nlohmann::json;
 
-static_assert(std::endian::native == std::endian::little, "safetensors data is little-endian; the writer stores host order");
+static_assert(std::endian::native == std::endian::little,
+              "safetensors data is little-endian; the writer stores host order");
 
 // The shortest decimal that reads back as the same float, so config.json holds 1e-05 rather than 9.99999974737875e-06.
 double short_decimal(float f) {
@@ -74,7 +75,7 @@ std::vector<std::string> byte_level_alphabet() {
     }
     std::vector<std::string> out(256);
     for (int b = 0; b < 256; ++b) {
-        const int c = cp[b];
+        const int   c = cp[b];
         std::string s;
         if (c < 0x80) {
             s += char(c);
@@ -94,11 +95,13 @@ struct SpecialToken {
 
 std::vector<SpecialToken> family_specials(const ModelConfig& c) {
     if (c.family == Family::LLaDA) {  // engine/README.md §c.1 special tokens
-        return {{"<|startoftext|>", c.bos_id},   {"<|endoftext|>", c.eos_id}, {"<|start_header_id|>", -1},
-                {"<|end_header_id|>", -1},      {"<|eot_id|>", -1},         {"<|mdm_mask|>", c.mask_id}};
+        return {{"<|startoftext|>", c.bos_id}, {"<|endoftext|>", c.eos_id}, {"<|start_header_id|>", -1},
+                {"<|end_header_id|>", -1},     {"<|eot_id|>", -1},          {"<|mdm_mask|>", c.mask_id}};
     }
     // engine/README.md §c.2: <|endoftext|> is Dream's bos, eos and pad.
-    return {{"<|endoftext|>", c.eos_id >= 0 ? c.eos_id : c.bos_id}, {"<|im_start|>", -1}, {"<|im_end|>", -1},
+    return {{"<|endoftext|>", c.eos_id >= 0 ? c.eos_id : c.bos_id},
+            {"<|im_start|>", -1},
+            {"<|im_end|>", -1},
             {"<|mask|>", c.mask_id}};
 }
 
@@ -111,7 +114,9 @@ void write_text(const fs::path& path, const std::string& text) {
 
 void store(const float* src, size_t n, DType dtype, uint8_t* out) {
     switch (dtype) {
-        case DType::F32: std::memcpy(out, src, n * 4); break;
+        case DType::F32:
+            std::memcpy(out, src, n * 4);
+            break;
         case DType::F16:
             for (size_t i = 0; i < n; ++i) {
                 const uint16_t h = f32_to_f16(src[i]);
@@ -124,7 +129,8 @@ void store(const float* src, size_t n, DType dtype, uint8_t* out) {
                 std::memcpy(out + 2 * i, &h, 2);
             }
             break;
-        case DType::I32: DYLLM_ASSERT(false, "I32 is not a weight dtype");
+        case DType::I32:
+            DYLLM_ASSERT(false, "I32 is not a weight dtype");
     }
 }
 
@@ -133,32 +139,32 @@ void store(const float* src, size_t n, DType dtype, uint8_t* out) {
 void write_config_json(const fs::path& path, const ModelConfig& c) {
     json j;
     if (c.family == Family::LLaDA) {  // LLaDA-8B-Instruct's keys (engine/README.md §c.1)
-        j["architectures"]        = {"LLaDAModelLM"};
-        j["model_type"]           = "llada";
-        j["d_model"]              = c.n_embd;
-        j["n_layers"]             = c.n_layer;
-        j["n_heads"]              = c.n_head;
-        j["n_kv_heads"]           = c.n_kv_head;
-        j["mlp_hidden_size"]      = c.n_ff;
-        j["vocab_size"]           = c.vocab_size > 0 ? c.vocab_size : c.n_vocab;
-        j["embedding_size"]       = c.n_vocab;
-        j["rope_theta"]           = short_decimal(c.rope_theta);
-        j["rms_norm_eps"]         = short_decimal(c.norm_eps);
-        j["max_sequence_length"]  = c.max_position;
-        j["weight_tying"]         = c.tie_embeddings;
-        j["include_bias"]         = false;
-        j["include_qkv_bias"]     = c.qkv_bias;
-        j["activation_type"]      = "silu";
-        j["block_type"]           = "llama";
-        j["layer_norm_type"]      = "rms";
+        j["architectures"]          = {"LLaDAModelLM"};
+        j["model_type"]             = "llada";
+        j["d_model"]                = c.n_embd;
+        j["n_layers"]               = c.n_layer;
+        j["n_heads"]                = c.n_head;
+        j["n_kv_heads"]             = c.n_kv_head;
+        j["mlp_hidden_size"]        = c.n_ff;
+        j["vocab_size"]             = c.vocab_size > 0 ? c.vocab_size : c.n_vocab;
+        j["embedding_size"]         = c.n_vocab;
+        j["rope_theta"]             = short_decimal(c.rope_theta);
+        j["rms_norm_eps"]           = short_decimal(c.norm_eps);
+        j["max_sequence_length"]    = c.max_position;
+        j["weight_tying"]           = c.tie_embeddings;
+        j["include_bias"]           = false;
+        j["include_qkv_bias"]       = c.qkv_bias;
+        j["activation_type"]        = "silu";
+        j["block_type"]             = "llama";
+        j["layer_norm_type"]        = "rms";
         j["layer_norm_with_affine"] = true;
-        j["bias_for_layer_norm"]  = false;
-        j["rope"]                 = true;
-        j["rope_full_precision"]  = true;
-        j["alibi"]                = false;
-        j["attention_layer_norm"] = false;
-        j["input_emb_norm"]       = false;
-        j["scale_logits"]         = false;
+        j["bias_for_layer_norm"]    = false;
+        j["rope"]                   = true;
+        j["rope_full_precision"]    = true;
+        j["alibi"]                  = false;
+        j["attention_layer_norm"]   = false;
+        j["input_emb_norm"]         = false;
+        j["scale_logits"]           = false;
     } else {  // Dream-v0-Instruct-7B's Qwen2 keys (engine/README.md §c.2)
         j["architectures"]           = {"DreamModel"};
         j["model_type"]              = "Dream";
@@ -184,14 +190,17 @@ void write_config_json(const fs::path& path, const ModelConfig& c) {
     write_text(path, j.dump(2) + "\n");
 }
 
-int byte_level_special_count(Family f) { return f == Family::LLaDA ? 6 : 4; }
+int byte_level_special_count(Family f) {
+    return f == Family::LLaDA ? 6 : 4;
+}
 
 ModelConfig small_config(Family f, int n_layer, int n_embd, int n_head, int n_kv_head, int n_ff, int n_vocab) {
     const int need = 256 + byte_level_special_count(f);
     if (n_vocab < need) {
-        throw InputError("vocabulary " + std::to_string(n_vocab) + " is too small for the byte-level tokenizer (needs >= " +
-                         std::to_string(need) + ": 256 byte tokens + " + std::to_string(need - 256) + " " +
-                         family_name(f) + " special tokens)");
+        throw InputError("vocabulary " + std::to_string(n_vocab) +
+                         " is too small for the byte-level tokenizer (needs >= " + std::to_string(need) +
+                         ": 256 byte tokens + " + std::to_string(need - 256) + " " + family_name(f) +
+                         " special tokens)");
     }
     ModelConfig c;
     c.family     = f;
@@ -232,7 +241,7 @@ void write_byte_level_tokenizer_json(const fs::path& path, const ModelConfig& c)
         throw InputError(path.string() + ": n_vocab " + std::to_string(c.n_vocab) +
                          " is too small for a byte-level tokenizer (needs >= " + std::to_string(need) + ")");
     }
-    auto specials = family_specials(c);
+    auto              specials = family_specials(c);
     std::set<int32_t> used;
     for (const auto& s : specials) {
         if (s.id < 0) continue;
@@ -247,7 +256,8 @@ void write_byte_level_tokenizer_json(const fs::path& path, const ModelConfig& c)
         if (s.id >= 0) continue;
         while (used.count(next)) ++next;
         if (next >= c.n_vocab) {
-            throw InputError(path.string() + ": no free id below n_vocab = " + std::to_string(c.n_vocab) + " for " + s.content);
+            throw InputError(path.string() + ": no free id below n_vocab = " + std::to_string(c.n_vocab) + " for " +
+                             s.content);
         }
         s.id = next;
         used.insert(next);
@@ -257,10 +267,16 @@ void write_byte_level_tokenizer_json(const fs::path& path, const ModelConfig& c)
     json       vocab    = json::object();
     for (int b = 0; b < 256; ++b) vocab[alphabet[size_t(b)]] = b;
     json added = json::array();
-    std::sort(specials.begin(), specials.end(), [](const SpecialToken& a, const SpecialToken& b) { return a.id < b.id; });
+    std::sort(specials.begin(), specials.end(),
+              [](const SpecialToken& a, const SpecialToken& b) { return a.id < b.id; });
     for (const auto& s : specials) {
-        added.push_back({{"id", s.id}, {"content", s.content}, {"single_word", false}, {"lstrip", false},
-                         {"rstrip", false}, {"normalized", false}, {"special", true}});
+        added.push_back({{"id", s.id},
+                         {"content", s.content},
+                         {"single_word", false},
+                         {"lstrip", false},
+                         {"rstrip", false},
+                         {"normalized", false},
+                         {"special", true}});
     }
     // Field set of tokenizers' serialisation (tokenizer.json "version": "1.0"), as in Qwen2's and Llama-3's files.
     json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}};
@@ -294,10 +310,11 @@ std::vector<float> random_tensor_values(const TensorSpec& spec, uint64_t seed, f
         std::fill(v.begin(), v.end(), 1.0f);
         return v;
     }
-    // N(0, weight_std), 0.02 by default: the initializer_range of HF LLaMA/Qwen2 configs. Box-Muller on 53-bit uniforms, written out here so
-    // the values are the same with every standard library (std::normal_distribution's algorithm is unspecified).
-    std::mt19937_64 rng(splitmix64(seed ^ fnv1a(spec.name)));
-    const double kStd = weight_std;
+    // N(0, weight_std), 0.02 by default: the initializer_range of HF LLaMA/Qwen2 configs. Box-Muller on 53-bit
+    // uniforms, written out here so the values are the same with every standard library (std::normal_distribution's
+    // algorithm is unspecified).
+    std::mt19937_64  rng(splitmix64(seed ^ fnv1a(spec.name)));
+    const double     kStd   = weight_std;
     constexpr double kTwoPi = 6.283185307179586476925286766559;
     for (size_t i = 0; i < n; i += 2) {
         const double u1 = (double(rng() >> 11) + 1.0) * 0x1.0p-53;  // (0, 1]: log never sees 0
@@ -331,8 +348,8 @@ void write_random_checkpoint(const fs::path& dir, const ModelConfig& cfg_in, uin
     // Remove weights from an earlier run so the loader cannot pick up a stale file (model.safetensors wins over an
     // index): only the names this writer produces.
     for (const auto& entry : fs::directory_iterator(dir)) {
-        const std::string n = entry.path().filename().string();
-        const bool shard = n.size() == 32 && n.rfind("model-", 0) == 0 && n.find("-of-") == 11 &&
+        const std::string n     = entry.path().filename().string();
+        const bool        shard = n.size() == 32 && n.rfind("model-", 0) == 0 && n.find("-of-") == 11 &&
                            n.substr(n.size() - 12) == ".safetensors";
         if (n == "model.safetensors" || n == "model.safetensors.index.json" || shard) fs::remove(entry.path());
     }
@@ -362,7 +379,7 @@ void write_random_checkpoint(const fs::path& dir, const ModelConfig& cfg_in, uin
     for (int k = 0; k < n_shards; ++k) {
         char name[64];
         std::snprintf(name, sizeof name, "model-%05d-of-%05d.safetensors", k + 1, n_shards);
-        const std::string file = n_shards == 1 ? std::string("model.safetensors") : std::string(name);
+        const std::string                  file = n_shards == 1 ? std::string("model.safetensors") : std::string(name);
         std::vector<SafetensorsTensorSpec> st;
         std::vector<const TensorSpec*>     src;
         for (size_t i = first[size_t(k)]; i < first[size_t(k) + 1]; ++i) {
@@ -370,14 +387,13 @@ void write_random_checkpoint(const fs::path& dir, const ModelConfig& cfg_in, uin
             src.push_back(&specs[i]);
             weight_map[specs[i].name] = file;
         }
-        write_safetensors(
-            dir / file, st,
-            [&](size_t i, uint8_t* out, size_t n_bytes) {
-                const std::vector<float> v = random_tensor_values(*src[i], seed, weight_std);
-                DYLLM_ASSERT(v.size() * dtype_size(dtype) == n_bytes, "tensor byte count");
-                store(v.data(), v.size(), dtype, out);
-            },
-            {{"format", "pt"}});  // the metadata transformers' save_pretrained writes
+        write_safetensors(dir / file, st,
+                          [&](size_t i, uint8_t* out, size_t n_bytes) {
+                              const std::vector<float> v = random_tensor_values(*src[i], seed, weight_std);
+                              DYLLM_ASSERT(v.size() * dtype_size(dtype) == n_bytes, "tensor byte count");
+                              store(v.data(), v.size(), dtype, out);
+                          },
+                          {{"format", "pt"}});  // the metadata transformers' save_pretrained writes
     }
     if (n_shards > 1) {
         json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};

@@ -30,8 +30,8 @@ ModelConfig small_config(Family f, int n_layer, int n_embd, int n_head, int n_kv
 void write_byte_level_tokenizer_json(const std::filesystem::path& path, const ModelConfig& cfg);
 
 // The float values write_random_checkpoint draws for one tensor (before conversion to the stored dtype): norm
-// weights 1, everything else N(0, weight_std) from a Box-Muller stream over std::mt19937_64 seeded by (seed, tensor name),
-// so values do not depend on sharding or on the order tensors are written in.
+// weights 1, everything else N(0, weight_std) from a Box-Muller stream over std::mt19937_64 seeded by (seed, tensor
+// name), so values do not depend on sharding or on the order tensors are written in.
 std::vector<float> random_tensor_values(const TensorSpec& spec, uint64_t seed, float weight_std = 0.02f);
 
 }  // namespace dyllm

@@ -19,7 +19,8 @@ using json = nlohmann::json;
 // Reads typed keys of one config.json with messages that name the file, the key and the family that needs it.
 class ConfigReader {
 public:
-    ConfigReader(const json& j, std::string file, const char* family) : j_(j), file_(std::move(file)), family_(family) {}
+    ConfigReader(const json& j, std::string file, const char* family)
+        : j_(j), file_(std::move(file)), family_(family) {}
 
     bool has(const char* key) const {
         auto it = j_.find(key);
@@ -111,7 +112,8 @@ bool array_contains(const json& j, const char* key, const char* value) {
 // configuration_llada.py unless noted.
 void parse_llada(const ConfigReader& r, ModelConfig& c) {
     // Features this engine does not implement would silently change the maths: refuse them by name.
-    if (r.get_bool("include_bias", false)) r.fail("key 'include_bias' = true (biases on every linear) is not supported");
+    if (r.get_bool("include_bias", false))
+        r.fail("key 'include_bias' = true (biases on every linear) is not supported");
     if (r.get_bool("alibi", false)) r.fail("key 'alibi' = true is not supported (this engine implements RoPE)");
     if (!r.get_bool("rope", true)) r.fail("key 'rope' = false is not supported (this engine implements RoPE)");
     if (r.get_bool("scale_logits", false)) r.fail("key 'scale_logits' = true is not supported");
@@ -138,17 +140,18 @@ void parse_llada(const ConfigReader& r, ModelConfig& c) {
         if (ratio <= 0) r.fail("key 'mlp_ratio' = " + std::to_string(ratio) + " must be positive");
         if (ff > kMaxConfigFf) {
             r.fail("mlp_ratio * d_model = " + std::to_string(ratio) + " * " + std::to_string(c.n_embd) + " = " +
-                   std::to_string(ff) + " exceeds the limit " + std::to_string(kMaxConfigFf) + " of the mlp hidden size");
+                   std::to_string(ff) + " exceeds the limit " + std::to_string(kMaxConfigFf) +
+                   " of the mlp hidden size");
         }
         c.n_ff = int(ff);
     } else {
         r.fail("key 'mlp_hidden_size' missing and no 'mlp_ratio' either (needed for LLaDA)");
     }
-    c.vocab_size = int(r.get_int("vocab_size"));
-    c.n_vocab    = int(r.get_int("embedding_size", c.vocab_size));  // the embedding may be padded past vocab_size
-    c.rope_theta = float(r.get_float("rope_theta", 1e6));           // engine/README.md §c.3: DyLLM's fallback
-    c.norm_eps   = float(r.get_float("rms_norm_eps", 1e-5));        // configuration_llada.py default
-    c.max_position = int(r.get_int("max_sequence_length", 1024));   // configuration_llada.py default
+    c.vocab_size     = int(r.get_int("vocab_size"));
+    c.n_vocab        = int(r.get_int("embedding_size", c.vocab_size));  // the embedding may be padded past vocab_size
+    c.rope_theta     = float(r.get_float("rope_theta", 1e6));           // engine/README.md §c.3: DyLLM's fallback
+    c.norm_eps       = float(r.get_float("rms_norm_eps", 1e-5));        // configuration_llada.py default
+    c.max_position   = int(r.get_int("max_sequence_length", 1024));     // configuration_llada.py default
     c.qkv_bias       = r.get_bool("include_qkv_bias", false);
     c.tie_embeddings = r.get_bool("weight_tying", false);
     // <|mdm_mask|>, hard-coded in LLaDA's generate.py (engine/README.md §c.1).
@@ -166,40 +169,42 @@ void parse_dream(const ConfigReader& r, const json& j, ModelConfig& c) {
     if (r.has("hidden_act") && r.get_string("hidden_act") != "silu") {
         r.fail("key 'hidden_act' = '" + r.get_string("hidden_act") + "' is not supported (expected 'silu')");
     }
-    c.n_embd    = int(r.get_int("hidden_size"));
-    c.n_layer   = int(r.get_int("num_hidden_layers"));
-    c.n_head    = int(r.get_int("num_attention_heads"));
-    c.n_kv_head = int(r.get_int("num_key_value_heads", c.n_head));  // Qwen2Config: None means MHA
-    c.n_ff      = int(r.get_int("intermediate_size"));
-    c.vocab_size = int(r.get_int("vocab_size"));
-    c.n_vocab    = c.vocab_size;
-    c.rope_theta = float(r.get_float("rope_theta", 1e6));            // engine/README.md §c.3: DyLLM's fallback
-    c.norm_eps   = float(r.get_float("rms_norm_eps", 1e-6));         // Qwen2Config default
-    c.max_position = int(r.get_int("max_position_embeddings", 32768));  // Qwen2Config default
+    c.n_embd         = int(r.get_int("hidden_size"));
+    c.n_layer        = int(r.get_int("num_hidden_layers"));
+    c.n_head         = int(r.get_int("num_attention_heads"));
+    c.n_kv_head      = int(r.get_int("num_key_value_heads", c.n_head));  // Qwen2Config: None means MHA
+    c.n_ff           = int(r.get_int("intermediate_size"));
+    c.vocab_size     = int(r.get_int("vocab_size"));
+    c.n_vocab        = c.vocab_size;
+    c.rope_theta     = float(r.get_float("rope_theta", 1e6));             // engine/README.md §c.3: DyLLM's fallback
+    c.norm_eps       = float(r.get_float("rms_norm_eps", 1e-6));          // Qwen2Config default
+    c.max_position   = int(r.get_int("max_position_embeddings", 32768));  // Qwen2Config default
     c.qkv_bias       = true;  // Qwen2 attention: q/k/v always carry biases (engine/README.md §c.2)
     c.tie_embeddings = r.get_bool("tie_word_embeddings", false);
-    c.mask_id = r.get_token_id("mask_token_id", 151666);  // engine/README.md §c.2: <|mask|>
-    c.eos_id  = r.get_token_id("eos_token_id", -1, &c.extra_eos_ids);
-    c.pad_id  = r.get_token_id("pad_token_id", -1);
-    c.bos_id  = r.get_token_id("bos_token_id", -1);
+    c.mask_id        = r.get_token_id("mask_token_id", 151666);  // engine/README.md §c.2: <|mask|>
+    c.eos_id         = r.get_token_id("eos_token_id", -1, &c.extra_eos_ids);
+    c.pad_id         = r.get_token_id("pad_token_id", -1);
+    c.bos_id         = r.get_token_id("bos_token_id", -1);
 }
 
 }  // namespace
 
 const char* family_name(Family f) {
     switch (f) {
-        case Family::LLaDA: return "LLaDA";
-        case Family::Dream: return "Dream";
+        case Family::LLaDA:
+            return "LLaDA";
+        case Family::Dream:
+            return "Dream";
     }
     return "?";
 }
 
 int64_t ModelConfig::n_params() const {
     const int64_t e     = n_embd;
-    int64_t       layer = 2 * e                          // attn_norm, ffn_norm
-                    + e * q_dim() + 2 * e * kv_dim()     // wq, wk, wv
-                    + q_dim() * e                        // wo
-                    + 3 * e * int64_t(n_ff);             // gate, up, down
+    int64_t       layer = 2 * e                       // attn_norm, ffn_norm
+                    + e * q_dim() + 2 * e * kv_dim()  // wq, wk, wv
+                    + q_dim() * e                     // wo
+                    + 3 * e * int64_t(n_ff);          // gate, up, down
     if (qkv_bias) layer += q_dim() + 2 * kv_dim();
     int64_t n = int64_t(n_vocab) * e + int64_t(n_layer) * layer + e;
     if (!tie_embeddings) n += int64_t(n_vocab) * e;
@@ -219,25 +224,29 @@ ModelConfig parse_config(const std::filesystem::path& config_json) {
     } else if (mt == "Dream" || mt == "dream" || array_contains(j, "architectures", "DreamModel")) {
         c.family = Family::Dream;
     } else {
-        const std::string arch = j.contains("architectures") ? json_excerpt(j.at("architectures")) : std::string("absent");
-        throw LoadError(file + ": unknown model family: model_type '" + mt + "', architectures " + arch +
-                        " (expected model_type 'llada' / architectures LLaDAModelLM, or model_type 'Dream' / DreamModel)");
+        const std::string arch =
+            j.contains("architectures") ? json_excerpt(j.at("architectures")) : std::string("absent");
+        throw LoadError(
+            file + ": unknown model family: model_type '" + mt + "', architectures " + arch +
+            " (expected model_type 'llada' / architectures LLaDAModelLM, or model_type 'Dream' / DreamModel)");
     }
     const char*  fam = family_name(c.family);
     ConfigReader r(j, file, fam);
-    if (c.family == Family::LLaDA) parse_llada(r, c);
-    else parse_dream(r, j, c);
+    if (c.family == Family::LLaDA)
+        parse_llada(r, c);
+    else
+        parse_dream(r, j, c);
 
     // The family's key names, so every message names the key the user can find in the file.
-    const bool  ll     = c.family == Family::LLaDA;
-    const char* k_embd = ll ? "d_model" : "hidden_size";
-    const char* k_lay  = ll ? "n_layers" : "num_hidden_layers";
-    const char* k_head = ll ? "n_heads" : "num_attention_heads";
-    const char* k_kv   = ll ? "n_kv_heads" : "num_key_value_heads";
-    const char* k_ff   = ll ? "mlp_hidden_size" : "intermediate_size";
-    const char* k_nv   = ll ? "embedding_size" : "vocab_size";
-    const char* k_pos  = ll ? "max_sequence_length" : "max_position_embeddings";
-    auto positive = [&](const char* key, int64_t v) {
+    const bool  ll       = c.family == Family::LLaDA;
+    const char* k_embd   = ll ? "d_model" : "hidden_size";
+    const char* k_lay    = ll ? "n_layers" : "num_hidden_layers";
+    const char* k_head   = ll ? "n_heads" : "num_attention_heads";
+    const char* k_kv     = ll ? "n_kv_heads" : "num_key_value_heads";
+    const char* k_ff     = ll ? "mlp_hidden_size" : "intermediate_size";
+    const char* k_nv     = ll ? "embedding_size" : "vocab_size";
+    const char* k_pos    = ll ? "max_sequence_length" : "max_position_embeddings";
+    auto        positive = [&](const char* key, int64_t v) {
         if (v <= 0) r.fail("key '" + std::string(key) + "' = " + std::to_string(v) + " must be positive");
     };
     // Sizes are bounded here, before the checkpoint loader allocates anything from them (per-layer tables, tensor
@@ -245,8 +254,8 @@ ModelConfig parse_config(const std::filesystem::path& config_json) {
     auto sized = [&](const char* key, int64_t v, int64_t max) {
         positive(key, v);
         if (v > max) {
-            r.fail("key '" + std::string(key) + "' = " + std::to_string(v) + " exceeds the limit " + std::to_string(max) +
-                   " (corrupt config.json?)");
+            r.fail("key '" + std::string(key) + "' = " + std::to_string(v) + " exceeds the limit " +
+                   std::to_string(max) + " (corrupt config.json?)");
         }
     };
     sized(k_embd, c.n_embd, kMaxConfigEmbd);
@@ -258,16 +267,16 @@ ModelConfig parse_config(const std::filesystem::path& config_json) {
     sized(k_nv, c.n_vocab, kMaxConfigVocab);
     sized(k_pos, c.max_position, kMaxConfigPositions);
     if (c.n_head % c.n_kv_head != 0) {
-        r.fail("key '" + std::string(k_kv) + "' = " + std::to_string(c.n_kv_head) + " does not divide " + k_head + " = " +
-               std::to_string(c.n_head));
+        r.fail("key '" + std::string(k_kv) + "' = " + std::to_string(c.n_kv_head) + " does not divide " + k_head +
+               " = " + std::to_string(c.n_head));
     }
     if (r.has("head_dim")) {
         c.head_dim = int(r.get_int("head_dim"));
         sized("head_dim", c.head_dim, kMaxConfigHeadDim);
     } else {
         if (c.n_embd % c.n_head != 0) {
-            r.fail("key '" + std::string(k_head) + "' = " + std::to_string(c.n_head) + " does not divide " + k_embd + " = " +
-                   std::to_string(c.n_embd) + " (head_dim = " + k_embd + " / " + k_head + ")");
+            r.fail("key '" + std::string(k_head) + "' = " + std::to_string(c.n_head) + " does not divide " + k_embd +
+                   " = " + std::to_string(c.n_embd) + " (head_dim = " + k_embd + " / " + k_head + ")");
         }
         c.head_dim = c.n_embd / c.n_head;
     }
@@ -288,8 +297,8 @@ ModelConfig parse_config(const std::filesystem::path& config_json) {
     auto check_id = [&](const char* key, int32_t id, bool required, const char* note) {
         if (id < 0 && !required) return;
         if (id < 0 || id >= c.n_vocab) {
-            r.fail("key '" + std::string(key) + "' = " + std::to_string(id) + note + " is outside the vocabulary (" + k_nv +
-                   " = " + std::to_string(c.n_vocab) + ")");
+            r.fail("key '" + std::string(key) + "' = " + std::to_string(id) + note + " is outside the vocabulary (" +
+                   k_nv + " = " + std::to_string(c.n_vocab) + ")");
         }
     };
     check_id("mask_token_id", c.mask_id, true,

@@ -11,25 +11,25 @@ enum class Family : uint8_t { LLaDA, Dream };
 const char* family_name(Family f);
 
 struct ModelConfig {
-    Family      family = Family::LLaDA;
-    std::string model_type;         // as written in config.json
-    int         n_embd       = 0;   // d_model / hidden_size
-    int         n_layer      = 0;
-    int         n_head       = 0;
-    int         n_kv_head    = 0;   // == n_head for MHA
-    int         head_dim     = 0;   // n_embd / n_head unless config has head_dim
-    int         n_ff         = 0;   // mlp_hidden_size / intermediate_size
-    int         n_vocab      = 0;   // rows of the embedding and LM head (LLaDA: embedding_size)
-    int         vocab_size   = 0;   // config vocab_size (<= n_vocab)
-    float       rope_theta   = 0;
-    float       norm_eps     = 0;
-    int         max_position = 4096;
-    bool        qkv_bias     = false;  // Dream: q/k/v have biases
-    bool        tie_embeddings = false;
-    int32_t     mask_id = -1;
-    int32_t     eos_id  = -1;
-    int32_t     pad_id  = -1;
-    int32_t     bos_id  = -1;
+    Family               family = Family::LLaDA;
+    std::string          model_type;          // as written in config.json
+    int                  n_embd         = 0;  // d_model / hidden_size
+    int                  n_layer        = 0;
+    int                  n_head         = 0;
+    int                  n_kv_head      = 0;  // == n_head for MHA
+    int                  head_dim       = 0;  // n_embd / n_head unless config has head_dim
+    int                  n_ff           = 0;  // mlp_hidden_size / intermediate_size
+    int                  n_vocab        = 0;  // rows of the embedding and LM head (LLaDA: embedding_size)
+    int                  vocab_size     = 0;  // config vocab_size (<= n_vocab)
+    float                rope_theta     = 0;
+    float                norm_eps       = 0;
+    int                  max_position   = 4096;
+    bool                 qkv_bias       = false;  // Dream: q/k/v have biases
+    bool                 tie_embeddings = false;
+    int32_t              mask_id        = -1;
+    int32_t              eos_id         = -1;
+    int32_t              pad_id         = -1;
+    int32_t              bos_id         = -1;
     std::vector<int32_t> extra_eos_ids;  // e.g. <|eot_id|>, <|im_end|> when the tokenizer names them
 
     int64_t q_dim() const { return int64_t(n_head) * head_dim; }

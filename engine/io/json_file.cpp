@@ -68,9 +68,9 @@ std::string read_regular_file(const std::filesystem::path& path, uint64_t max_by
     if (::fstat(fd, &st) != 0) fail_errno(path, "stat", errno, what);
     if (!S_ISREG(st.st_mode)) fail_type(path, st.st_mode, what);  // replaced between stat() and open()
     auto too_big = [&](uint64_t n) {
-        throw LoadError(path.string() + ": " + what + " is " + (n > max_bytes + 1 ? std::to_string(n) : "over " +
-                        std::to_string(max_bytes)) + " bytes, more than the " + std::to_string(max_bytes) +
-                        "-byte limit for this kind of file");
+        throw LoadError(path.string() + ": " + what + " is " +
+                        (n > max_bytes + 1 ? std::to_string(n) : "over " + std::to_string(max_bytes)) +
+                        " bytes, more than the " + std::to_string(max_bytes) + "-byte limit for this kind of file");
     };
     if (uint64_t(st.st_size) > max_bytes) too_big(uint64_t(st.st_size));
     std::string out;

@@ -19,12 +19,14 @@ MappedFile MappedFile::open(const std::filesystem::path& path) {
     // stat() first so a FIFO or device is refused without being opened; O_NONBLOCK + fstat() after open() in case the
     // path was replaced in between (open() of a FIFO without O_NONBLOCK waits for a writer forever).
     struct stat st {};
-    auto refuse_type = [&](mode_t m) {
+    auto        refuse_type = [&](mode_t m) {
         if (S_ISDIR(m)) throw LoadError(path.string() + ": is a directory, expected a safetensors file");
         throw LoadError(path.string() + ": not a regular file (" +
-                        (S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
-                                                                                               : "a socket") +
-                        "), expected a safetensors file");
+                               (S_ISFIFO(m)  ? "a FIFO"
+                                : S_ISCHR(m) ? "a character device"
+                                : S_ISBLK(m) ? "a block device"
+                                             : "a socket") +
+                               "), expected a safetensors file");
     };
     auto refuse_errno = [&](const char* verb, int err) {
         if (err == ELOOP) throw LoadError(path.string() + ": symlink loop (too many levels of symbolic links)");
@@ -51,7 +53,8 @@ MappedFile MappedFile::open(const std::filesystem::path& path) {
         if (p == MAP_FAILED) {
             const int err = errno;
             ::close(fd);
-            throw LoadError(path.string() + ": cannot mmap " + std::to_string(m.size_) + " bytes: " + std::strerror(err));
+            throw LoadError(path.string() + ": cannot mmap " + std::to_string(m.size_) +
+                            " bytes: " + std::strerror(err));
         }
         m.data_ = static_cast<const uint8_t*>(p);
     }

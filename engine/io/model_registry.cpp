@@ -9,7 +9,9 @@ namespace {
 
 constexpr const char* kDefaultModel = "tiny-llada";
 
-bool is_builtin_name(const std::string& s) { return s == "tiny-llada" || s == "tiny-dream"; }
+bool is_builtin_name(const std::string& s) {
+    return s == "tiny-llada" || s == "tiny-dream";
+}
 
 }  // namespace
 

@@ -20,10 +20,14 @@ namespace {
 using json = nlohmann::json;
 
 bool parse_dtype(const std::string& s, DType* out) {
-    if (s == "F32") *out = DType::F32;
-    else if (s == "F16") *out = DType::F16;
-    else if (s == "BF16") *out = DType::BF16;
-    else return false;
+    if (s == "F32")
+        *out = DType::F32;
+    else if (s == "F16")
+        *out = DType::F16;
+    else if (s == "BF16")
+        *out = DType::BF16;
+    else
+        return false;
     return true;
 }
 
@@ -33,7 +37,9 @@ uint64_t read_u64_le(const uint8_t* p) {
     return v;
 }
 
-std::string range_string(uint64_t b, uint64_t e) { return "[" + std::to_string(b) + ", " + std::to_string(e) + ")"; }
+std::string range_string(uint64_t b, uint64_t e) {
+    return "[" + std::to_string(b) + ", " + std::to_string(e) + ")";
+}
 
 }  // namespace
 
@@ -51,9 +57,9 @@ int64_t SafetensorsEntry::numel() const {
 
 TensorView SafetensorsEntry::view() const {
     TensorView v;
-    v.data   = const_cast<uint8_t*>(data);  // the mapping is read-only; views are only ever read
-    v.dtype  = dtype;
-    v.device = Device::Cpu;
+    v.data          = const_cast<uint8_t*>(data);  // the mapping is read-only; views are only ever read
+    v.dtype         = dtype;
+    v.device        = Device::Cpu;
     const size_t nd = shape.size();
     for (size_t i = 0; i < nd; ++i) v.ne[i] = shape[nd - 1 - i];
     for (size_t i = nd; i < 4; ++i) v.ne[i] = 1;
@@ -72,7 +78,8 @@ std::vector<SafetensorsEntry> parse_safetensors(const uint8_t* bytes, size_t siz
     const uint64_t header_len = read_u64_le(bytes);
     if (header_len > kSafetensorsMaxHeader) {
         throw LoadError(label + ": header length " + std::to_string(header_len) + " (first 8 bytes) exceeds the " +
-                        std::to_string(kSafetensorsMaxHeader) + "-byte limit of the safetensors format (not safetensors?)");
+                        std::to_string(kSafetensorsMaxHeader) +
+                        "-byte limit of the safetensors format (not safetensors?)");
     }
     if (header_len > size - 8) {
         throw LoadError(label + ": header length " + std::to_string(header_len) +
@@ -84,10 +91,9 @@ std::vector<SafetensorsEntry> parse_safetensors(const uint8_t* bytes, size_t siz
 
     // Parse with a callback that sees every top-level key, because nlohmann keeps only the last of duplicate keys.
     std::vector<std::string> top_keys;
-    const json               header = parse_json_text(
-        std::string_view(reinterpret_cast<const char*>(bytes) + 8, size_t(header_len)),
-        label + ": header (" + std::to_string(header_len) + " bytes after the length)",
-        [&top_keys](const std::string& k) { top_keys.push_back(k); });
+    const json header = parse_json_text(std::string_view(reinterpret_cast<const char*>(bytes) + 8, size_t(header_len)),
+                                        label + ": header (" + std::to_string(header_len) + " bytes after the length)",
+                                        [&top_keys](const std::string& k) { top_keys.push_back(k); });
     if (!header.is_object()) {
         throw LoadError(label + ": header JSON is not an object (got " + std::string(header.type_name()) + ")");
     }
@@ -127,7 +133,8 @@ std::vector<SafetensorsEntry> parse_safetensors(const uint8_t* bytes, size_t siz
         if (sh_it == desc.end() || !sh_it->is_array()) throw LoadError(where + ": 'shape' missing or not an array");
         const json& sh = *sh_it;
         if (sh.size() > 4) {
-            throw LoadError(where + ": shape has " + std::to_string(sh.size()) + " dimensions; at most 4 are supported");
+            throw LoadError(where + ": shape has " + std::to_string(sh.size()) +
+                            " dimensions; at most 4 are supported");
         }
         // Only ever printed after every entry was found to be an integer (a flat list of at most 4 numbers).
         auto shape_text = [&sh] {
@@ -143,10 +150,13 @@ std::vector<SafetensorsEntry> parse_safetensors(const uint8_t* bytes, size_t siz
                 throw LoadError(where + ": shape entry " + json_excerpt(d) + " is not a non-negative integer");
             }
             const uint64_t v = d.get<uint64_t>();
-            if (v > uint64_t(INT64_MAX)) throw LoadError(where + ": shape " + shape_text() + " has a dimension too large");
+            if (v > uint64_t(INT64_MAX))
+                throw LoadError(where + ": shape " + shape_text() + " has a dimension too large");
             e.shape.push_back(int64_t(v));
-            if (v == 0) zero = true;
-            else if (need != UINT64_MAX) need = need > data_size / v ? UINT64_MAX : need * v;  // saturate: > data
+            if (v == 0)
+                zero = true;
+            else if (need != UINT64_MAX)
+                need = need > data_size / v ? UINT64_MAX : need * v;  // saturate: > data
         }
         if (zero) need = 0;
 
@@ -167,15 +177,15 @@ std::vector<SafetensorsEntry> parse_safetensors(const uint8_t* bytes, size_t siz
         }
         if (e.end - e.begin != need) {
             throw LoadError(where + ": data_offsets " + range_string(e.begin, e.end) + " hold " +
-                            std::to_string(e.end - e.begin) + " bytes, but shape " + shape_string(e.shape) + " x " + dt +
-                            " needs " + (need == UINT64_MAX ? std::string("more than the file") : std::to_string(need)) +
-                            " bytes");
+                            std::to_string(e.end - e.begin) + " bytes, but shape " + shape_string(e.shape) + " x " +
+                            dt + " needs " +
+                            (need == UINT64_MAX ? std::string("more than the file") : std::to_string(need)) + " bytes");
         }
         // Kernels read elements through typed pointers; the safetensors library pads the header so this always holds.
         const uint64_t file_pos = 8 + header_len + e.begin;
         if (file_pos % dtype_size(e.dtype) != 0) {
-            throw LoadError(where + ": data starts at file byte " + std::to_string(file_pos) + ", not a multiple of the " +
-                            std::to_string(dtype_size(e.dtype)) + "-byte " + dt +
+            throw LoadError(where + ": data starts at file byte " + std::to_string(file_pos) +
+                            ", not a multiple of the " + std::to_string(dtype_size(e.dtype)) + "-byte " + dt +
                             " element size (re-save the file with the safetensors library, which aligns tensors)");
         }
         e.data = data + e.begin;
@@ -195,11 +205,12 @@ std::vector<SafetensorsEntry> parse_safetensors(const uint8_t* bytes, size_t siz
         const auto* b = by_offset[i];
         if (b->begin < a->end) {
             throw LoadError(label + ": tensors '" + text_excerpt(a->name) + "' " + range_string(a->begin, a->end) +
-                            " and '" + text_excerpt(b->name) +
-                            "' " + range_string(b->begin, b->end) + " overlap in the data section");
+                            " and '" + text_excerpt(b->name) + "' " + range_string(b->begin, b->end) +
+                            " overlap in the data section");
         }
     }
-    std::sort(out.begin(), out.end(), [](const SafetensorsEntry& a, const SafetensorsEntry& b) { return a.name < b.name; });
+    std::sort(out.begin(), out.end(),
+              [](const SafetensorsEntry& a, const SafetensorsEntry& b) { return a.name < b.name; });
     return out;
 }
 
@@ -218,7 +229,7 @@ const SafetensorsEntry* SafetensorsFile::find(std::string_view name) const {
 
 void write_safetensors(const std::filesystem::path& path, const std::vector<SafetensorsTensorSpec>& tensors,
                        const std::function<void(size_t, uint8_t*, size_t)>& fill,
-                       const std::map<std::string, std::string>& metadata) {
+                       const std::map<std::string, std::string>&            metadata) {
     json                header = json::object();
     std::vector<size_t> sizes;
     uint64_t            offset = 0;
@@ -253,7 +264,9 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Safe
         file.close();
         std::error_code ec;
         std::filesystem::resize_file(file.temp_path(), 8 + text.size() + offset, ec);  // zeros, sparse where possible
-        if (ec) throw LoadError(path.string() + ": cannot extend to " + std::to_string(offset) + " data bytes: " + ec.message());
+        if (ec)
+            throw LoadError(path.string() + ": cannot extend to " + std::to_string(offset) +
+                            " data bytes: " + ec.message());
         file.commit();
         return;
     }

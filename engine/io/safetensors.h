@@ -23,7 +23,7 @@ struct SafetensorsEntry {
     DType                dtype = DType::F32;
     std::vector<int64_t> shape;               // outermost first (torch order), at most 4 dims
     uint64_t             begin = 0, end = 0;  // byte range in the data section
-    const uint8_t*       data  = nullptr;     // start of the tensor's bytes (inside the mapping)
+    const uint8_t*       data = nullptr;      // start of the tensor's bytes (inside the mapping)
 
     int64_t numel() const;
     // A CPU view on the bytes: shape [a, b] gives ne = {b, a, 1, 1}; [n] gives a 1-row vector; [] a 1-element vector.
@@ -71,6 +71,6 @@ struct SafetensorsTensorSpec {
 };
 void write_safetensors(const std::filesystem::path& path, const std::vector<SafetensorsTensorSpec>& tensors,
                        const std::function<void(size_t index, uint8_t* out, size_t bytes)>& fill,
-                       const std::map<std::string, std::string>& metadata = {});
+                       const std::map<std::string, std::string>&                            metadata = {});
 
 }  // namespace dyllm

@@ -83,9 +83,9 @@ private:
     // row (live, a superset of every row recomputed after layer 0): the other rows of h are left stale.
     void layer(Forward& fwd, int l, Tensor& h, const BatchLayout& lay, const RowSet& attn_rows, const RowSet& gen_rows,
                bool adaptive, const RowSet& live, LayerCache& c) {
-        const LayerWeights& L = fwd.weights().layers[size_t(l)];
-        LayerAccount&       A = fwd.account(l);
-        auto norm_rows = [&](const TensorView& w, const std::vector<int32_t>& rows) {
+        const LayerWeights& L         = fwd.weights().layers[size_t(l)];
+        LayerAccount&       A         = fwd.account(l);
+        auto                norm_rows = [&](const TensorView& w, const std::vector<int32_t>& rows) {
             Tensor g = fwd.alloc(int64_t(rows.size()), cfg_.n_embd);
             fwd.gather(l, h, rows, g);
             if (!rows.empty()) fwd.norm(l, g, w, g);

@@ -19,7 +19,7 @@ void measure_drift(Forward& fwd, const TensorView& Q, const RowSet& q, const Row
 
 // A layer's drift over some rows: the values that are not NaN (the approximated rows).
 struct DriftSummary {
-    CosineHistogram hist{};   // cosine_bin() counts, the saliency histogram's bins
+    CosineHistogram hist{};  // cosine_bin() counts, the saliency histogram's bins
     int32_t         count = 0;
     float           min   = NAN;
     float           mean  = NAN;

@@ -38,10 +38,10 @@ StepKind dyllm_step_kind(int step, int full_steps, int fullq_every) {
 void dyllm_sparse_layer(Forward& fwd, int l, Tensor& h, const BatchLayout& lay, const RowSet& q, const RowSet& s_prev,
                         LayerCache& c, float tau, StableUpdate update, SaliencyOutcome& out, bool drift) {
     const ModelConfig&  cfg = fwd.config();
-    const LayerWeights& L  = fwd.weights().layers[size_t(l)];
-    const int64_t       n  = int64_t(q.size());
-    const int64_t       ns = int64_t(s_prev.size());
-    LayerAccount&       A  = fwd.account(l);
+    const LayerWeights& L   = fwd.weights().layers[size_t(l)];
+    const int64_t       n   = int64_t(q.size());
+    const int64_t       ns  = int64_t(s_prev.size());
+    LayerAccount&       A   = fwd.account(l);
     A.query_rows += int32_t(n);
     A.kv_rows += int32_t(ns);
     SparseLayerScratch&   scratch    = t_scratch;
@@ -197,8 +197,8 @@ public:
         all_rows(*in.lay, out);
     }
 
-    Tensor run_layers(Forward& fwd, const StepInput& in, StepKind kind, const RowSet& q, std::vector<LayerCache>& caches,
-                      const SaliencyReport& report) override {
+    Tensor run_layers(Forward& fwd, const StepInput& in, StepKind kind, const RowSet& q,
+                      std::vector<LayerCache>& caches, const SaliencyReport& report) override {
         const BatchLayout& lay = *in.lay;
         // The outcome and S_{l-1} are kept between steps and reserved for every row of the batch from the first (FULL)
         // step on, so the sparse steps' layer loop refills them without allocating (S_l is at most the query rows).
@@ -214,7 +214,7 @@ public:
         salient_seed(in, s_);
         // The drift guard: a refresh step serves every row exactly, so drifted contexts are replaced (and re-tested).
         const bool         refresh = p_.exact_refresh > 0 && in.step % p_.exact_refresh == 0;
-        const StableUpdate update  = !p_.approx || refresh ? StableUpdate::Exact
+        const StableUpdate update  = !p_.approx || refresh   ? StableUpdate::Exact
                                      : p_.approx_incremental ? StableUpdate::Incremental
                                      : p_.approx_columns     ? StableUpdate::Columns
                                                              : StableUpdate::FullSoftmax;

@@ -26,7 +26,7 @@ public:
         if (kind == StepKind::BlockRefresh) return all_rows(*in.lay, q);
         q.clear();
         const BatchLayout& lay   = *in.lay;
-        const bool        dream = cfg_.family == Family::Dream;
+        const bool         dream = cfg_.family == Family::Dream;
         for (int b = 0; b < lay.n_seq(); ++b) {
             const SeqProgress& s     = in.seqs[size_t(b)];
             const int32_t      start = (s.unmasked / p_.block_length) * p_.block_length;

@@ -44,7 +44,7 @@ public:
     DecodingMethod(const ModelConfig& cfg, const DiffusionParams& p) : cfg_(cfg), p_(p) {}
     virtual ~DecodingMethod() = default;
 
-    virtual CacheNeeds caches() const = 0;
+    virtual CacheNeeds caches() const                       = 0;
     virtual StepKind   step_kind(const StepInput& in) const = 0;
     // The rows a step of `kind` queries, written into `out` (their hidden states come out of the last layer; the
     // sampler's logits rows must be among them). Every row of the batch by default. `out` is the session's set, kept

@@ -119,10 +119,10 @@ void BpeModel::merge_word(std::string_view piece, std::vector<int32_t>& out) con
         int32_t rank;
         int     pos;
         int32_t new_id;
-        bool operator>(const Cand& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+        bool    operator>(const Cand& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
     };
     std::priority_queue<Cand, std::vector<Cand>, std::greater<Cand>> heap;
-    auto push_pair = [&](int pos) {
+    auto                                                             push_pair = [&](int pos) {
         if (pos < 0 || next[pos] < 0) return;
         auto it = merges_.find(pair_key(sym[pos], sym[next[pos]]));
         if (it != merges_.end()) heap.push({it->second.rank, pos, it->second.new_id});
@@ -136,8 +136,8 @@ void BpeModel::merge_word(std::string_view piece, std::vector<int32_t>& out) con
         const int r  = next[top.pos];
         auto      it = merges_.find(pair_key(sym[top.pos], sym[r]));
         if (it == merges_.end() || it->second.new_id != top.new_id) continue;  // stale: a neighbour changed
-        sym[top.pos] = top.new_id;
-        alive[r]     = 0;
+        sym[top.pos]  = top.new_id;
+        alive[r]      = 0;
         next[top.pos] = next[r];
         if (next[r] >= 0) prev[next[r]] = top.pos;
         push_pair(prev[top.pos]);
@@ -165,13 +165,14 @@ std::unique_ptr<BpeModel> make_bpe_model(const json& model, const std::string& w
     merges.reserve(jm.size());
     for (size_t r = 0; r < jm.size(); ++r) {
         const json& m = jm[r];
-        auto w = [&] { return where + ".merges[" + std::to_string(r) + "]"; };
+        auto        w = [&] { return where + ".merges[" + std::to_string(r) + "]"; };
         if (m.is_string()) {
             // "a b": exactly one space (HF splits on ' ' and requires two parts).
             const std::string& s  = m.get_ref<const std::string&>();
             const size_t       sp = s.find(' ');
             if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos)
-                throw LoadError(w() + ": expected \"left right\" with exactly one space, got \"" + text_excerpt(s) + "\"");
+                throw LoadError(w() + ": expected \"left right\" with exactly one space, got \"" + text_excerpt(s) +
+                                "\"");
             merges.emplace_back(s.substr(0, sp), s.substr(sp + 1));
         } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
             merges.emplace_back(m[0].get<std::string>(), m[1].get<std::string>());

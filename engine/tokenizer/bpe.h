@@ -11,7 +11,7 @@
 namespace dyllm {
 
 struct BpeOptions {
-    std::string unk_token;            // "" = none: characters absent from the vocabulary are dropped (HF)
+    std::string unk_token;              // "" = none: characters absent from the vocabulary are dropped (HF)
     bool        fuse_unk      = false;  // consecutive unknowns become one unk id
     bool        byte_fallback = false;  // unknown characters become <0xXX> byte tokens when those exist
     bool        ignore_merges = false;  // a pre-token that is itself in the vocabulary maps to it directly (Llama-3)
@@ -39,12 +39,12 @@ private:
     };
     static uint64_t pair_key(int32_t a, int32_t b) { return (uint64_t(uint32_t(a)) << 32) | uint32_t(b); }
 
-    Vocab                                  vocab_;
-    std::unordered_map<uint64_t, Merge>    merges_;
-    BpeOptions                             opt_;
-    int32_t                                unk_id_ = -1;
+    Vocab                               vocab_;
+    std::unordered_map<uint64_t, Merge> merges_;
+    BpeOptions                          opt_;
+    int32_t                             unk_id_ = -1;
 
-    mutable std::mutex                                         cache_mutex_;
+    mutable std::mutex                                            cache_mutex_;
     mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;
 };
 

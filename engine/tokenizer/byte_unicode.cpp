@@ -13,10 +13,12 @@ struct Tables {
 
     Tables() {
         inv.fill(-1);
-        auto printable = [](int b) { return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF); };
-        int  n = 0;
+        auto printable = [](int b) {
+            return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+        };
+        int n = 0;
         for (int b = 0; b < 256; ++b) {
-            fwd[b] = printable(b) ? char32_t(b) : char32_t(256 + n++);
+            fwd[b]      = printable(b) ? char32_t(b) : char32_t(256 + n++);
             inv[fwd[b]] = int16_t(b);
         }
     }
@@ -29,9 +31,13 @@ const Tables& tables() {
 
 }  // namespace
 
-const std::array<char32_t, 256>& byte_to_unicode_table() { return tables().fwd; }
+const std::array<char32_t, 256>& byte_to_unicode_table() {
+    return tables().fwd;
+}
 
-int unicode_to_byte(char32_t cp) { return cp < 512 ? tables().inv[cp] : -1; }
+int unicode_to_byte(char32_t cp) {
+    return cp < 512 ? tables().inv[cp] : -1;
+}
 
 std::string bytes_to_unicode_string(std::string_view bytes) {
     const auto& fwd = tables().fwd;
@@ -43,7 +49,7 @@ std::string bytes_to_unicode_string(std::string_view bytes) {
 
 bool unicode_string_to_bytes(std::string_view token, std::string& out) {
     const size_t mark = out.size();
-    size_t       i = 0;
+    size_t       i    = 0;
     char32_t     cp;
     while (i < token.size()) {
         const int b = utf8_next(token, i, cp) ? unicode_to_byte(cp) : -1;

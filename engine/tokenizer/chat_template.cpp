@@ -8,8 +8,8 @@ namespace dyllm {
 namespace {
 // Python str.strip(): the Jinja template's `| trim` strips Unicode whitespace; ASCII whitespace covers typed prompts.
 std::string_view strip(std::string_view s) {
-    const char* ws = " \t\n\r\v\f";
-    const size_t b = s.find_first_not_of(ws);
+    const char*  ws = " \t\n\r\v\f";
+    const size_t b  = s.find_first_not_of(ws);
     if (b == std::string_view::npos) return {};
     return s.substr(b, s.find_last_not_of(ws) - b + 1);
 }

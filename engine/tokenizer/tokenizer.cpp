@@ -35,7 +35,7 @@ DecoderKind parse_decoder(const json& j, const std::string& where, int depth = 0
 // A key that may be absent: null when it is (a reference into root, never a copy of the sub-object).
 const json& optional_key(const json& root, const char* key) {
     static const json kNull;
-    auto it = root.find(key);
+    auto              it = root.find(key);
     return it == root.end() ? kNull : *it;
 }
 
@@ -121,9 +121,7 @@ public:
         return a && a->special;
     }
 
-    int vocab_size() const override {
-        return std::max<int>(model->max_id() + 1, int(added_index.size()));
-    }
+    int vocab_size() const override { return std::max<int>(model->max_id() + 1, int(added_index.size())); }
 
     void add_token(AddedToken t, const std::string& where) {
         if (t.id < 0 || t.id > kMaxTokenId)

@@ -25,10 +25,10 @@ public:
     // Ids -> UTF-8 text. skip_special drops special tokens (HF skip_special_tokens=True).
     virtual std::string decode(std::span<const int32_t> ids, bool skip_special = false) const = 0;
     // The token's display text (decoded bytes, or the special token's content); "" for an unknown id.
-    virtual std::string token_text(int32_t id) const = 0;
+    virtual std::string token_text(int32_t id) const           = 0;
     virtual int32_t     token_id(std::string_view token) const = 0;  // -1 if absent
-    virtual bool        is_special(int32_t id) const = 0;
-    virtual int         vocab_size() const = 0;  // highest id + 1
+    virtual bool        is_special(int32_t id) const           = 0;
+    virtual int         vocab_size() const                     = 0;  // highest id + 1
 };
 
 // The family's chat template applied to one user message, with the assistant generation prompt

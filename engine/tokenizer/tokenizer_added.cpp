@@ -9,7 +9,9 @@
 namespace dyllm {
 
 namespace {
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+bool is_space(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
 bool is_word(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
@@ -30,8 +32,8 @@ std::vector<AddedTokenMatcher::Segment> AddedTokenMatcher::split(std::string_vie
     size_t               plain = 0;  // start of the pending plain segment
     size_t               i     = 0;
     while (i < text.size()) {
-        const auto& cands = by_first_byte_[static_cast<unsigned char>(text[i])];
-        const AddedToken* hit = nullptr;
+        const auto&       cands = by_first_byte_[static_cast<unsigned char>(text[i])];
+        const AddedToken* hit   = nullptr;
         for (uint32_t k : cands) {
             const AddedToken& t = tokens_[k];
             if (text.compare(i, t.content.size(), t.content) != 0) continue;

@@ -32,7 +32,7 @@ public:
     std::vector<Segment> split(std::string_view text) const;
 
 private:
-    std::vector<AddedToken>                 tokens_;
+    std::vector<AddedToken>                tokens_;
     std::array<std::vector<uint32_t>, 256> by_first_byte_;  // indices into tokens_, longest content first
 };
 

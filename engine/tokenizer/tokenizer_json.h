@@ -14,7 +14,9 @@ using nlohmann::json;
 // (each level also lengthens the key path carried into messages).
 inline constexpr int kMaxNesting = 16;
 
-inline const char* type_name(const json& j) { return j.type_name(); }
+inline const char* type_name(const json& j) {
+    return j.type_name();
+}
 
 inline const json& require(const json& obj, const char* key, const std::string& where) {
     if (!obj.is_object()) throw LoadError(where + ": expected an object, got " + type_name(obj));

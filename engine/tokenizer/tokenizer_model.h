@@ -48,9 +48,9 @@ public:
     virtual ~TokenizerModel() = default;
     // One pre-token (UTF-8, or a byte-level string after a ByteLevel pre-tokenizer) -> ids appended to out.
     virtual void               encode_piece(std::string_view piece, std::vector<int32_t>& out) const = 0;
-    virtual const std::string* id_to_token(int32_t id) const = 0;  // nullptr for an unknown id
+    virtual const std::string* id_to_token(int32_t id) const           = 0;  // nullptr for an unknown id
     virtual int32_t            token_to_id(std::string_view tok) const = 0;  // -1 if absent
-    virtual int32_t            max_id() const = 0;  // -1 for an empty vocabulary
+    virtual int32_t            max_id() const                          = 0;  // -1 for an empty vocabulary
 };
 
 // From tokenizer.json's "model" object: "BPE" or "WordLevel" (the type key may be absent for BPE files written by

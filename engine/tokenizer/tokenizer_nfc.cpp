@@ -20,7 +20,8 @@ constexpr char32_t kLCount = 19, kVCount = 21, kTCount = 28, kNCount = kVCount *
 uint8_t ccc_of(char32_t cp) {
     if (cp < 0x300) return 0;  // nothing below U+0300 has a non-zero class
     const nfc::CccRange* end = nfc::kCcc + nfc::kCccCount;
-    const auto* it = std::upper_bound(nfc::kCcc, end, cp, [](char32_t c, const nfc::CccRange& r) { return c < r.first; });
+    const auto*          it =
+        std::upper_bound(nfc::kCcc, end, cp, [](char32_t c, const nfc::CccRange& r) { return c < r.first; });
     if (it == nfc::kCcc) return 0;
     --it;
     return cp <= it->last ? it->ccc : 0;
@@ -53,7 +54,8 @@ const std::unordered_map<uint64_t, char32_t>& composition_map() {
     static const auto map = [] {
         std::unordered_map<uint64_t, char32_t> m;
         for (size_t k = 0; k < nfc::kDecompCount; ++k)
-            if (nfc::kDecomp[k].composes) m.emplace((uint64_t(nfc::kDecomp[k].a) << 32) | nfc::kDecomp[k].b, nfc::kDecomp[k].cp);
+            if (nfc::kDecomp[k].composes)
+                m.emplace((uint64_t(nfc::kDecomp[k].a) << 32) | nfc::kDecomp[k].b, nfc::kDecomp[k].cp);
         return m;
     }();
     return map;

@@ -29,7 +29,7 @@ public:
 class SequenceNormalizer final : public TokenizerNormalizer {
 public:
     std::vector<std::unique_ptr<TokenizerNormalizer>> steps;
-    std::string apply(std::string_view text) const override {
+    std::string                                       apply(std::string_view text) const override {
         std::string s(text);
         for (const auto& st : steps) s = st->apply(s);
         return s;
@@ -71,45 +71,45 @@ std::vector<Span> cover(std::string_view s, const std::vector<std::pair<size_t, 
 // Applies the behaviour (HF NormalizedString::split) and appends the non-empty pieces to out.
 void split_spans(std::string_view s, const std::vector<Span>& spans, Behavior behavior, std::vector<std::string>& out) {
     std::vector<std::pair<size_t, size_t>> pieces;
-    bool previous_match = false;
+    bool                                   previous_match = false;
     switch (behavior) {
-    case Behavior::Isolated:
-        for (const auto& sp : spans) pieces.emplace_back(sp.b, sp.e);
-        break;
-    case Behavior::Removed:
-        for (const auto& sp : spans)
-            if (!sp.is_match) pieces.emplace_back(sp.b, sp.e);
-        break;
-    case Behavior::MergedWithPrevious:
-        for (const auto& sp : spans) {
-            if (sp.is_match && !previous_match && !pieces.empty())
-                pieces.back().second = sp.e;
-            else
-                pieces.emplace_back(sp.b, sp.e);
-            previous_match = sp.is_match;
-        }
-        break;
-    case Behavior::MergedWithNext:
-        for (size_t k = spans.size(); k-- > 0;) {
-            const auto& sp = spans[k];
-            if (sp.is_match && !previous_match && !pieces.empty())
-                pieces.back().first = sp.b;
-            else
-                pieces.emplace_back(sp.b, sp.e);
-            previous_match = sp.is_match;
-        }
-        std::reverse(pieces.begin(), pieces.end());
-        break;
-    case Behavior::Contiguous:
-        for (size_t k = 0; k < spans.size(); ++k) {
-            const auto& sp = spans[k];
-            if (k > 0 && sp.is_match == previous_match)
-                pieces.back().second = sp.e;
-            else
-                pieces.emplace_back(sp.b, sp.e);
-            previous_match = sp.is_match;
-        }
-        break;
+        case Behavior::Isolated:
+            for (const auto& sp : spans) pieces.emplace_back(sp.b, sp.e);
+            break;
+        case Behavior::Removed:
+            for (const auto& sp : spans)
+                if (!sp.is_match) pieces.emplace_back(sp.b, sp.e);
+            break;
+        case Behavior::MergedWithPrevious:
+            for (const auto& sp : spans) {
+                if (sp.is_match && !previous_match && !pieces.empty())
+                    pieces.back().second = sp.e;
+                else
+                    pieces.emplace_back(sp.b, sp.e);
+                previous_match = sp.is_match;
+            }
+            break;
+        case Behavior::MergedWithNext:
+            for (size_t k = spans.size(); k-- > 0;) {
+                const auto& sp = spans[k];
+                if (sp.is_match && !previous_match && !pieces.empty())
+                    pieces.back().first = sp.b;
+                else
+                    pieces.emplace_back(sp.b, sp.e);
+                previous_match = sp.is_match;
+            }
+            std::reverse(pieces.begin(), pieces.end());
+            break;
+        case Behavior::Contiguous:
+            for (size_t k = 0; k < spans.size(); ++k) {
+                const auto& sp = spans[k];
+                if (k > 0 && sp.is_match == previous_match)
+                    pieces.back().second = sp.e;
+                else
+                    pieces.emplace_back(sp.b, sp.e);
+                previous_match = sp.is_match;
+            }
+            break;
     }
     for (auto [b, e] : pieces)
         if (e > b) out.emplace_back(s.substr(b, e - b));
@@ -185,7 +185,7 @@ private:
 class SequencePreTokenizer final : public PreTokenizer {
 public:
     std::vector<std::unique_ptr<PreTokenizer>> steps;
-    void apply(std::vector<std::string>& pieces) const override {
+    void                                       apply(std::vector<std::string>& pieces) const override {
         for (const auto& s : steps) s->apply(pieces);
     }
     bool byte_level() const override {
@@ -236,14 +236,14 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const json& j, const std::strin
         return std::make_unique<ByteLevelPreTokenizer>(tokjson::get_bool(j, "add_prefix_space", true, where),
                                                        tokjson::get_bool(j, "use_regex", true, where), where);
     if (type == "Split") {
-        const json& pat = tokjson::require(j, "pattern", where);
+        const json& pat      = tokjson::require(j, "pattern", where);
         const auto  behavior = parse_behavior(tokjson::require_string(j, "behavior", where), where);
         const bool  invert   = tokjson::get_bool(j, "invert", false, where);
         if (pat.is_object() && pat.contains("Regex"))
-            return std::make_unique<SplitPreTokenizer>(PatternSplit(
-                std::make_unique<TokenizerRegex>(tokjson::require_string(pat, "Regex", where + ".pattern"),
-                                                 where + ".pattern.Regex"),
-                {}, behavior, invert));
+            return std::make_unique<SplitPreTokenizer>(
+                PatternSplit(std::make_unique<TokenizerRegex>(tokjson::require_string(pat, "Regex", where + ".pattern"),
+                                                              where + ".pattern.Regex"),
+                             {}, behavior, invert));
         if (pat.is_object() && pat.contains("String"))
             return std::make_unique<SplitPreTokenizer>(
                 PatternSplit(nullptr, tokjson::require_string(pat, "String", where + ".pattern"), behavior, invert));
@@ -252,13 +252,13 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const json& j, const std::strin
     if (type == "Digits") {
         // HF: char::is_numeric (Unicode Nd/Nl/No = \p{N}); each digit alone, or runs of digits kept together.
         const bool individual = tokjson::get_bool(j, "individual_digits", false, where);
-        return std::make_unique<SplitPreTokenizer>(
-            PatternSplit(std::make_unique<TokenizerRegex>(R"(\p{N})", where), {},
-                         individual ? Behavior::Isolated : Behavior::Contiguous, false));
+        return std::make_unique<SplitPreTokenizer>(PatternSplit(std::make_unique<TokenizerRegex>(R"(\p{N})", where), {},
+                                                                individual ? Behavior::Isolated : Behavior::Contiguous,
+                                                                false));
     }
     if (type == "Whitespace")  // HF: the regex \w+|[^\w\s]+, keeping only the matches
-        return std::make_unique<SplitPreTokenizer>(PatternSplit(
-            std::make_unique<TokenizerRegex>(R"(\w+|[^\w\s]+)", where), {}, Behavior::Removed, true));
+        return std::make_unique<SplitPreTokenizer>(
+            PatternSplit(std::make_unique<TokenizerRegex>(R"(\w+|[^\w\s]+)", where), {}, Behavior::Removed, true));
     if (type == "WhitespaceSplit")  // HF: split on char::is_whitespace, dropping it
         return std::make_unique<SplitPreTokenizer>(
             PatternSplit(std::make_unique<TokenizerRegex>(R"(\s)", where), {}, Behavior::Removed, false));

@@ -13,7 +13,7 @@ namespace dyllm {
 // Text -> normalized text, applied to each stretch of text between added tokens.
 class TokenizerNormalizer {
 public:
-    virtual ~TokenizerNormalizer() = default;
+    virtual ~TokenizerNormalizer()                         = default;
     virtual std::string apply(std::string_view text) const = 0;
 };
 
@@ -21,7 +21,7 @@ public:
 // its GPT-2 code point). Empty pieces never come out.
 class PreTokenizer {
 public:
-    virtual ~PreTokenizer() = default;
+    virtual ~PreTokenizer()                                    = default;
     virtual void apply(std::vector<std::string>& pieces) const = 0;
     // True if this step (or one inside a Sequence) is ByteLevel, i.e. the model sees byte-level strings.
     virtual bool byte_level() const { return false; }
@@ -32,6 +32,6 @@ public:
 // or a regex that fails to compile.
 std::unique_ptr<TokenizerNormalizer> make_normalizer(const nlohmann::json& j, const std::string& where,
                                                      int depth = 0);  // depth: Sequence nesting so far
-std::unique_ptr<PreTokenizer>        make_pre_tokenizer(const nlohmann::json& j, const std::string& where, int depth = 0);
+std::unique_ptr<PreTokenizer> make_pre_tokenizer(const nlohmann::json& j, const std::string& where, int depth = 0);
 
 }  // namespace dyllm

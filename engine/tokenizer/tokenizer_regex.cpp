@@ -27,10 +27,10 @@ struct MatchDataDeleter {
 }  // namespace
 
 TokenizerRegex::TokenizerRegex(std::string_view pattern, const std::string& where) : pattern_(pattern) {
-    int        err     = 0;
-    PCRE2_SIZE err_off = 0;
-    pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                                     PCRE2_UTF | PCRE2_UCP, &err, &err_off, nullptr);
+    int         err     = 0;
+    PCRE2_SIZE  err_off = 0;
+    pcre2_code* code    = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+                                        PCRE2_UTF | PCRE2_UCP, &err, &err_off, nullptr);
     if (!code)
         throw LoadError(where + ": regex failed to compile at offset " + std::to_string(err_off) + ": " +
                         pcre2_message(err) + ": " + std::string(pattern));
@@ -39,14 +39,16 @@ TokenizerRegex::TokenizerRegex(std::string_view pattern, const std::string& wher
     jit_ = pcre2_jit_compile(code, PCRE2_JIT_COMPLETE) == 0;
 }
 
-TokenizerRegex::~TokenizerRegex() { pcre2_code_free(static_cast<pcre2_code*>(code_)); }
+TokenizerRegex::~TokenizerRegex() {
+    pcre2_code_free(static_cast<pcre2_code*>(code_));
+}
 
 std::vector<std::pair<size_t, size_t>> TokenizerRegex::find_all(std::string_view text) const {
-    auto* code = static_cast<pcre2_code*>(code_);
+    auto*                                               code = static_cast<pcre2_code*>(code_);
     std::unique_ptr<pcre2_match_data, MatchDataDeleter> md(pcre2_match_data_create_from_pattern(code, nullptr));
-    std::vector<std::pair<size_t, size_t>> out;
-    const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
-    size_t      pos     = 0;
+    std::vector<std::pair<size_t, size_t>>              out;
+    const auto*                                         subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+    size_t                                              pos     = 0;
     // The caller guarantees valid UTF-8, so PCRE2's per-call validity scan (linear in the whole subject, i.e.
     // quadratic over the loop) is skipped.
     uint32_t opts = PCRE2_NO_UTF_CHECK;
@@ -60,8 +62,8 @@ std::vector<std::pair<size_t, size_t>> TokenizerRegex::find_all(std::string_view
         }
         if (rc == PCRE2_ERROR_NOMATCH) break;
         if (rc < 0)
-            throw InputError("tokenizer regex failed on a " + std::to_string(text.size()) + "-byte text: " +
-                             pcre2_message(rc) + " (pattern " + pattern_ + ")");
+            throw InputError("tokenizer regex failed on a " + std::to_string(text.size()) +
+                             "-byte text: " + pcre2_message(rc) + " (pattern " + pattern_ + ")");
         const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md.get());
         const size_t      b = ov[0], e = ov[1];
         if (e > b) {

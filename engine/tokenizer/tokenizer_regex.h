@@ -14,7 +14,7 @@ public:
     // "<where>: regex failed to compile at offset N: <PCRE2 message>: <pattern>".
     TokenizerRegex(std::string_view pattern, const std::string& where);
     ~TokenizerRegex();
-    TokenizerRegex(const TokenizerRegex&) = delete;
+    TokenizerRegex(const TokenizerRegex&)            = delete;
     TokenizerRegex& operator=(const TokenizerRegex&) = delete;
 
     // [begin, end) byte ranges of the successive leftmost non-overlapping non-empty matches in `text`, which must be

@@ -16,8 +16,10 @@ public:
         int32_t id = vocab_.find(piece);
         if (id < 0) id = unk_id_;
         if (id < 0)  // HF fails the same way (WordLevel "missing unk token")
-            throw InputError("WordLevel tokenizer: '" + std::string(piece) + "' is not in the vocabulary and the unk "
-                             "token '" + unk_ + "' is not either");
+            throw InputError("WordLevel tokenizer: '" + std::string(piece) +
+                             "' is not in the vocabulary and the unk "
+                             "token '" +
+                             unk_ + "' is not either");
         out.push_back(id);
     }
     const std::string* id_to_token(int32_t id) const override { return vocab_.token(id); }
@@ -37,8 +39,7 @@ std::unique_ptr<TokenizerModel> make_wordlevel_model(const tokjson::json& model,
     std::string unk   = tokjson::get_string(model, "unk_token", where);
     const bool  given = !unk.empty();
     if (!given) unk = "<unk>";  // HF's default for WordLevel
-    if (given && vocab.find(unk) < 0)
-        throw LoadError(where + ".unk_token: '" + unk + "' is not in the vocabulary");
+    if (given && vocab.find(unk) < 0) throw LoadError(where + ".unk_token: '" + unk + "' is not in the vocabulary");
     return std::make_unique<WordLevelModel>(std::move(vocab), std::move(unk));
 }
 

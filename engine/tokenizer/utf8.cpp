@@ -39,7 +39,7 @@ bool utf8_next(std::string_view s, size_t& i, char32_t& cp) {
             i += k;
             return false;
         }
-        const auto b = static_cast<unsigned char>(s[i + k]);
+        const auto          b   = static_cast<unsigned char>(s[i + k]);
         const unsigned char klo = k == 1 ? lo : 0x80, khi = k == 1 ? hi : 0xBF;
         if (b < klo || b > khi) {
             cp = kReplacementChar;

@@ -50,7 +50,8 @@ inline KeyTileMasks build_key_tile_masks(const int32_t* sal_k, const int32_t* cu
     }
     m.mask.assign(size_t(m.tile_off[size_t(n_seq)]), 0);
     m.base.assign(size_t(m.tile_off[size_t(n_seq)]), 0);
-    if (n_seq > 0 && cu_sal[0] != 0) throw std::invalid_argument("cu_sal[0] must be 0, got " + std::to_string(cu_sal[0]));
+    if (n_seq > 0 && cu_sal[0] != 0)
+        throw std::invalid_argument("cu_sal[0] must be 0, got " + std::to_string(cu_sal[0]));
     for (int b = 0; b < n_seq; ++b) {
         if (cu_sal[b + 1] < cu_sal[b])
             throw std::invalid_argument("cu_sal is not non-decreasing at sequence " + std::to_string(b));

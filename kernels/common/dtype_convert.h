@@ -29,17 +29,21 @@ DYLLM_HD float f32_from_bits(uint32_t u) {
 }
 
 // bf16 is the top 16 bits of an fp32.
-DYLLM_HD float bf16_to_f32(uint16_t h) { return f32_from_bits(uint32_t(h) << 16); }
+DYLLM_HD float bf16_to_f32(uint16_t h) {
+    return f32_from_bits(uint32_t(h) << 16);
+}
 
 DYLLM_HD uint16_t f32_to_bf16(float f) {
     uint32_t u = f32_bits(f);
     if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40u);  // NaN stays a (quiet) NaN
-    u += 0x7fffu + ((u >> 16) & 1u);                                            // round to nearest even
+    u += 0x7fffu + ((u >> 16) & 1u);                                          // round to nearest even
     return uint16_t(u >> 16);
 }
 
 // Round an fp32 to the nearest bf16 value and widen it back (used to mimic bf16 storage points).
-DYLLM_HD float round_to_bf16(float f) { return bf16_to_f32(f32_to_bf16(f)); }
+DYLLM_HD float round_to_bf16(float f) {
+    return bf16_to_f32(f32_to_bf16(f));
+}
 
 // IEEE binary16.
 DYLLM_HD float f16_to_f32(uint16_t h) {
@@ -65,8 +69,8 @@ DYLLM_HD uint16_t f32_to_f16(float f) {
     const uint32_t u    = f32_bits(f);
     const uint32_t sign = (u >> 16) & 0x8000u;
     const uint32_t absu = u & 0x7fffffffu;
-    if (absu > 0x7f800000u) return uint16_t(sign | 0x7e00u);  // NaN
-    if (absu >= 0x477ff000u) return uint16_t(sign | 0x7c00u); // overflow to inf (>= 65520 rounds up)
+    if (absu > 0x7f800000u) return uint16_t(sign | 0x7e00u);   // NaN
+    if (absu >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // overflow to inf (>= 65520 rounds up)
     if (absu < 0x38800000u) {                                  // subnormal or zero in f16
         if (absu < 0x33000000u) return uint16_t(sign);         // below half the smallest subnormal
         const uint32_t exp   = absu >> 23;

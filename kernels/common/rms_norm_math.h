@@ -8,6 +8,8 @@
 namespace dyllm {
 
 // 1 / sqrt(mean(x^2) + eps) for a row of n elements whose squares sum to sumsq (fp32, as LLaDA/Dream compute it).
-DYLLM_HD float rms_inv_scale(float sumsq, int64_t n, float eps) { return 1.0f / sqrtf(sumsq / float(n) + eps); }
+DYLLM_HD float rms_inv_scale(float sumsq, int64_t n, float eps) {
+    return 1.0f / sqrtf(sumsq / float(n) + eps);
+}
 
 }  // namespace dyllm

@@ -9,7 +9,9 @@ namespace dyllm {
 
 // Angle of pair i at position pos: pos * theta^(-2i / head_dim), the fp32 product HF computes (kernels/README.md
 // §f.10).
-DYLLM_HD float rope_angle(int pos, float inv_freq) { return float(pos) * inv_freq; }
+DYLLM_HD float rope_angle(int pos, float inv_freq) {
+    return float(pos) * inv_freq;
+}
 
 // Rotates one head in place: x[c], x[c + D/2] for c < D/2 (rotate-half). inv_freq: [D/2].
 DYLLM_HD void rope_rotate_head(float* x, int head_dim, int pos, const float* inv_freq) {

@@ -7,7 +7,9 @@
 
 namespace dyllm {
 
-DYLLM_HD float silu(float x) { return x / (1.0f + expf(-x)); }
+DYLLM_HD float silu(float x) {
+    return x / (1.0f + expf(-x));
+}
 
 // RoPE inverse frequency of pair i (0 <= i < head_dim / 2): theta^(-2i / head_dim), computed in fp32 as HF does.
 DYLLM_HD float rope_inv_freq(int i, int head_dim, float theta) {
@@ -47,6 +49,8 @@ DYLLM_HD float cosine_from_stats(float dot, float na2, float nb2) {
 }
 
 // Dream's negative-entropy term for one probability: p log(p + 1e-10) (engine/README.md §a.9 step 4).
-DYLLM_HD float neg_entropy_term(float p) { return p * logf(p + 1e-10f); }
+DYLLM_HD float neg_entropy_term(float p) {
+    return p * logf(p + 1e-10f);
+}
 
 }  // namespace dyllm

@@ -28,7 +28,9 @@ DYLLM_HD void argmax_push(ArgMax& best, float v, int32_t i) {
 }
 
 // Merge of two partial argmaxes (associative and commutative, so any reduction tree gives the serial answer).
-DYLLM_HD void argmax_merge(ArgMax& a, const ArgMax& b) { argmax_push(a, b.v, b.i); }
+DYLLM_HD void argmax_merge(ArgMax& a, const ArgMax& b) {
+    argmax_push(a, b.v, b.i);
+}
 
 // Candidate order of the sampler: a comes before b when its score is higher, or equal at a lower position.
 DYLLM_HD bool candidate_before(float score_a, int32_t pos_a, float score_b, int32_t pos_b) {

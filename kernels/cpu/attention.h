@@ -10,7 +10,7 @@ namespace dyllm::cpu {
 // buffers. A sequence without keys gives zero rows. out must not alias q, k or v. row_block: query rows per task
 // (0 = detail::kAttnRowBlock; other values exist for the benchmark and the tests). lse (optional, [nq, n_head]): the
 // log-sum-exp of each (row, head)'s scaled scores, as ref::attention.
-void attention(CMatF q, const int32_t* q_seq, CMatF k, CMatF v, const int32_t* cu_k, int n_seq, AttnDims dims,
-               MatF out, ThreadPool& pool, int row_block = 0, MatF lse = {});
+void attention(CMatF q, const int32_t* q_seq, CMatF k, CMatF v, const int32_t* cu_k, int n_seq, AttnDims dims, MatF out,
+               ThreadPool& pool, int row_block = 0, MatF lse = {});
 
 }  // namespace dyllm::cpu

@@ -14,7 +14,7 @@ void attention_approx(CMatF q, const int32_t* q_seq, CMatF k, CMatF dv, const in
                       const int32_t* cu_k, int n_seq, CMatF c_old, AttnDims dims, MatF c_new, ThreadPool& pool,
                       int row_block, CMatF v, const int32_t* exact, int64_t n_exact) {
     if (q.rows == 0) return;
-    const int              R    = row_block > 0 ? row_block : detail::kAttnRowBlock;
+    const int               R    = row_block > 0 ? row_block : detail::kAttnRowBlock;
     const detail::AttnCall  call = detail::prepare_attention(q_seq, q.rows, cu_k, n_seq, dims, pool.size(), R);
     const detail::AttnPlan& plan = *call.plan;
     const int               D    = dims.head_dim;
@@ -24,7 +24,7 @@ void attention_approx(CMatF q, const int32_t* q_seq, CMatF k, CMatF dv, const in
     is_exact.assign(n_exact > 0 ? size_t(q.rows) : 0, 0);
     seq_exact.assign(size_t(n_seq), 0);
     for (int64_t e = 0; e < n_exact; ++e) {
-        is_exact[size_t(exact[e])]          = 1;
+        is_exact[size_t(exact[e])]         = 1;
         seq_exact[size_t(q_seq[exact[e]])] = 1;
     }
     const uint8_t* ex_row = is_exact.data();  // the lambda runs on pool threads: never name a thread_local inside it
@@ -34,7 +34,7 @@ void attention_approx(CMatF q, const int32_t* q_seq, CMatF k, CMatF dv, const in
     for (int64_t e = 0; e < n_exact; ++e)
         work += 2 * int64_t(dims.n_head) * (cu_k[q_seq[exact[e]] + 1] - cu_k[q_seq[exact[e]]]) * D;
     pool.parallel_for(int64_t(plan.tasks.size()), work, [&, sp = call.scratch](int64_t ti, int thread) {
-        detail::AttnScratch& s = sp[thread];
+        detail::AttnScratch&    s    = sp[thread];
         const detail::AttnTask& t    = plan.tasks[size_t(ti)];
         const int32_t*          rows = plan.order.data() + t.first;
         const int64_t           s0 = cu_sal[t.seq], s1 = cu_sal[t.seq + 1];

@@ -224,9 +224,9 @@ DYLLM_ALWAYS_INLINE void cols_lanes(CMatF q, CMatF k, CMatF dv, const int32_t* s
     IncRow      rows[G][16];
     V16         z[G] = {};
     for (int g = 0; g < G; ++g) {
-        const int h = h0 + g;
-        kv_off[g]   = int64_t(h / group) * D;
-        qt[g]       = scratch + int64_t(g) * 16 * D;
+        const int h      = h0 + g;
+        kv_off[g]        = int64_t(h / group) * D;
+        qt[g]            = scratch + int64_t(g) * 16 * D;
         const auto query = [&](int r) { return q.row(i0 + r) + int64_t(h) * D; };
         if (simd::wide_registers())  // 16 x 16 blocks through registers; 8 x 8 without AVX-512 (32 ymm otherwise)
             simd::transpose_rows<16>(query, n, D, 16, qt[g]);
@@ -324,8 +324,8 @@ DYLLM_ALWAYS_INLINE void cols_lanes_heads(CMatF q, CMatF k, CMatF dv, const int3
 }
 
 DYLLM_CPU_CLONES void cols_rows(CMatF q, const int32_t* q_seq, CMatF k, CMatF dv, const int32_t* sal_k,
-                                const int32_t* cu_sal, CMatF lse, CMatF c_old, AttnDims dims, MatF c_new,
-                                CMatF k_old, CMatF v_old, MatF lse_out, int64_t i0, int64_t i1, float* scratch) {
+                                const int32_t* cu_sal, CMatF lse, CMatF c_old, AttnDims dims, MatF c_new, CMatF k_old,
+                                CMatF v_old, MatF lse_out, int64_t i0, int64_t i1, float* scratch) {
     const int   D     = dims.head_dim;
     const int   group = dims.n_head / dims.n_kv_head;
     const float scale = 1.0f / std::sqrt(float(D));

@@ -12,7 +12,6 @@
 
 namespace dyllm::cpu::detail {
 
-
 void plan_attention(AttnPlan& plan, const int32_t* q_seq, int64_t nq, const int32_t* cu_k, int n_seq, int n_head,
                     int row_block) {
     plan.start.assign(size_t(n_seq) + 1, 0);
@@ -63,7 +62,7 @@ void AttnScratch::size_for(int row_block, int64_t max_keys, int head_dim) {
     l.resize(size_t(ld));
     m.resize(size_t(ld));
     qt.resize(size_t(std::max(softmax_scratch_floats(row_block, max_keys, head_dim),
-                               softmax_scratch_floats(kAttnFewRows, max_keys, head_dim))));
+                              softmax_scratch_floats(kAttnFewRows, max_keys, head_dim))));
 }
 
 namespace {
@@ -74,7 +73,7 @@ namespace {
 template <int W, int NV, int KB>
 DYLLM_ALWAYS_INLINE void score_tile(const float* qt, int64_t ldq, const float* const* kr, int D, float scale,
                                     float* out, int64_t ld_p, float* mx) {
-    using VW          = typename simd::Lanes<W>::F;
+    using VW       = typename simd::Lanes<W>::F;
     VW acc[KB][NV] = {};
     for (int c = 0; c < D; ++c) {
         VW qv[NV];
@@ -217,11 +216,11 @@ DYLLM_ALWAYS_INLINE void softmax_lanes(CMatF q, const int32_t* rows, int n, int 
     for (int64_t r = 0; r < ldq; ++r) l[r] = -INFINITY;
     if constexpr (W == 16) {
         for (int64_t r0 = 0; r0 < ldq; r0 += 64) {  // 64 query rows (4 vectors) per pass over the keys
-            const float* qc = qt + r0;
-            float*       pc = p + r0;
-            float*       mc = l + r0;
+            const float*      qc = qt + r0;
+            float*            pc = p + r0;
+            float*            mc = l + r0;
             const KeyPrefetch none;  // the passes after the first find the keys in L2
-            if (!wide) {  // 8-lane query vectors, 6 keys x 2 vectors (12 ymm) per tile: see softmax_block
+            if (!wide) {             // 8-lane query vectors, 6 keys x 2 vectors (12 ymm) per tile: see softmax_block
                 for (int64_t v0 = 0; v0 < std::min<int64_t>(64, ldq - r0); v0 += 16)
                     score_keys<8, 2, 6>(qc + v0, ldq, kr0, k.ld, nk, D, scale, pc + v0, ld_p, mc + v0,
                                         r0 + v0 == 0 ? pf : none);
@@ -267,8 +266,8 @@ DYLLM_ALWAYS_INLINE void softmax_keys_lanes(CMatF q, const int32_t* rows, int h,
     const int64_t kv_off = int64_t(h / (dims.n_head / dims.n_kv_head)) * D;
     const float   scale  = 1.0f / std::sqrt(float(D));
     const int64_t nk = k1 - k0, nk16 = nk / 16 * 16, nkp = (nk + 15) / 16 * 16;
-    float*        kt = scratch;             // [D][nkp]
-    float*        sr = scratch + D * nkp;   // [NR][nkp] scores, then their exps
+    float*        kt = scratch;            // [D][nkp]
+    float*        sr = scratch + D * nkp;  // [NR][nkp] scores, then their exps
     for (int64_t jb = 0; jb < nkp; jb += L) {
         pf.keys(jb, int(std::min<int64_t>(L, std::max<int64_t>(0, nk - jb))));
         const int    nv = int(std::min<int64_t>(L, nk - jb));          // real keys in this group (L but at the end)
@@ -326,7 +325,7 @@ DYLLM_ALWAYS_INLINE void softmax_keys_lanes(CMatF q, const int32_t* rows, int h,
         float m = -INFINITY;
         for (int t = 0; t < L; ++t) m = mx[t] > m ? mx[t] : m;
         for (; j < nk; ++j) m = s[j] > m ? s[j] : m;
-        const V mv = V{} + m;
+        const V mv           = V{} + m;
         V       part[16 / L] = {};  // lane t of part[h] sums keys 16 i + L h + t
         for (int64_t j = 0; j < nk16; j += 16)
             for (int hf = 0; hf < 16 / L; ++hf) {
@@ -468,7 +467,7 @@ DYLLM_CPU_CLONES void pv_block(const float* p, int64_t ld_p, int n, int64_t n_te
     // 8 query rows x 32 columns of accumulators per pass (16 zmm; 6 rows x 16 columns, 12 ymm, on AVX2), then
     // 16-column and leftover passes. The terms go in chunks whose src rows (about 16 KiB) stay in L1 while every row
     // group reads them; each output is still summed over the terms in order, whatever the blocking.
-    const bool    wide  = simd::wide_registers();  // register file: see pv_rows, softmax_block
+    const bool wide = simd::wide_registers();  // register file: see pv_rows, softmax_block
     // No term: src may be empty (null), and null + offset is undefined even when never read.
     const float*  src0  = n_terms > 0 ? src.row(row0) + kv_off : nullptr;
     const int64_t chunk = pv_chunk_terms(D);

@@ -22,9 +22,9 @@ struct AttnTask {
 };
 
 struct AttnPlan {
-    std::vector<int32_t>  order;     // query row indices, grouped by sequence (stable)
-    std::vector<AttnTask> tasks;     // ordered (seq, head, block) so neighbouring tasks share one head's K and V
-    int64_t               max_keys;  // longest key range of a sequence that has queries
+    std::vector<int32_t>  order;        // query row indices, grouped by sequence (stable)
+    std::vector<AttnTask> tasks;        // ordered (seq, head, block) so neighbouring tasks share one head's K and V
+    int64_t               max_keys;     // longest key range of a sequence that has queries
     std::vector<int64_t>  start, fill;  // planning scratch; start[b]: where sequence b's rows begin in order
 };
 
@@ -37,7 +37,9 @@ int64_t plan_work(const AttnPlan& plan, const int32_t* cu_k, int head_dim);
 
 // Score rows of a block of n query rows: p holds the block's scores keys x queries, p[j * ld + r], with ld = n
 // rounded up to the vector width so every key's scores are whole vectors: 4 lanes up to 4 rows, 8 up to 8, else 16.
-inline int64_t score_ld(int n) { return n <= 4 ? 4 : n <= 8 ? 8 : (int64_t(n) + 15) / 16 * 16; }
+inline int64_t score_ld(int n) {
+    return n <= 4 ? 4 : n <= 8 ? 8 : (int64_t(n) + 15) / 16 * 16;
+}
 
 // The row stride of a block's score buffer: score_ld(n), plus 16 floats when that is a multiple of 32. A stride of
 // 128 or 256 bytes put a pass's consecutive keys in every second or fourth L1 set, so the score lines that the exp
@@ -66,11 +68,11 @@ inline int64_t pv_chunk_terms(int head_dim) {
 
 // Per-thread scratch of the attention kernels, kept between calls (thread_local in the kernels).
 struct AttnScratch {
-    std::vector<float> p, acc, l, qt, m;  // m: the row maxima (exact attention's log-sum-exp)
+    std::vector<float>   p, acc, l, qt, m;  // m: the row maxima (exact attention's log-sum-exp)
     std::vector<float>   acc_e, p_e;        // approximate attention's exact rows: their P V, their scores gathered
     std::vector<int32_t> exact_r;           // and their places in the block
-    std::vector<float> pack;              // pv_block's chunk of V (or dV) rows
-    void               size_for(int row_block, int64_t max_keys, int head_dim);
+    std::vector<float>   pack;              // pv_block's chunk of V (or dV) rows
+    void                 size_for(int row_block, int64_t max_keys, int head_dim);
 };
 
 // The plan and the per-pool-thread scratch of one attention call: both thread_local to the calling thread and kept

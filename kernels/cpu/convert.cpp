@@ -8,7 +8,9 @@ namespace dyllm::cpu {
 
 void widen_row(const void* src, ElemType t, float* dst, int64_t n) {
     switch (t) {
-        case ElemType::F32: std::memcpy(dst, src, size_t(n) * 4); return;
+        case ElemType::F32:
+            std::memcpy(dst, src, size_t(n) * 4);
+            return;
         case ElemType::BF16: {
             const uint16_t* s = static_cast<const uint16_t*>(src);
             uint32_t*       d = reinterpret_cast<uint32_t*>(dst);  // bf16 is the top half of an fp32
@@ -25,7 +27,9 @@ void widen_row(const void* src, ElemType t, float* dst, int64_t n) {
 
 void narrow_row(const float* src, void* dst, ElemType t, int64_t n) {
     switch (t) {
-        case ElemType::F32: std::memmove(dst, src, size_t(n) * 4); return;
+        case ElemType::F32:
+            std::memmove(dst, src, size_t(n) * 4);
+            return;
         case ElemType::BF16: {
             uint16_t* d = static_cast<uint16_t*>(dst);
             for (int64_t i = 0; i < n; ++i) d[i] = f32_to_bf16(src[i]);

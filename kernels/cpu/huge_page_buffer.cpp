@@ -10,7 +10,9 @@
 namespace dyllm::cpu {
 
 namespace {
-size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+size_t round_up(size_t n, size_t to) {
+    return (n + to - 1) / to * to;
+}
 std::atomic<uint64_t> warm_sink{0};  // atomic: several pool threads warm slices at once
 }  // namespace
 
@@ -33,7 +35,7 @@ HugePageBuffer::HugePageBuffer(size_t bytes) : size_(bytes) {
     const size_t span = mapped_ + align;
     void*        p    = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) throw std::bad_alloc();
-    const uintptr_t base = reinterpret_cast<uintptr_t>(p);
+    const uintptr_t base    = reinterpret_cast<uintptr_t>(p);
     const uintptr_t aligned = round_up(base, align);
     if (aligned > base) munmap(p, aligned - base);
     if (base + span > aligned + mapped_)

@@ -11,14 +11,19 @@ namespace dyllm::cpu {
 // Storage type of a weight, embedding table or cache matrix. Activations are always F32.
 enum class ElemType : uint8_t { F32, F16, BF16 };
 
-inline size_t elem_size(ElemType t) { return t == ElemType::F32 ? 4 : 2; }
+inline size_t elem_size(ElemType t) {
+    return t == ElemType::F32 ? 4 : 2;
+}
 
 // Element i of a row stored as `t`, widened to fp32.
 inline float load_elem(const void* row, ElemType t, int64_t i) {
     switch (t) {
-        case ElemType::F32: return static_cast<const float*>(row)[i];
-        case ElemType::F16: return f16_to_f32(static_cast<const uint16_t*>(row)[i]);
-        case ElemType::BF16: return bf16_to_f32(static_cast<const uint16_t*>(row)[i]);
+        case ElemType::F32:
+            return static_cast<const float*>(row)[i];
+        case ElemType::F16:
+            return f16_to_f32(static_cast<const uint16_t*>(row)[i]);
+        case ElemType::BF16:
+            return bf16_to_f32(static_cast<const uint16_t*>(row)[i]);
     }
     return 0.0f;
 }
@@ -53,7 +58,7 @@ struct MatF {
     int64_t ld   = 0;
 
     float* row(int64_t r) const { return data + r * ld; }
-    operator CMatF() const { return CMatF{data, rows, cols, ld}; }
+           operator CMatF() const { return CMatF{data, rows, cols, ld}; }
 };
 
 // Attention head layout: query head h reads KV head h / (n_head / n_kv_head) (GQA); scores scaled by 1/sqrt(head_dim).

@@ -37,14 +37,13 @@ void matmul(CMatF x, ConstMat w, ConstMat bias, MatF y, ThreadPool& pool, int64_
         // One panel buffer per thread that calls matmul, kept between calls (no page faults per call).
         thread_local std::vector<float> panel;
         panel.resize(size_t(panel_rows * k));
-        float* const buf = panel.data();  // the lambda runs on pool threads: never name the thread_local inside it
-        constexpr int64_t kWidenChunk = 8;  // W rows per widening task: enough work to amortise the hand-out
+        float* const      buf = panel.data();  // the lambda runs on pool threads: never name the thread_local inside it
+        constexpr int64_t kWidenChunk = 8;     // W rows per widening task: enough work to amortise the hand-out
         for (int64_t m0 = 0; m0 < y.cols; m0 += panel_rows) {
             const int64_t mb = std::min(panel_rows, y.cols - m0);
             pool.parallel_for((mb + kWidenChunk - 1) / kWidenChunk, [&](int64_t t, int) {
                 const int64_t r1 = std::min(mb, (t + 1) * kWidenChunk);
-                for (int64_t r = t * kWidenChunk; r < r1; ++r)
-                    widen_row(w.row_ptr(m0 + r), w.type, buf + r * k, k);
+                for (int64_t r = t * kWidenChunk; r < r1; ++r) widen_row(w.row_ptr(m0 + r), w.type, buf + r * k, k);
             });
             sgemm_nt(x, CMatF{buf, mb, k, k}, MatF{y.data + m0, y.rows, mb, y.ld});
         }

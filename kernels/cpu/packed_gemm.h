@@ -44,11 +44,11 @@ public:
     struct Impl;
     explicit PackedWeight(std::unique_ptr<Impl> impl);
     ~PackedWeight();
-    int64_t  rows() const;   // m
-    int64_t  cols() const;   // k
-    ElemType type() const;   // the stored type the weight was packed from (the GEMM runs in it)
-    int      slices() const;
-    size_t   bytes() const;  // memory held by the packed copy
+    int64_t     rows() const;  // m
+    int64_t     cols() const;  // k
+    ElemType    type() const;  // the stored type the weight was packed from (the GEMM runs in it)
+    int         slices() const;
+    size_t      bytes() const;  // memory held by the packed copy
     const Impl& impl() const { return *impl_; }
 
 private:

@@ -37,7 +37,9 @@ void one_omp_thread() {
     if (omp_get_max_threads() != 1) omp_set_num_threads(1);
 }
 
-dt dnnl_type(ElemType t) { return t == ElemType::BF16 ? dt::bf16 : dt::f32; }
+dt dnnl_type(ElemType t) {
+    return t == ElemType::BF16 ? dt::bf16 : dt::f32;
+}
 
 // oneDNN reports errors by exception; a failure while multiplying is a bug (the shapes were checked by the caller).
 [[noreturn]] void die(const char* what, const dnnl::error& e) {
@@ -93,11 +95,21 @@ struct PackedWeight::Impl {
 
 PackedWeight::PackedWeight(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 PackedWeight::~PackedWeight() = default;
-int64_t  PackedWeight::rows() const { return impl_->m; }
-int64_t  PackedWeight::cols() const { return impl_->k; }
-ElemType PackedWeight::type() const { return impl_->type; }
-int      PackedWeight::slices() const { return int(impl_->slices.size()); }
-size_t   PackedWeight::bytes() const { return impl_->bytes; }
+int64_t PackedWeight::rows() const {
+    return impl_->m;
+}
+int64_t PackedWeight::cols() const {
+    return impl_->k;
+}
+ElemType PackedWeight::type() const {
+    return impl_->type;
+}
+int PackedWeight::slices() const {
+    return int(impl_->slices.size());
+}
+size_t PackedWeight::bytes() const {
+    return impl_->bytes;
+}
 
 namespace {
 
@@ -147,9 +159,9 @@ struct PackedGemm::Impl {
     // Few-row splits (matmul): per weight shape (m, k, type, slices), one bit per row count n (n - kSmallGemmMaxRows
     // - 1) saying whether small_gemm's rows were checked against oneDNN's, and one whether they had the same bits.
     std::map<std::tuple<int64_t, int64_t, int, size_t>, std::pair<uint32_t, uint32_t>> few_rows_bits;
-    std::vector<float>                                         bias;     // the bias row widened
-    std::vector<std::vector<float>>                            ybuf;     // per thread: a slice's output
-    std::vector<std::vector<char>>                             scratch;  // per thread: the primitive's scratchpad
+    std::vector<float>                                                                 bias;  // the bias row widened
+    std::vector<std::vector<float>> ybuf;     // per thread: a slice's output
+    std::vector<std::vector<char>>  scratch;  // per thread: the primitive's scratchpad
     struct Block {
         int64_t r0, r, rows;  // x rows [r0, r0 + r), run as `rows` (>= r: padding rows computed and dropped)
         size_t  s;            // slice of W
@@ -188,7 +200,7 @@ struct PackedGemm::Impl {
         const auto key = std::make_tuple(int(t), rows, cols, k);
         auto       it  = prims.find(key);
         if (it != prims.end()) return it->second;
-        const memory::desc xd({rows, k}, dnnl_type(t), tag::ab), yd({rows, cols}, dt::f32, tag::ab);
+        const memory::desc           xd({rows, k}, dnnl_type(t), tag::ab), yd({rows, cols}, dt::f32, tag::ab);
         dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(xd, wdesc, yd), user_scratchpad(), eng);
         Prim                         p{dnnl::matmul(pd), pd.scratchpad_desc(), {}, {}, {}};
         for (int t = 0; t < n_threads; ++t) {
@@ -264,7 +276,7 @@ std::shared_ptr<const PackedWeight> PackedGemm::pack(ConstMat w, ThreadPool& poo
     if (w.rows <= 0 || w.cols <= 0) return fail("empty weight");
     std::lock_guard<std::mutex> lk(impl_->mu);
     one_omp_thread();
-    auto          p = std::make_unique<PackedWeight::Impl>();
+    auto p  = std::make_unique<PackedWeight::Impl>();
     p->type = w.type, p->m = w.rows, p->k = w.cols;
     // Slices: two per thread when wide enough (dynamic hand-out evens out a thread the OS delays), 64-column aligned.
     // A narrow weight stays whole: matmul splits x's rows instead (every thread reads the whole weight, which fits in
@@ -293,20 +305,21 @@ std::shared_ptr<const PackedWeight> PackedGemm::pack(ConstMat w, ThreadPool& poo
         }
         for (size_t i = 0; i < p->slices.size(); ++i) {
             PackedWeight::Impl::Slice& s = p->slices[i];
-            s.mem = memory(s.desc, impl_->eng, p->buffer.data() + offsets[i]);
+            s.mem                        = memory(s.desc, impl_->eng, p->buffer.data() + offsets[i]);
             p->bytes += s.desc.get_size();
             if (!reorders.count(s.mb)) {
                 // W rows [m0, m0 + mb) are the matmul's weights {k, mb} read with strides {1, ld}.
                 const memory::desc src({w.cols, s.mb}, dnnl_type(w.type), memory::dims{1, w.ld});
-                reorders.emplace(s.mb, dnnl::reorder(dnnl::reorder::primitive_desc(impl_->eng, src, impl_->eng, s.desc)));
+                reorders.emplace(s.mb,
+                                 dnnl::reorder(dnnl::reorder::primitive_desc(impl_->eng, src, impl_->eng, s.desc)));
             }
         }
         bool       ok  = true;
         const auto run = [&](int64_t i, int thr) {
             one_omp_thread();
             PackedWeight::Impl::Slice& s = p->slices[size_t(i)];
-            const memory::desc src({w.cols, s.mb}, dnnl_type(w.type), memory::dims{1, w.ld});
-            memory             src_mem(src, impl_->eng, const_cast<void*>(w.row_ptr(s.m0)));
+            const memory::desc         src({w.cols, s.mb}, dnnl_type(w.type), memory::dims{1, w.ld});
+            memory                     src_mem(src, impl_->eng, const_cast<void*>(w.row_ptr(s.m0)));
             try {
                 reorders.at(s.mb).execute(impl_->streams[size_t(thr)], src_mem, s.mem);
                 p->buffer.warm(offsets[size_t(i)], s.desc.get_size());
@@ -343,8 +356,8 @@ void PackedGemm::matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, T
     if (n == 0 || m == 0) return;
     Impl&                       I = *impl_;
     std::lock_guard<std::mutex> lk(I.mu);
-    const double flops = 2.0 * double(n) * double(m) * double(k);
-    const float* b     = nullptr;  // the bias row widened, added to the outputs by either path
+    const double                flops = 2.0 * double(n) * double(m) * double(k);
+    const float*                b     = nullptr;  // the bias row widened, added to the outputs by either path
     if (bias.data) {
         if (I.bias.size() < size_t(m)) I.bias.resize(size_t(m));
         widen_row(bias.data, bias.type, I.bias.data(), m);
@@ -381,7 +394,7 @@ void PackedGemm::matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, T
     const bool few_rows = n > kSmallGemmMaxRows && n < 2 * kPackedRowChunkMin && !W.small.empty() && pool.size() > 1 &&
                           pool.size() <= I.n_threads && flops >= kPackedParallelFlops && !pool.backing_off();
     static_assert(2 * kPackedRowChunkMin - kSmallGemmMaxRows - 1 <= 32, "one bit per few-row count");
-    const uint32_t few_bit = few_rows ? uint32_t(1) << (n - kSmallGemmMaxRows - 1) : 0;
+    const uint32_t                 few_bit = few_rows ? uint32_t(1) << (n - kSmallGemmMaxRows - 1) : 0;
     std::pair<uint32_t, uint32_t>* few_bits =
         few_rows ? &I.few_rows_bits[{m, k, int(W.type), W.slices.size()}] : nullptr;  // (checked, same)
     if (few_rows && (few_bits->second & few_bit)) {
@@ -417,7 +430,8 @@ void PackedGemm::matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, T
         // what ran before: two halves of tiny-llada's 336 rows (168, padded to 176) read a padded copy of x made on the
         // caller and wrote through per-thread buffers; where the two vCPUs sat far apart that made a split product no
         // faster than one thread.
-        const int64_t parts = may_split ? std::max<int64_t>(1, std::min<int64_t>(pool.size(), n / kPackedRowChunkMin)) : 1;
+        const int64_t parts =
+            may_split ? std::max<int64_t>(1, std::min<int64_t>(pool.size(), n / kPackedRowChunkMin)) : 1;
         const int64_t chunk =
             parts == 1 ? n
                        : ((n + parts - 1) / parts + kPackedRowChunkMin - 1) / kPackedRowChunkMin * kPackedRowChunkMin;

@@ -10,18 +10,34 @@ namespace dyllm::cpu {
 struct PackedWeight::Impl {};
 PackedWeight::PackedWeight(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 PackedWeight::~PackedWeight() = default;
-int64_t  PackedWeight::rows() const { return 0; }
-int64_t  PackedWeight::cols() const { return 0; }
-ElemType PackedWeight::type() const { return ElemType::F32; }
-int      PackedWeight::slices() const { return 0; }
-size_t   PackedWeight::bytes() const { return 0; }
+int64_t PackedWeight::rows() const {
+    return 0;
+}
+int64_t PackedWeight::cols() const {
+    return 0;
+}
+ElemType PackedWeight::type() const {
+    return ElemType::F32;
+}
+int PackedWeight::slices() const {
+    return 0;
+}
+size_t PackedWeight::bytes() const {
+    return 0;
+}
 
 struct PackedGemm::Impl {};
 PackedGemm::PackedGemm(int) {}
 PackedGemm::~PackedGemm() = default;
-std::string PackedGemm::provider() { return ""; }
-bool        PackedGemm::supports(ElemType) { return false; }
-bool        PackedGemm::small_gemm_for_all_rows() { return false; }
+std::string PackedGemm::provider() {
+    return "";
+}
+bool PackedGemm::supports(ElemType) {
+    return false;
+}
+bool PackedGemm::small_gemm_for_all_rows() {
+    return false;
+}
 
 size_t PackedGemm::primitives() const {
     return 0;

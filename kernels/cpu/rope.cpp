@@ -52,7 +52,7 @@ struct RopeTable {
         cs.resize(size_t(grow * half)), sn.resize(size_t(grow * half));
         for (int64_t p = n_pos; p < grow; ++p)
             for (int c = 0; c < half; ++c) {
-                const float a                = float(p) * inv[size_t(c)];
+                const float a            = float(p) * inv[size_t(c)];
                 cs[size_t(p * half + c)] = cosf(a);
                 sn[size_t(p * half + c)] = sinf(a);
             }

@@ -21,9 +21,9 @@ namespace {
 // Lane-wise: the same bits at any N.
 template <int N>
 DYLLM_ALWAYS_INLINE typename simd::Lanes<N>::F silu_mul_n(typename simd::Lanes<N>::F g, typename simd::Lanes<N>::F u) {
-    using F      = typename simd::Lanes<N>::F;
+    using F = typename simd::Lanes<N>::F;
     const F zero{}, one = zero + 1.0f;
-    const F t    = simd::exp_nonpos_n<N>(g < zero ? g : -g);
+    const F t = simd::exp_nonpos_n<N>(g < zero ? g : -g);
     return g * ((g < zero ? t : one) / (one + t)) * u;
 }
 

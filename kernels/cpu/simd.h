@@ -59,8 +59,12 @@ template <int N>
 DYLLM_ALWAYS_INLINE void store(float* p, typename Lanes<N>::F v) {
     *reinterpret_cast<typename Lanes<N>::F*>(p) = v;
 }
-DYLLM_ALWAYS_INLINE V16 load16(const float* p) { return load<16>(p); }
-DYLLM_ALWAYS_INLINE void store16(float* p, V16 v) { store<16>(p, v); }
+DYLLM_ALWAYS_INLINE V16 load16(const float* p) {
+    return load<16>(p);
+}
+DYLLM_ALWAYS_INLINE void store16(float* p, V16 v) {
+    store<16>(p, v);
+}
 
 // exp(x) = p * 2^n for x <= 0 (a max-subtracted softmax argument), N lanes, before the scaling: Cody-Waite reduction
 // x = n ln2 + r with |r| <= ln2 / 2, then the degree-7 Taylor polynomial p of e^r (truncation error r^8 / 8! < 5e-9
@@ -73,23 +77,23 @@ struct ExpReduced {
 };
 template <int N>
 DYLLM_ALWAYS_INLINE ExpReduced<N> exp_nonpos_reduced(typename Lanes<N>::F x) {
-    using F     = typename Lanes<N>::F;
-    using I     = typename Lanes<N>::I;
-    const F lo  = F{} - 87.3f;
-    x           = x < lo ? lo : x;
-    const F t   = x * 1.44269504088896341f;                // x / ln 2
-    const I n   = __builtin_convertvector(t - 0.5f, I);   // round to nearest for t <= 0 (truncation toward 0)
-    const F nf  = __builtin_convertvector(n, F);
-    F       r   = x - nf * 0.693145751953125f;            // ln2 split in a high part exact in fp32 ...
-    r           = r - nf * 1.428606765330187e-06f;        // ... and the low remainder (Cody-Waite)
-    F p         = F{} + (1.0f / 5040.0f);
-    p           = p * r + (1.0f / 720.0f);
-    p           = p * r + (1.0f / 120.0f);
-    p           = p * r + (1.0f / 24.0f);
-    p           = p * r + (1.0f / 6.0f);
-    p           = p * r + 0.5f;
-    p           = p * r + 1.0f;
-    p           = p * r + 1.0f;
+    using F    = typename Lanes<N>::F;
+    using I    = typename Lanes<N>::I;
+    const F lo = F{} - 87.3f;
+    x          = x < lo ? lo : x;
+    const F t  = x * 1.44269504088896341f;              // x / ln 2
+    const I n  = __builtin_convertvector(t - 0.5f, I);  // round to nearest for t <= 0 (truncation toward 0)
+    const F nf = __builtin_convertvector(n, F);
+    F       r  = x - nf * 0.693145751953125f;      // ln2 split in a high part exact in fp32 ...
+    r          = r - nf * 1.428606765330187e-06f;  // ... and the low remainder (Cody-Waite)
+    F p        = F{} + (1.0f / 5040.0f);
+    p          = p * r + (1.0f / 720.0f);
+    p          = p * r + (1.0f / 120.0f);
+    p          = p * r + (1.0f / 24.0f);
+    p          = p * r + (1.0f / 6.0f);
+    p          = p * r + 0.5f;
+    p          = p * r + 1.0f;
+    p          = p * r + 1.0f;
     return {p, n};
 }
 
@@ -112,7 +116,9 @@ DYLLM_ALWAYS_INLINE typename Lanes<N>::F exp_nonpos_n(typename Lanes<N>::F x) {
     __builtin_memcpy(&e, &bits, sizeof e);
     return e;
 }
-DYLLM_ALWAYS_INLINE V16 exp_nonpos(V16 x) { return exp_nonpos_n<16>(x); }
+DYLLM_ALWAYS_INLINE V16 exp_nonpos(V16 x) {
+    return exp_nonpos_n<16>(x);
+}
 
 // x[0..N) <- its transpose (N x N, N = 8 or 16): log2 N rounds of interleaving row i with row i + N / 2 (the perfect
 // shuffle).
@@ -166,7 +172,9 @@ DYLLM_ALWAYS_INLINE float dot(const float* a, const float* b, int64_t n) {
 }
 
 // sum_c a[c]^2
-DYLLM_ALWAYS_INLINE float sum_sq(const float* a, int64_t n) { return dot(a, a, n); }
+DYLLM_ALWAYS_INLINE float sum_sq(const float* a, int64_t n) {
+    return dot(a, a, n);
+}
 
 }  // namespace dyllm::cpu::simd
 

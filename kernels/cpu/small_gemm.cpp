@@ -36,7 +36,9 @@ KMajorWeight kmajor_view(const float* base, int64_t m, int64_t k, int64_t panel,
     return out;
 }
 
-int64_t kmajor_slice_align(const KMajorWeight& w) { return w.panel; }
+int64_t kmajor_slice_align(const KMajorWeight& w) {
+    return w.panel;
+}
 
 KMajorWeight kmajor_slice(const KMajorWeight& w, int64_t o0, int64_t o1) {
     // Whole panels (o0 is a multiple of the panel width, which stays the row stride).
@@ -95,8 +97,8 @@ DYLLM_ALWAYS_INLINE void tile(const float* const* xr, const float* const* wp, in
 
 // Outputs [o0, o1) (o0 a multiple of L) in tiles of NV vectors of L outputs.
 template <int L, int R, int NV>
-DYLLM_ALWAYS_INLINE int64_t tiles(const float* const* xr, const KMajorWeight& w, const float* bias,
-                                  float* const* yr, int64_t o0, int64_t o1) {
+DYLLM_ALWAYS_INLINE int64_t tiles(const float* const* xr, const KMajorWeight& w, const float* bias, float* const* yr,
+                                  int64_t o0, int64_t o1) {
     for (; o0 + L * (NV - 1) < o1; o0 += L * NV) {  // the last vector may run into the panel's padding
         const float* wp[NV];
         for (int v = 0; v < NV; ++v) wp[v] = w.column(o0 + L * v);
@@ -120,8 +122,15 @@ constexpr int     kNarrowTileRows  = 6;
 constexpr int64_t kNarrowBlockRows = 48;
 
 template <int L, int R>
-constexpr int kTileVectors = L == 16 ? (R == 1 ? 8 : R <= 4 ? 4 : 2)
-                                     : (R == 1 ? 8 : R == 2 ? 6 : R == 3 ? 4 : R == 4 ? 3 : R <= 6 ? 2 : 1);
+constexpr int kTileVectors = L == 16 ? (R == 1   ? 8
+                                        : R <= 4 ? 4
+                                                 : 2)
+                                     : (R == 1   ? 8
+                                        : R == 2 ? 6
+                                        : R == 3 ? 4
+                                        : R == 4 ? 3
+                                        : R <= 6 ? 2
+                                                 : 1);
 
 template <int L, int R>
 DYLLM_ALWAYS_INLINE void rows(const float* const* xr, const KMajorWeight& w, const float* bias, float* const* yr,
@@ -137,14 +146,30 @@ template <int L>
 DYLLM_ALWAYS_INLINE void row_tile(int nr, const float* const* xr, const KMajorWeight& w, const float* bias,
                                   float* const* yr, int64_t o0 = 0) {
     switch (nr) {
-        case 1: rows<L, 1>(xr, w, bias, yr, o0); break;
-        case 2: rows<L, 2>(xr, w, bias, yr, o0); break;
-        case 3: rows<L, 3>(xr, w, bias, yr, o0); break;
-        case 4: rows<L, 4>(xr, w, bias, yr, o0); break;
-        case 5: rows<L, 5>(xr, w, bias, yr, o0); break;
-        case 6: rows<L, 6>(xr, w, bias, yr, o0); break;
-        case 7: rows<L, 7>(xr, w, bias, yr, o0); break;
-        default: rows<L, 8>(xr, w, bias, yr, o0); break;
+        case 1:
+            rows<L, 1>(xr, w, bias, yr, o0);
+            break;
+        case 2:
+            rows<L, 2>(xr, w, bias, yr, o0);
+            break;
+        case 3:
+            rows<L, 3>(xr, w, bias, yr, o0);
+            break;
+        case 4:
+            rows<L, 4>(xr, w, bias, yr, o0);
+            break;
+        case 5:
+            rows<L, 5>(xr, w, bias, yr, o0);
+            break;
+        case 6:
+            rows<L, 6>(xr, w, bias, yr, o0);
+            break;
+        case 7:
+            rows<L, 7>(xr, w, bias, yr, o0);
+            break;
+        default:
+            rows<L, 8>(xr, w, bias, yr, o0);
+            break;
     }
 }
 
@@ -154,9 +179,9 @@ struct RowPointers {
     const float* rounded;  // x rounded to bf16 (BF16 weights), else nullptr
     MatF         y;
     void         get(int64_t r0, int nr, const float** xr, float** yr) const {
-        for (int r = 0; r < nr; ++r) {
-            xr[r] = rounded ? rounded + (r0 + r) * x.cols : x.row(r0 + r);
-            yr[r] = y.row(r0 + r);
+                for (int r = 0; r < nr; ++r) {
+                    xr[r] = rounded ? rounded + (r0 + r) * x.cols : x.row(r0 + r);
+                    yr[r] = y.row(r0 + r);
         }
     }
 };
@@ -165,12 +190,24 @@ struct RowPointers {
 DYLLM_ALWAYS_INLINE void strip_tile(int nr, const float* const* xr, const float* const* wp, const KMajorWeight& w,
                                     int64_t o0, const float* bias, float* const* yr, const float* pf, int64_t n_pf) {
     switch (nr) {
-        case 1: tile<8, 1, 2>(xr, wp, w.panel, w.k, o0, bias, w.m, yr, pf, n_pf); break;
-        case 2: tile<8, 2, 2>(xr, wp, w.panel, w.k, o0, bias, w.m, yr, pf, n_pf); break;
-        case 3: tile<8, 3, 2>(xr, wp, w.panel, w.k, o0, bias, w.m, yr, pf, n_pf); break;
-        case 4: tile<8, 4, 2>(xr, wp, w.panel, w.k, o0, bias, w.m, yr, pf, n_pf); break;
-        case 5: tile<8, 5, 2>(xr, wp, w.panel, w.k, o0, bias, w.m, yr, pf, n_pf); break;
-        default: tile<8, 6, 2>(xr, wp, w.panel, w.k, o0, bias, w.m, yr, pf, n_pf); break;
+        case 1:
+            tile<8, 1, 2>(xr, wp, w.panel, w.k, o0, bias, w.m, yr, pf, n_pf);
+            break;
+        case 2:
+            tile<8, 2, 2>(xr, wp, w.panel, w.k, o0, bias, w.m, yr, pf, n_pf);
+            break;
+        case 3:
+            tile<8, 3, 2>(xr, wp, w.panel, w.k, o0, bias, w.m, yr, pf, n_pf);
+            break;
+        case 4:
+            tile<8, 4, 2>(xr, wp, w.panel, w.k, o0, bias, w.m, yr, pf, n_pf);
+            break;
+        case 5:
+            tile<8, 5, 2>(xr, wp, w.panel, w.k, o0, bias, w.m, yr, pf, n_pf);
+            break;
+        default:
+            tile<8, 6, 2>(xr, wp, w.panel, w.k, o0, bias, w.m, yr, pf, n_pf);
+            break;
     }
 }
 

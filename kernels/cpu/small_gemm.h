@@ -28,15 +28,15 @@ constexpr size_t kSmallGemmMaxWeightBytes = size_t(1) << 20;
 // outputs): a small model's weights then sit in memory, and in the caches, once. `type` is the stored type, which
 // decides how x is rounded (below).
 struct KMajorWeight {
-    std::vector<float> own;            // the copy (empty for a view)
-    const float*       view = nullptr; // the provider's panels (a view)
+    std::vector<float> own;             // the copy (empty for a view)
+    const float*       view = nullptr;  // the provider's panels (a view)
     int64_t            m = 0, k = 0, panel = 0, panel_stride = 0;
     ElemType           type = ElemType::F32;
     const float*       base() const { return view ? view : own.data(); }
     // Where output o's k-major column starts (o's weights at column(o)[c * panel]).
-    const float*       column(int64_t o) const { return base() + (o / panel) * panel_stride + o % panel; }
-    bool               empty() const { return m == 0; }
-    size_t             bytes() const { return own.size() * sizeof(float); }  // memory held (a view holds none)
+    const float* column(int64_t o) const { return base() + (o / panel) * panel_stride + o % panel; }
+    bool         empty() const { return m == 0; }
+    size_t       bytes() const { return own.size() * sizeof(float); }  // memory held (a view holds none)
 };
 
 KMajorWeight make_kmajor(ConstMat w);
@@ -47,9 +47,10 @@ KMajorWeight kmajor_view(const float* base, int64_t m, int64_t k, int64_t panel,
 int64_t      kmajor_slice_align(const KMajorWeight& w);
 KMajorWeight kmajor_slice(const KMajorWeight& w, int64_t o0, int64_t o1);
 
-// x: [n, k] fp32 (any n; PackedGemm sends it the products of <= kSmallGemmMaxRows rows); bias: m floats or nullptr; y: [n, m] (any row stride, not aliasing x).
-// Each output is summed over c = 0..k-1 in order in fp32. A BF16 weight multiplies x rounded to bf16 (round to
-// nearest even), as PackedGemm does, so a product's rounding does not depend on its row count.
+// x: [n, k] fp32 (any n; PackedGemm sends it the products of <= kSmallGemmMaxRows rows); bias: m floats or nullptr; y:
+// [n, m] (any row stride, not aliasing x). Each output is summed over c = 0..k-1 in order in fp32. A BF16 weight
+// multiplies x rounded to bf16 (round to nearest even), as PackedGemm does, so a product's rounding does not depend on
+// its row count.
 void small_gemm(CMatF x, const KMajorWeight& w, const float* bias, MatF y);
 
 }  // namespace dyllm::cpu

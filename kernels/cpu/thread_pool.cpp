@@ -10,9 +10,9 @@
 namespace dyllm::cpu {
 
 namespace {
-thread_local bool t_in_pool_task = false;  // set while a thread runs pool tasks: nested calls run inline
-thread_local int  t_thread_index = 0;      // the pool thread index of the task this thread is running
-thread_local uint64_t t_handoffs = 0;      // parallel_for jobs this thread handed to the workers
+thread_local bool     t_in_pool_task = false;  // set while a thread runs pool tasks: nested calls run inline
+thread_local int      t_thread_index = 0;      // the pool thread index of the task this thread is running
+thread_local uint64_t t_handoffs     = 0;      // parallel_for jobs this thread handed to the workers
 
 // Polls `done()` for up to kPoolSpinNs; true when it became true. The clock is read every 64 polls.
 template <class Done>
@@ -28,7 +28,9 @@ bool spin_until(const Done& done) {
 }
 }  // namespace
 
-uint64_t thread_handoffs() { return t_handoffs; }
+uint64_t thread_handoffs() {
+    return t_handoffs;
+}
 
 namespace {
 int64_t steady_ns() {
@@ -72,7 +74,9 @@ void ThreadPool::stop_and_join() {
     workers_.clear();
 }
 
-ThreadPool::~ThreadPool() { stop_and_join(); }
+ThreadPool::~ThreadPool() {
+    stop_and_join();
+}
 
 void ThreadPool::run_tasks(int thread) {
     t_in_pool_task = true;
@@ -93,8 +97,9 @@ void ThreadPool::worker_loop(int thread) {
     uint64_t seen = 0;
     for (;;) {
         // A new generation is stored under mu_ after the job's fields, so a worker that sees it (acquire) sees them.
-        if (!spin_until([&] { return stop_.load(std::memory_order_acquire) ||
-                                     generation_.load(std::memory_order_acquire) != seen; })) {
+        if (!spin_until([&] {
+                return stop_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen;
+            })) {
             std::unique_lock<std::mutex> lk(mu_);
             wake_.wait(lk, [&] { return stop_.load() || generation_.load() != seen; });
         }
@@ -130,7 +135,7 @@ void ThreadPool::parallel_for(int64_t n_tasks, TaskFn fn) {
     ++t_handoffs;
     {
         std::lock_guard<std::mutex> lk(mu_);
-        fn_      = &fn;
+        fn_ = &fn;
         for (int i = 0; i < n_threads_; ++i) {
             shares_[size_t(i)].next.store(n_tasks * i / n_threads_, std::memory_order_relaxed);
             shares_[size_t(i)].end = n_tasks * (i + 1) / n_threads_;
@@ -151,7 +156,7 @@ void ThreadPool::parallel_for(int64_t n_tasks, TaskFn fn) {
         std::unique_lock<std::mutex> lk(mu_);
         done_cv_.wait(lk, idle);
     }
-    fn_ = nullptr;
+    fn_                     = nullptr;
     const int64_t end       = steady_ns();
     const int64_t last_join = last_join_ns_.load(std::memory_order_relaxed);  // the previous handed-off job's end
     last_join_ns_.store(end, std::memory_order_relaxed);                      // the workers poll from about now

@@ -17,8 +17,7 @@ namespace dyllm::cpu {
 class TaskFn {
 public:
     template <class F>
-        requires(!std::is_same_v<std::decay_t<F>, TaskFn>)
-    TaskFn(const F& f)  // NOLINT: implicit, like std::function
+    requires(!std::is_same_v<std::decay_t<F>, TaskFn>) TaskFn(const F& f)  // NOLINT: implicit, like std::function
         : obj_(&f), call_([](const void* o, int64_t t, int th) { (*static_cast<const F*>(o))(t, th); }) {}
     void operator()(int64_t task, int thread) const { call_(obj_, task, thread); }
 
@@ -146,18 +145,18 @@ private:
     std::condition_variable  done_cv_;
     // Published under mu_ (so a sleeper cannot miss it) and read without it by a spinning worker or caller.
     alignas(64) std::atomic<uint64_t> generation_{0};
-    std::atomic<bool>        stop_{false};
-    std::atomic<bool>        open_{false};      // workers may enter the current job (the caller closes it when every
-                                                // task is taken)
-    std::atomic<int>         active_{0};        // workers inside a job (or checking whether it is open)
-    std::atomic<int64_t>     last_join_ns_{0};  // steady_clock time the last handed-off job was joined (0: never)
+    std::atomic<bool> stop_{false};
+    std::atomic<bool> open_{false};         // workers may enter the current job (the caller closes it when every
+                                            // task is taken)
+    std::atomic<int>     active_{0};        // workers inside a job (or checking whether it is open)
+    std::atomic<int64_t> last_join_ns_{0};  // steady_clock time the last handed-off job was joined (0: never)
     // Contention backoff (kPoolStallNs): jobs run inline until inline_until_ns_; written by the caller under call_mu_.
     std::atomic<int64_t>  inline_until_ns_{0};
     int64_t               backoff_ns_    = 0;  // the last window
     int64_t               stall_debt_ns_ = 0;  // repaid since last_join_ns_
     std::atomic<uint64_t> stalls_{0}, backoffs_{0};
     // The current job.
-    const TaskFn*                            fn_ = nullptr;
+    const TaskFn* fn_ = nullptr;
     // One share per thread, each on its own cache line (its owner takes task indices from `next`, a thread that has
     // finished its own share steals from the others'), away from generation_, open_ and active_, which idle threads
     // poll.

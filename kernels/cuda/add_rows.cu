@@ -8,7 +8,7 @@ constexpr int kAddRowsThreads = 256;
 
 static __global__ void add_rows_kernel(Mat src, const int32_t* idx, Mat y) {
     for (int64_t i = blockIdx.y; i < y.rows; i += gridDim.y) {
-        const int64_t rs = idx[i];
+        const int64_t rs     = idx[i];
         const int64_t stride = int64_t(gridDim.x) * blockDim.x;
         for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < y.cols; c += stride)
             mat_store(y, i, c, mat_load(y, i, c) + mat_load(src, rs, c));

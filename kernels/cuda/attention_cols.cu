@@ -8,9 +8,9 @@
 
 namespace dyllm::cuda {
 
-constexpr int   kColsWarps       = 4;     // (row, head) units per block
-constexpr int   kColsMaxChunks   = 8;     // head_dim <= 256
-constexpr float kColsMinRestMass = 1e-3f; // kernels/cpu/ref/attention_cols.h
+constexpr int   kColsWarps       = 4;      // (row, head) units per block
+constexpr int   kColsMaxChunks   = 8;      // head_dim <= 256
+constexpr float kColsMinRestMass = 1e-3f;  // kernels/cpu/ref/attention_cols.h
 
 struct ColsArgs {
     Mat            q, k, dv, lse, c_old, c_new, k_old, v_old, lse_out;
@@ -40,7 +40,7 @@ static __global__ void __launch_bounds__(kColsWarps * 32) attention_cols_kernel(
     const int64_t i = unit / a.dims.n_head;
     const int     h = int(unit % a.dims.n_head), D = a.dims.head_dim;
     const int64_t q0 = int64_t(h) * D, kv0 = int64_t(h / (a.dims.n_head / a.dims.n_kv_head)) * D;
-    const float   z  = mat_load(a.lse, i, h);
+    const float   z   = mat_load(a.lse, i, h);
     const bool    inc = a.k_old.data != nullptr;
     float         qv[kColsMaxChunks], o[kColsMaxChunks];
 #pragma unroll
@@ -117,7 +117,7 @@ cudaError_t attention_cols(const Mat& q, const int32_t* q_seq, const Mat& k, con
     ColsArgs a;
     a.q = q, a.k = k, a.dv = dv, a.lse = lse, a.c_old = c_old, a.c_new = c_new, a.k_old = k_old, a.v_old = v_old;
     a.lse_out = lse_out, a.q_seq = q_seq, a.sal_k = sal_k, a.cu_sal = cu_sal, a.dims = dims;
-    a.scale   = 1.0f / sqrtf(float(dims.head_dim));
+    a.scale               = 1.0f / sqrtf(float(dims.head_dim));
     const unsigned blocks = unsigned((units + kColsWarps - 1) / kColsWarps);
     attention_cols_kernel<<<blocks, kColsWarps * 32, 0, stream>>>(a);
     return cudaGetLastError();

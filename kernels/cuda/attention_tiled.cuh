@@ -17,7 +17,7 @@ constexpr int kAttnWarps    = 4;
 constexpr int kUnitsPerWarp = 4;
 constexpr int kAttnUnits    = kAttnWarps * kUnitsPerWarp;  // (row, head) pairs per CTA
 static_assert(kAttnUnits == kAttnUnitsPerCta, "the host plan (kernels/common) and the kernel agree on CTA units");
-constexpr int kMaxDimChunks = 8;                           // head_dim <= 256
+constexpr int kMaxDimChunks = 8;  // head_dim <= 256
 constexpr int kMaxHeadDim   = 32 * kMaxDimChunks;
 
 struct AttnArgs {
@@ -44,8 +44,12 @@ inline size_t attention_smem_bytes(int head_dim) {
 }
 
 // Query heads per CTA and query rows per tile for these dims (the host plans the tiles with the row count).
-inline int attention_heads_per_cta(const AttnDims& d) { return ::dyllm::attention_heads_per_cta(d.n_head, d.n_kv_head); }
-inline int attention_rows_per_tile(const AttnDims& d) { return ::dyllm::attention_rows_per_tile(d.n_head, d.n_kv_head); }
+inline int attention_heads_per_cta(const AttnDims& d) {
+    return ::dyllm::attention_heads_per_cta(d.n_head, d.n_kv_head);
+}
+inline int attention_rows_per_tile(const AttnDims& d) {
+    return ::dyllm::attention_rows_per_tile(d.n_head, d.n_kv_head);
+}
 
 // Loads rows [row0, row0 + n) of m, columns [col0, col0 + D), widened to fp32, into kv[r * (D + 1) + c].
 __device__ __forceinline__ void load_kv_rows(float* kv, const Mat& m, int64_t row0, int n, int64_t col0, int D) {
@@ -58,10 +62,10 @@ __device__ __forceinline__ void load_kv_rows(float* kv, const Mat& m, int64_t ro
 template <bool kApprox>
 __device__ __forceinline__ void attention_tiled_body(const AttnArgs& a) {
     extern __shared__ float smem[];
-    const int D  = a.dims.head_dim;
-    const int Dp = D + 1;
-    float*    qs = smem;                    // [kAttnUnits][D], pre-scaled queries
-    float*    kv = smem + kAttnUnits * D;   // [kKeyTile][D + 1]: K, then V or the tile's salient dV rows
+    const int               D  = a.dims.head_dim;
+    const int               Dp = D + 1;
+    float*                  qs = smem;                   // [kAttnUnits][D], pre-scaled queries
+    float*                  kv = smem + kAttnUnits * D;  // [kKeyTile][D + 1]: K, then V or the tile's salient dV rows
 
     const QueryTile tile  = a.tiles[blockIdx.x];
     const int       group = a.dims.n_head / a.dims.n_kv_head;
@@ -75,7 +79,7 @@ __device__ __forceinline__ void attention_tiled_body(const AttnArgs& a) {
 
     for (int idx = threadIdx.x; idx < units * D; idx += blockDim.x) {
         const int u = idx / D, c = idx % D;
-        qs[idx]     = mat_load(a.q, tile.row0 + u / nh, int64_t(h0 + u % nh) * D + c) * a.scale;
+        qs[idx] = mat_load(a.q, tile.row0 + u / nh, int64_t(h0 + u % nh) * D + c) * a.scale;
     }
 
     float m[kUnitsPerWarp], l[kUnitsPerWarp], o[kUnitsPerWarp][kMaxDimChunks];
@@ -100,7 +104,7 @@ __device__ __forceinline__ void attention_tiled_body(const AttnArgs& a) {
 #pragma unroll
         for (int uu = 0; uu < kUnitsPerWarp; ++uu) {
             p[uu][0] = p[uu][1] = 0.0f;
-            const int u = warp + kAttnWarps * uu;
+            const int u         = warp + kAttnWarps * uu;
             if (u >= units) continue;  // warp-uniform
             const float* qu = qs + u * D;
             float        s0 = -INFINITY, s1 = -INFINITY;
@@ -177,9 +181,9 @@ __device__ __forceinline__ void attention_tiled_body(const AttnArgs& a) {
     for (int uu = 0; uu < kUnitsPerWarp; ++uu) {
         const int u = warp + kAttnWarps * uu;
         if (u >= units) continue;
-        const int64_t row = tile.row0 + u / nh;
+        const int64_t row  = tile.row0 + u / nh;
         const int64_t col0 = int64_t(h0 + u % nh) * D;
-        const float   inv = l[uu] > 0.0f ? 1.0f / l[uu] : 0.0f;  // a sequence without keys contributes 0
+        const float   inv  = l[uu] > 0.0f ? 1.0f / l[uu] : 0.0f;  // a sequence without keys contributes 0
         float         dot = 0.0f, nn = 0.0f, no = 0.0f;
 #pragma unroll
         for (int c = 0; c < kMaxDimChunks; ++c) {

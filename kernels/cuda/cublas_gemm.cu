@@ -13,9 +13,12 @@ size_t matmul_scratch_bytes(int64_t x_rows, int64_t x_cols, ElemType w_type) {
 
 static cudaDataType_t cuda_type(ElemType t) {
     switch (t) {
-        case ElemType::F32: return CUDA_R_32F;
-        case ElemType::F16: return CUDA_R_16F;
-        case ElemType::BF16: return CUDA_R_16BF;
+        case ElemType::F32:
+            return CUDA_R_32F;
+        case ElemType::F16:
+            return CUDA_R_16F;
+        case ElemType::BF16:
+            return CUDA_R_16BF;
     }
     return CUDA_R_32F;
 }
@@ -31,7 +34,8 @@ cublasStatus_t matmul(cublasHandle_t handle, const Mat& x, const Mat& w, const M
         beta = 1.0f;
     }
     if (k == 0) {  // empty inner dimension: y = bias or 0
-        if (!bias.data && cudaMemset2DAsync(y.data, size_t(y.ld) * 4, 0, size_t(m) * 4, size_t(n), stream) != cudaSuccess)
+        if (!bias.data &&
+            cudaMemset2DAsync(y.data, size_t(y.ld) * 4, 0, size_t(m) * 4, size_t(n), stream) != cudaSuccess)
             return CUBLAS_STATUS_EXECUTION_FAILED;
         return CUBLAS_STATUS_SUCCESS;
     }

@@ -27,13 +27,12 @@ inline std::string check_message(const char* lib, const char* err_name, const ch
 #define DYLLM_CUDA_ERROR ::dyllm::cuda::CudaError
 #endif
 
-#define DYLLM_CHECK_GEN(stmt, success, name_fn, str_fn, lib)                                                    \
+#define DYLLM_CHECK_GEN(stmt, success, name_fn, str_fn, lib)                                                     \
     do {                                                                                                         \
         const auto dyllm_check_err_ = (stmt);                                                                    \
         if (dyllm_check_err_ != (success))                                                                       \
-            throw DYLLM_CUDA_ERROR(::dyllm::cuda::check_message(lib, name_fn(dyllm_check_err_),                  \
-                                                                str_fn(dyllm_check_err_), #stmt, __func__,       \
-                                                                __FILE__, __LINE__));                            \
+            throw DYLLM_CUDA_ERROR(::dyllm::cuda::check_message(                                                 \
+                lib, name_fn(dyllm_check_err_), str_fn(dyllm_check_err_), #stmt, __func__, __FILE__, __LINE__)); \
     } while (0)
 
 #define CUDA_CHECK(stmt) DYLLM_CHECK_GEN(stmt, cudaSuccess, cudaGetErrorName, cudaGetErrorString, "CUDA")

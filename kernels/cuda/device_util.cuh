@@ -11,24 +11,37 @@ namespace dyllm::cuda {
 
 __device__ __forceinline__ float load_elem(const void* base, ElemType t, int64_t i) {
     switch (t) {
-        case ElemType::F32: return static_cast<const float*>(base)[i];
-        case ElemType::BF16: return bf16_to_f32(static_cast<const uint16_t*>(base)[i]);
-        case ElemType::F16: return f16_to_f32(static_cast<const uint16_t*>(base)[i]);
+        case ElemType::F32:
+            return static_cast<const float*>(base)[i];
+        case ElemType::BF16:
+            return bf16_to_f32(static_cast<const uint16_t*>(base)[i]);
+        case ElemType::F16:
+            return f16_to_f32(static_cast<const uint16_t*>(base)[i]);
     }
     return 0.0f;
 }
 
 __device__ __forceinline__ void store_elem(void* base, ElemType t, int64_t i, float v) {
     switch (t) {
-        case ElemType::F32: static_cast<float*>(base)[i] = v; break;
-        case ElemType::BF16: static_cast<uint16_t*>(base)[i] = f32_to_bf16(v); break;
-        case ElemType::F16: static_cast<uint16_t*>(base)[i] = f32_to_f16(v); break;
+        case ElemType::F32:
+            static_cast<float*>(base)[i] = v;
+            break;
+        case ElemType::BF16:
+            static_cast<uint16_t*>(base)[i] = f32_to_bf16(v);
+            break;
+        case ElemType::F16:
+            static_cast<uint16_t*>(base)[i] = f32_to_f16(v);
+            break;
     }
 }
 
 // Element (r, c) of a matrix.
-__device__ __forceinline__ float mat_load(const Mat& m, int64_t r, int64_t c) { return load_elem(m.data, m.type, r * m.ld + c); }
-__device__ __forceinline__ void  mat_store(const Mat& m, int64_t r, int64_t c, float v) { store_elem(m.data, m.type, r * m.ld + c, v); }
+__device__ __forceinline__ float mat_load(const Mat& m, int64_t r, int64_t c) {
+    return load_elem(m.data, m.type, r * m.ld + c);
+}
+__device__ __forceinline__ void mat_store(const Mat& m, int64_t r, int64_t c, float v) {
+    store_elem(m.data, m.type, r * m.ld + c, v);
+}
 
 __device__ __forceinline__ float warp_sum(float v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

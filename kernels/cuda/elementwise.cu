@@ -22,7 +22,8 @@ template <Op op>
 static __global__ void elementwise_kernel(Mat a, Mat b, Mat y) {
     for (int64_t r = blockIdx.y; r < y.rows; r += gridDim.y) {
         const int64_t ra = (op == Op::BroadcastRow) ? 0 : r;
-        for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < y.cols; c += int64_t(gridDim.x) * blockDim.x) {
+        for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < y.cols;
+             c += int64_t(gridDim.x) * blockDim.x) {
             const float va = mat_load(a, ra, c);
             const float vb = (op == Op::Add || op == Op::Sub || op == Op::SiluMul) ? mat_load(b, r, c) : 0.0f;
             mat_store(y, r, c, apply<op>(va, vb));
@@ -38,12 +39,18 @@ static cudaError_t launch_elementwise(const Mat& a, const Mat& b, const Mat& y, 
     return cudaGetLastError();
 }
 
-cudaError_t add(const Mat& a, const Mat& b, const Mat& y, cudaStream_t s) { return launch_elementwise<Op::Add>(a, b, y, s); }
-cudaError_t sub(const Mat& a, const Mat& b, const Mat& y, cudaStream_t s) { return launch_elementwise<Op::Sub>(a, b, y, s); }
+cudaError_t add(const Mat& a, const Mat& b, const Mat& y, cudaStream_t s) {
+    return launch_elementwise<Op::Add>(a, b, y, s);
+}
+cudaError_t sub(const Mat& a, const Mat& b, const Mat& y, cudaStream_t s) {
+    return launch_elementwise<Op::Sub>(a, b, y, s);
+}
 cudaError_t silu_mul(const Mat& gate, const Mat& up, const Mat& y, cudaStream_t s) {
     return launch_elementwise<Op::SiluMul>(gate, up, y, s);
 }
-cudaError_t copy(const Mat& src, const Mat& dst, cudaStream_t s) { return launch_elementwise<Op::Copy>(src, Mat{}, dst, s); }
+cudaError_t copy(const Mat& src, const Mat& dst, cudaStream_t s) {
+    return launch_elementwise<Op::Copy>(src, Mat{}, dst, s);
+}
 cudaError_t broadcast_row(const Mat& row, const Mat& y, cudaStream_t s) {
     return launch_elementwise<Op::BroadcastRow>(row, Mat{}, y, s);
 }

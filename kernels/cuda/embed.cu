@@ -7,7 +7,8 @@ namespace dyllm::cuda {
 static __global__ void embed_kernel(Mat table, const int32_t* ids, Mat out) {
     for (int64_t r = blockIdx.y; r < out.rows; r += gridDim.y) {
         const int64_t id = ids[r];
-        for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < out.cols; c += int64_t(gridDim.x) * blockDim.x)
+        for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < out.cols;
+             c += int64_t(gridDim.x) * blockDim.x)
             mat_store(out, r, c, mat_load(table, id, c));
     }
 }

@@ -9,7 +9,9 @@ namespace dyllm::cuda {
 // The numeric values mirror dyllm::DType's first three (F32, F16, BF16); engine/backend_cuda.cpp static_asserts it.
 enum class ElemType : uint8_t { F32 = 0, F16 = 1, BF16 = 2 };
 
-inline int elem_size(ElemType t) { return t == ElemType::F32 ? 4 : 2; }
+inline int elem_size(ElemType t) {
+    return t == ElemType::F32 ? 4 : 2;
+}
 
 struct Mat {
     void*    data = nullptr;

@@ -17,7 +17,8 @@ static __global__ void rms_norm_kernel(Mat x, Mat w, float eps, Mat y) {
         }
         const float scale = rms_inv_scale(block_sum(ss, scratch), x.cols, eps);
         // Every thread has read its own columns before writing them, so y may alias x.
-        for (int64_t c = threadIdx.x; c < x.cols; c += blockDim.x) mat_store(y, r, c, mat_load(x, r, c) * scale * mat_load(w, 0, c));
+        for (int64_t c = threadIdx.x; c < x.cols; c += blockDim.x)
+            mat_store(y, r, c, mat_load(x, r, c) * scale * mat_load(w, 0, c));
     }
 }
 

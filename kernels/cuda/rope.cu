@@ -10,9 +10,9 @@ static __global__ void rope_kernel(Mat x, const int32_t* positions, int n_head, 
     const int64_t per_row = int64_t(n_head) * half;
     const int64_t total   = x.rows * per_row;
     for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < total; t += int64_t(gridDim.x) * blockDim.x) {
-        const int64_t r = t / per_row;
-        const int     h = int((t % per_row) / half);
-        const int     c = int(t % half);
+        const int64_t r  = t / per_row;
+        const int     h  = int((t % per_row) / half);
+        const int     c  = int(t % half);
         float*        xh = static_cast<float*>(x.data) + r * x.ld + int64_t(h) * head_dim;
         float         a  = rope_angle(positions[r], inv_freq[c]);
         float         s, co;
@@ -25,7 +25,7 @@ static cudaError_t launch_rope(const Mat& x, const int32_t* positions, int n_hea
                                cudaStream_t stream) {
     constexpr int kThreads = 256;
     rope_kernel<<<grid_for(x.rows * n_head * (head_dim / 2), kThreads), kThreads, 0, stream>>>(x, positions, n_head,
-                                                                                             head_dim, inv_freq);
+                                                                                               head_dim, inv_freq);
     return cudaGetLastError();
 }
 

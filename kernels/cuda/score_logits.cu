@@ -13,7 +13,10 @@ __device__ __forceinline__ bool is_banned(const int32_t* banned, int n_banned, i
     int lo = 0, hi = n_banned;
     while (lo < hi) {
         const int mid = (lo + hi) >> 1;
-        if (banned[mid] < id) lo = mid + 1; else hi = mid;
+        if (banned[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo < n_banned && banned[lo] == id;
 }
@@ -24,7 +27,7 @@ static __global__ void score_logits_kernel(Mat logits, ScoreRule rule, const int
     __shared__ float   sv[32];
     __shared__ int32_t si[32];
     __shared__ ArgMax  best_sh;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
+    const int          lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
     for (int64_t r = blockIdx.x; r < logits.rows; r += gridDim.x) {
         const float* row = static_cast<const float*>(logits.data) + r * logits.ld;
         // Pass 1: argmax. Each thread visits ascending ids, the merge keeps the serial first-maximum answer.

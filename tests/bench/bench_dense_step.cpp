@@ -7,7 +7,8 @@
 // Measured 2026-11-21 on the shared 2-core dev machine (load average ~13, so wall times are inflated; the CPU-time
 // column divides by the process's CPU seconds and is the stable figure), default flags, 2 threads:
 //   batch 1 (768 rows,  1.5 TFLOP):  55.2 s wall, 26.9 GFLOP/s = 73% of best sgemm; 95.1 GFLOP/s/core = 85% by CPU time
-//   batch 4 (3072 rows, 5.9 TFLOP): 194.6 s wall, 30.5 GFLOP/s = 84% of best sgemm; 102.8 GFLOP/s/core = 92% by CPU time
+//   batch 4 (3072 rows, 5.9 TFLOP): 194.6 s wall, 30.5 GFLOP/s = 84% of best sgemm; 102.8 GFLOP/s/core = 92% by CPU
+//   time
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -108,15 +109,24 @@ int main(int argc, char** argv) {
             }
             return argv[++i];
         };
-        if (!std::strcmp(argv[i], "--layers")) n_layer = std::atoll(next("--layers"));
-        else if (!std::strcmp(argv[i], "--vocab")) n_vocab = std::atoll(next("--vocab"));
-        else if (!std::strcmp(argv[i], "--prompt")) prompt = std::atoll(next("--prompt"));
-        else if (!std::strcmp(argv[i], "--gen")) gen = std::atoll(next("--gen"));
-        else if (!std::strcmp(argv[i], "--batch")) batches = parse_list(next("--batch"));
-        else if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(next("--threads"));
-        else if (!std::strcmp(argv[i], "--dim")) d = std::atoll(next("--dim"));
-        else if (!std::strcmp(argv[i], "--heads")) n_head = std::atoll(next("--heads"));
-        else if (!std::strcmp(argv[i], "--ffn")) n_ff = std::atoll(next("--ffn"));
+        if (!std::strcmp(argv[i], "--layers"))
+            n_layer = std::atoll(next("--layers"));
+        else if (!std::strcmp(argv[i], "--vocab"))
+            n_vocab = std::atoll(next("--vocab"));
+        else if (!std::strcmp(argv[i], "--prompt"))
+            prompt = std::atoll(next("--prompt"));
+        else if (!std::strcmp(argv[i], "--gen"))
+            gen = std::atoll(next("--gen"));
+        else if (!std::strcmp(argv[i], "--batch"))
+            batches = parse_list(next("--batch"));
+        else if (!std::strcmp(argv[i], "--threads"))
+            threads = std::atoi(next("--threads"));
+        else if (!std::strcmp(argv[i], "--dim"))
+            d = std::atoll(next("--dim"));
+        else if (!std::strcmp(argv[i], "--heads"))
+            n_head = std::atoll(next("--heads"));
+        else if (!std::strcmp(argv[i], "--ffn"))
+            n_ff = std::atoll(next("--ffn"));
         else {
             std::fprintf(stderr,
                          "usage: %s [--layers N] [--vocab V] [--prompt P] [--gen G] [--batch 1,4] [--threads T] "
@@ -130,32 +140,33 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "bench_dense_step: invalid sizes\n");
         return 2;
     }
-    auto      be     = make_backend(BackendKind::Cpu, threads);
-    const int n_thr  = threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency()));
-    const int hd     = int(d / n_head);
-    const int64_t L  = prompt + gen;
-    std::printf("# %s; model: %lld layers, d %lld, %lld heads x %d, ffn %lld, vocab %lld, bf16 weights; rows/seq %lld "
-                "(%lld prompt + %lld gen)\n",
-                be->description().c_str(), (long long)n_layer, (long long)d, (long long)n_head, hd, (long long)n_ff,
-                (long long)n_vocab, (long long)L, (long long)prompt, (long long)gen);
+    auto          be    = make_backend(BackendKind::Cpu, threads);
+    const int     n_thr = threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency()));
+    const int     hd    = int(d / n_head);
+    const int64_t L     = prompt + gen;
+    std::printf(
+        "# %s; model: %lld layers, d %lld, %lld heads x %d, ffn %lld, vocab %lld, bf16 weights; rows/seq %lld "
+        "(%lld prompt + %lld gen)\n",
+        be->description().c_str(), (long long)n_layer, (long long)d, (long long)n_head, hd, (long long)n_ff,
+        (long long)n_vocab, (long long)L, (long long)prompt, (long long)gen);
 
     // ---- weights (the embedding table doubles as the untied LM head: same shape, values irrelevant to timing) ----
     const double t_gen0 = wall_s();
     // Scales keep activations O(1) through the random layers: ~1/sqrt(fan_in).
-    Weight              table = make_weight(n_vocab, d, 1, 1.0f, n_thr);
-    std::vector<Layer>  layers(static_cast<size_t>(n_layer));
-    std::vector<float>  ones(size_t(std::max(d, n_ff)), 1.0f);
-    const float         sd = 1.0f / std::sqrt(float(d)), sf = 1.0f / std::sqrt(float(n_ff));
+    Weight             table = make_weight(n_vocab, d, 1, 1.0f, n_thr);
+    std::vector<Layer> layers(static_cast<size_t>(n_layer));
+    std::vector<float> ones(size_t(std::max(d, n_ff)), 1.0f);
+    const float        sd = 1.0f / std::sqrt(float(d)), sf = 1.0f / std::sqrt(float(n_ff));
     for (int64_t l = 0; l < n_layer; ++l) {
-        Layer& ly = layers[size_t(l)];
-        const uint64_t s = 100 + uint64_t(l) * 16;
-        ly.wq = make_weight(d, d, s + 1, sd, n_thr);
-        ly.wk = make_weight(d, d, s + 2, sd, n_thr);
-        ly.wv = make_weight(d, d, s + 3, sd, n_thr);
-        ly.wo = make_weight(d, d, s + 4, sd, n_thr);
-        ly.wg = make_weight(n_ff, d, s + 5, sd, n_thr);
-        ly.wu = make_weight(n_ff, d, s + 6, sd, n_thr);
-        ly.wd = make_weight(d, n_ff, s + 7, sf, n_thr);
+        Layer&         ly = layers[size_t(l)];
+        const uint64_t s  = 100 + uint64_t(l) * 16;
+        ly.wq             = make_weight(d, d, s + 1, sd, n_thr);
+        ly.wk             = make_weight(d, d, s + 2, sd, n_thr);
+        ly.wv             = make_weight(d, d, s + 3, sd, n_thr);
+        ly.wo             = make_weight(d, d, s + 4, sd, n_thr);
+        ly.wg             = make_weight(n_ff, d, s + 5, sd, n_thr);
+        ly.wu             = make_weight(n_ff, d, s + 6, sd, n_thr);
+        ly.wd             = make_weight(d, n_ff, s + 7, sf, n_thr);
         ly.attn_norm.view = TensorView::vector(ones.data(), DType::F32, Device::Cpu, d);
         ly.ffn_norm.view  = TensorView::vector(ones.data(), DType::F32, Device::Cpu, d);
     }
@@ -169,8 +180,8 @@ int main(int argc, char** argv) {
         // of W, which keeps the f32 copy small and gives the same per-flop speed) ----
         double best_sgemm = 0.0, best_sgemm_cpu = 0.0;
         {
-            const int64_t       shapes[4][2] = {{d, d}, {n_ff, d}, {d, n_ff}, {std::min<int64_t>(n_vocab, 16384), d}};
-            std::vector<float>  xs(size_t(N * std::max(d, n_ff)), 0.5f);
+            const int64_t      shapes[4][2] = {{d, d}, {n_ff, d}, {d, n_ff}, {std::min<int64_t>(n_vocab, 16384), d}};
+            std::vector<float> xs(size_t(N * std::max(d, n_ff)), 0.5f);
             for (auto& sh : shapes) {
                 const int64_t      m = sh[0], k = sh[1];
                 std::vector<float> w(size_t(m * k), 0.01f), y(size_t(N * m));
@@ -180,9 +191,10 @@ int main(int argc, char** argv) {
                 const double w0 = wall_s(), c0 = cpu_s();
                 cpu::sgemm_nt(xm, cpu::CMatF{w.data(), m, k, k}, ym);
                 const double tw = wall_s() - w0, tc = cpu_s() - c0, flop = 2.0 * double(N) * double(m) * double(k);
-                std::printf("# raw cblas_sgemm f32 [%lld x %lld] x [%lld x %lld]^T: %.1f GFLOP/s wall, %.1f GFLOP/s/core "
-                            "by CPU time\n",
-                            (long long)N, (long long)k, (long long)m, (long long)k, flop / tw * 1e-9, flop / tc * 1e-9);
+                std::printf(
+                    "# raw cblas_sgemm f32 [%lld x %lld] x [%lld x %lld]^T: %.1f GFLOP/s wall, %.1f GFLOP/s/core "
+                    "by CPU time\n",
+                    (long long)N, (long long)k, (long long)m, (long long)k, flop / tw * 1e-9, flop / tc * 1e-9);
                 best_sgemm     = std::max(best_sgemm, flop / tw);
                 best_sgemm_cpu = std::max(best_sgemm_cpu, flop / tc);
             }
@@ -210,8 +222,10 @@ int main(int argc, char** argv) {
         tm.run("embed", [&] { be->embed(table.view, ids, h); });
         for (int64_t l = 0; l < n_layer; ++l) {
             const Layer& ly = layers[size_t(l)];
-            if (l == 0) tm.run("add", [&] { be->copy(h, res); });
-            else tm.run("add", [&] { be->add(res, h, res); });
+            if (l == 0)
+                tm.run("add", [&] { be->copy(h, res); });
+            else
+                tm.run("add", [&] { be->add(res, h, res); });
             tm.run("norm", [&] { be->rms_norm(res, ly.attn_norm.view, 1e-5f, x); });
             tm.run("qkv", [&] {
                 be->matmul(x, ly.wq.view, none, q);
@@ -244,11 +258,12 @@ int main(int argc, char** argv) {
         const double attn_flop = 4.0 * double(B) * double(L) * double(L) * double(d) * double(n_layer);
         const double head_flop = 2.0 * double(N) * double(d) * double(n_vocab);
         const double flop      = mm_flop + attn_flop + head_flop;
-        std::printf("dense_step batch=%d rows=%lld layers=%lld vocab=%lld: %.2f s wall, %.1f GFLOP/s (%.0f%% of best "
-                    "sgemm %.1f) | by CPU time %.1f GFLOP/s/core (%.0f%% of sgemm %.1f) | %.1f TFLOP\n",
-                    B, (long long)N, (long long)n_layer, (long long)n_vocab, tw, flop / tw * 1e-9,
-                    100.0 * (flop / tw) / best_sgemm, best_sgemm * 1e-9, flop / tc * 1e-9,
-                    100.0 * (flop / tc) / best_sgemm_cpu, best_sgemm_cpu * 1e-9, flop * 1e-12);
+        std::printf(
+            "dense_step batch=%d rows=%lld layers=%lld vocab=%lld: %.2f s wall, %.1f GFLOP/s (%.0f%% of best "
+            "sgemm %.1f) | by CPU time %.1f GFLOP/s/core (%.0f%% of sgemm %.1f) | %.1f TFLOP\n",
+            B, (long long)N, (long long)n_layer, (long long)n_vocab, tw, flop / tw * 1e-9,
+            100.0 * (flop / tw) / best_sgemm, best_sgemm * 1e-9, flop / tc * 1e-9, 100.0 * (flop / tc) / best_sgemm_cpu,
+            best_sgemm_cpu * 1e-9, flop * 1e-12);
         std::printf("#   per op (wall s / CPU s):");
         for (const auto& [name, t] : tm.wall) std::printf(" %s %.2f/%.2f", name.c_str(), t, tm.cpu[name]);
         std::printf("\n");

@@ -34,7 +34,9 @@ using dyllm::test::parse_ints;
 
 namespace {
 
-double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+double now_s() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 double cpu_s() {
     timespec ts{};
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
@@ -74,14 +76,18 @@ struct Shape {
 
 int main(int argc, char** argv) {
     std::vector<int> threads = {1, 2}, rows = {1, 8, 33, 128, 512};
-    std::string      sets    = "tiny,h256,8b";
-    double           budget  = 0.5;
+    std::string      sets   = "tiny,h256,8b";
+    double           budget = 0.5;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string a = argv[i], v = argv[i + 1];
-        if (a == "--threads") threads = parse_ints(v);
-        else if (a == "--rows") rows = parse_ints(v);
-        else if (a == "--shapes") sets = v;
-        else if (a == "--budget") budget = std::atof(v.c_str());
+        if (a == "--threads")
+            threads = parse_ints(v);
+        else if (a == "--rows")
+            rows = parse_ints(v);
+        else if (a == "--shapes")
+            sets = v;
+        else if (a == "--budget")
+            budget = std::atof(v.c_str());
         else {
             std::fprintf(stderr, "bench_gemm_providers: unknown option %s\n", a.c_str());
             return 2;
@@ -99,8 +105,8 @@ int main(int argc, char** argv) {
     std::printf("# GFLOP/s by wall time (per core by CPU time in brackets); best of <= 3 runs after a warm-up\n");
     std::printf("# %-20s %5s %4s %2s | %-17s | %-17s | %-17s | %-17s | %-17s | %-17s\n", "shape", "m", "k", "n t",
                 "OpenBLAS f32", "widen bf16+sgemm", "packed f32", "packed bf16", "small_gemm f32", "small_gemm cold");
-    std::mt19937                          rng(7);
-    std::normal_distribution<float>       nd(0.0f, 1.0f);
+    std::mt19937                    rng(7);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
     for (const Shape& s : shapes) {
         if (sets.find(s.set) == std::string::npos) continue;
         std::vector<float>    wf(size_t(s.m * s.k));
@@ -109,7 +115,7 @@ int main(int argc, char** argv) {
             wb[i] = f32_to_bf16(nd(rng) * 0.02f);
             wf[i] = bf16_to_f32(wb[i]);
         }
-        const ConstMat wmf{wf.data(), ElemType::F32, s.m, s.k, s.k}, wmb{wb.data(), ElemType::BF16, s.m, s.k, s.k};
+        const ConstMat     wmf{wf.data(), ElemType::F32, s.m, s.k, s.k}, wmb{wb.data(), ElemType::BF16, s.m, s.k, s.k};
         const bool         small = wf.size() * sizeof(float) <= kSmallGemmMaxWeightBytes;
         const KMajorWeight wk    = small ? make_kmajor(wmf) : KMajorWeight{};
         std::vector<KMajorWeight> cold;  // copies of wk filling 16 MiB, read in turn
@@ -145,10 +151,9 @@ int main(int argc, char** argv) {
                     std::array<std::string, 6>& c = cells[ri];
                     if (pass == 0) {
                         c[4] = small && t == 1 ? cell([&] { small_gemm(xm, wk, nullptr, ym); }) : "      -";
-                        c[5] = small && t == 1 ? cell([&] {
-                            small_gemm(xm, cold[next_cold++ % cold.size()], nullptr, ym);
-                        })
-                                               : "      -";
+                        c[5] = small && t == 1
+                                   ? cell([&] { small_gemm(xm, cold[next_cold++ % cold.size()], nullptr, ym); })
+                                   : "      -";
                         c[2] = pf ? cell([&] { gemm.matmul(xm, *pf, ConstMat{}, ym, pool); }) : "      -";
                         c[3] = pb ? cell([&] { gemm.matmul(xm, *pb, ConstMat{}, ym, pool); }) : "      -";
                     } else {

@@ -53,7 +53,8 @@ Timing run_once(const Model& model, const std::vector<std::vector<int32_t>>& pro
             EventRecord r;
             uint64_t    n = 0;
             for (;;) {
-                if (sink->pop(r)) ++n;
+                if (sink->pop(r))
+                    ++n;
                 else if (done.load(std::memory_order_acquire)) {
                     while (sink->pop(r)) ++n;
                     break;
@@ -66,7 +67,7 @@ Timing run_once(const Model& model, const std::vector<std::vector<int32_t>>& pro
             *drained += n;
         });
     Session    session(model, engine_sink);
-    const auto   t0 = std::chrono::steady_clock::now();
+    const auto t0 = std::chrono::steady_clock::now();
     // The engine thread's CPU time: on a loaded shared machine wall time is noisy (other processes take the cores),
     // while the thread's own CPU time measures what the instrumentation adds to it. The reads counted are the op
     // timer's, between these two of the bench's own.
@@ -77,7 +78,7 @@ Timing run_once(const Model& model, const std::vector<std::vector<int32_t>>& pro
     Timing t;
     t.cpu_clock_reads = thread_cpu_clock_reads() - r0;
     t.cpu             = 1e-9 * double(thread_cpu_now_ns() - c0);
-    t.wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    t.wall            = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     done.store(true, std::memory_order_release);
     if (consumer.joinable()) consumer.join();
     return t;
@@ -91,24 +92,32 @@ int main(int argc, char** argv) {
     bool        breakdown = false;  // also time a discarding sink and a queue without cosines/op timings
     std::string only;               // run just this configuration (for a profiler)
     for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        auto next = [&]() -> std::string {
+        const std::string a    = argv[i];
+        auto              next = [&]() -> std::string {
             if (i + 1 >= argc) {
                 std::fprintf(stderr, "bench_instr_overhead: %s needs a value\n", a.c_str());
                 std::exit(2);
             }
             return argv[++i];
         };
-        if (a == "-m") model_spec = next();
-        else if (a == "-r") reps = std::atoi(next().c_str());
-        else if (a == "-n") gen = std::atoi(next().c_str());
-        else if (a == "--steps") steps = std::atoi(next().c_str());
-        else if (a == "--method") method = next();
-        else if (a == "-t") threads = std::atoi(next().c_str());
-        else if (a == "--breakdown") breakdown = true;
+        if (a == "-m")
+            model_spec = next();
+        else if (a == "-r")
+            reps = std::atoi(next().c_str());
+        else if (a == "-n")
+            gen = std::atoi(next().c_str());
+        else if (a == "--steps")
+            steps = std::atoi(next().c_str());
+        else if (a == "--method")
+            method = next();
+        else if (a == "-t")
+            threads = std::atoi(next().c_str());
+        else if (a == "--breakdown")
+            breakdown = true;
         else if (a == "--only")
             only = next();
-        else if (a == "--frame-us") frame_us = std::atoi(next().c_str());
+        else if (a == "--frame-us")
+            frame_us = std::atoi(next().c_str());
         else {
             std::fprintf(stderr,
                          "usage: bench_instr_overhead [-m MODEL] [-r REPS] [-n GEN] [--steps N] [--method M] [-t T] "
@@ -121,7 +130,7 @@ int main(int argc, char** argv) {
         return 2;
     }
     try {
-        const auto model = Model::load(model_spec, BackendKind::Cpu, threads);
+        const auto      model = Model::load(model_spec, BackendKind::Cpu, threads);
         DiffusionParams p;
         p.gen_length   = gen;
         p.steps        = steps;
@@ -134,18 +143,19 @@ int main(int argc, char** argv) {
         }
         p.method = *m;
         validate_params(p, model->config());
-        const std::vector<std::vector<int32_t>> prompts{
-            model->tokenizer() ? encode_prompt(*model, "Sort the numbers: 5 3 9 1 7", true) : std::vector<int32_t>{1, 2, 3}};
+        const std::vector<std::vector<int32_t>> prompts{model->tokenizer()
+                                                            ? encode_prompt(*model, "Sort the numbers: 5 3 9 1 7", true)
+                                                            : std::vector<int32_t>{1, 2, 3}};
 
         QueueSink sink;
         sink.set_wants_cosines(true);
         sink.set_wants_op_timings(true);
-        QueueSink   lean;  // events and canvases only
+        QueueSink lean;  // events and canvases only
         lean.set_wants_cosines(false);
         lean.set_wants_op_timings(false);
         DiscardSink discard, discard_ops, discard_cos;  // everything; op timings only; cosines only
         discard_ops.cosines = false, discard_cos.op_timings = false;
-        uint64_t    drained = 0, lean_drained = 0;
+        uint64_t drained = 0, lean_drained = 0;
         if (!only.empty()) {
             EventSink* engine_sink  = only == "queue"         ? static_cast<EventSink*>(&sink)
                                       : only == "lean"        ? static_cast<EventSink*>(&lean)
@@ -194,8 +204,10 @@ int main(int argc, char** argv) {
         std::printf("  thread CPU clock reads per queued run: median %.0f (one per %.1f us of wall time)\n",
                     median(reads), median(queued) * 1e6 / std::max(1.0, median(reads)));
         if (breakdown) {
-            std::printf("  engine-thread CPU ratio, discard sink (engine times ops and builds events, sink keeps nothing): %.4f\n",
-                        median(discard_ratio));
+            std::printf(
+                "  engine-thread CPU ratio, discard sink (engine times ops and builds events, sink keeps nothing): "
+                "%.4f\n",
+                median(discard_ratio));
             std::printf("  engine-thread CPU ratio, queue without cosines and op timings: %.4f\n", median(lean_ratio));
             std::printf("  engine-thread CPU ratio, discard sink, op timings only: %.4f; cosines only: %.4f\n",
                         median(ops_ratio), median(cos_ratio));

@@ -88,20 +88,24 @@ int main(int argc, char** argv) {
     bool quick = false, attention_only = false, small = false, cold = false;
     int  shape[5] = {0, 0, 0, 0, 0};  // --shape SEQS,L,H,HKV,D: one attention shape of your own (and no matmuls)
     for (int i = 1; i < argc; ++i) {
-        if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
-        else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
-        else if (!std::strcmp(argv[i], "--quick")) quick = true;
-        else if (!std::strcmp(argv[i], "--attention")) attention_only = true;
-        else if (!std::strcmp(argv[i], "--small")) small = true;
+        if (!std::strcmp(argv[i], "--threads") && i + 1 < argc)
+            threads = std::atoi(argv[++i]);
+        else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc)
+            reps = std::atoi(argv[++i]);
+        else if (!std::strcmp(argv[i], "--quick"))
+            quick = true;
+        else if (!std::strcmp(argv[i], "--attention"))
+            attention_only = true;
+        else if (!std::strcmp(argv[i], "--small"))
+            small = true;
         else if (!std::strcmp(argv[i], "--cold"))
             cold = true;
         else if (!std::strcmp(argv[i], "--queries") && i + 1 < argc && (queries = std::atoi(argv[++i])) > 0)
             continue;  // (a count <= 0 falls through to the usage line, as a bad --shape does)
         else if (!std::strcmp(argv[i], "--shape") && i + 1 < argc &&
-                   std::sscanf(argv[++i], "%d,%d,%d,%d,%d", &shape[0], &shape[1], &shape[2], &shape[3], &shape[4]) ==
-                       5 &&
-                   shape[0] > 0 && shape[1] > 0 && shape[2] > 0 && shape[3] > 0 && shape[2] % shape[3] == 0 &&
-                   shape[4] > 0)
+                 std::sscanf(argv[++i], "%d,%d,%d,%d,%d", &shape[0], &shape[1], &shape[2], &shape[3], &shape[4]) == 5 &&
+                 shape[0] > 0 && shape[1] > 0 && shape[2] > 0 && shape[3] > 0 && shape[2] % shape[3] == 0 &&
+                 shape[4] > 0)
             attention_only = true;
         else {
             std::fprintf(stderr,
@@ -119,35 +123,39 @@ int main(int argc, char** argv) {
     struct MM {
         int64_t n, k, m;
     };
-    std::vector<MM> mms = {{768, 4096, 4096}, {768, 4096, 12288}, {768, 12288, 4096}, {3072, 4096, 4096}, {32, 4096, 4096}};
+    std::vector<MM> mms = {
+        {768, 4096, 4096}, {768, 4096, 12288}, {768, 12288, 4096}, {3072, 4096, 4096}, {32, 4096, 4096}};
     if (quick) mms = {{256, 1024, 1024}, {16, 1024, 1024}};
     if (attention_only) mms.clear();
     for (const MM& s : mms) {
-        const auto         x  = randv(size_t(s.n * s.k), 1);
-        const auto         wf = randv(size_t(s.m * s.k), 2, 0.05f);
+        const auto            x  = randv(size_t(s.n * s.k), 1);
+        const auto            wf = randv(size_t(s.m * s.k), 2, 0.05f);
         std::vector<uint16_t> wb(wf.size());
         for (size_t i = 0; i < wf.size(); ++i) wb[i] = f32_to_bf16(wf[i]);
         std::vector<float> y(size_t(s.n * s.m));
         const double       flop = 2.0 * double(s.n) * double(s.k) * double(s.m);
         const CMatF        xm{x.data(), s.n, s.k, s.k};
         const MatF         ym{y.data(), s.n, s.m, s.m};
-        const double t_raw = best_time(reps, [&] { sgemm_nt(xm, CMatF{wf.data(), s.m, s.k, s.k}, ym); });
+        const double       t_raw = best_time(reps, [&] { sgemm_nt(xm, CMatF{wf.data(), s.m, s.k, s.k}, ym); });
         std::printf("matmul n=%-4lld k=%-5lld m=%-5lld raw cblas_sgemm f32        %8.2f ms %7.1f GFLOP/s%s\n",
                     (long long)s.n, (long long)s.k, (long long)s.m, t_raw * 1e3, flop / t_raw * 1e-9,
                     per_core(flop).c_str());
         const double t_f32 = best_time(reps, [&] {
             matmul(xm, ConstMat{wf.data(), ElemType::F32, s.m, s.k, s.k}, ConstMat{}, ym, pool);
         });
-        std::printf("matmul n=%-4lld k=%-5lld m=%-5lld cpu::matmul f32            %8.2f ms %7.1f GFLOP/s (%.0f%% of raw)%s\n",
-                    (long long)s.n, (long long)s.k, (long long)s.m, t_f32 * 1e3, flop / t_f32 * 1e-9,
-                    100.0 * t_raw / t_f32, per_core(flop).c_str());
+        std::printf(
+            "matmul n=%-4lld k=%-5lld m=%-5lld cpu::matmul f32            %8.2f ms %7.1f GFLOP/s (%.0f%% of raw)%s\n",
+            (long long)s.n, (long long)s.k, (long long)s.m, t_f32 * 1e3, flop / t_f32 * 1e-9, 100.0 * t_raw / t_f32,
+            per_core(flop).c_str());
         for (int64_t panel : {128, 256, 512, 1024, 2048}) {
             const double t = best_time(reps, [&] {
                 matmul(xm, ConstMat{wb.data(), ElemType::BF16, s.m, s.k, s.k}, ConstMat{}, ym, pool, panel);
             });
-            std::printf("matmul n=%-4lld k=%-5lld m=%-5lld cpu::matmul bf16 panel %-4lld %8.2f ms %7.1f GFLOP/s (%.0f%% of raw)%s\n",
-                        (long long)s.n, (long long)s.k, (long long)s.m, (long long)panel, t * 1e3, flop / t * 1e-9,
-                        100.0 * t_raw / t, per_core(flop).c_str());
+            std::printf(
+                "matmul n=%-4lld k=%-5lld m=%-5lld cpu::matmul bf16 panel %-4lld %8.2f ms %7.1f GFLOP/s (%.0f%% of "
+                "raw)%s\n",
+                (long long)s.n, (long long)s.k, (long long)s.m, (long long)panel, t * 1e3, flop / t * 1e-9,
+                100.0 * t_raw / t, per_core(flop).c_str());
         }
     }
 
@@ -157,8 +165,8 @@ int main(int argc, char** argv) {
     };
     // The first two: the hidden-256 LLaDA shape of issue 16 (4 heads x 64, 256 prompt + 64 response rows) and
     // tiny-llada (4 heads x 32, a 4-shot prompt of ~512 rows); then LLaDA-8B's heads.
-    std::vector<AT> ats = {{1, 320, 4, 4, 64}, {1, 544, 4, 4, 32}, {1, 768, 32, 32, 128}, {4, 768, 32, 32, 128},
-                           {1, 768, 28, 4, 128}};
+    std::vector<AT> ats = {
+        {1, 320, 4, 4, 64}, {1, 544, 4, 4, 32}, {1, 768, 32, 32, 128}, {4, 768, 32, 32, 128}, {1, 768, 28, 4, 128}};
     if (quick) ats = {{1, 256, 8, 8, 64}, {2, 256, 8, 2, 64}};
     if (small) ats.resize(2);
     if (shape[0] > 0) ats = {{shape[0], shape[1], shape[2], shape[3], shape[4]}};
@@ -272,11 +280,11 @@ int main(int argc, char** argv) {
             for (int b = 0; b < a.n_seq; ++b)
                 for (int h = 0; h < a.H; ++h)
                     sgemm_nt(CMatF{q.data() + int64_t(b) * per_seq * qd + int64_t(h) * a.D, per_seq, a.D, qd},
-                             CMatF{k.data() + int64_t(b) * a.L * kvd + int64_t(h / (a.H / a.Hkv)) * a.D, a.L, a.D, kvd},
-                             MatF{s.data(), per_seq, a.L, a.L});
+                                   CMatF{k.data() + int64_t(b) * a.L * kvd + int64_t(h / (a.H / a.Hkv)) * a.D, a.L, a.D, kvd},
+                                   MatF{s.data(), per_seq, a.L, a.L});
         });
         std::printf("sgemm QK^T per head (reference) seqs=%d L=%d H=%d D=%d   %8.2f ms %7.1f GFLOP/s%s\n", a.n_seq, a.L,
-                    a.H, a.D, ts * 1e3, flop / 2 / ts * 1e-9, per_core(flop / 2).c_str());
+                          a.H, a.D, ts * 1e3, flop / 2 / ts * 1e-9, per_core(flop / 2).c_str());
     }
     return 0;
 }

@@ -28,8 +28,8 @@ int main() {
         for (int r = 0; r < reps; ++r) pool2.parallel_for(2, [&](int64_t t, int) { sink = sink + t; });
         std::printf("hand-off: %.2f us per parallel_for of 2 trivial tasks (2 threads)\n", (now_us() - t0) / reps);
     }
-    for (int64_t n : {int64_t(1) << 12, int64_t(1) << 14, int64_t(1) << 16, int64_t(1) << 17, int64_t(1) << 18,
-                      int64_t(1) << 20}) {
+    for (int64_t n :
+         {int64_t(1) << 12, int64_t(1) << 14, int64_t(1) << 16, int64_t(1) << 17, int64_t(1) << 18, int64_t(1) << 20}) {
         const int64_t      cols = 512, rows = n / cols;
         std::vector<float> g(size_t(n), 0.5f), u(size_t(n), 1.5f), y(static_cast<size_t>(n), 0.0f);
         const int          reps = int(std::max<int64_t>(20, (int64_t(1) << 26) / n));

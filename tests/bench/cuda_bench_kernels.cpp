@@ -90,7 +90,8 @@ void fill_random(void* d, size_t n, ElemType t, uint32_t seed, float scale = 1.0
     }
     DeviceBuf tmp(n * 4);
     CUDA_CHECK(cudaMemcpy(tmp.p, h.data(), n * 4, cudaMemcpyHostToDevice));
-    CUDA_CHECK(cuda::copy(Mat{tmp.p, ElemType::F32, 1, int64_t(n), int64_t(n)}, Mat{d, t, 1, int64_t(n), int64_t(n)}, nullptr));
+    CUDA_CHECK(cuda::copy(Mat{tmp.p, ElemType::F32, 1, int64_t(n), int64_t(n)}, Mat{d, t, 1, int64_t(n), int64_t(n)},
+                          nullptr));
     CUDA_CHECK(cudaDeviceSynchronize());
 }
 
@@ -145,7 +146,7 @@ void report(const char* model, const std::string& kernel, double ms, double flop
 }
 
 void bench_model(const ModelShape& m, const Peaks& pk, cudaStream_t s, cublasHandle_t h) {
-    Timer         timer(s);
+    Timer timer(s);
     // Prompt 256 + response 256 (the paper's generation length, engine/README.md §a.11), one sequence.
     const int     P = 256, R = 256, L = P + R;
     const int64_t qd = int64_t(m.n_head) * m.head_dim, kvd = int64_t(m.n_kv_head) * m.head_dim;
@@ -155,15 +156,17 @@ void bench_model(const ModelShape& m, const Peaks& pk, cudaStream_t s, cublasHan
         const char* what;
         int64_t     n, k, out;
     };
-    const G gemms[] = {{"q_proj", L, m.n_embd, qd},      {"ffn_up", L, m.n_embd, m.n_ff},
-                       {"ffn_down", L, m.n_ff, m.n_embd}, {"lm_head (response rows)", R, m.n_embd, m.n_vocab},
+    const G gemms[] = {{"q_proj", L, m.n_embd, qd},
+                       {"ffn_up", L, m.n_embd, m.n_ff},
+                       {"ffn_down", L, m.n_ff, m.n_embd},
+                       {"lm_head (response rows)", R, m.n_embd, m.n_vocab},
                        {"ffn_up, 16 salient rows", 16, m.n_embd, m.n_ff}};
     for (const G& g : gemms) {
         DeviceBuf x(size_t(g.n * g.k) * 4), w(size_t(g.out * g.k) * 2), y(size_t(g.n * g.out) * 4),
             xb(size_t(g.n * g.k) * 2);
         fill_random(x.p, size_t(g.n * g.k), ElemType::F32, 1);
         fill_random(w.p, size_t(g.out * g.k), ElemType::BF16, 2, 0.02f);
-        const Mat    xm{x.p, ElemType::F32, g.n, g.k, g.k}, wm{w.p, ElemType::BF16, g.out, g.k, g.k},
+        const Mat xm{x.p, ElemType::F32, g.n, g.k, g.k}, wm{w.p, ElemType::BF16, g.out, g.k, g.k},
             ym{y.p, ElemType::F32, g.n, g.out, g.out};
         const double flop  = 2.0 * double(g.n) * double(g.k) * double(g.out);
         const double bytes = double(g.out * g.k) * 2 + double(g.n * g.k) * 4 + double(g.n * g.out) * 4;
@@ -171,9 +174,9 @@ void bench_model(const ModelShape& m, const Peaks& pk, cudaStream_t s, cublasHan
         report(m.name, std::string("matmul ") + g.what, ms, flop, bytes, pk, true);
         const float  one = 1.0f, zero = 0.0f;
         const double ms_ref = timer.median_ms([&] {
-            CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(g.out), int(g.n), int(g.k), &one, w.p, CUDA_R_16BF,
-                                      int(g.k), xb.p, CUDA_R_16BF, int(g.k), &zero, y.p, CUDA_R_32F, int(g.out),
-                                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+            CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(g.out), int(g.n), int(g.k), &one, w.p,
+                                      CUDA_R_16BF, int(g.k), xb.p, CUDA_R_16BF, int(g.k), &zero, y.p, CUDA_R_32F,
+                                      int(g.out), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
         });
         report(m.name, std::string("  cuBLAS bf16 baseline ") + g.what, ms_ref, flop, bytes, pk, true);
     }
@@ -186,25 +189,24 @@ void bench_model(const ModelShape& m, const Peaks& pk, cudaStream_t s, cublasHan
         const Mat    xm{x.p, ElemType::F32, L, m.n_embd, m.n_embd}, ym{y.p, ElemType::F32, L, m.n_embd, m.n_embd};
         const double bytes = double(L) * m.n_embd * 8;
         report(m.name, "rms_norm [512, d]", timer.median_ms([&] {
-                   CUDA_CHECK(cuda::rms_norm(xm, Mat{w.p, ElemType::BF16, 1, m.n_embd, m.n_embd}, 1e-5f, ym, s));
-               }),
+            CUDA_CHECK(cuda::rms_norm(xm, Mat{w.p, ElemType::BF16, 1, m.n_embd, m.n_embd}, 1e-5f, ym, s));
+        }),
                3.0 * L * m.n_embd, bytes, pk, false);
-        report(m.name, "add [512, d]", timer.median_ms([&] { CUDA_CHECK(cuda::add(xm, ym, ym, s)); }), double(L) * m.n_embd,
-               double(L) * m.n_embd * 12, pk, false);
-        DeviceBuf          cosv(size_t(L) * 4);
-        report(m.name, "cosine_rows [512, d]", timer.median_ms([&] {
-                   CUDA_CHECK(cuda::cosine_rows(xm, ym, static_cast<float*>(cosv.p), nullptr, s));
-               }),
+        report(m.name, "add [512, d]", timer.median_ms([&] { CUDA_CHECK(cuda::add(xm, ym, ym, s)); }),
+               double(L) * m.n_embd, double(L) * m.n_embd * 12, pk, false);
+        DeviceBuf cosv(size_t(L) * 4);
+        report(m.name, "cosine_rows [512, d]",
+               timer.median_ms([&] { CUDA_CHECK(cuda::cosine_rows(xm, ym, static_cast<float*>(cosv.p), nullptr, s)); }),
                6.0 * L * m.n_embd, bytes, pk, false);
         std::vector<int32_t> idx(64);
         for (int i = 0; i < 64; ++i) idx[size_t(i)] = (i * 7) % L;
         DeviceBuf di(idx.size() * 4), cache(size_t(L) * m.n_embd * 2);
         CUDA_CHECK(cudaMemcpy(di.p, idx.data(), idx.size() * 4, cudaMemcpyHostToDevice));
         report(m.name, "scatter_rows 64 rows -> bf16 cache", timer.median_ms([&] {
-                   CUDA_CHECK(cuda::scatter_rows(Mat{x.p, ElemType::F32, 64, m.n_embd, m.n_embd},
-                                                 static_cast<const int32_t*>(di.p),
-                                                 Mat{cache.p, ElemType::BF16, L, m.n_embd, m.n_embd}, s));
-               }),
+            CUDA_CHECK(cuda::scatter_rows(Mat{x.p, ElemType::F32, 64, m.n_embd, m.n_embd},
+                                          static_cast<const int32_t*>(di.p),
+                                          Mat{cache.p, ElemType::BF16, L, m.n_embd, m.n_embd}, s));
+        }),
                0, 64.0 * m.n_embd * 6, pk, false);
     }
     {
@@ -224,9 +226,9 @@ void bench_model(const ModelShape& m, const Peaks& pk, cudaStream_t s, cublasHan
         CUDA_CHECK(cudaMemcpy(pos.p, hp.data(), hp.size() * 4, cudaMemcpyHostToDevice));
         CUDA_CHECK(cudaMemcpy(inv.p, hinv.data(), hinv.size() * 4, cudaMemcpyHostToDevice));
         report(m.name, "rope q [512, H*D]", timer.median_ms([&] {
-                   CUDA_CHECK(cuda::rope(Mat{q.p, ElemType::F32, L, qd, qd}, static_cast<const int32_t*>(pos.p), m.n_head,
-                                         m.head_dim, static_cast<const float*>(inv.p), s));
-               }),
+            CUDA_CHECK(cuda::rope(Mat{q.p, ElemType::F32, L, qd, qd}, static_cast<const int32_t*>(pos.p), m.n_head,
+                                  m.head_dim, static_cast<const float*>(inv.p), s));
+        }),
                6.0 * L * qd / 2, double(L) * qd * 8, pk, false);
     }
     {
@@ -234,9 +236,9 @@ void bench_model(const ModelShape& m, const Peaks& pk, cudaStream_t s, cublasHan
         fill_random(logits.p, size_t(R) * m.n_vocab, ElemType::F32, 7, 8.0f);
         const Mat lm{logits.p, ElemType::F32, R, m.n_vocab, m.n_vocab};
         report(m.name, "score_logits neg-entropy [256, vocab]", timer.median_ms([&] {
-                   CUDA_CHECK(cuda::score_logits(lm, cuda::ScoreRule::NegEntropy, nullptr, 0,
-                                                 static_cast<int32_t*>(tok.p), static_cast<float*>(sc.p), s));
-               }),
+            CUDA_CHECK(cuda::score_logits(lm, cuda::ScoreRule::NegEntropy, nullptr, 0, static_cast<int32_t*>(tok.p),
+                                          static_cast<float*>(sc.p), s));
+        }),
                4.0 * R * m.n_vocab, double(R) * m.n_vocab * 12, pk, false);
     }
 
@@ -248,22 +250,22 @@ void bench_model(const ModelShape& m, const Peaks& pk, cudaStream_t s, cublasHan
         fill_random(k.p, size_t(L) * kvd, ElemType::BF16, 9);
         fill_random(v.p, size_t(L) * kvd, ElemType::BF16, 10);
         fill_random(c_old.p, size_t(L) * qd, ElemType::BF16, 11);
-        const cuda::AttnDims dims{m.n_head, m.n_kv_head, m.head_dim};
+        const cuda::AttnDims       dims{m.n_head, m.n_kv_head, m.head_dim};
         const std::vector<int32_t> cu_k = {0, L};
         DeviceBuf                  dcu(8);
         CUDA_CHECK(cudaMemcpy(dcu.p, cu_k.data(), 8, cudaMemcpyHostToDevice));
         for (const int nq : {L, R, 16}) {  // FULL step, response-only step, 16 salient rows
             const std::vector<int32_t> q_seq(size_t(nq), 0);
-            const auto  tiles = plan_query_tiles(q_seq.data(), nq, 1, cuda::attention_tile_rows(dims));
-            DeviceBuf   dt(tiles.size() * sizeof(QueryTile));
+            const auto                 tiles = plan_query_tiles(q_seq.data(), nq, 1, cuda::attention_tile_rows(dims));
+            DeviceBuf                  dt(tiles.size() * sizeof(QueryTile));
             CUDA_CHECK(cudaMemcpy(dt.p, tiles.data(), tiles.size() * sizeof(QueryTile), cudaMemcpyHostToDevice));
             const double flop  = 4.0 * nq * L * double(qd);
             const double bytes = double(nq) * qd * 8 + double(L) * kvd * 4;
             const double ms    = timer.median_ms([&] {
                 CUDA_CHECK(cuda::attention(Mat{q.p, ElemType::F32, nq, qd, qd}, Mat{k.p, ElemType::BF16, L, kvd, kvd},
-                                           Mat{v.p, ElemType::BF16, L, kvd, kvd}, static_cast<const int32_t*>(dcu.p),
-                                           static_cast<const QueryTile*>(dt.p), int(tiles.size()), dims,
-                                           Mat{o.p, ElemType::F32, nq, qd, qd}, Mat{}, s));
+                                              Mat{v.p, ElemType::BF16, L, kvd, kvd}, static_cast<const int32_t*>(dcu.p),
+                                              static_cast<const QueryTile*>(dt.p), int(tiles.size()), dims,
+                                              Mat{o.p, ElemType::F32, nq, qd, qd}, Mat{}, s));
             });
             report(m.name, "attention exact (dense baseline) nq=" + std::to_string(nq) + " nk=512", ms, flop, bytes, pk,
                    false);
@@ -282,11 +284,11 @@ void bench_model(const ModelShape& m, const Peaks& pk, cudaStream_t s, cublasHan
             const double aflop = 2.0 * nq * L * double(qd) + 2.0 * nq * double(sal.size()) * double(qd);
             const double ams   = timer.median_ms([&] {
                 CUDA_CHECK(cuda::attention_approx(
-                    Mat{q.p, ElemType::F32, nq, qd, qd}, Mat{k.p, ElemType::BF16, L, kvd, kvd},
-                    Mat{dv.p, ElemType::BF16, int64_t(sal.size()), kvd, kvd}, static_cast<const int32_t*>(dcu.p),
-                    static_cast<const QueryTile*>(dt.p), int(tiles.size()), static_cast<const uint64_t*>(dmask.p),
-                    static_cast<const int32_t*>(dbase.p), static_cast<const int32_t*>(doff.p),
-                    Mat{c_old.p, ElemType::BF16, nq, qd, qd}, dims, Mat{o.p, ElemType::F32, nq, qd, qd}, nullptr, s));
+                      Mat{q.p, ElemType::F32, nq, qd, qd}, Mat{k.p, ElemType::BF16, L, kvd, kvd},
+                      Mat{dv.p, ElemType::BF16, int64_t(sal.size()), kvd, kvd}, static_cast<const int32_t*>(dcu.p),
+                      static_cast<const QueryTile*>(dt.p), int(tiles.size()), static_cast<const uint64_t*>(dmask.p),
+                      static_cast<const int32_t*>(dbase.p), static_cast<const int32_t*>(doff.p),
+                      Mat{c_old.p, ElemType::BF16, nq, qd, qd}, dims, Mat{o.p, ElemType::F32, nq, qd, qd}, nullptr, s));
             });
             report(m.name, "attention approx 16 salient keys nq=" + std::to_string(nq), ams, aflop, bytes, pk, false);
         }
@@ -307,7 +309,8 @@ int main() {
         CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
         const Peaks pk = device_peaks(0);
         std::printf("device: %s (sm_%d%d, %d SMs); peaks: %.1f TFLOP/s bf16 dense, %.1f TFLOP/s fp32, %.0f GB/s\n",
-                    prop.name, prop.major, prop.minor, prop.multiProcessorCount, pk.bf16_tflops, pk.fp32_tflops, pk.gbps);
+                    prop.name, prop.major, prop.minor, prop.multiProcessorCount, pk.bf16_tflops, pk.fp32_tflops,
+                    pk.gbps);
         cudaStream_t s = nullptr;
         CUDA_CHECK(cudaStreamCreate(&s));
         cublasHandle_t h = nullptr;

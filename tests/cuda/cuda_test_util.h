@@ -56,7 +56,9 @@ inline Tensor make_tensor(Backend& be, DType dt, int64_t rows, int64_t cols, con
     REQUIRE(v.size() == size_t(rows * cols));
     return test::upload_values(be, dt, rows, cols, v);
 }
-inline std::vector<float> fetch(Backend& be, const TensorView& t) { return test::download_values(be, t); }
+inline std::vector<float> fetch(Backend& be, const TensorView& t) {
+    return test::download_values(be, t);
+}
 
 // |got - ref| <= tol(i) for every element. Prints the first 5 mismatches, stops counting details after 10, and on
 // failure writes both tensors to test-failures/<name>.txt.

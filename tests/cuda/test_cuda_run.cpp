@@ -29,12 +29,12 @@ struct Run {
 Run run(const Model& m, const std::vector<std::vector<int32_t>>& prompts, const DiffusionParams& p) {
     Run     r;
     Session s(m);
-    s.set_logits_observer([&](int step, const std::vector<std::pair<int, int>>& w, const std::vector<float>& lg,
-                              int64_t V) {
-        r.logits[step] = lg;
-        r.where[step]  = w;
-        r.n_vocab      = V;
-    });
+    s.set_logits_observer(
+        [&](int step, const std::vector<std::pair<int, int>>& w, const std::vector<float>& lg, int64_t V) {
+            r.logits[step] = lg;
+            r.where[step]  = w;
+            r.n_vocab      = V;
+        });
     s.start(prompts, p);
     s.run();
     r.result = s.result();
@@ -81,15 +81,15 @@ TEST_CASE("original and dyllm runs give the same tokens on CUDA and the CPU", "[
     REQUIRE(std::string(mg->backend().name()) == "cuda");
 
     DiffusionParams p;
-    p.method       = method;
-    p.gen_length   = 16;
-    p.steps        = 16;
-    p.block_length = 8;
-    p.ignore_eos   = true;
+    p.method                                        = method;
+    p.gen_length                                    = 16;
+    p.steps                                         = 16;
+    p.block_length                                  = 8;
+    p.ignore_eos                                    = true;
     const std::vector<std::vector<int32_t>> prompts = {random_prompt(mc->config(), 11, 1),
                                                        random_prompt(mc->config(), 5, 2)};
-    const Run rc = run(*mc, prompts, p);
-    const Run rg = run(*mg, prompts, p);
+    const Run                               rc      = run(*mc, prompts, p);
+    const Run                               rg      = run(*mg, prompts, p);
     REQUIRE(rc.result.sequences.size() == rg.result.sequences.size());
 
     const auto cc = commits(rc.result), cg = commits(rg.result);
@@ -105,7 +105,7 @@ TEST_CASE("original and dyllm runs give the same tokens on CUDA and the CPU", "[
     // GEMM inputs and cached K/V/context to bf16 (2^-8 relative each, kernels/README.md §f.10), a handful of roundings
     // compounding to a few percent of the logit scale at most; 0.05 * max|logit| + 0.05 also catches a broken kernel
     // (O(1) relative errors).
-    const int last = first_diff > 0 ? first_diff : (rc.logits.empty() ? 0 : rc.logits.rbegin()->first);
+    const int last          = first_diff > 0 ? first_diff : (rc.logits.empty() ? 0 : rc.logits.rbegin()->first);
     double    delta_at_diff = 0;
     for (const auto& [step, lc] : rc.logits) {
         if (step > last) break;
@@ -129,10 +129,10 @@ TEST_CASE("original and dyllm runs give the same tokens on CUDA and the CPU", "[
     // A difference must start at a near tie of the CPU's decision at that step: a row whose top-2 logits are within
     // 2 delta (the argmax can flip), or two rows of one sequence whose scores are within what 2 delta of logit
     // movement changes a softmax probability by (d p_max <= 2 delta p_max), for the position order.
-    const auto&  lc = rc.logits.at(first_diff);
-    const auto&  wh = rc.where.at(first_diff);
-    const double d  = delta_at_diff;
-    bool         tie = false;
+    const auto&         lc  = rc.logits.at(first_diff);
+    const auto&         wh  = rc.where.at(first_diff);
+    const double        d   = delta_at_diff;
+    bool                tie = false;
     std::vector<double> conf(wh.size()), gap(wh.size());
     for (size_t r = 0; r < wh.size(); ++r) {
         row_stats(lc.data() + r * size_t(rc.n_vocab), rc.n_vocab, conf[r], gap[r]);
@@ -150,17 +150,18 @@ TEST_CASE("the CUDA backend is deterministic: the same run twice gives the same 
     const auto      dir = test::make_tiny_checkpoint(Family::Dream, DType::BF16, 1, 43);
     auto            mg  = Model::load(dir.string(), BackendKind::Cuda);
     DiffusionParams p;
-    p.gen_length   = 16;
-    p.steps        = 16;
-    p.block_length = 8;
-    p.ignore_eos   = true;
+    p.gen_length                                    = 16;
+    p.steps                                         = 16;
+    p.block_length                                  = 8;
+    p.ignore_eos                                    = true;
     const std::vector<std::vector<int32_t>> prompts = {random_prompt(mg->config(), 9, 3)};
-    const Run a = run(*mg, prompts, p), b = run(*mg, prompts, p);
+    const Run                               a = run(*mg, prompts, p), b = run(*mg, prompts, p);
     CHECK(a.result.sequences[0].token_ids == b.result.sequences[0].token_ids);
     CHECK(a.logits == b.logits);  // no atomics in the logits path: bit-identical
 }
 
-TEST_CASE("make_backend: cuda names its reason when it cannot start, auto falls back with one line", "[cuda][factory]") {
+TEST_CASE("make_backend: cuda names its reason when it cannot start, auto falls back with one line",
+          "[cuda][factory]") {
     std::string why;
     const int   n = cuda_device_count(&why);
     REQUIRE(n > 0);  // main() skips the whole binary otherwise

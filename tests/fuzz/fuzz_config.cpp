@@ -4,4 +4,6 @@
 
 #include "tests/fuzz/fuzz_entries.h"
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) { return dyllm::fuzz::config(data, size); }
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    return dyllm::fuzz::config(data, size);
+}

@@ -20,13 +20,13 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "usage: %s <tests/fuzz dir> [target]\n", argv[0]);
         return 2;
     }
-    const fs::path root = argv[1];
+    const fs::path root    = argv[1];
     int            n_total = 0;
     for (const auto& t : dyllm::fuzz::targets()) {
         if (argc > 2 && std::string(argv[2]) != t.name) continue;
         int n = 0;
         for (const char* kind : {"corpus", "reproducers"}) {
-            const fs::path dir = root / kind / t.name;
+            const fs::path  dir = root / kind / t.name;
             std::error_code ec;
             if (!fs::is_directory(dir, ec)) {
                 if (std::string(kind) == "corpus") {
@@ -40,9 +40,9 @@ int main(int argc, char** argv) {
                 if (e.is_regular_file()) files.push_back(e.path());
             std::sort(files.begin(), files.end());
             for (const auto& f : files) {
-                std::ifstream                    in(f, std::ios::binary);
-                const std::vector<uint8_t>       bytes{std::istreambuf_iterator<char>(in), {}};
-                const auto                       t0 = std::chrono::steady_clock::now();
+                std::ifstream              in(f, std::ios::binary);
+                const std::vector<uint8_t> bytes{std::istreambuf_iterator<char>(in), {}};
+                const auto                 t0 = std::chrono::steady_clock::now();
                 t.fn(bytes.data(), bytes.size());
                 const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
                 // The campaign's budget is 20 s per input; a replay far slower than the rest is worth a look.

@@ -26,8 +26,10 @@ inline CliRun run_command(const std::string& exe, const std::vector<std::string>
     cmd += " > " + sh_quote(out) + " 2> " + sh_quote(err) + " < /dev/null";
     const int rc = std::system(cmd.c_str());
     CliRun    r;
-    if (rc != -1 && WIFEXITED(rc)) r.status = WEXITSTATUS(rc);
-    else if (rc != -1 && WIFSIGNALED(rc)) r.status = 128 + WTERMSIG(rc);
+    if (rc != -1 && WIFEXITED(rc))
+        r.status = WEXITSTATUS(rc);
+    else if (rc != -1 && WIFSIGNALED(rc))
+        r.status = 128 + WTERMSIG(rc);
     r.out = slurp(out);
     r.err = slurp(err);
     std::filesystem::remove(out);

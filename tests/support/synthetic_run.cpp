@@ -15,8 +15,8 @@ struct SplitMix64 {
     uint64_t s;
     uint64_t next() {
         uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        z          = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z          = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
         return z ^ (z >> 31);
     }
     double uniform() { return double(next() >> 11) * (1.0 / 9007199254740992.0); }  // [0, 1), 53 bits
@@ -27,13 +27,14 @@ struct SplitMix64 {
 void emit_synthetic_run(EventSink& sink, const SyntheticRunSpec& sp) {
     if (sp.n_layer < 1 || sp.n_seq < 1 || sp.prompt_len < 0 || sp.gen_length < 1 || sp.steps < 1 ||
         sp.gen_length % sp.steps != 0)
-        throw std::invalid_argument("emit_synthetic_run: need n_layer, n_seq, gen_length, steps >= 1 and steps "
-                                    "dividing gen_length (got gen_length " + std::to_string(sp.gen_length) +
-                                    ", steps " + std::to_string(sp.steps) + ")");
-    SplitMix64 rng{sp.seed};
-    int64_t    now = sp.t0_ns;
-    const int32_t n_u   = sp.gen_length / sp.steps;
-    const int32_t total = sp.prompt_len + sp.gen_length;
+        throw std::invalid_argument(
+            "emit_synthetic_run: need n_layer, n_seq, gen_length, steps >= 1 and steps "
+            "dividing gen_length (got gen_length " +
+            std::to_string(sp.gen_length) + ", steps " + std::to_string(sp.steps) + ")");
+    SplitMix64        rng{sp.seed};
+    int64_t           now     = sp.t0_ns;
+    const int32_t     n_u     = sp.gen_length / sp.steps;
+    const int32_t     total   = sp.prompt_len + sp.gen_length;
     constexpr int32_t kMaskId = 0;  // synthetic mask token id
 
     RunBegin rb;
@@ -51,7 +52,7 @@ void emit_synthetic_run(EventSink& sink, const SyntheticRunSpec& sp) {
         for (int32_t i = 0; i < sp.prompt_len; ++i) t[size_t(i)] = 100 + i;
 
     const bool ops = sp.emit_ops && sink.wants_op_timings();
-    auto op = [&](int32_t step, int32_t layer, OpClass c, int32_t rows) {
+    auto       op  = [&](int32_t step, int32_t layer, OpClass c, int32_t rows) {
         if (!ops) return;
         sink.on_op_begin(step, layer, c);
         OpTiming t;
@@ -67,10 +68,10 @@ void emit_synthetic_run(EventSink& sink, const SyntheticRunSpec& sp) {
     int32_t masked_left = sp.gen_length * sp.n_seq;
     for (int32_t step = 1; step <= sp.steps; ++step) {
         const bool full = step <= 2;  // like DyLLM's T_full dense steps
-        StepBegin sb;
+        StepBegin  sb;
         sb.step = step, sb.kind = full ? StepKind::Full : StepKind::SparseResponse, sb.tau = sp.tau;
         sb.n_query_rows = full ? total * sp.n_seq : sp.gen_length * sp.n_seq;
-        sb.t_ns = now;
+        sb.t_ns         = now;
         sink.on_step_begin(sb);
         const int64_t step_t0 = now;
         op(step, -1, OpClass::Embed, sb.n_query_rows);
@@ -83,7 +84,7 @@ void emit_synthetic_run(EventSink& sink, const SyntheticRunSpec& sp) {
             for (int32_t s = 0; s < sp.n_seq; ++s) {
                 std::vector<int32_t> rows, salient;
                 std::vector<float>   cos;
-                const int32_t first = full ? 0 : sp.prompt_len;
+                const int32_t        first = full ? 0 : sp.prompt_len;
                 for (int32_t p = first; p < total; ++p) {
                     rows.push_back(p);
                     // Cosines cluster just below 1 (log-uniform 1 - cos in [1e-6, 1e-1]) as in the paper's Fig. 2.
@@ -96,12 +97,12 @@ void emit_synthetic_run(EventSink& sink, const SyntheticRunSpec& sp) {
                 ls.n_rows    = int32_t(rows.size());
                 ls.n_salient = int32_t(salient.size());
                 for (float c : cos) ++ls.hist[size_t(cosine_bin(c))];
-                ls.row_positions     = rows;
+                ls.row_positions = rows;
                 if (sink.wants_cosines()) ls.cosines = cos;
                 ls.salient_positions = salient;
                 ls.ffn_rows = ls.kv_rows = ls.n_salient;
-                ls.attn_exact_rows  = ls.n_salient;
-                ls.attn_approx_rows = ls.n_rows - ls.n_salient;
+                ls.attn_exact_rows       = ls.n_salient;
+                ls.attn_approx_rows      = ls.n_rows - ls.n_salient;
                 salient_total += ls.n_salient;
                 sink.on_layer_saliency(ls);
             }
@@ -119,15 +120,15 @@ void emit_synthetic_run(EventSink& sink, const SyntheticRunSpec& sp) {
             std::vector<int32_t> pos, tok;
             std::vector<float>   sc;
             for (int32_t k = 0; k < n_u && !masked.empty(); ++k) {
-                const size_t j = size_t(rng.next() % masked.size());
+                const size_t  j = size_t(rng.next() % masked.size());
                 const int32_t p = masked[j];
                 masked.erase(masked.begin() + std::ptrdiff_t(j));
                 pos.push_back(p);
                 tok.push_back(1000 + int32_t(rng.next() % 500));
                 sc.push_back(float(0.5 + 0.5 * rng.uniform()));
                 tokens[size_t(s)][size_t(sp.prompt_len + p)] = tok.back();
-                unmask_step[size_t(s)][size_t(p)]             = step;
-                scores[size_t(s)][size_t(p)]                  = sc.back();
+                unmask_step[size_t(s)][size_t(p)]            = step;
+                scores[size_t(s)][size_t(p)]                 = sc.back();
             }
             committed += int32_t(pos.size());
             Unmask um;

@@ -13,7 +13,7 @@ struct SyntheticRunSpec {
     int32_t  n_seq      = 2;
     int32_t  prompt_len = 8;
     int32_t  gen_length = 16;
-    int32_t  steps      = 8;     // must divide gen_length (n_u = gen_length / steps tokens per sequence per step)
+    int32_t  steps      = 8;  // must divide gen_length (n_u = gen_length / steps tokens per sequence per step)
     float    tau        = 0.99f;
     uint64_t seed       = 1;
     int64_t  t0_ns      = 1'000'000'000;  // fake steady-clock start; every op advances the fake clock

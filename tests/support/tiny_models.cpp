@@ -39,18 +39,19 @@ TempDirRegistry& registry() {
 }  // namespace
 
 ModelConfig tiny_config(Family f) {
-    if (f == Family::LLaDA) return small_config(f, /*n_layer=*/2, /*n_embd=*/64, /*n_head=*/4, /*n_kv_head=*/4,
-                                                /*n_ff=*/128, /*n_vocab=*/300);
+    if (f == Family::LLaDA)
+        return small_config(f, /*n_layer=*/2, /*n_embd=*/64, /*n_head=*/4, /*n_kv_head=*/4,
+                            /*n_ff=*/128, /*n_vocab=*/300);
     return small_config(f, /*n_layer=*/3, /*n_embd=*/64, /*n_head=*/4, /*n_kv_head=*/2, /*n_ff=*/128, /*n_vocab=*/300);
 }
 
 fs::path make_temp_dir(const std::string& tag) {
-    std::string tmpl = (fs::temp_directory_path() / ("dyllm-" + tag + "-XXXXXX")).string();
+    std::string       tmpl = (fs::temp_directory_path() / ("dyllm-" + tag + "-XXXXXX")).string();
     std::vector<char> buf(tmpl.begin(), tmpl.end());
     buf.push_back('\0');
     if (!mkdtemp(buf.data())) throw std::runtime_error("mkdtemp failed for " + tmpl);
-    fs::path p(buf.data());
-    auto&    r = registry();
+    fs::path                    p(buf.data());
+    auto&                       r = registry();
     std::lock_guard<std::mutex> lock(r.mu);
     r.dirs.push_back(p);
     return p;

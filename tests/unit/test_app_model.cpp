@@ -34,11 +34,11 @@ namespace {
 // one token unmasked per step in the order 2, 0, 3, 1.
 std::vector<EventRecord> synthetic_run(const char* method = "dyllm", double step_ms = 10.0, int32_t last_token = 13) {
     std::vector<EventRecord> ev;
-    RunBegin rb;
+    RunBegin                 rb;
     rb.method = method, rb.model = "synthetic", rb.family = "llada", rb.backend = "cpu";
     rb.n_layer = 2, rb.n_seq = 1, rb.gen_length = 4, rb.steps = 4;
     rb.prompt_lengths = {3};
-    rb.env = {{"tau", "0.99"}};
+    rb.env            = {{"tau", "0.99"}};
     ev.push_back(rb);
     const int32_t order[4] = {2, 0, 3, 1};
     for (int k = 1; k <= 4; ++k) {
@@ -58,8 +58,8 @@ std::vector<EventRecord> synthetic_run(const char* method = "dyllm", double step
                 // (unmasked last step) is salient at layer 0, and also position 6 at layer 1.
                 LayerSaliencyRecord r;
                 r.step = k, r.layer = l, r.seq = 0, r.n_rows = 4, r.tau = 0.99f;
-                r.row_positions = {3, 4, 5, 6};
-                r.cosines       = {0.999f, 0.95f, 0.9999f, 0.5f};
+                r.row_positions     = {3, 4, 5, 6};
+                r.cosines           = {0.999f, 0.95f, 0.9999f, 0.5f};
                 r.salient_positions = {3 + order[k - 2]};
                 if (l == 1 && 3 + order[k - 2] != 6) r.salient_positions.push_back(6);
                 std::sort(r.salient_positions.begin(), r.salient_positions.end());
@@ -117,8 +117,8 @@ TEST_CASE("run history keeps one record per step with kind, tau, ops and salienc
 }
 
 TEST_CASE("canvas replay follows the unmask steps", "[app_model]") {
-    const RunHistory h = fold(synthetic_run());
-    auto c0 = h.canvas_at(0, 0);
+    const RunHistory h  = fold(synthetic_run());
+    auto             c0 = h.canvas_at(0, 0);
     REQUIRE(c0.size() == 4);
     for (const auto& cell : c0) CHECK(cell.masked());
     auto c2 = h.canvas_at(0, 2);
@@ -209,13 +209,13 @@ TEST_CASE("a second RunBegin starts a fresh history; dropped unmask events are f
 
 // The same synthetic run under a RunBegin label.
 std::vector<EventRecord> labelled_run(const std::string& label, const char* method = "dyllm") {
-    auto ev = synthetic_run(method);
+    auto ev                              = synthetic_run(method);
     std::get<RunBegin>(ev.front()).label = label;
     return ev;
 }
 
 TEST_CASE("run list: each RunBegin label finds its own request", "[app_model]") {
-    RunList list(3);
+    RunList           list(3);
     const std::string l1 = list.expect({"", "prompt one", "42"});
     const std::string l2 = list.expect({"compare-a", "prompt two", ""});
     CHECK(l1 == "#1");
@@ -268,10 +268,10 @@ TEST_CASE("compare two runs: token diff and speed-up", "[app_model]") {
 }
 
 TEST_CASE("CSV exports carry the histogram, timing and canvas tables", "[app_model]") {
-    const RunHistory h = fold(synthetic_run());
+    const RunHistory   h = fold(synthetic_run());
     std::ostringstream hist;
     write_histograms_csv(hist, h, 2);
-    std::string line;
+    std::string        line;
     std::istringstream in(hist.str());
     std::getline(in, line);
     CHECK(line.rfind("step,layer,seq,n_rows,n_salient,tau,cos_", 0) == 0);
@@ -300,11 +300,15 @@ TEST_CASE("task examples load with the suite's reader; a bad file is skipped wit
     std::filesystem::create_directories(dir);
     {
         std::ofstream f(dir / "addition.jsonl");
-        f << R"({"prompt":"12+30=?","answer":"42","task":"addition","shots":0})" << "\n";
-        f << R"({"prompt":"1+1=?","answer":"2","task":"addition","shots":1})" << "\n";
-        f << R"({"prompt":"2+2=?","answer":"4","task":"addition","shots":0})" << "\n";
+        f << R"({"prompt":"12+30=?","answer":"42","task":"addition","shots":0})"
+          << "\n";
+        f << R"({"prompt":"1+1=?","answer":"2","task":"addition","shots":1})"
+          << "\n";
+        f << R"({"prompt":"2+2=?","answer":"4","task":"addition","shots":0})"
+          << "\n";
         std::ofstream g(dir / "broken.jsonl");
-        g << R"({"prompt":"x","answer":"y","task":"broken","shots":0})" << "\n";
+        g << R"({"prompt":"x","answer":"y","task":"broken","shots":0})"
+          << "\n";
         g << "not json\n";
     }
     const auto ex = load_task_examples(dir, 2);
@@ -392,8 +396,8 @@ TEST_CASE("colormap endpoints and token display", "[app_model]") {
     CHECK(pack_rgba({1.f, 0.f, 0.f}, 1.f) == 0xFF0000FFu);
     CHECK(visible_token_text("a\nb") == "a\\nb");
     CHECK(visible_token_text("  ") == "\xC2\xB7\xC2\xB7");
-    CHECK(visible_token_text("\xE2\x82") == "\\xe2\\x82");          // truncated 3-byte character
-    CHECK(visible_token_text("caf\xC3\xA9") == "caf\xC3\xA9");      // valid UTF-8 kept
+    CHECK(visible_token_text("\xE2\x82") == "\\xe2\\x82");      // truncated 3-byte character
+    CHECK(visible_token_text("caf\xC3\xA9") == "caf\xC3\xA9");  // valid UTF-8 kept
     CHECK(visible_token_text("\x01") == "\\x01");
     Vocab v;
     CHECK(v.display(5) == "#5");
@@ -427,7 +431,7 @@ void add_run(RunList& list, const std::string& label, const char* method = "dyll
         if (const auto* l = std::get_if<LayerSaliencyRecord>(&e); l && l->step > steps) continue;
         if (std::holds_alternative<RunEnd>(e)) {
             if (end == Ending::Running) continue;
-            RunEnd re = std::get<RunEnd>(e);
+            RunEnd re    = std::get<RunEnd>(e);
             re.cancelled = end == Ending::Cancelled;
             re.steps     = steps;
             list.apply(re);
@@ -485,8 +489,8 @@ TEST_CASE("compare pick: a started comparison is shown as its runs arrive, never
     CHECK(p.b == 4);
 
     // A chosen run dropped from the bounded list: back to the newest compare pair, not an out-of-range index.
-    RunList small(2);
-    ComparePick pk;
+    RunList           small(2);
+    ComparePick       pk;
     const std::string s1 = small.expect({"", "x", ""});
     add_run(small, s1);
     const std::string s2 = small.expect({"", "y", ""});
@@ -508,7 +512,7 @@ TEST_CASE("compare pick: a started comparison is shown as its runs arrive, never
 
 TEST_CASE("run labels carry the taus the steps used; aborted runs are marked and get no speed-up", "[app_model]") {
     // Live tau changes: steps 1-2 at 0.95, steps 3-4 at 0.9999 (StepBegin.tau is what each step used).
-    std::vector<EventRecord> ev = synthetic_run("dyllm");
+    std::vector<EventRecord> ev        = synthetic_run("dyllm");
     std::get<RunBegin>(ev.front()).env = {{"tau", "0.950000"}};
     for (auto& e : ev)
         if (auto* sb = std::get_if<StepBegin>(&e)) sb->tau = sb->step <= 2 ? 0.95f : 0.9999f;
@@ -518,7 +522,8 @@ TEST_CASE("run labels carry the taus the steps used; aborted runs are marked and
 
     // Three values are listed; more collapse to first->...->last.
     for (auto& e : ev)
-        if (auto* sb = std::get_if<StepBegin>(&e)) sb->tau = std::array{0.91f, 0.92f, 0.93f, 0.94f}[size_t(sb->step - 1)];
+        if (auto* sb = std::get_if<StepBegin>(&e))
+            sb->tau = std::array{0.91f, 0.92f, 0.93f, 0.94f}[size_t(sb->step - 1)];
     CHECK(run_label(fold(ev)) == "dyllm tau 0.91->...->0.94");
     for (auto& e : ev)
         if (auto* sb = std::get_if<StepBegin>(&e)) sb->tau = sb->step == 1 ? 0.95f : sb->step == 2 ? 0.97f : 0.99f;
@@ -566,16 +571,16 @@ TEST_CASE("timed notice: set and cleared on one clock, gone after its time", "[a
 
 TEST_CASE("canvas chips: end of text collapses to one chip; a stop at EOS is found", "[app_model]") {
     constexpr int32_t kEos = 99;
-    auto cell = [](int32_t tok, int32_t step) {
+    auto              cell = [](int32_t tok, int32_t step) {
         CanvasCell c;
         c.token = tok, c.unmask_step = step;
         return c;
     };
     const CanvasCell mask{};
     // answer 5 7, then EOS EOS, a mask, then EOS x 3
-    std::vector<CanvasCell> cells = {cell(5, 1), cell(7, 2), cell(kEos, 1), cell(kEos, 1), mask,
-                                     cell(kEos, 1), cell(kEos, 1), cell(kEos, 1)};
-    auto chips = canvas_chips(cells, kEos);
+    std::vector<CanvasCell> cells = {cell(5, 1), cell(7, 2),    cell(kEos, 1), cell(kEos, 1),
+                                     mask,       cell(kEos, 1), cell(kEos, 1), cell(kEos, 1)};
+    auto                    chips = canvas_chips(cells, kEos);
     REQUIRE(chips.size() == 5);
     CHECK(!chips[0].end_run);
     CHECK(chips[2].end_run);
@@ -608,7 +613,7 @@ TEST_CASE("canvas chips: end of text collapses to one chip; a stop at EOS is fou
     // 0 (prefix complete, but the sampler only tests new EOS), step 3 an EOS at 2 with no mask before it: the sequence
     // stops at step 3 with position 3 still masked.
     std::vector<EventRecord> ev;
-    RunBegin rb;
+    RunBegin                 rb;
     rb.method = "dyllm", rb.n_layer = 1, rb.n_seq = 1, rb.gen_length = 4, rb.steps = 4, rb.prompt_lengths = {2};
     ev.push_back(rb);
     for (int k = 1; k <= 3; ++k) {
@@ -632,7 +637,7 @@ TEST_CASE("canvas chips: end of text collapses to one chip; a stop at EOS is fou
     std::get<RunEnd>(ev.back()).cancelled = true;
     CHECK(eos_stop(fold(ev), 0, kEos).step == 0);  // cancelled: masks left for another reason
     std::get<RunEnd>(ev.back()).cancelled = false;
-    std::get<RunBegin>(ev.front()).env = {{"ignore_eos", "true"}};
+    std::get<RunBegin>(ev.front()).env    = {{"ignore_eos", "true"}};
     CHECK(eos_stop(fold(ev), 0, kEos).step == 0);
     ev.pop_back();  // still running: not stopped
     std::get<RunBegin>(ev.front()).env.clear();
@@ -741,12 +746,12 @@ TEST_CASE("op class diff: totals, per-step spread and ratio B/A", "[app_model]")
 TEST_CASE("decoded text so far: masks as boxes, long mask runs counted, end of text and specials left out",
           "[app_model]") {
     Vocab v;
-    v.has_tokenizer = true;
-    v.text    = {"<eos>", "Hello", " world", "\xE2\x82", "\xAC", "!\n", "<|im_end|>", "a\tb"};
-    v.special = {1, 0, 0, 0, 0, 0, 1, 0};
-    v.eos_id  = 0;
-    auto cell = [](int32_t tok) { return CanvasCell{tok, tok < 0 ? 0 : 1, 0.5f}; };
-    const std::string box = "\xE2\x96\xA1";
+    v.has_tokenizer        = true;
+    v.text                 = {"<eos>", "Hello", " world", "\xE2\x82", "\xAC", "!\n", "<|im_end|>", "a\tb"};
+    v.special              = {1, 0, 0, 0, 0, 0, 1, 0};
+    v.eos_id               = 0;
+    auto              cell = [](int32_t tok) { return CanvasCell{tok, tok < 0 ? 0 : 1, 0.5f}; };
+    const std::string box  = "\xE2\x96\xA1";
     CHECK(decoded_so_far({cell(1), cell(-1), cell(2)}, v) == "Hello" + box + " world");
     // A two-piece euro sign rejoins across tokens; split by a mask each piece is U+FFFD.
     CHECK(decoded_so_far({cell(3), cell(4)}, v) == "\xE2\x82\xAC");
@@ -754,7 +759,9 @@ TEST_CASE("decoded text so far: masks as boxes, long mask runs counted, end of t
     CHECK(decoded_so_far({cell(5), cell(6), cell(0), cell(7)}, v) == "!\na b");
     std::vector<CanvasCell> many(10, cell(-1));
     many[0] = cell(1);
-    CHECK(decoded_so_far(many, v) == "Hello" + box + "\xC3\x97" "9");
+    CHECK(decoded_so_far(many, v) == "Hello" + box +
+                                         "\xC3\x97"
+                                         "9");
     // Stopped at end of text at position 2: the masks after it are not text.
     CHECK(decoded_so_far({cell(1), cell(2), cell(0), cell(-1), cell(-1)}, v, 2) == "Hello world");
     Vocab ids;  // weight-only checkpoint: ids

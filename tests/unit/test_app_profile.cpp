@@ -55,13 +55,13 @@ constexpr int kD = 64, kKv = 32, kFf = 96, kVocab = 300;
 
 // One dense layer as Forward::layer_dense emits it, then the head.
 std::vector<OpTiming> dense_layer_ops(int l, int rows) {
-    return {plain(l, OpClass::Norm, rows),         gemm(l, OpClass::Qkv, rows, kD, kD),
-            gemm(l, OpClass::Qkv, rows, kKv, kD),  gemm(l, OpClass::Qkv, rows, kKv, kD),
-            plain(l, OpClass::Rope, rows),         plain(l, OpClass::GatherScatter, rows),
+    return {plain(l, OpClass::Norm, rows),          gemm(l, OpClass::Qkv, rows, kD, kD),
+            gemm(l, OpClass::Qkv, rows, kKv, kD),   gemm(l, OpClass::Qkv, rows, kKv, kD),
+            plain(l, OpClass::Rope, rows),          plain(l, OpClass::GatherScatter, rows),
             plain(l, OpClass::GatherScatter, rows), plain(l, OpClass::AttnExact, rows),
-            gemm(l, OpClass::OProj, rows, kD, kD), plain(l, OpClass::Norm, rows),
-            gemm(l, OpClass::Ffn, rows, kFf, kD),  gemm(l, OpClass::Ffn, rows, kFf, kD),
-            plain(l, OpClass::Ffn, rows),          gemm(l, OpClass::Ffn, rows, kD, kFf)};
+            gemm(l, OpClass::OProj, rows, kD, kD),  plain(l, OpClass::Norm, rows),
+            gemm(l, OpClass::Ffn, rows, kFf, kD),   gemm(l, OpClass::Ffn, rows, kFf, kD),
+            plain(l, OpClass::Ffn, rows),           gemm(l, OpClass::Ffn, rows, kD, kFf)};
 }
 
 }  // namespace
@@ -72,34 +72,34 @@ TEST_CASE("op names: the model's names and GEMM shapes from the op order", "[app
         for (int l = 0; l < 2; ++l)
             for (const auto& o : dense_layer_ops(l, 10)) ops.push_back(o);
         ops.push_back(gemm(-1, OpClass::LmHead, 4, kVocab, kD));
-        const auto n = name_ops(ops, kD);
-        using N = OpName;
-        const std::vector<OpName> layer = {N::Norm, N::Q, N::K, N::V, N::Rope, N::GatherScatter, N::GatherScatter,
-                                           N::AttnExact, N::O, N::Norm, N::Gate, N::Up, N::SiluMul, N::Down};
-        std::vector<OpName> want = {N::Embed};
+        const auto n                    = name_ops(ops, kD);
+        using N                         = OpName;
+        const std::vector<OpName> layer = {N::Norm,          N::Q,         N::K, N::V,    N::Rope, N::GatherScatter,
+                                           N::GatherScatter, N::AttnExact, N::O, N::Norm, N::Gate, N::Up,
+                                           N::SiluMul,       N::Down};
+        std::vector<OpName>       want  = {N::Embed};
         for (int l = 0; l < 2; ++l) want.insert(want.end(), layer.begin(), layer.end());
         want.push_back(N::LmHead);
         CHECK(names_of(n) == want);
         // Shapes: M = rows; the side that is not n_embd from the FLOPs.
-        CHECK((n[2].m == 10 && n[2].n == kD && n[2].k == kD));      // q
-        CHECK((n[3].n == kKv && n[3].k == kD));                     // k (GQA: narrower)
-        CHECK((n[9].n == kD && n[9].k == kD));                      // o
-        CHECK((n[11].n == kFf && n[11].k == kD));                   // gate
-        CHECK((n[14].n == kD && n[14].k == kFf));                   // down
+        CHECK((n[2].m == 10 && n[2].n == kD && n[2].k == kD));  // q
+        CHECK((n[3].n == kKv && n[3].k == kD));                 // k (GQA: narrower)
+        CHECK((n[9].n == kD && n[9].k == kD));                  // o
+        CHECK((n[11].n == kFf && n[11].k == kD));               // gate
+        CHECK((n[14].n == kD && n[14].k == kFf));               // down
         CHECK((n.back().m == 4 && n.back().n == kVocab && n.back().k == kD));
-        CHECK_FALSE(n[5].is_gemm());  // rope
-        CHECK_FALSE(n[13].is_gemm()); // silu_mul
+        CHECK_FALSE(n[5].is_gemm());   // rope
+        CHECK_FALSE(n[13].is_gemm());  // silu_mul
         // Without n_embd: the names stay, the shapes go.
         const auto bare = name_ops(ops, 0);
         CHECK(names_of(bare) == want);
         CHECK_FALSE(bare[2].is_gemm());
     }
     SECTION("dyllm sparse layer: q of the query rows, then k, v of the salient rows") {
-        const std::vector<OpTiming> ops = {plain(0, OpClass::Norm, 4),        gemm(0, OpClass::Qkv, 4, kD, kD),
-                                           plain(0, OpClass::Rope, 4),        plain(0, OpClass::Norm, 2),
-                                           gemm(0, OpClass::Qkv, 2, kKv, kD), gemm(0, OpClass::Qkv, 2, kKv, kD),
-                                           plain(0, OpClass::Rope, 2),        plain(0, OpClass::AttnApprox, 4),
-                                           gemm(0, OpClass::OProj, 4, kD, kD)};
+        const std::vector<OpTiming> ops = {
+            plain(0, OpClass::Norm, 4), gemm(0, OpClass::Qkv, 4, kD, kD),  plain(0, OpClass::Rope, 4),
+            plain(0, OpClass::Norm, 2), gemm(0, OpClass::Qkv, 2, kKv, kD), gemm(0, OpClass::Qkv, 2, kKv, kD),
+            plain(0, OpClass::Rope, 2), plain(0, OpClass::AttnApprox, 4),  gemm(0, OpClass::OProj, 4, kD, kD)};
         const auto n = name_ops(ops, kD);
         CHECK(n[1].name == OpName::Q);
         CHECK(n[4].name == OpName::K);
@@ -123,7 +123,7 @@ TEST_CASE("op stats: count, total, mean, median, min, max, share and rates per o
     RunBegin   rb;
     rb.method = "original", rb.n_layer = 2, rb.n_seq = 1, rb.gen_length = 4, rb.steps = 3;
     rb.prompt_lengths = {6};
-    rb.env = {{"n_embd", std::to_string(kD)}};
+    rb.env            = {{"n_embd", std::to_string(kD)}};
     h.apply(rb);
     // Three steps of two dense layers (every op 1 us); the q projection of layer 1 takes 3, 4 and 20 us.
     const int64_t q1_ns[3] = {3000, 4000, 20000};
@@ -148,8 +148,8 @@ TEST_CASE("op stats: count, total, mean, median, min, max, share and rates per o
             if (s.label == label) return &s;
         return nullptr;
     };
-    const auto by_layer = op_stats(h, 1, 3, true);
-    const OpStat* q1 = find(by_layer, "q L1");
+    const auto    by_layer = op_stats(h, 1, 3, true);
+    const OpStat* q1       = find(by_layer, "q L1");
     REQUIRE(q1);
     CHECK(q1->count == 3);
     CHECK(q1->total_s == Approx(27e-6));
@@ -190,9 +190,10 @@ TEST_CASE("op stats: count, total, mean, median, min, max, share and rates per o
 }
 
 TEST_CASE("roofline: steps split into dense and cached by kind", "[app][profile]") {
-    const std::vector<StepRecord> steps = {rec(StepKind::Full, 8e9, 1.0), rec(StepKind::SparseResponse, 1e9, 0.5),
-                                           rec(StepKind::BlockRefresh, 4e9, 0.5), rec(StepKind::BlockCached, 1e9, 0.25),
-                                           rec(StepKind::CacheRefresh, 2e9, 0.5), rec(StepKind::CachePartial, 1e9, 0.25)};
+    const std::vector<StepRecord> steps = {
+        rec(StepKind::Full, 8e9, 1.0),         rec(StepKind::SparseResponse, 1e9, 0.5),
+        rec(StepKind::BlockRefresh, 4e9, 0.5), rec(StepKind::BlockCached, 1e9, 0.25),
+        rec(StepKind::CacheRefresh, 2e9, 0.5), rec(StepKind::CachePartial, 1e9, 0.25)};
     const RooflineSplit sp = split_steps(steps);
     CHECK(sp.all.steps == 6);
     CHECK(sp.dense.steps == 3);
@@ -331,15 +332,17 @@ TEST_CASE("tau sweep: reference first, one run per tau, answers scored, Pareto f
         return p;
     };
     const SweepPoint pts[] = {point(true, NAN, 1.0, {1, 2, 3, 4}, "10"),
-                              point(false, 0.9f, 0.2, {1, 9, 9, 4}, "19"),   // cheapest, half the tokens
-                              point(false, 0.99f, 0.3, {1, 2, 3, 4}, "10"),  // same answer, 30% of the work
+                              point(false, 0.9f, 0.2, {1, 9, 9, 4}, "19"),     // cheapest, half the tokens
+                              point(false, 0.99f, 0.3, {1, 2, 3, 4}, "10"),    // same answer, 30% of the work
                               point(false, 0.999f, 0.5, {1, 2, 3, 4}, "10")};  // same answer, more work: dominated
     for (int i = 0; i < 4; ++i) {
         const int r = sw.next();
         REQUIRE(r == i);
         CHECK(sw.next() == -1);  // one run at a time
-        if (i == 0) CHECK(std::isnan(sw.tau_of(r)));
-        else CHECK(sw.tau_of(r) == pts[i].tau);
+        if (i == 0)
+            CHECK(std::isnan(sw.tau_of(r)));
+        else
+            CHECK(sw.tau_of(r) == pts[i].tau);
         sw.finished(&pts[i]);
     }
     CHECK_FALSE(sw.active());
@@ -358,7 +361,7 @@ TEST_CASE("tau sweep: reference first, one run per tau, answers scored, Pareto f
     sw.finished(nullptr);
     CHECK_FALSE(sw.active());
     std::vector<SweepPoint> v = {pts[0], pts[1]};
-    v[1].cancelled = true;
+    v[1].cancelled            = true;
     score_sweep(v);
     CHECK(v[0].pareto);
     CHECK_FALSE(v[1].pareto);
@@ -392,10 +395,10 @@ OpTiming timed(int64_t wall_ns, int64_t cpu_ns, bool split = false, EventDevice 
 TEST_CASE("preempted ops: wall > 1.5 x cpu + 0.2 ms on an unsplit CPU op", "[app][profile][cpu_time]") {
     using S = OpCpuState;
     CHECK(op_cpu_state(timed(1'000'000, 1'000'000)) == S::OnCpu);
-    CHECK(op_cpu_state(timed(1'700'000, 1'000'000)) == S::OnCpu);       // 1.7 ms <= 1.5 + 0.2 ms: the boundary
-    CHECK(op_cpu_state(timed(1'700'001, 1'000'000)) == S::Preempted);   // just over it
-    CHECK(op_cpu_state(timed(12'000'000, 1'000'000)) == S::Preempted);  // the 7-30 ms outliers of issue #13
-    CHECK(op_cpu_state(timed(150'000, 10'000)) == S::OnCpu);            // 15x, but inside the 0.2 ms slack
+    CHECK(op_cpu_state(timed(1'700'000, 1'000'000)) == S::OnCpu);         // 1.7 ms <= 1.5 + 0.2 ms: the boundary
+    CHECK(op_cpu_state(timed(1'700'001, 1'000'000)) == S::Preempted);     // just over it
+    CHECK(op_cpu_state(timed(12'000'000, 1'000'000)) == S::Preempted);    // the 7-30 ms outliers of issue #13
+    CHECK(op_cpu_state(timed(150'000, 10'000)) == S::OnCpu);              // 15x, but inside the 0.2 ms slack
     CHECK(op_cpu_state(timed(12'000'000, 1'000'000, true)) == S::Split);  // the caller waited for the pool
     CHECK(op_cpu_state(timed(12'000'000, -1)) == S::Unmeasured);          // older recording
     CHECK(op_cpu_state(timed(12'000'000, 1'000, false, EventDevice::Cuda)) == S::Unmeasured);  // launch time only
@@ -425,7 +428,7 @@ TEST_CASE("preempted ops: wall > 1.5 x cpu + 0.2 ms on an unsplit CPU op", "[app
         q.step = k, q.cpu_ns = 900'000, q.split = k == 1;
         h.apply(q);
         OpTiming old = plain(0, OpClass::Norm, 10, 7'000'000);  // no CPU time: never flagged
-        old.step = k;
+        old.step     = k;
         h.apply(old);
     }
     auto q_of = [](const std::vector<OpStat>& v) {
@@ -458,10 +461,10 @@ TEST_CASE("step rates: weight bytes of the step's GEMMs over its time, beside GF
     // One dense layer of 10 rows and the head over 4 rows; fp32 weights (gemm() counts W + x + y at 4 bytes).
     StepData sd;
     sd.step = 1, sd.begun = true;
-    sd.ops  = dense_layer_ops(0, 10);
+    sd.ops = dense_layer_ops(0, 10);
     sd.ops.push_back(gemm(-1, OpClass::LmHead, 4, kVocab, kD));
     const double weights = 4.0 * (kD * kD + 2.0 * kKv * kD + kD * kD + 2.0 * kFf * kD + kD * kFf + kVocab * kD);
-    double flops = 0;
+    double       flops   = 0;
     for (const auto& o : sd.ops) flops += o.flops;
     // Not ended: the time is the sum of the op times (15 ops of 1 us).
     StepRates r = step_rates(sd, kD);
@@ -478,7 +481,7 @@ TEST_CASE("step rates: weight bytes of the step's GEMMs over its time, beside GF
     CHECK(r.gflops_per_s() == Approx(3e6 / 2e-3 * 1e-9));
     // bf16 weights: W counts 2 bytes per element, the fp32 activations are still taken out.
     OpTiming q = gemm(0, OpClass::Qkv, 10, kD, kD);
-    q.bytes = 2.0 * kD * kD + 4.0 * (10.0 * kD + 10.0 * kD);
+    q.bytes    = 2.0 * kD * kD + 4.0 * (10.0 * kD + 10.0 * kD);
     CHECK(gemm_weight_bytes(q, name_ops(std::vector<OpTiming>{q}, kD)[0]) == Approx(2.0 * kD * kD));
     // Without n_embd the shapes are unknown: no weight bytes, and no division by zero anywhere.
     CHECK(step_rates(sd, 0).weight_bytes == 0);
@@ -504,14 +507,14 @@ TEST_CASE("kernel join: CUPTI records under the ops that launched them, by step,
         return k;
     };
     const std::vector<KernelRecord> ks = {
-        kernel("sgemm_a", 2, 0, OpClass::Qkv, 2000, 2400),       // q
-        kernel("sgemm_a", 2, 0, OpClass::Qkv, 2500, 2700),       // k: same kernel, same key
+        kernel("sgemm_a", 2, 0, OpClass::Qkv, 2000, 2400),  // q
+        kernel("sgemm_a", 2, 0, OpClass::Qkv, 2500, 2700),  // k: same kernel, same key
         kernel("attn_kernel", 2, 0, OpClass::AttnExact, 3000, 3100),
         kernel("gemv_head", 2, -1, OpClass::LmHead, 4000, 5000),
-        kernel("sgemm_a", 3, 0, OpClass::Qkv, 9500, 9900),       // the next step: not joined here
-        kernel("memcpy HtoD", 0, -1, OpClass::Other, 5000, 5600),  // no engine op, inside the step's span
+        kernel("sgemm_a", 3, 0, OpClass::Qkv, 9500, 9900),           // the next step: not joined here
+        kernel("memcpy HtoD", 0, -1, OpClass::Other, 5000, 5600),    // no engine op, inside the step's span
         kernel("memcpy HtoD", 0, -1, OpClass::Other, 20000, 20100),  // no engine op, after the step
-        kernel("orphan", 2, 1, OpClass::Ffn, 6000, 6100),         // its op event is missing (dropped)
+        kernel("orphan", 2, 1, OpClass::Ffn, 6000, 6100),            // its op event is missing (dropped)
     };
     const StepKernels j = join_step_kernels(sd, ks);
     CHECK(j.records == 6);

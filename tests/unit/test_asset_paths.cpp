@@ -23,22 +23,30 @@ struct ScopedEnv {
     std::optional<std::string> old;
     ScopedEnv(const char* n, const char* value) : name(n) {
         if (const char* v = std::getenv(n)) old = v;
-        if (value) setenv(n, value, 1);
-        else unsetenv(n);
+        if (value)
+            setenv(n, value, 1);
+        else
+            unsetenv(n);
     }
     ~ScopedEnv() {
-        if (old) setenv(name.c_str(), old->c_str(), 1);
-        else unsetenv(name.c_str());
+        if (old)
+            setenv(name.c_str(), old->c_str(), 1);
+        else
+            unsetenv(name.c_str());
     }
 };
 
-fs::path exe_dir() { return fs::read_symlink("/proc/self/exe").parent_path(); }
-fs::path source_assets() { return fs::path(DYLLM_SOURCE_DIR) / "assets"; }
+fs::path exe_dir() {
+    return fs::read_symlink("/proc/self/exe").parent_path();
+}
+fs::path source_assets() {
+    return fs::path(DYLLM_SOURCE_DIR) / "assets";
+}
 
 }  // namespace
 
 TEST_CASE("asset_dirs: install layout first, then the source tree for this build-tree binary") {
-    ScopedEnv models("DYLLM_MODELS_DIR", nullptr), source("DYLLM_SOURCE_DIR", nullptr);
+    ScopedEnv                   models("DYLLM_MODELS_DIR", nullptr), source("DYLLM_SOURCE_DIR", nullptr);
     const std::vector<fs::path> dirs = asset_dirs(AssetKind::Models);
     REQUIRE(dirs.size() == 2);
     CHECK(dirs[0] == (exe_dir() / ".." / "share" / "dyllm-studio" / "models").lexically_normal());
@@ -50,7 +58,7 @@ TEST_CASE("asset_dirs: install layout first, then the source tree for this build
 }
 
 TEST_CASE("asset_dirs: environment overrides come first, DYLLM_MODELS_DIR for models only") {
-    ScopedEnv models("DYLLM_MODELS_DIR", "/nonexistent/models"), source("DYLLM_SOURCE_DIR", "/nonexistent/src");
+    ScopedEnv  models("DYLLM_MODELS_DIR", "/nonexistent/models"), source("DYLLM_SOURCE_DIR", "/nonexistent/src");
     const auto m = asset_dirs(AssetKind::Models);
     REQUIRE(m.size() == 4);
     CHECK(m[0] == fs::path("/nonexistent/models"));
@@ -62,9 +70,9 @@ TEST_CASE("asset_dirs: environment overrides come first, DYLLM_MODELS_DIR for mo
 }
 
 TEST_CASE("find_asset: first existing match, canonical; empty when nothing matches") {
-    ScopedEnv models("DYLLM_MODELS_DIR", "/nonexistent/models"), source("DYLLM_SOURCE_DIR", nullptr);
+    ScopedEnv      models("DYLLM_MODELS_DIR", "/nonexistent/models"), source("DYLLM_SOURCE_DIR", nullptr);
     const fs::path cfg = source_assets() / "models" / "tiny-llada" / "config.json";
-    REQUIRE(fs::exists(cfg));   // the built-in models are tracked in assets/models
+    REQUIRE(fs::exists(cfg));  // the built-in models are tracked in assets/models
     CHECK(find_asset(AssetKind::Models, "tiny-llada/config.json") == fs::canonical(cfg));
     CHECK(resolve_model_path("tiny-llada") == fs::canonical(cfg.parent_path()));
     CHECK(resolve_model_path("") == fs::canonical(cfg.parent_path()));

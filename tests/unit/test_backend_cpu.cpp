@@ -40,9 +40,13 @@ TensorView view(const test::StoredMat& m) {
 cpu::CMatF cm(const std::vector<float>& v, int64_t rows, int64_t cols) {
     return cpu::CMatF{v.data(), rows, cols, cols};
 }
-cpu::MatF  mm(std::vector<float>& v, int64_t rows, int64_t cols) { return cpu::MatF{v.data(), rows, cols, cols}; }
+cpu::MatF mm(std::vector<float>& v, int64_t rows, int64_t cols) {
+    return cpu::MatF{v.data(), rows, cols, cols};
+}
 
-std::unique_ptr<Backend> cpu_backend(int threads = 2) { return make_backend(BackendKind::Cpu, threads); }
+std::unique_ptr<Backend> cpu_backend(int threads = 2) {
+    return make_backend(BackendKind::Cpu, threads);
+}
 
 // Runs `call` in a forked child with stderr captured and reports whether it aborted (DYLLM_ASSERT) and what it
 // printed. A check that does not fire lets the op run (exit 0, or a hang in the child's absent thread pool that the
@@ -139,7 +143,8 @@ TEST_CASE("CpuBackend: release_weight forgets a packed weight, so reused memory 
     be->release_weight(wv);
     w = w2;  // same storage, new values: what a freed and reallocated weight would look like
     be->matmul(view(x, n, k), wv, TensorView{}, view(y, n, m));
-    cpu::ref::matmul(cm(x, n, k), cpu::ConstMat{w2.data(), cpu::ElemType::F32, m, k, k}, cpu::ConstMat{}, mm(ref, n, m));
+    cpu::ref::matmul(cm(x, n, k), cpu::ConstMat{w2.data(), cpu::ElemType::F32, m, k, k}, cpu::ConstMat{},
+                     mm(ref, n, m));
     CHECK(all_close("released", y, ref, 1e-4, 0));
     be->release_weight(view(x, n, k));  // never prepared: ignored
 }
@@ -166,8 +171,10 @@ TEST_CASE("make_backend: cpu, cuda without CUDA, auto fallback reason", "[backen
         CHECK(why == "CUDA backend not compiled in (DYLLM_CUDA=OFF)");
 #endif
     }
-    CHECK(make_backend(BackendKind::Cpu, 0)->description().find(
-              std::to_string(std::max(1u, std::thread::hardware_concurrency())) + " thread") != std::string::npos);
+    CHECK(make_backend(BackendKind::Cpu, 0)
+              ->description()
+              .find(std::to_string(std::max(1u, std::thread::hardware_concurrency())) + " thread") !=
+          std::string::npos);
     CHECK(make_backend(BackendKind::Cpu, 0)->host_threads() == int(std::max(1u, std::thread::hardware_concurrency())));
 }
 
@@ -183,10 +190,10 @@ TEST_CASE("op and backend kind names are distinct", "[backend]") {
 
 TEST_CASE("cpu backend matmul on a column slice of a wider output", "[backend][cpu]") {
     // y is the right half of a [n, 2m] buffer (a fused [q|k] output, say): row stride 2m, the left half untouched.
-    auto          be = cpu_backend(2);
-    const int64_t n = 6, k = 20, m = 9;
-    const auto    w = make_stored(cpu::ElemType::BF16, m, k, 8);
-    auto          x = random_floats(size_t(n * k), 9);
+    auto               be = cpu_backend(2);
+    const int64_t      n = 6, k = 20, m = 9;
+    const auto         w = make_stored(cpu::ElemType::BF16, m, k, 8);
+    auto               x = random_floats(size_t(n * k), 9);
     std::vector<float> buf(size_t(n * 2 * m), 5.0f), yr(size_t(n * m));
     TensorView         y = TensorView::matrix(buf.data() + m, DType::F32, Device::Cpu, n, m);
     y.nb[1]              = int64_t(2 * m * 4);
@@ -200,39 +207,47 @@ TEST_CASE("cpu backend matmul on a column slice of a wider output", "[backend][c
     }
 }
 
-
 TEST_CASE("shared op checks reject bad shapes, dtypes and views on the cpu backend", "[backend][cpu][checks]") {
-    auto               be = cpu_backend(1);
-    std::vector<float> x(6), w(20), y(8), big(64);
+    auto                  be = cpu_backend(1);
+    std::vector<float>    x(6), w(20), y(8), big(64);
     std::vector<uint16_t> h(64);
     // matmul: x [2, 3] does not fit w [4, 5].
     check_rejects([&] { be->matmul(view(x, 2, 3), view(w, 4, 5), TensorView{}, view(y, 2, 4)); },
                   "matmul: x [2, 3] F32, w [4, 5] F32, y [2, 4] F32 do not fit y = x w^T");
     // An activation in a 16-bit dtype.
-    check_rejects([&] {
-        be->matmul(TensorView::matrix(h.data(), DType::BF16, Device::Cpu, 2, 5), view(w, 4, 5), TensorView{},
-                   view(y, 2, 4));
-    }, "matmul: x must be F32, got BF16");
+    check_rejects(
+        [&] {
+            be->matmul(TensorView::matrix(h.data(), DType::BF16, Device::Cpu, 2, 5), view(w, 4, 5), TensorView{},
+                       view(y, 2, 4));
+        },
+        "matmul: x must be F32, got BF16");
     // A dtype supports() refuses for the op (I32 weights).
-    check_rejects([&] {
-        be->matmul(view(x, 1, 5), TensorView::matrix(big.data(), DType::I32, Device::Cpu, 4, 5), TensorView{},
-                   view(y, 1, 4));
-    }, "matmul: w [4, 5] I32: dtype I32 is not supported by the cpu backend");
+    check_rejects(
+        [&] {
+            be->matmul(view(x, 1, 5), TensorView::matrix(big.data(), DType::I32, Device::Cpu, 4, 5), TensorView{},
+                       view(y, 1, 4));
+        },
+        "matmul: w [4, 5] I32: dtype I32 is not supported by the cpu backend");
     // A view claiming device memory.
-    check_rejects([&] {
-        be->add(view(x, 2, 3), TensorView::matrix(w.data(), DType::F32, Device::Cuda, 2, 3), view(y, 2, 3));
-    }, "add: b [2, 3] F32 is not in cpu memory");
+    check_rejects(
+        [&] { be->add(view(x, 2, 3), TensorView::matrix(w.data(), DType::F32, Device::Cuda, 2, 3), view(y, 2, 3)); },
+        "add: b [2, 3] F32 is not in cpu memory");
     // Columns that are not contiguous.
-    check_rejects([&] {
-        TensorView a = view(big, 4, 4);
-        a.nb[0]      = 8;
-        be->copy(a, view(w, 4, 4));
-    }, "copy: src columns are not contiguous");
+    check_rejects(
+        [&] {
+            TensorView a = view(big, 4, 4);
+            a.nb[0]      = 8;
+            be->copy(a, view(w, 4, 4));
+        },
+        "copy: src columns are not contiguous");
     // Output aliasing the input.
     check_rejects([&] { be->matmul(view(big, 2, 4), view(w, 4, 4), TensorView{}, view(big, 2, 4)); },
                   "matmul: y aliases x");
-    check_rejects([&] { be->rope(view(x, 2, 3), std::vector<int32_t>{0, 1}, 1, 3, 10000.0f); },
-                  "rope: x [2, 3] F32 is not n_head 1 x head_dim 3 (even)");
+    check_rejects(
+        [&] {
+            be->rope(view(x, 2, 3), std::vector<int32_t>{0, 1}, 1, 3, 10000.0f);
+        },
+        "rope: x [2, 3] F32 is not n_head 1 x head_dim 3 (even)");
     check_rejects([&] { be->rms_norm(view(x, 2, 3), view(w, 1, 4), 1e-5f, view(y, 2, 3)); },
                   "rms_norm: weight [1, 4] F32 for rows of 3");
     check_rejects([&] { be->silu_mul(view(x, 2, 3), view(w, 3, 2), view(y, 2, 3)); },
@@ -246,12 +261,21 @@ TEST_CASE("shared op checks reject bad indices, offsets and salient-key orders o
     auto be = cpu_backend(1);
     // Indices out of range.
     std::vector<float> table(15 * 4), out(2 * 4);
-    check_rejects([&] { be->embed(view(table, 15, 4), std::vector<int32_t>{3, 15}, view(out, 2, 4)); },
-                  "embed: id 15 at 1 outside [0, 15)");
-    check_rejects([&] { be->gather_rows(view(table, 15, 4), std::vector<int32_t>{-1, 2}, view(out, 2, 4)); },
-                  "gather_rows: index -1 at 0 outside [0, 15)");
-    check_rejects([&] { be->scatter_rows(view(out, 2, 4), std::vector<int32_t>{0, 15}, view(table, 15, 4)); },
-                  "scatter_rows: index 15 at 1 outside [0, 15)");
+    check_rejects(
+        [&] {
+            be->embed(view(table, 15, 4), std::vector<int32_t>{3, 15}, view(out, 2, 4));
+        },
+        "embed: id 15 at 1 outside [0, 15)");
+    check_rejects(
+        [&] {
+            be->gather_rows(view(table, 15, 4), std::vector<int32_t>{-1, 2}, view(out, 2, 4));
+        },
+        "gather_rows: index -1 at 0 outside [0, 15)");
+    check_rejects(
+        [&] {
+            be->scatter_rows(view(out, 2, 4), std::vector<int32_t>{0, 15}, view(table, 15, 4));
+        },
+        "scatter_rows: index 15 at 1 outside [0, 15)");
     std::vector<int32_t> tok(3);
     std::vector<float>   sc(3);
     check_rejects(
@@ -262,20 +286,22 @@ TEST_CASE("shared op checks reject bad indices, offsets and salient-key orders o
     const AttentionShape       shape{1, 1, 2};
     std::vector<float>         q(3 * 2), k(7 * 2), v(7 * 2), o(3 * 2), c(3 * 2), dv(3 * 2);
     const std::vector<int32_t> cu_k = {0, 3, 7}, q_seq = {0, 1, 1};
-    auto attn = [&](std::vector<int32_t> qs, std::vector<int32_t> cu) {
+    auto                       attn = [&](std::vector<int32_t> qs, std::vector<int32_t> cu) {
         be->attention(view(q, 3, 2), qs, view(k, 7, 2), view(v, 7, 2), cu, shape, view(o, 3, 2));
     };
     check_rejects([&] { attn({0, 2, 1}, cu_k); }, "attention: q_seq sequence 2 at 1 outside [0, 2)");
     check_rejects([&] { attn({0, 1}, cu_k); }, "attention: q_seq has 2 entries for 3 query rows");
     check_rejects([&] { attn(q_seq, {0, 5, 3}); }, "attention: cu_k decreases at 2");
     check_rejects([&] { attn(q_seq, {0, 3, 8}); }, "attention: cu_k ends at 8 past the 7 rows");
-    check_rejects([&] {
-        be->attention(view(q, 3, 2), q_seq, view(k, 7, 2), view(v, 7, 2), cu_k, AttentionShape{2, 3, 1},
-                      view(o, 3, 2));
-    }, "attention: bad shape n_head 2, n_kv_head 3, head_dim 1");
-    check_rejects([&] {
-        be->attention(view(q, 3, 2), q_seq, view(k, 7, 2), view(v, 7, 2), cu_k, shape, view(q, 3, 2));
-    }, "attention: out aliases an input");
+    check_rejects(
+        [&] {
+            be->attention(view(q, 3, 2), q_seq, view(k, 7, 2), view(v, 7, 2), cu_k, AttentionShape{2, 3, 1},
+                          view(o, 3, 2));
+        },
+        "attention: bad shape n_head 2, n_kv_head 3, head_dim 1");
+    check_rejects(
+        [&] { be->attention(view(q, 3, 2), q_seq, view(k, 7, 2), view(v, 7, 2), cu_k, shape, view(q, 3, 2)); },
+        "attention: out aliases an input");
 
     auto approx = [&](std::vector<int32_t> sal, std::vector<int32_t> cu_sal, std::vector<int32_t> qs) {
         be->attention_approx(view(q, 3, 2), qs, view(k, 7, 2), view(dv, int64_t(sal.size()), 2), sal, cu_sal, cu_k,
@@ -283,23 +309,37 @@ TEST_CASE("shared op checks reject bad indices, offsets and salient-key orders o
     };
     approx({0, 2, 5}, {0, 2, 3}, q_seq);  // valid: returns normally in this process
     // The checks the CUDA copy used to skip: q_seq ranges and the salient-key order.
-    check_rejects([&] { approx({0, 2, 5}, {0, 2, 3}, {0, 1, 2}); },
-                  "attention_approx: q_seq sequence 2 at 2 outside [0, 2)");
-    check_rejects([&] { approx({2, 0, 5}, {0, 2, 3}, q_seq); },
-                  "attention_approx: salient key rows of sequence 0 are not strictly ascending");
-    check_rejects([&] { approx({0, 2, 2}, {0, 1, 3}, q_seq); },
-                  "attention_approx: salient key row 2 outside sequence 1's keys [3, 7)");
-    check_rejects([&] { approx({4, 5}, {0, 2, 2}, q_seq); },
-                  "attention_approx: salient key row 4 outside sequence 0's keys [0, 3)");
+    check_rejects(
+        [&] {
+            approx({0, 2, 5}, {0, 2, 3}, {0, 1, 2});
+        },
+        "attention_approx: q_seq sequence 2 at 2 outside [0, 2)");
+    check_rejects(
+        [&] {
+            approx({2, 0, 5}, {0, 2, 3}, q_seq);
+        },
+        "attention_approx: salient key rows of sequence 0 are not strictly ascending");
+    check_rejects(
+        [&] {
+            approx({0, 2, 2}, {0, 1, 3}, q_seq);
+        },
+        "attention_approx: salient key row 2 outside sequence 1's keys [3, 7)");
+    check_rejects(
+        [&] {
+            approx({4, 5}, {0, 2, 2}, q_seq);
+        },
+        "attention_approx: salient key row 4 outside sequence 0's keys [0, 3)");
     check_rejects([&] { approx({0, 2, 5}, {1, 2, 3}, q_seq); }, "attention_approx: cu_sal[0] must be 0, got 1");
     check_rejects([&] { approx({0, 2, 5}, {0, 3}, q_seq); }, "attention_approx: cu_sal has 2 offsets, cu_k 3");
-    check_rejects([&] {
-        // c_new overlapping c_old by one row.
-        std::vector<float> buf(4 * 2);
-        be->attention_approx(view(q, 3, 2), q_seq, view(k, 7, 2), view(dv, 0, 2), {}, std::vector<int32_t>{0, 0, 0},
-                             cu_k, view(buf, 3, 2), shape, TensorView::matrix(buf.data() + 2, DType::F32, Device::Cpu,
-                                                                               3, 2));
-    }, "attention_approx: c_new partially overlaps c_old");
+    check_rejects(
+        [&] {
+            // c_new overlapping c_old by one row.
+            std::vector<float> buf(4 * 2);
+            be->attention_approx(view(q, 3, 2), q_seq, view(k, 7, 2), view(dv, 0, 2), {}, std::vector<int32_t>{0, 0, 0},
+                                 cu_k, view(buf, 3, 2), shape,
+                                 TensorView::matrix(buf.data() + 2, DType::F32, Device::Cpu, 3, 2));
+        },
+        "attention_approx: c_new partially overlaps c_old");
 
     // The fused form (DyLLM's exact rows in the approximation's pass): the same checks, plus v and the exact rows.
     REQUIRE(be->fuses_exact_rows());

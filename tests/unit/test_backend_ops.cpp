@@ -55,9 +55,12 @@ struct Prec {
 };
 inline Prec prec(DType t) {
     switch (t) {
-        case DType::F16: return {std::ldexp(1.0, -11), std::ldexp(1.0, -25)};
-        case DType::BF16: return {std::ldexp(1.0, -8), 0.0};  // fp32's exponent range: no early subnormals
-        default: return {std::ldexp(1.0, -24), 0.0};
+        case DType::F16:
+            return {std::ldexp(1.0, -11), std::ldexp(1.0, -25)};
+        case DType::BF16:
+            return {std::ldexp(1.0, -8), 0.0};  // fp32's exponent range: no early subnormals
+        default:
+            return {std::ldexp(1.0, -24), 0.0};
     }
 }
 constexpr double kU32 = 5.9604644775390625e-08;  // 2^-24
@@ -134,14 +137,18 @@ using test::decode;
 using test::encode;
 
 // v rounded to dt (the shared RNE converters).
-inline std::vector<float> rounded(const std::vector<float>& v, DType dt) { return decode(encode(v, dt), dt); }
+inline std::vector<float> rounded(const std::vector<float>& v, DType dt) {
+    return decode(encode(v, dt), dt);
+}
 
 // A [rows, cols] activation or cache tensor of dtype dt on the backend holding v; the values a tensor holds.
 inline Tensor put(Backend& be, DType dt, int64_t rows, int64_t cols, const std::vector<float>& v) {
     REQUIRE(v.size() == size_t(rows * cols));
     return test::upload_values(be, dt, rows, cols, v);
 }
-inline std::vector<float> get(Backend& be, const TensorView& t) { return test::download_values(be, t); }
+inline std::vector<float> get(Backend& be, const TensorView& t) {
+    return test::download_values(be, t);
+}
 
 // A weight as the backend prepares it (CUDA stores F32 weights as BF16) and the values it really holds, which the
 // reference then uses: the comparison measures the op, not the backend's choice of weight storage.
@@ -161,7 +168,9 @@ inline std::unique_ptr<Weight> weight(Backend& be, DType dt, int64_t rows, int64
 inline cpu::CMatF cm(const std::vector<float>& v, int64_t rows, int64_t cols) {
     return cpu::CMatF{v.data(), rows, cols, cols};
 }
-inline cpu::MatF mm(std::vector<float>& v, int64_t rows, int64_t cols) { return cpu::MatF{v.data(), rows, cols, cols}; }
+inline cpu::MatF mm(std::vector<float>& v, int64_t rows, int64_t cols) {
+    return cpu::MatF{v.data(), rows, cols, cols};
+}
 inline cpu::ConstMat cmat_any(const std::vector<float>& v, int64_t rows, int64_t cols) {
     return cpu::ConstMat{v.data(), cpu::ElemType::F32, rows, cols, cols};
 }
@@ -217,8 +226,8 @@ inline std::string dims(std::initializer_list<int64_t> d) {
 // the case "not supported" instead of failing.
 template <class Case>
 void run_table(const char* op, const std::vector<Case>& cases,
-               const std::function<std::vector<std::pair<OpKind, DType>>(const Case&)>&      needs,
-               const std::function<bool(Backend&, const OpBackend&, const Case&)>& run) {
+               const std::function<std::vector<std::pair<OpKind, DType>>(const Case&)>& needs,
+               const std::function<bool(Backend&, const OpBackend&, const Case&)>&      run) {
     for (OpBackend& ob : op_backends()) {
         Tally t;
         for (const Case& c : cases) {
@@ -278,8 +287,13 @@ inline std::vector<MatMulCase> matmul_cases() {
     std::vector<MatMulCase> cs;
     for (DType dt : kFloatTypes)
         for (bool bias : {false, true})
-            for (auto [n, k, m] : {std::tuple{1, 1, 1}, {7, 17, 5}, {65, 300, 33}, {130, 64, 257}, {3, 0, 4},
-                                   {0, 8, 5}, {200, 1024, 384}})
+            for (auto [n, k, m] : {std::tuple{1, 1, 1},
+                                   {7, 17, 5},
+                                   {65, 300, 33},
+                                   {130, 64, 257},
+                                   {3, 0, 4},
+                                   {0, 8, 5},
+                                   {200, 1024, 384}})
                 cs.push_back({n, k, m, dt, bias});
     return cs;
 }
@@ -290,15 +304,15 @@ inline bool run_matmul(Backend& be, const OpBackend& ob, const MatMulCase& c) {
     Tensor     x = put(be, DType::F32, c.n, c.k, xv), y = be.alloc(DType::F32, c.n, c.m);
     be.matmul(x, w->view, b ? b->view : TensorView{}, y);
     std::vector<float> ref(size_t(c.n * c.m));
-    cpu::ref::matmul(cm(xv, c.n, c.k), cmat_any(w->held, c.m, c.k),
-                     b ? cmat_any(b->held, 1, c.m) : cpu::ConstMat{}, mm(ref, c.n, c.m));
+    cpu::ref::matmul(cm(xv, c.n, c.k), cmat_any(w->held, c.m, c.k), b ? cmat_any(b->held, 1, c.m) : cpu::ConstMat{},
+                     mm(ref, c.n, c.m));
     // x is F32 on the CPU, except that packed BF16 weights multiply it rounded to bf16 (kernels/cpu/packed_gemm.h); the
     // CUDA backend rounds it to the weight's 16-bit storage for cuBLAS (kernels/cuda/cublas_gemm.cu): each product
     // then moves by u_x relative. fp32 accumulation over k terms plus the bias: (k + 2) u_32 of S = sum_c |x_c w_c| +
     // |b| (the sum of |terms|, which bounds cancellation).
-    const bool   cpu_bf16_in = c.dt == DType::BF16 && cpu::PackedGemm::supports(cpu::ElemType::BF16);
-    const DType  x_dt = be.device() == Device::Cuda || cpu_bf16_in ? w->view.dtype : DType::F32;
-    const double rel  = prec(x_dt).u + double(c.k + 2) * kU32;
+    const bool          cpu_bf16_in = c.dt == DType::BF16 && cpu::PackedGemm::supports(cpu::ElemType::BF16);
+    const DType         x_dt        = be.device() == Device::Cuda || cpu_bf16_in ? w->view.dtype : DType::F32;
+    const double        rel         = prec(x_dt).u + double(c.k + 2) * kU32;
     std::vector<double> s(ref.size(), 0.0);
     for (int64_t i = 0; i < c.n; ++i)
         for (int64_t j = 0; j < c.m; ++j) {
@@ -371,7 +385,7 @@ inline bool run_rope(Backend& be, const OpBackend& ob, const RopeCase& c) {
     return close(case_name("rope", ob, dims({c.n, c.n_head, c.head_dim}) + "_theta" + std::to_string(int(c.theta))),
                  get(be, x), ref, [&](size_t e) {
                      const size_t base = e - e % size_t(c.head_dim), i = (e - base) % size_t(half);
-                     const double mag  = std::fabs(double(xv[base + i])) + std::fabs(double(xv[base + i + half]));
+                     const double mag = std::fabs(double(xv[base + i])) + std::fabs(double(xv[base + i + half]));
                      return 20.0 * kU32 * mag;
                  });
 }
@@ -502,7 +516,7 @@ inline bool run_add_rows(Backend& be, const OpBackend& ob, const RowsCase& c) {
     const std::vector<int32_t> idx = row_indices(c);
     const int64_t              n   = int64_t(idx.size());
     const auto                 yv  = values(size_t(n * c.cols), 18);
-    Tensor s = put(be, c.src, c.rows, c.cols, sv), y = put(be, DType::F32, n, c.cols, yv);
+    Tensor                     s = put(be, c.src, c.rows, c.cols, sv), y = put(be, DType::F32, n, c.cols, yv);
     be.add_rows(s, idx, y);
     std::vector<float> ref = yv;
     cpu::ref::add_rows(cmat_any(sv, c.rows, c.cols), idx.data(), n, ref.data(), c.cols);
@@ -531,10 +545,10 @@ inline bool run_cosine(Backend& be, const OpBackend& ob, const CosineCase& c) {
     auto av = values(size_t(c.n * c.w), 17), bv = values(size_t(c.n * c.w), 18);
     for (int64_t j = 0; j < c.w && c.n > 0; ++j) {
         bv[size_t(j)] = av[size_t(j)] * 0.5f + bv[size_t(j)] * 1e-3f;  // row 0 nearly parallel: cos near 1
-        if (c.n > 1) av[size_t(c.w + j)] = 0.0f;                         // row 1 of a is zero: the clamp path
+        if (c.n > 1) av[size_t(c.w + j)] = 0.0f;                       // row 1 of a is zero: the clamp path
     }
-    av = rounded(av, c.a);
-    bv = rounded(bv, c.b);
+    av                   = rounded(av, c.a);
+    bv                   = rounded(bv, c.b);
     Tensor             a = put(be, c.a, c.n, c.w, av), b = put(be, c.b, c.n, c.w, bv);
     std::vector<float> got(size_t(c.n)), ref(size_t(c.n));
     be.cosine_rows(a, b, got);
@@ -573,23 +587,25 @@ inline bool run_score(Backend& be, const OpBackend& ob, const ScoreCase& c) {
     cpu::ref::score_logits(cm(lv, c.n, c.vocab),
                            c.kind == ScoreKind::Confidence ? cpu::ScoreRule::Confidence : cpu::ScoreRule::NegEntropy,
                            banned.data(), int64_t(banned.size()), tok_ref.data(), sc_ref.data());
-    const std::string name = case_name("score_logits", ob, dims({c.n, c.vocab}) +
-                                                               (c.kind == ScoreKind::Confidence ? "_conf" : "_negent"));
+    const std::string name =
+        case_name("score_logits", ob, dims({c.n, c.vocab}) + (c.kind == ScoreKind::Confidence ? "_conf" : "_negent"));
     // Tokens: the same argmax of the same fp32 values, exact. Scores: the normaliser (and the entropy sum) of V exps in
     // fp32: V u relative of max(1, |score|) (|p log p| <= 1/e per term), plus a few ulp of expf/logf.
     bool ok = tok == tok_ref;
     if (!ok) UNSCOPED_INFO(name << ": tokens differ from the reference");
-    return close(name, sc, sc_ref, [&](size_t e) {
-               return 2.0 * (double(c.vocab) + 8.0) * kU32 * std::max(1.0, std::fabs(double(sc_ref[e]))) + 1e-6;
-           }) && ok;
+    return close(name, sc, sc_ref,
+                 [&](size_t e) {
+                     return 2.0 * (double(c.vocab) + 8.0) * kU32 * std::max(1.0, std::fabs(double(sc_ref[e]))) + 1e-6;
+                 }) &&
+           ok;
 }
 
 // ---- attention, attention_approx -----------------------------------------------------------------------------------
 struct AttnCase {
     std::vector<int32_t> lens;  // keys per sequence
     int                  n_head, n_kv_head, head_dim;
-    bool                 subset;  // query rows: every key row (a FULL step) or a scattered subset (salient rows)
-    DType                kv;      // k, v, dv, c_old storage
+    bool                 subset;         // query rows: every key row (a FULL step) or a scattered subset (salient rows)
+    DType                kv;             // k, v, dv, c_old storage
     int                  sal_every = 0;  // approx: every sal_every-th key is salient (0: none)
 };
 inline std::vector<AttnCase> attn_shapes() {
@@ -675,7 +691,7 @@ inline bool run_attention(Backend& be, const OpBackend& ob, const AttnCase& a) {
     cpu::ref::attention(cm(qv, nq, qd), q_seq.data(), cm(kv, nk, kvd), cm(vv, nk, kvd), cu_k.data(),
                         cpu::AttnDims{a.n_head, a.n_kv_head, a.head_dim}, mm(ref, nq, qd), mm(ref_lse, nq, a.n_head));
     const double tol = attn_tol(a, nk, 1.0) + 1e-7;
-    bool ok = close(case_name("attention", ob, attn_name(a)), get(be, out), ref, [&](size_t) { return tol; });
+    bool         ok  = close(case_name("attention", ob, attn_name(a)), get(be, out), ref, [&](size_t) { return tol; });
     // lse = max + log(sum): the scores' error plus the normaliser's relative error, both inside attn_tol's bound for
     // unit values; -inf (a sequence without keys) must match exactly.
     const auto got_lse = get(be, lse);
@@ -731,10 +747,9 @@ inline bool run_attention_cols(Backend& be, const OpBackend& ob, const AttnCase&
     const std::string name = case_name("attention_cols", ob, attn_name(a));
     const double      tol  = attn_tol(a, ns, 0.1);
     const auto        got  = get(be, c_new);
-    bool              ok   = a.sal_every == 0 ? exact(name, got, ctx)
-                                              : close(name, got, ref, [&](size_t e) {
-                                           return tol + 2.0 * kU32 * std::fabs(double(ref[e])) + 1e-7;
-                                       });
+    bool              ok   = a.sal_every == 0 ? exact(name, got, ctx) : close(name, got, ref, [&](size_t e) {
+        return tol + 2.0 * kU32 * std::fabs(double(ref[e])) + 1e-7;
+    });
     be.attention_cols(q, q_seq, k, dv, sal_k, cu_sal, cu_k, l, c_old, shape, c_old);  // in place on an F32 c_old
     return exact(name + "_inplace", get(be, c_old), got) && ok;
 }
@@ -748,10 +763,10 @@ inline bool run_attention_cols_incremental(Backend& be, const OpBackend& ob, con
     const auto           q_seq = query_seqs(cu_k, a.subset);
     std::vector<int32_t> sal_k, cu_sal;
     salient_keys(a, cu_k, sal_k, cu_sal);
-    const int64_t nq = int64_t(q_seq.size()), nk = cu_k.back(), ns = int64_t(sal_k.size());
-    const int64_t qd = int64_t(a.n_head) * a.head_dim, kvd = int64_t(a.n_kv_head) * a.head_dim;
+    const int64_t       nq = int64_t(q_seq.size()), nk = cu_k.back(), ns = int64_t(sal_k.size());
+    const int64_t       qd = int64_t(a.n_head) * a.head_dim, kvd = int64_t(a.n_kv_head) * a.head_dim;
     const cpu::AttnDims dims{a.n_head, a.n_kv_head, a.head_dim};
-    const auto qv = values(size_t(nq * qd), 43), k_new = values(size_t(nk * kvd), 44, a.kv),
+    const auto          qv = values(size_t(nq * qd), 43), k_new = values(size_t(nk * kvd), 44, a.kv),
                v_old_all = values(size_t(nk * kvd), 45, a.kv), k_old_sal = values(size_t(ns * kvd), 46, a.kv),
                dvv = values(size_t(ns * kvd), 47, a.kv, 0.3f);
     // Old keys: the new ones with the salient rows at their old values; v_new = v_old + dv on the salient rows.
@@ -759,13 +774,13 @@ inline bool run_attention_cols_incremental(Backend& be, const OpBackend& ob, con
     for (int64_t t = 0; t < ns; ++t)
         for (int64_t c = 0; c < kvd; ++c) {
             const size_t e = size_t(sal_k[size_t(t)] * kvd + c), st = size_t(t * kvd + c);
-            k_old_all[e] = k_old_sal[st];
+            k_old_all[e]  = k_old_sal[st];
             v_old_sal[st] = v_old_all[e];
-            v_new_all[e] = v_old_all[e] + dvv[st];
+            v_new_all[e]  = v_old_all[e] + dvv[st];
         }
     std::vector<float> ctx(size_t(nq * qd)), lse(size_t(nq * a.n_head)), want(size_t(nq * qd));
-    cpu::ref::attention(cm(qv, nq, qd), q_seq.data(), cm(k_old_all, nk, kvd), cm(v_old_all, nk, kvd), cu_k.data(),
-                        dims, mm(ctx, nq, qd), mm(lse, nq, a.n_head));
+    cpu::ref::attention(cm(qv, nq, qd), q_seq.data(), cm(k_old_all, nk, kvd), cm(v_old_all, nk, kvd), cu_k.data(), dims,
+                        mm(ctx, nq, qd), mm(lse, nq, a.n_head));
     cpu::ref::attention(cm(qv, nq, qd), q_seq.data(), cm(k_new, nk, kvd), cm(v_new_all, nk, kvd), cu_k.data(), dims,
                         mm(want, nq, qd));
     Tensor q = put(be, DType::F32, nq, qd, qv), k = put(be, a.kv, nk, kvd, k_new), dv = put(be, a.kv, ns, kvd, dvv);
@@ -780,9 +795,9 @@ inline bool run_attention_cols_incremental(Backend& be, const OpBackend& ob, con
                              cm(k_old_sal, ns, kvd), cm(v_old_sal, ns, kvd), mm(ref_lse, nq, a.n_head));
     // Per (row, head): the unchanged keys' share of the old mass, rest; cancellation amplifies rounding by 1 / rest.
     // Each of the 2 ns + nk terms carries the scores' error of attn_tol (values up to 1.3).
-    const auto got = get(be, c_new), got_lse = get(be, l_out);
-    const std::string name = case_name("attention_cols_incremental", ob, attn_name(a));
-    bool              ok   = true;
+    const auto        got = get(be, c_new), got_lse = get(be, l_out);
+    const std::string name      = case_name("attention_cols_incremental", ob, attn_name(a));
+    bool              ok        = true;
     int               fallbacks = 0;
     for (int64_t i = 0; i < nq; ++i)
         for (int h = 0; h < a.n_head; ++h) {
@@ -794,10 +809,10 @@ inline bool run_attention_cols_incremental(Backend& be, const OpBackend& ob, con
                 continue;
             }
             fallbacks += fb;
-            const int      b   = q_seq[size_t(i)];
-            const float*   qi  = qv.data() + i * qd + int64_t(h) * a.head_dim;
-            const int64_t  g   = h / (a.n_head / a.n_kv_head);
-            double         old_sal = 0;
+            const int     b       = q_seq[size_t(i)];
+            const float*  qi      = qv.data() + i * qd + int64_t(h) * a.head_dim;
+            const int64_t g       = h / (a.n_head / a.n_kv_head);
+            double        old_sal = 0;
             for (int32_t t = cu_sal[size_t(b)]; t < cu_sal[size_t(b) + 1]; ++t) {
                 double d = 0;
                 for (int c = 0; c < a.head_dim; ++c)
@@ -807,7 +822,7 @@ inline bool run_attention_cols_incremental(Backend& be, const OpBackend& ob, con
             const double rest = std::max(1.0 - old_sal, 1e-3);
             const double tol  = attn_tol(a, nk + 2 * ns, 1.3) / rest + 1e-6;
             for (int c = 0; c < a.head_dim; ++c) {
-                const size_t e   = size_t(i * qd + int64_t(h) * a.head_dim + c);
+                const size_t e    = size_t(i * qd + int64_t(h) * a.head_dim + c);
                 const double exp_ = fb ? double(ctx[e]) : double(want[e]);
                 if (std::fabs(double(got[e]) - exp_) > tol || std::fabs(double(got[e]) - double(ref[e])) > tol) {
                     UNSCOPED_INFO(name << ": row " << i << " head " << h << " col " << c << " got " << got[e]
@@ -849,11 +864,9 @@ inline bool run_attention_approx(Backend& be, const OpBackend& ob, const AttnCas
     const std::string name = case_name("attention_approx", ob, attn_name(a));
     const double      tol  = attn_tol(a, nk + ns, 0.1);
     const auto        got  = get(be, c_new);
-    bool              ok   = a.sal_every == 0
-                                 ? exact(name, got, cv)
-                                 : close(name, got, ref, [&](size_t e) {
-                                       return tol + 2.0 * kU32 * std::fabs(double(ref[e])) + 1e-7;
-                                   });
+    bool              ok   = a.sal_every == 0 ? exact(name, got, cv) : close(name, got, ref, [&](size_t e) {
+        return tol + 2.0 * kU32 * std::fabs(double(ref[e])) + 1e-7;
+    });
     if (a.kv == DType::F32) {  // in place: c_new aliases an F32 c_old, the same values
         be.attention_approx(q, q_seq, k, dv, sal_k, cu_sal, cu_k, c_old, shape, c_old);
         ok = exact(name + "_inplace", get(be, c_old), got) && ok;
@@ -874,34 +887,48 @@ using namespace dyllm;
 using namespace dyllm::ops_test;
 
 TEST_CASE("backend ops: embed", "[backend_ops]") {
-    run_table<EmbedCase>("embed", embed_cases(), [](const EmbedCase& c) { return Needs{{OpKind::Embed, c.dt}}; },
-                         run_embed);
+    run_table<EmbedCase>(
+        "embed", embed_cases(),
+        [](const EmbedCase& c) {
+            return Needs{{OpKind::Embed, c.dt}};
+        },
+        run_embed);
 }
 
 TEST_CASE("backend ops: matmul", "[backend_ops]") {
     run_table<MatMulCase>(
         "matmul", matmul_cases(),
-        [](const MatMulCase& c) { return Needs{{OpKind::MatMul, c.dt}, {OpKind::MatMul, DType::F32}}; }, run_matmul);
+        [](const MatMulCase& c) {
+            return Needs{{OpKind::MatMul, c.dt}, {OpKind::MatMul, DType::F32}};
+        },
+        run_matmul);
 }
 
 TEST_CASE("backend ops: rms_norm", "[backend_ops]") {
-    run_table<RmsNormCase>("rms_norm", rms_norm_cases(),
-                           [](const RmsNormCase& c) { return Needs{{OpKind::RmsNorm, c.dt}}; }, run_rms_norm);
+    run_table<RmsNormCase>(
+        "rms_norm", rms_norm_cases(),
+        [](const RmsNormCase& c) {
+            return Needs{{OpKind::RmsNorm, c.dt}};
+        },
+        run_rms_norm);
 }
 
 TEST_CASE("backend ops: rope", "[backend_ops]") {
-    run_table<RopeCase>("rope", rope_cases(), [](const RopeCase& c) { return Needs{{OpKind::Rope, c.dt}}; }, run_rope);
+    run_table<RopeCase>(
+        "rope", rope_cases(),
+        [](const RopeCase& c) {
+            return Needs{{OpKind::Rope, c.dt}};
+        },
+        run_rope);
 }
 
 TEST_CASE("backend ops: add and sub", "[backend_ops]") {
-    run_table<ElementwiseCase>("add", elementwise_cases(), elementwise_needs(OpKind::Add),
-                               [](Backend& be, const OpBackend& ob, const ElementwiseCase& c) {
-                                   return run_binary(be, ob, c, false);
-                               });
-    run_table<ElementwiseCase>("sub", elementwise_cases(), elementwise_needs(OpKind::Sub),
-                               [](Backend& be, const OpBackend& ob, const ElementwiseCase& c) {
-                                   return run_binary(be, ob, c, true);
-                               });
+    run_table<ElementwiseCase>(
+        "add", elementwise_cases(), elementwise_needs(OpKind::Add),
+        [](Backend& be, const OpBackend& ob, const ElementwiseCase& c) { return run_binary(be, ob, c, false); });
+    run_table<ElementwiseCase>(
+        "sub", elementwise_cases(), elementwise_needs(OpKind::Sub),
+        [](Backend& be, const OpBackend& ob, const ElementwiseCase& c) { return run_binary(be, ob, c, true); });
 }
 
 TEST_CASE("backend ops: copy", "[backend_ops]") {
@@ -909,55 +936,88 @@ TEST_CASE("backend ops: copy", "[backend_ops]") {
 }
 
 TEST_CASE("backend ops: silu_mul", "[backend_ops]") {
-    run_table<SiluMulCase>("silu_mul", silu_mul_cases(),
-                           [](const SiluMulCase& c) { return Needs{{OpKind::SiluMul, c.dt}}; }, run_silu_mul);
+    run_table<SiluMulCase>(
+        "silu_mul", silu_mul_cases(),
+        [](const SiluMulCase& c) {
+            return Needs{{OpKind::SiluMul, c.dt}};
+        },
+        run_silu_mul);
 }
 
 TEST_CASE("backend ops: gather_rows and scatter_rows", "[backend_ops]") {
     run_table<RowsCase>(
         "gather_rows", rows_cases(),
-        [](const RowsCase& c) { return Needs{{OpKind::GatherRows, c.src}, {OpKind::GatherRows, c.dst}}; }, run_gather);
+        [](const RowsCase& c) {
+            return Needs{{OpKind::GatherRows, c.src}, {OpKind::GatherRows, c.dst}};
+        },
+        run_gather);
     run_table<RowsCase>(
         "scatter_rows", rows_cases(),
-        [](const RowsCase& c) { return Needs{{OpKind::ScatterRows, c.src}, {OpKind::ScatterRows, c.dst}}; },
+        [](const RowsCase& c) {
+            return Needs{{OpKind::ScatterRows, c.src}, {OpKind::ScatterRows, c.dst}};
+        },
         run_scatter);
 }
 
 TEST_CASE("backend ops: add_rows", "[backend_ops]") {
-    run_table<RowsCase>("add_rows", add_rows_cases(),
-                        [](const RowsCase& c) { return Needs{{OpKind::AddRows, c.src}, {OpKind::Add, DType::F32}}; },
-                        run_add_rows);
+    run_table<RowsCase>(
+        "add_rows", add_rows_cases(),
+        [](const RowsCase& c) {
+            return Needs{{OpKind::AddRows, c.src}, {OpKind::Add, DType::F32}};
+        },
+        run_add_rows);
 }
 
 TEST_CASE("backend ops: cosine_rows", "[backend_ops]") {
-    run_table<CosineCase>("cosine_rows", cosine_cases(),
-                          [](const CosineCase& c) { return Needs{{OpKind::Cosine, c.a}, {OpKind::Cosine, c.b}}; },
-                          run_cosine);
+    run_table<CosineCase>(
+        "cosine_rows", cosine_cases(),
+        [](const CosineCase& c) {
+            return Needs{{OpKind::Cosine, c.a}, {OpKind::Cosine, c.b}};
+        },
+        run_cosine);
 }
 
 TEST_CASE("backend ops: score_logits", "[backend_ops]") {
-    run_table<ScoreCase>("score_logits", score_cases(),
-                         [](const ScoreCase& c) { return Needs{{OpKind::ScoreLogits, c.dt}}; }, run_score);
+    run_table<ScoreCase>(
+        "score_logits", score_cases(),
+        [](const ScoreCase& c) {
+            return Needs{{OpKind::ScoreLogits, c.dt}};
+        },
+        run_score);
 }
 
 TEST_CASE("backend ops: attention", "[backend_ops]") {
-    run_table<AttnCase>("attention", attention_cases(),
-                        [](const AttnCase& c) { return Needs{{OpKind::Attention, c.kv}}; }, run_attention);
+    run_table<AttnCase>(
+        "attention", attention_cases(),
+        [](const AttnCase& c) {
+            return Needs{{OpKind::Attention, c.kv}};
+        },
+        run_attention);
 }
 
 TEST_CASE("backend ops: attention_cols", "[backend_ops]") {
-    run_table<AttnCase>("attention_cols", attention_approx_cases(),
-                        [](const AttnCase& c) { return Needs{{OpKind::AttentionCols, c.kv}}; }, run_attention_cols);
+    run_table<AttnCase>(
+        "attention_cols", attention_approx_cases(),
+        [](const AttnCase& c) {
+            return Needs{{OpKind::AttentionCols, c.kv}};
+        },
+        run_attention_cols);
 }
 
 TEST_CASE("backend ops: attention_cols, incremental", "[backend_ops]") {
-    run_table<AttnCase>("attention_cols+", attention_approx_cases(),
-                        [](const AttnCase& c) { return Needs{{OpKind::AttentionCols, c.kv}}; },
-                        run_attention_cols_incremental);
+    run_table<AttnCase>(
+        "attention_cols+", attention_approx_cases(),
+        [](const AttnCase& c) {
+            return Needs{{OpKind::AttentionCols, c.kv}};
+        },
+        run_attention_cols_incremental);
 }
 
 TEST_CASE("backend ops: attention_approx", "[backend_ops]") {
-    run_table<AttnCase>("attention_approx", attention_approx_cases(),
-                        [](const AttnCase& c) { return Needs{{OpKind::AttentionApprox, c.kv}}; },
-                        run_attention_approx);
+    run_table<AttnCase>(
+        "attention_approx", attention_approx_cases(),
+        [](const AttnCase& c) {
+            return Needs{{OpKind::AttentionApprox, c.kv}};
+        },
+        run_attention_approx);
 }

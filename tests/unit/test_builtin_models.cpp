@@ -49,7 +49,7 @@ DiffusionParams original_params() {
 TEST_CASE("built-in models load in their real formats", "[builtin]") {
     for (const char* name : {"tiny-llada", "tiny-dream"}) {
         INFO(name);
-        auto m = Model::load(name, BackendKind::Cpu, 1);
+        auto               m = Model::load(name, BackendKind::Cpu, 1);
         const ModelConfig& c = m->config();
         REQUIRE(m->tokenizer() != nullptr);
         const Tokenizer& tok = *m->tokenizer();
@@ -80,8 +80,8 @@ TEST_CASE("built-in models load in their real formats", "[builtin]") {
 TEST_CASE("built-in models reproduce the torch tokenizer and original decoding", "[builtin]") {
     for (const char* name : {"tiny-llada", "tiny-dream"}) {
         INFO(name);
-        auto       m    = Model::load(name, BackendKind::Cpu, 1);
-        const auto fix  = read_json(m->dir() / "selftest.json");
+        auto        m     = Model::load(name, BackendKind::Cpu, 1);
+        const auto  fix   = read_json(m->dir() / "selftest.json");
         const auto& cases = fix.at("cases");
         REQUIRE(cases.size() >= 4);
         std::vector<std::vector<int32_t>> prompts;
@@ -118,18 +118,18 @@ constexpr size_t kItemsPerTask = 25;
 // All-task exact match of `model` on the first kItemsPerTask held-out items of every task, 4-shot prompts (the goals'
 // setting).
 double held_out_accuracy(const char* model, const DiffusionParams& params) {
-    auto        m   = Model::load(model, BackendKind::Cpu, 0);
-    const auto  dir = fs::path(DYLLM_SOURCE_DIR) / "assets" / "tasks";
-    int         correct = 0, n = 0;
+    auto       m       = Model::load(model, BackendKind::Cpu, 0);
+    const auto dir     = fs::path(DYLLM_SOURCE_DIR) / "assets" / "tasks";
+    int        correct = 0, n = 0;
     for (const TaskSuite& suite : load_tasks(dir, "all")) {
         std::vector<std::vector<int32_t>> prompts;
-        const size_t k = std::min(kItemsPerTask, suite.items.size());
+        const size_t                      k = std::min(kItemsPerTask, suite.items.size());
         for (size_t i = 0; i < k; ++i) prompts.push_back(encode_prompt(*m, build_prompt(suite, i, 4), true));
         Session s(*m);
         s.start(prompts, params);
         s.run();
         const GenerationResult r = s.result();
-        int c = 0;
+        int                    c = 0;
         for (size_t i = 0; i < k; ++i)
             c += answer_matches(decode_response(*m, r.sequences[i].token_ids), suite.items[i].answer);
         UNSCOPED_INFO(model << " " << suite.name << ": " << c << "/" << k);

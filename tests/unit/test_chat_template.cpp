@@ -46,7 +46,8 @@ TEST_CASE("Dream chat template string is the one in the HF golden list (ids chec
             const auto ids = c.at("ids").get<std::vector<int32_t>>();
             CHECK(ids.front() == 151644);
             CHECK(std::count(ids.begin(), ids.end(), 151645) == 2);
-            if (const char* p = std::getenv("DYLLM_QWEN_TOKENIZER"); p && *p) CHECK(Tokenizer::load(p)->encode(templ) == ids);
+            if (const char* p = std::getenv("DYLLM_QWEN_TOKENIZER"); p && *p)
+                CHECK(Tokenizer::load(p)->encode(templ) == ids);
         }
     CHECK(found);
 }

@@ -28,25 +28,41 @@ namespace {
 const TensorView& view_of(const ModelWeights& w, const TensorSpec& s) {
     using R = TensorRole;
     switch (s.role) {
-        case R::TokEmbd: return w.tok_embd;
-        case R::OutNorm: return w.out_norm;
-        case R::LmHead: return w.lm_head;
-        default: break;
+        case R::TokEmbd:
+            return w.tok_embd;
+        case R::OutNorm:
+            return w.out_norm;
+        case R::LmHead:
+            return w.lm_head;
+        default:
+            break;
     }
     const LayerWeights& L = w.layers.at(size_t(s.layer));
     switch (s.role) {
-        case R::AttnNorm: return L.attn_norm;
-        case R::Wq: return L.wq;
-        case R::Wk: return L.wk;
-        case R::Wv: return L.wv;
-        case R::Wo: return L.wo;
-        case R::Bq: return L.bq;
-        case R::Bk: return L.bk;
-        case R::Bv: return L.bv;
-        case R::FfnNorm: return L.ffn_norm;
-        case R::WGate: return L.w_gate;
-        case R::WUp: return L.w_up;
-        default: return L.w_down;
+        case R::AttnNorm:
+            return L.attn_norm;
+        case R::Wq:
+            return L.wq;
+        case R::Wk:
+            return L.wk;
+        case R::Wv:
+            return L.wv;
+        case R::Wo:
+            return L.wo;
+        case R::Bq:
+            return L.bq;
+        case R::Bk:
+            return L.bk;
+        case R::Bv:
+            return L.bv;
+        case R::FfnNorm:
+            return L.ffn_norm;
+        case R::WGate:
+            return L.w_gate;
+        case R::WUp:
+            return L.w_up;
+        default:
+            return L.w_down;
     }
 }
 
@@ -77,18 +93,22 @@ float load_f32(const TensorView& v, size_t i) {
             std::memcpy(&f, static_cast<const char*>(v.data) + 4 * i, 4);
             return f;
         }
-        case DType::F16: std::memcpy(&h, static_cast<const char*>(v.data) + 2 * i, 2); return f16_to_f32(h);
-        default: std::memcpy(&h, static_cast<const char*>(v.data) + 2 * i, 2); return bf16_to_f32(h);
+        case DType::F16:
+            std::memcpy(&h, static_cast<const char*>(v.data) + 2 * i, 2);
+            return f16_to_f32(h);
+        default:
+            std::memcpy(&h, static_cast<const char*>(v.data) + 2 * i, 2);
+            return bf16_to_f32(h);
     }
 }
 
 }  // namespace
 
 TEST_CASE("random checkpoints round trip through Checkpoint::open", "[checkpoint]") {
-    const Family f      = GENERATE(Family::LLaDA, Family::Dream);
-    const DType  dtype  = GENERATE(DType::F32, DType::F16, DType::BF16);
-    const int    shards = GENERATE(1, 3);
-    const uint64_t seed = 7;
+    const Family   f      = GENERATE(Family::LLaDA, Family::Dream);
+    const DType    dtype  = GENERATE(DType::F32, DType::F16, DType::BF16);
+    const int      shards = GENERATE(1, 3);
+    const uint64_t seed   = 7;
     INFO(family_name(f) << " " << dtype_name(dtype) << " shards=" << shards);
 
     const fs::path dir = test::make_tiny_checkpoint(f, dtype, shards, seed);
@@ -100,7 +120,7 @@ TEST_CASE("random checkpoints round trip through Checkpoint::open", "[checkpoint
         CHECK(fs::exists(dir / "model.safetensors.index.json"));
         CHECK(fs::exists(dir / "model-00003-of-00003.safetensors"));
     }
-    const auto ck = Checkpoint::open(dir);
+    const auto         ck   = Checkpoint::open(dir);
     const ModelConfig& c    = ck->config();
     const ModelConfig  want = test::tiny_config(f);
     CHECK(c.family == f);
@@ -158,8 +178,8 @@ TEST_CASE("weights do not depend on the shard count and follow N(0, 0.02)", "[ch
     }
     // Statistics over the token embedding (300 x 64 = 19200 samples): the sample mean has standard error
     // 0.02 / sqrt(19200) = 1.4e-4 and the sample std about 0.02 / sqrt(2 * 19200) = 1.0e-4; bounds are ~5 sigma.
-    const TensorView& e = one->weights().tok_embd;
-    double sum = 0, sq = 0;
+    const TensorView& e   = one->weights().tok_embd;
+    double            sum = 0, sq = 0;
     for (int64_t i = 0; i < e.numel(); ++i) {
         const double x = load_f32(e, size_t(i));
         sum += x;
@@ -209,8 +229,8 @@ TEST_CASE("expected tensor names of the real models", "[checkpoint]") {
 TEST_CASE("extra tensors in the file are ignored", "[checkpoint]") {
     const fs::path dir = test::make_tiny_checkpoint(Family::LLaDA, DType::F32, 1, 5);
     // Re-write model.safetensors with everything plus a rotary buffer the loader does not know.
-    const auto                          src = SafetensorsFile::open(dir / "model.safetensors");
-    std::vector<SafetensorsTensorSpec>  specs;
+    const auto                           src = SafetensorsFile::open(dir / "model.safetensors");
+    std::vector<SafetensorsTensorSpec>   specs;
     std::vector<const SafetensorsEntry*> entries;
     for (const auto& e : src->tensors()) {
         specs.push_back({e.name, e.dtype, e.shape});
@@ -219,8 +239,10 @@ TEST_CASE("extra tensors in the file are ignored", "[checkpoint]") {
     specs.push_back({"model.transformer.blocks.0.rotary_emb.inv_freq", DType::F32, {8}});
     const fs::path out = dir / "rewritten.tmp";
     write_safetensors(out, specs, [&](size_t i, uint8_t* p, size_t n) {
-        if (i < entries.size()) std::memcpy(p, entries[i]->data, n);
-        else std::memset(p, 0, n);
+        if (i < entries.size())
+            std::memcpy(p, entries[i]->data, n);
+        else
+            std::memset(p, 0, n);
     });
     fs::rename(out, dir / "model.safetensors");
     const auto ck = Checkpoint::open(dir);
@@ -261,17 +283,17 @@ size_t resident_bytes() {  // /proc/self/statm: size resident shared text lib da
 TEST_CASE("an LLaDA-8B-sized checkpoint opens by mapping, not copying", "[.big][checkpoint]") {
     const fs::path dir = test::make_temp_dir("llada8b");
     ModelConfig    cfg = small_config(Family::LLaDA, 32, 4096, 32, 32, 12288, 126464);
-    cfg.mask_id = 126336;  // engine/README.md §c.1 ids
+    cfg.mask_id        = 126336;  // engine/README.md §c.1 ids
     cfg.eos_id = cfg.pad_id = 126081;
-    cfg.bos_id = 126080;
+    cfg.bos_id              = 126080;
     write_config_json(dir / "config.json", cfg);
-    cfg = parse_config(dir / "config.json");
+    cfg              = parse_config(dir / "config.json");
     const auto specs = expected_tensor_specs(cfg);
     REQUIRE(specs.size() == 291);
     const int      n_shards = 6;
     nlohmann::json index    = {{"metadata", {{"total_size", 16031162368LL}}}, {"weight_map", nlohmann::json::object()}};
     for (int k = 0; k < n_shards; ++k) {
-        const std::string file = "model-0000" + std::to_string(k + 1) + "-of-00006.safetensors";
+        const std::string                  file = "model-0000" + std::to_string(k + 1) + "-of-00006.safetensors";
         std::vector<SafetensorsTensorSpec> st;
         for (size_t i = specs.size() * size_t(k) / n_shards; i < specs.size() * size_t(k + 1) / n_shards; ++i) {
             st.push_back({specs[i].name, DType::BF16, specs[i].shape});
@@ -306,9 +328,10 @@ TEST_CASE("weight_std scales the same random stream", "[checkpoint]") {
 
 TEST_CASE("Model::load reports each prepared weight once, in order, with the stored bytes", "[checkpoint]") {
     for (Family fam : {Family::LLaDA, Family::Dream}) {  // Dream adds the q/k/v biases
-        const fs::path           dir = test::make_tiny_checkpoint(fam, DType::BF16);
+        const fs::path            dir = test::make_tiny_checkpoint(fam, DType::BF16);
         std::vector<LoadProgress> seen;
-        auto m = Model::load(dir.string(), BackendKind::Cpu, 1, nullptr, [&](const LoadProgress& p) { seen.push_back(p); });
+        auto                      m =
+            Model::load(dir.string(), BackendKind::Cpu, 1, nullptr, [&](const LoadProgress& p) { seen.push_back(p); });
         REQUIRE(!seen.empty());
         const ModelWeights& w     = m->weights();
         uint64_t            bytes = w.tok_embd.bytes() + w.out_norm.bytes() + w.lm_head.bytes();

@@ -26,7 +26,7 @@ RunResult run_cli(const std::string& args) {
     RunResult   r;
     FILE*       p = popen(("'" + std::string(cli) + "' " + args + " 2>&1").c_str(), "r");
     REQUIRE(p != nullptr);
-    char buf[4096];
+    char   buf[4096];
     size_t n;
     while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
     const int status = pclose(p);
@@ -48,14 +48,14 @@ TEST_CASE("make-model writes a checkpoint that opens", "[checkpoint][cli]") {
     const fs::path dir = test::make_temp_dir("mm") / "model";
     const auto     r   = run_cli("make-model -o '" + dir.string() +
                                  "' --family dream --dtype bf16 --shards 2 --seed 3 --layers 2 --embd 32 --heads 4 "
-                                 "--kv-heads 1 --ffn 48 --vocab 280");
+                                       "--kv-heads 1 --ffn 48 --vocab 280");
     INFO(r.output);
     REQUIRE(r.code == 0);
     CHECK(r.output.find("Dream") != std::string::npos);
     CHECK(fs::exists(dir / "tokenizer.json"));
     CHECK(fs::exists(dir / "model.safetensors.index.json"));
-    const auto ck = Checkpoint::open(dir);
-    const auto& c = ck->config();
+    const auto  ck = Checkpoint::open(dir);
+    const auto& c  = ck->config();
     CHECK(c.family == Family::Dream);
     CHECK(c.n_layer == 2);
     CHECK(c.n_embd == 32);
@@ -77,9 +77,9 @@ TEST_CASE("make-model writes a checkpoint that opens", "[checkpoint][cli]") {
 
 TEST_CASE("make-model rejects bad flags with one clear line", "[checkpoint][cli]") {
     if (!have_cli()) return;
-    const fs::path dir = test::make_temp_dir("mm") / "model";
-    const std::string o = " -o '" + dir.string() + "'";
-    auto r = run_cli("make-model" + o + " --heads 3");
+    const fs::path    dir = test::make_temp_dir("mm") / "model";
+    const std::string o   = " -o '" + dir.string() + "'";
+    auto              r   = run_cli("make-model" + o + " --heads 3");
     CHECK(r.code == 2);
     CHECK(r.output.find("--heads 3 does not divide --embd 64") != std::string::npos);
     r = run_cli("make-model" + o + " --vocab 100");

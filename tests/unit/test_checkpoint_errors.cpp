@@ -19,7 +19,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string slurp(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
+    std::ifstream     in(p, std::ios::binary);
     std::stringstream ss;
     ss << in.rdbuf();
     return ss.str();
@@ -55,7 +55,9 @@ void write_raw(const fs::path& p, std::string header_text, const std::string& da
     spit(p, le64(header_text.size()) + header_text + data);
 }
 
-void write_raw(const fs::path& p, const Raw& r) { write_raw(p, r.header.dump(), r.data); }
+void write_raw(const fs::path& p, const Raw& r) {
+    write_raw(p, r.header.dump(), r.data);
+}
 
 // Checkpoint::open(dir) must throw a LoadError containing every fragment.
 void require_error(const fs::path& dir, std::initializer_list<std::string> fragments) {
@@ -71,7 +73,9 @@ void require_error(const fs::path& dir, std::initializer_list<std::string> fragm
 
 const std::string kQ0 = "model.transformer.blocks.0.q_proj.weight";  // [64, 64] F32 in the tiny LLaDA
 
-fs::path llada_dir() { return test::make_tiny_checkpoint(Family::LLaDA, DType::F32, 1, 11); }
+fs::path llada_dir() {
+    return test::make_tiny_checkpoint(Family::LLaDA, DType::F32, 1, 11);
+}
 
 }  // namespace
 
@@ -80,8 +84,8 @@ TEST_CASE("the valid tiny checkpoint opens (control for the corruptions below)",
 }
 
 TEST_CASE("truncated files", "[checkpoint][errors]") {
-    const fs::path dir = llada_dir();
-    const fs::path st  = dir / "model.safetensors";
+    const fs::path    dir  = llada_dir();
+    const fs::path    st   = dir / "model.safetensors";
     const std::string full = slurp(st);
     SECTION("cut inside the data section") {
         spit(st, full.substr(0, full.size() / 2));
@@ -137,7 +141,7 @@ TEST_CASE("bad JSON header", "[checkpoint][errors]") {
         require_error(dir, {"model.safetensors", kQ0, "'data_offsets'"});
     }
     SECTION("negative shape") {
-        Raw r = read_raw(st);
+        Raw r                  = read_raw(st);
         r.header[kQ0]["shape"] = {-64, 64};
         write_raw(st, r);
         require_error(dir, {kQ0, "non-negative"});
@@ -145,8 +149,8 @@ TEST_CASE("bad JSON header", "[checkpoint][errors]") {
 }
 
 TEST_CASE("unknown dtype", "[checkpoint][errors]") {
-    const fs::path dir = llada_dir();
-    Raw            r   = read_raw(dir / "model.safetensors");
+    const fs::path dir     = llada_dir();
+    Raw            r       = read_raw(dir / "model.safetensors");
     r.header[kQ0]["dtype"] = "F8_E4M3";
     write_raw(dir / "model.safetensors", r);
     require_error(dir, {"model.safetensors", kQ0, "unsupported dtype 'F8_E4M3'"});
@@ -155,7 +159,7 @@ TEST_CASE("unknown dtype", "[checkpoint][errors]") {
 TEST_CASE("wrong shape against the config", "[checkpoint][errors]") {
     const fs::path dir = llada_dir();
     // The file has ff_proj [128, 64]; a config with mlp_hidden_size 96 expects [96, 64].
-    json cfg = json::parse(slurp(dir / "config.json"));
+    json cfg               = json::parse(slurp(dir / "config.json"));
     cfg["mlp_hidden_size"] = 96;
     spit(dir / "config.json", cfg.dump());
     require_error(dir, {"model.safetensors", "tensor 'model.transformer.blocks.0.ff_proj.weight' has shape [128, 64]",
@@ -163,10 +167,10 @@ TEST_CASE("wrong shape against the config", "[checkpoint][errors]") {
 }
 
 TEST_CASE("wrong shape with consistent byte counts (transposed)", "[checkpoint][errors]") {
-    const fs::path dir = test::make_tiny_checkpoint(Family::Dream, DType::BF16, 1, 2);
-    Raw            r   = read_raw(dir / "model.safetensors");
-    const std::string k = "model.layers.1.self_attn.k_proj.weight";  // [32, 64] = kv_dim x hidden
-    r.header[k]["shape"] = {64, 32};
+    const fs::path    dir = test::make_tiny_checkpoint(Family::Dream, DType::BF16, 1, 2);
+    Raw               r   = read_raw(dir / "model.safetensors");
+    const std::string k   = "model.layers.1.self_attn.k_proj.weight";  // [32, 64] = kv_dim x hidden
+    r.header[k]["shape"]  = {64, 32};
     write_raw(dir / "model.safetensors", r);
     require_error(dir, {k, "has shape [64, 32]", "expected [32, 64]", "num_key_value_heads=2 x head_dim=16"});
 }
@@ -199,17 +203,17 @@ TEST_CASE("offsets out of range or inconsistent", "[checkpoint][errors]") {
 }
 
 TEST_CASE("overlapping tensors", "[checkpoint][errors]") {
-    const fs::path dir = llada_dir();
-    Raw            r   = read_raw(dir / "model.safetensors");
-    const std::string k = "model.transformer.blocks.0.k_proj.weight";
+    const fs::path    dir       = llada_dir();
+    Raw               r         = read_raw(dir / "model.safetensors");
+    const std::string k         = "model.transformer.blocks.0.k_proj.weight";
     r.header[k]["data_offsets"] = r.header[kQ0]["data_offsets"];  // same bytes for q and k
     write_raw(dir / "model.safetensors", r);
     require_error(dir, {"model.safetensors", kQ0, k, "overlap"});
 }
 
 TEST_CASE("duplicate tensor names", "[checkpoint][errors]") {
-    const fs::path dir = llada_dir();
-    Raw            r   = read_raw(dir / "model.safetensors");
+    const fs::path dir  = llada_dir();
+    Raw            r    = read_raw(dir / "model.safetensors");
     std::string    text = r.header.dump();
     // Append a second entry with an existing name (nlohmann would otherwise silently keep the last one).
     text.insert(text.size() - 1, ",\"" + kQ0 + "\":" + r.header[kQ0].dump());
@@ -218,9 +222,9 @@ TEST_CASE("duplicate tensor names", "[checkpoint][errors]") {
 }
 
 TEST_CASE("missing tensor", "[checkpoint][errors]") {
-    const fs::path dir = llada_dir();
-    Raw            r   = read_raw(dir / "model.safetensors");
-    const std::string k = "model.transformer.blocks.1.up_proj.weight";
+    const fs::path    dir = llada_dir();
+    Raw               r   = read_raw(dir / "model.safetensors");
+    const std::string k   = "model.transformer.blocks.1.up_proj.weight";
     r.header.erase(k);
     write_raw(dir / "model.safetensors", r);
     require_error(dir, {"model.safetensors", "tensor '" + k + "' missing", "layer 1", "[128, 64]"});
@@ -242,8 +246,12 @@ TEST_CASE("missing config key or config file", "[checkpoint][errors]") {
 
 TEST_CASE("missing directory or weights", "[checkpoint][errors]") {
     const fs::path dir = llada_dir();
-    SECTION("directory") { require_error(dir / "nope", {"nope", "does not exist"}); }
-    SECTION("not a directory") { require_error(dir / "config.json", {"config.json", "not a directory"}); }
+    SECTION("directory") {
+        require_error(dir / "nope", {"nope", "does not exist"});
+    }
+    SECTION("not a directory") {
+        require_error(dir / "config.json", {"config.json", "not a directory"});
+    }
     SECTION("no weights") {
         fs::remove(dir / "model.safetensors");
         require_error(dir, {"no model.safetensors and no model.safetensors.index.json"});
@@ -256,14 +264,15 @@ TEST_CASE("bad sharded checkpoints", "[checkpoint][errors]") {
     json           j     = json::parse(slurp(index));
     SECTION("a shard file is missing") {
         fs::remove(dir / "model-00002-of-00003.safetensors");
-        require_error(dir, {"model.safetensors.index.json", "shard 'model-00002-of-00003.safetensors'", "does not exist"});
+        require_error(dir,
+                      {"model.safetensors.index.json", "shard 'model-00002-of-00003.safetensors'", "does not exist"});
     }
     SECTION("a tensor mapped to the wrong shard") {
         const std::string k = "model.embed_tokens.weight";  // in shard 1
         j["weight_map"][k]  = "model-00003-of-00003.safetensors";
         spit(index, j.dump());
-        require_error(dir, {"model-00003-of-00003.safetensors", "tensor '" + k + "' is absent",
-                            "model.safetensors.index.json"});
+        require_error(
+            dir, {"model-00003-of-00003.safetensors", "tensor '" + k + "' is absent", "model.safetensors.index.json"});
     }
     SECTION("an expected tensor missing from the weight_map") {
         j["weight_map"].erase("model.norm.weight");
@@ -303,16 +312,16 @@ TEST_CASE("unsupported dtypes that exist in safetensors are refused", "[checkpoi
 TEST_CASE("random corruptions of the header never crash", "[checkpoint][errors]") {
     // Flip bytes across the header with a fixed LCG (Numerical Recipes constants); every outcome must be either a
     // successful open (a flip inside padding or a name) or a LoadError, never a crash or another exception type.
-    const fs::path dir = llada_dir();
+    const fs::path    dir  = llada_dir();
     const std::string orig = slurp(dir / "model.safetensors");
-    uint64_t n = 0;
+    uint64_t          n    = 0;
     for (int i = 7; i >= 0; --i) n = (n << 8) | uint8_t(orig[size_t(i)]);
-    uint32_t state = 12345;
+    uint32_t state  = 12345;
     int      errors = 0;
     for (int trial = 0; trial < 200; ++trial) {
         std::string b = orig;
         for (int k = 0; k < 3; ++k) {
-            state = state * 1664525u + 1013904223u;
+            state                    = state * 1664525u + 1013904223u;
             b[8 + size_t(state % n)] = char(state >> 24);
         }
         spit(dir / "model.safetensors", b);

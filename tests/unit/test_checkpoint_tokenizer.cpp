@@ -53,9 +53,9 @@ TEST_CASE("byte-level tokenizer.json structure", "[checkpoint][tokenizer]") {
 }
 
 TEST_CASE("tokenizer writer refuses ids that collide with bytes or leave the vocabulary", "[checkpoint][tokenizer]") {
-    ModelConfig cfg = test::tiny_config(Family::LLaDA);
-    const fs::path p = test::make_temp_dir("tok") / "tokenizer.json";
-    cfg.mask_id = 65;
+    ModelConfig    cfg = test::tiny_config(Family::LLaDA);
+    const fs::path p   = test::make_temp_dir("tok") / "tokenizer.json";
+    cfg.mask_id        = 65;
     CHECK_THROWS_AS(write_byte_level_tokenizer_json(p, cfg), InputError);
     cfg.mask_id = 400;
     CHECK_THROWS_AS(write_byte_level_tokenizer_json(p, cfg), InputError);
@@ -79,6 +79,7 @@ TEST_CASE("the engine's Tokenizer reads the written tokenizer.json like HF token
 
     const fs::path dr   = test::make_tiny_checkpoint(Family::Dream, DType::BF16, 3, 1);
     const auto     dtok = Tokenizer::load(dr / "tokenizer.json");
-    CHECK(dtok->encode("<|im_start|>system\nx<|im_end|><|mask|>") == V{257, 115, 121, 115, 116, 101, 109, 10, 120, 258, 259});
+    CHECK(dtok->encode("<|im_start|>system\nx<|im_end|><|mask|>") ==
+          V{257, 115, 121, 115, 116, 101, 109, 10, 120, 258, 259});
     CHECK(dtok->token_id("<|endoftext|>") == 256);
 }

@@ -68,11 +68,48 @@ TEST_CASE("defaults resolve steps = gen length and block = min(32, gen)", "[cli]
 }
 
 TEST_CASE("every flag reaches DiffusionParams, llama.cpp aliases included", "[cli]") {
-    const Parsed p = parse({"-n", "32", "--diffusion-steps", "16", "--diffusion-block-length", "8", "--method",
-                            "original", "--dyllm-tau", "0.95", "--full-steps", "2", "--fullq-every", "3", "--no-approx",
-                            "--threshold", "0.9", "--temp", "0.5", "-s", "42", "--ignore-eos", "--kp", "10", "--kr", "3",
-                            "--rho", "0.5", "--measure-cosine", "-m", "somewhere", "--backend", "cpu", "-t", "2", "-p",
-                            "first", "-p", "second", "--prompt-ids", "1,2", "--no-chat"});
+    const Parsed          p = parse({"-n",
+                                     "32",
+                                     "--diffusion-steps",
+                                     "16",
+                                     "--diffusion-block-length",
+                                     "8",
+                                     "--method",
+                                     "original",
+                                     "--dyllm-tau",
+                                     "0.95",
+                                     "--full-steps",
+                                     "2",
+                                     "--fullq-every",
+                                     "3",
+                                     "--no-approx",
+                                     "--threshold",
+                                     "0.9",
+                                     "--temp",
+                                     "0.5",
+                                     "-s",
+                                     "42",
+                                     "--ignore-eos",
+                                     "--kp",
+                                     "10",
+                                     "--kr",
+                                     "3",
+                                     "--rho",
+                                     "0.5",
+                                     "--measure-cosine",
+                                     "-m",
+                                     "somewhere",
+                                     "--backend",
+                                     "cpu",
+                                     "-t",
+                                     "2",
+                                     "-p",
+                                     "first",
+                                     "-p",
+                                     "second",
+                                     "--prompt-ids",
+                                     "1,2",
+                                     "--no-chat"});
     const DiffusionParams d = to_diffusion_params(p.diff);
     CHECK(d.gen_length == 32);
     CHECK(d.steps == 16);
@@ -170,9 +207,9 @@ TEST_CASE("prompt file: one prompt per line, empty lines skipped", "[cli]") {
         f << "first prompt\r\n\n   \nsecond prompt\n";
     }
     PromptOptions o;
-    o.prompts = {"from -p"};
-    o.file    = file.string();
-    o.prompt_ids = {"5,6"};
+    o.prompts     = {"from -p"};
+    o.file        = file.string();
+    o.prompt_ids  = {"5,6"};
     const auto ps = read_prompt_texts(o);
     REQUIRE(ps.size() == 4);
     CHECK(ps[0].text == "from -p");
@@ -199,8 +236,8 @@ TEST_CASE("a missing model directory is one clear LoadError", "[cli]") {
     ModelOptions o;
     o.model   = "/nonexistent/dyllm-model-dir";
     o.backend = "cpu";
-    CHECK_THROWS_WITH(load_model_for_cli(o), Catch::Contains("/nonexistent/dyllm-model-dir") &&
-                                                 Catch::Contains("no such directory"));
+    CHECK_THROWS_WITH(load_model_for_cli(o),
+                      Catch::Contains("/nonexistent/dyllm-model-dir") && Catch::Contains("no such directory"));
     o.backend = "tpu";
     CHECK_THROWS_AS(load_model_for_cli(o), InputError);
 }
@@ -222,7 +259,7 @@ TEST_CASE("float_for_json gives the shortest decimal that reads back to the floa
 }
 
 TEST_CASE("a scalar flag given twice keeps the last value; -p accumulates", "[cli]") {
-    const Parsed p = parse({"-n", "8", "-n", "16", "--tau", "0.5", "--tau", "0.9", "-p", "a", "-p", "b"});
+    const Parsed          p = parse({"-n", "8", "-n", "16", "--tau", "0.5", "--tau", "0.9", "-p", "a", "-p", "b"});
     const DiffusionParams d = to_diffusion_params(p.diff);
     CHECK(d.gen_length == 16);
     CHECK(d.tau == Approx(0.9f));

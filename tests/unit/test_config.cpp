@@ -12,7 +12,7 @@
 #include "tests/support/tiny_models.h"
 
 using namespace dyllm;
-using json = nlohmann::json;
+using json   = nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
@@ -111,7 +111,7 @@ TEST_CASE("Dream-7B config.json parses to the architecture of engine/README.md �
 }
 
 TEST_CASE("family detection by model_type or architectures", "[config]") {
-    json j = dream_7b();
+    json j          = dream_7b();
     j["model_type"] = "dream";
     CHECK(parse_config(write_json(j, "fam")).family == Family::Dream);
     j.erase("model_type");
@@ -127,31 +127,31 @@ TEST_CASE("family defaults when optional keys are absent", "[config]") {
     json l = llada_8b();
     for (const char* k : {"mask_token_id", "rope_theta", "mlp_hidden_size", "n_kv_heads", "embedding_size"}) l.erase(k);
     const ModelConfig c = parse_config(write_json(l, "def"));
-    CHECK(c.mask_id == 126336);       // engine/README.md §c.1
-    CHECK(c.rope_theta == 1e6f);      // engine/README.md §c.3: DyLLM's fallback
-    CHECK(c.n_ff == 4 * 4096);        // mlp_ratio * d_model
-    CHECK(c.n_kv_head == 32);         // MHA
-    CHECK(c.n_vocab == 126464);       // = vocab_size
+    CHECK(c.mask_id == 126336);   // engine/README.md §c.1
+    CHECK(c.rope_theta == 1e6f);  // engine/README.md §c.3: DyLLM's fallback
+    CHECK(c.n_ff == 4 * 4096);    // mlp_ratio * d_model
+    CHECK(c.n_kv_head == 32);     // MHA
+    CHECK(c.n_vocab == 126464);   // = vocab_size
 
     json d = dream_7b();
     for (const char* k : {"mask_token_id", "rope_theta", "num_key_value_heads"}) d.erase(k);
     const ModelConfig e = parse_config(write_json(d, "def"));
-    CHECK(e.mask_id == 151666);  // engine/README.md §c.2
+    CHECK(e.mask_id == 151666);   // engine/README.md §c.2
     CHECK(e.rope_theta == 1e6f);  // engine/README.md §c.3
     CHECK(e.n_kv_head == 28);
 }
 
 TEST_CASE("LLaDA embedding_size larger than vocab_size sets n_vocab", "[config]") {
-    json l = llada_8b();
-    l["vocab_size"] = 126000;
+    json l              = llada_8b();
+    l["vocab_size"]     = 126000;
     const ModelConfig c = parse_config(write_json(l, "emb"));
     CHECK(c.n_vocab == 126464);
     CHECK(c.vocab_size == 126000);
 }
 
 TEST_CASE("eos_token_id given as a list", "[config]") {
-    json d = dream_7b();
-    d["eos_token_id"] = {151643, 151645};
+    json d              = dream_7b();
+    d["eos_token_id"]   = {151643, 151645};
     const ModelConfig c = parse_config(write_json(d, "eos"));
     CHECK(c.eos_id == 151643);
     REQUIRE(c.extra_eos_ids.size() == 1);
@@ -159,8 +159,8 @@ TEST_CASE("eos_token_id given as a list", "[config]") {
 }
 
 TEST_CASE("head_dim from the config overrides n_embd / n_head", "[config]") {
-    json d = dream_7b();
-    d["head_dim"] = 64;
+    json d              = dream_7b();
+    d["head_dim"]       = 64;
     const ModelConfig c = parse_config(write_json(d, "hd"));
     CHECK(c.head_dim == 64);
     CHECK(c.q_dim() == 28 * 64);
@@ -168,8 +168,8 @@ TEST_CASE("head_dim from the config overrides n_embd / n_head", "[config]") {
 
 TEST_CASE("write_config_json round trips both families", "[config]") {
     for (Family f : {Family::LLaDA, Family::Dream}) {
-        ModelConfig w = test::tiny_config(f);
-        w.extra_eos_ids = {258};
+        ModelConfig w    = test::tiny_config(f);
+        w.extra_eos_ids  = {258};
         const fs::path p = test::make_temp_dir("cfgrt") / "config.json";
         write_config_json(p, w);
         const ModelConfig r = parse_config(p);
@@ -194,7 +194,7 @@ TEST_CASE("write_config_json round trips both families", "[config]") {
         CHECK(r.extra_eos_ids == w.extra_eos_ids);
         // The family's real key names are on disk.
         std::ifstream in(p);
-        const json j = json::parse(in);
+        const json    j = json::parse(in);
         CHECK(j.contains(f == Family::LLaDA ? "d_model" : "hidden_size"));
         CHECK(j.contains(f == Family::LLaDA ? "n_heads" : "num_attention_heads"));
         CHECK(j["model_type"] == (f == Family::LLaDA ? "llada" : "Dream"));
@@ -213,40 +213,40 @@ TEST_CASE("config errors name the file and the key", "[config][errors]") {
         require_error(d, {"'intermediate_size'", "missing", "Dream"});
     }
     SECTION("kv heads do not divide heads") {
-        json d = dream_7b();
+        json d                   = dream_7b();
         d["num_key_value_heads"] = 5;
         require_error(d, {"'num_key_value_heads' = 5 does not divide num_attention_heads = 28"});
     }
     SECTION("heads do not divide the hidden size") {
-        json l = llada_8b();
-        l["n_heads"] = 30;
+        json l          = llada_8b();
+        l["n_heads"]    = 30;
         l["n_kv_heads"] = 30;
         require_error(l, {"'n_heads' = 30 does not divide d_model = 4096"});
     }
     SECTION("odd head_dim") {
-        json d = dream_7b();
+        json d        = dream_7b();
         d["head_dim"] = 127;
         require_error(d, {"head_dim = 127", "odd"});
     }
     SECTION("non-positive size") {
-        json l = llada_8b();
+        json l        = llada_8b();
         l["n_layers"] = 0;
         require_error(l, {"'n_layers' = 0", "positive"});
     }
     SECTION("negative size") {
-        json d = dream_7b();
+        json d           = dream_7b();
         d["hidden_size"] = -3584;
         require_error(d, {"'hidden_size' = -3584"});
     }
     SECTION("non-integer size") {
-        json d = dream_7b();
+        json d                 = dream_7b();
         d["num_hidden_layers"] = "28";
         require_error(d, {"'num_hidden_layers'", "not an integer"});
         d["num_hidden_layers"] = 27.5;
         require_error(d, {"'num_hidden_layers' = 27.5", "not an integer"});
     }
     SECTION("unknown family") {
-        json j = dream_7b();
+        json j             = dream_7b();
         j["model_type"]    = "qwen2";
         j["architectures"] = {"Qwen2ForCausalLM"};
         require_error(j, {"unknown model family", "qwen2", "Qwen2ForCausalLM"});
@@ -259,31 +259,31 @@ TEST_CASE("config errors name the file and the key", "[config][errors]") {
         require_error(l, {"'mask_token_id' = 126336", "default", "outside the vocabulary"});
     }
     SECTION("eos id outside the vocabulary") {
-        json d = dream_7b();
+        json d            = dream_7b();
         d["eos_token_id"] = 200000;
         require_error(d, {"'eos_token_id' = 200000", "outside the vocabulary", "vocab_size = 152064"});
     }
     SECTION("vocab_size above embedding_size") {
-        json l = llada_8b();
+        json l          = llada_8b();
         l["vocab_size"] = 130000;
         require_error(l, {"'vocab_size' = 130000", "'embedding_size' = 126464"});
     }
     SECTION("bad rope_theta and eps") {
-        json l = llada_8b();
+        json l          = llada_8b();
         l["rope_theta"] = -1.0;
         require_error(l, {"'rope_theta'"});
-        json d = dream_7b();
+        json d            = dream_7b();
         d["rms_norm_eps"] = 0.0;
         require_error(d, {"'rms_norm_eps'"});
     }
     SECTION("unsupported features are refused by name") {
-        json l = llada_8b();
+        json l            = llada_8b();
         l["include_bias"] = true;
         require_error(l, {"'include_bias'"});
-        json d = dream_7b();
+        json d            = dream_7b();
         d["rope_scaling"] = {{"type", "yarn"}, {"factor", 4.0}};
         require_error(d, {"'rope_scaling'", "yarn"});
-        json a = llada_8b();
+        json a          = llada_8b();
         a["block_type"] = "sequential";
         require_error(a, {"'block_type'", "sequential"});
     }

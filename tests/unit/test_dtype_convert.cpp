@@ -50,9 +50,12 @@ uint16_t nearest(const Format& f, float x) {
     const size_t lo = hi - 1;
     const double dl = a - f.value[lo], dh = f.value[hi] - a;
     size_t       pick;
-    if (dl < dh) pick = lo;
-    else if (dh < dl) pick = hi;
-    else pick = (f.bits[lo] & 1u) == 0 ? lo : hi;
+    if (dl < dh)
+        pick = lo;
+    else if (dh < dl)
+        pick = hi;
+    else
+        pick = (f.bits[lo] & 1u) == 0 ? lo : hi;
     return uint16_t(sign | f.bits[pick]);
 }
 
@@ -107,9 +110,9 @@ TEST_CASE("fp32 -> bf16/f16 rounds to nearest even (random patterns vs a nearest
 
 TEST_CASE("rounding ties go to the even mantissa", "[dtype]") {
     // bf16 has 7 mantissa bits: 1 + 2^-8 lies halfway between 1 and 1 + 2^-7.
-    CHECK(f32_to_bf16(1.0f + 0x1p-8f) == 0x3f80u);            // -> 1.0 (even)
-    CHECK(f32_to_bf16(1.0f + 3 * 0x1p-8f) == 0x3f82u);        // -> 1 + 2^-6 (even)
-    CHECK(f32_to_bf16(1.0f + 0x1p-8f + 0x1p-20f) == 0x3f81u); // just above half: up
+    CHECK(f32_to_bf16(1.0f + 0x1p-8f) == 0x3f80u);             // -> 1.0 (even)
+    CHECK(f32_to_bf16(1.0f + 3 * 0x1p-8f) == 0x3f82u);         // -> 1 + 2^-6 (even)
+    CHECK(f32_to_bf16(1.0f + 0x1p-8f + 0x1p-20f) == 0x3f81u);  // just above half: up
     // f16 has 10 mantissa bits: 1 + 2^-11 is halfway.
     CHECK(f32_to_f16(1.0f + 0x1p-11f) == 0x3c00u);
     CHECK(f32_to_f16(1.0f + 3 * 0x1p-11f) == 0x3c02u);

@@ -14,30 +14,30 @@
 #include "support/tiny_models.h"
 
 using namespace dyllm;
-using dyllm::test::random_prompt;
 using dyllm::test::make_tiny_checkpoint;
+using dyllm::test::random_prompt;
 
 namespace {
 
 struct Run {
-    GenerationResult                                result;
-    std::map<int, std::vector<float>>               logits;      // step -> logits rows (candidate order)
+    GenerationResult                                  result;
+    std::map<int, std::vector<float>>                 logits;      // step -> logits rows (candidate order)
     std::map<std::pair<int, int>, std::vector<float>> seq_logits;  // (step, sequence) -> that sequence's rows
-    int64_t                                         n_vocab = 0;
+    int64_t                                           n_vocab = 0;
 };
 
 Run run(const Model& m, const std::vector<std::vector<int32_t>>& prompts, const DiffusionParams& p) {
     Run     r;
     Session s(m);
-    s.set_logits_observer([&](int step, const std::vector<std::pair<int, int>>& w, const std::vector<float>& lg,
-                              int64_t V) {
-        r.logits[step] = lg;
-        r.n_vocab      = V;
-        for (size_t i = 0; i < w.size(); ++i) {
-            auto& dst = r.seq_logits[{step, w[i].first}];
-            dst.insert(dst.end(), lg.begin() + int64_t(i) * V, lg.begin() + int64_t(i + 1) * V);
-        }
-    });
+    s.set_logits_observer(
+        [&](int step, const std::vector<std::pair<int, int>>& w, const std::vector<float>& lg, int64_t V) {
+            r.logits[step] = lg;
+            r.n_vocab      = V;
+            for (size_t i = 0; i < w.size(); ++i) {
+                auto& dst = r.seq_logits[{step, w[i].first}];
+                dst.insert(dst.end(), lg.begin() + int64_t(i) * V, lg.begin() + int64_t(i + 1) * V);
+            }
+        });
     s.start(prompts, p);
     s.run();
     r.result = s.result();
@@ -72,8 +72,8 @@ double max_abs(const std::vector<float>& a) {
 // difference in the logits may then flip the choice, after which the canvases differ. Logits are compared up to
 // and including that step (where they must still agree), which shows a divergence comes from a near-tie only.
 int first_divergence(const Run& a, int sa, const Run& b, int sb) {
-    const auto& ua = a.result.sequences[size_t(sa)].unmask_step;
-    const auto& ub = b.result.sequences[size_t(sb)].unmask_step;
+    const auto& ua    = a.result.sequences[size_t(sa)].unmask_step;
+    const auto& ub    = b.result.sequences[size_t(sb)].unmask_step;
     int         first = 1 << 30;
     for (size_t i = 0; i < ua.size(); ++i)
         if (ua[i] != ub[i]) first = std::min(first, std::min(ua[i], ub[i]));
@@ -126,12 +126,12 @@ DiffusionParams base_params(Method m) {
 }  // namespace
 
 TEST_CASE("dyllm with tau > 1, exact attention and full-query steps reproduces original", "[dyllm][exact]") {
-    const Family fam = GENERATE(Family::LLaDA, Family::Dream);
-    auto         m   = Model::load(peaked_checkpoint(fam, 7).string());
+    const Family fam    = GENERATE(Family::LLaDA, Family::Dream);
+    auto         m      = Model::load(peaked_checkpoint(fam, 7).string());
     const auto   prompt = random_prompt(m->config(), 20, 3);
 
-    Run orig = run(*m, {prompt}, base_params(Method::Original));
-    DiffusionParams p = base_params(Method::DyLLM);
+    Run             orig = run(*m, {prompt}, base_params(Method::Original));
+    DiffusionParams p    = base_params(Method::DyLLM);
     p.tau = 1.01f, p.approx = false, p.fullq_every = 1, p.full_steps = 1;
     Run dy = run(*m, {prompt}, p);
 
@@ -139,7 +139,8 @@ TEST_CASE("dyllm with tau > 1, exact attention and full-query steps reproduces o
     const int compared = compare_logits(orig, 0, dy, 0, &worst);
     INFO("steps compared: " << compared << ", max |logit diff|: " << worst);
     CHECK(compared >= 8);  // at least half the run before any near-tie flips a choice
-    if (first_divergence(orig, 0, dy, 0) > 16) CHECK(dy.result.sequences[0].token_ids == orig.result.sequences[0].token_ids);
+    if (first_divergence(orig, 0, dy, 0) > 16)
+        CHECK(dy.result.sequences[0].token_ids == orig.result.sequences[0].token_ids);
     // Every sparse step recomputed every row at every layer >= 1 (S_l = all rows when tau > 1).
     for (const auto& rec : dy.result.steps) {
         if (rec.kind == StepKind::Full) continue;
@@ -153,11 +154,11 @@ TEST_CASE("dyllm with tau > 1, exact attention and full-query steps reproduces o
 }
 
 TEST_CASE("with approximate attention only layer 0's approximation differs from dense", "[dyllm][approx]") {
-    const Family fam = GENERATE(Family::LLaDA, Family::Dream);
-    auto         m   = Model::load(peaked_checkpoint(fam, 11).string());
-    const auto   prompt = random_prompt(m->config(), 20, 5);
-    Run          orig   = run(*m, {prompt}, base_params(Method::Original));
-    DiffusionParams p   = base_params(Method::DyLLM);
+    const Family    fam    = GENERATE(Family::LLaDA, Family::Dream);
+    auto            m      = Model::load(peaked_checkpoint(fam, 11).string());
+    const auto      prompt = random_prompt(m->config(), 20, 5);
+    Run             orig   = run(*m, {prompt}, base_params(Method::Original));
+    DiffusionParams p      = base_params(Method::DyLLM);
     p.tau = 1.01f, p.approx = true, p.fullq_every = 1, p.full_steps = 1;
     Run dy = run(*m, {prompt}, p);
     // Step 2 is the first sparse step and starts from the same canvas as original's step 2: the logits differ only
@@ -174,7 +175,8 @@ TEST_CASE("with approximate attention only layer 0's approximation differs from 
     CHECK(max_abs_diff(ex.logits[2], orig.logits[2]) <= 1e-4 * std::max(1.0, scale));
 }
 
-TEST_CASE("layer 0's approximation error is exactly the probability shift applied to the old values", "[dyllm][approx]") {
+TEST_CASE("layer 0's approximation error is exactly the probability shift applied to the old values",
+          "[dyllm][approx]") {
     // C_exact - C_approx = sum_j (p_new_j - p_old_j) V_old_j for every non-salient row (derivation: C_old =
     // sum_j p_old V_old, C_approx = C_old + sum_{j in S} p_new dV_j, C_exact = sum_j p_new V_new, V_new = V_old off S).
     const Family fam = GENERATE(Family::LLaDA, Family::Dream);
@@ -204,7 +206,7 @@ TEST_CASE("layer 0's approximation error is exactly the probability shift applie
     // Exact context with the new tokens, and q of every row, from the dense layer on a fresh cache.
     LayerCache e;
     e.k = be.alloc(be.cache_dtype(), N, cfg.kv_dim()), e.v = be.alloc(be.cache_dtype(), N, cfg.kv_dim());
-    e.ctx = be.alloc(be.cache_dtype(), N, cfg.q_dim());
+    e.ctx     = be.alloc(be.cache_dtype(), N, cfg.q_dim());
     Tensor h2 = fwd.embed(lay, q);
     fwd.layer_dense(0, h2, lay, q, e, true, false);
     const std::vector<float> Ce = host(e.ctx);
@@ -212,29 +214,31 @@ TEST_CASE("layer 0's approximation error is exactly the probability shift applie
 
     // Query vectors: recompute them in double from the layer-0 weights is long; instead recover p_new/p_old from the
     // keys through the exact context's own q: run the dense attention math here in double.
-    const LayerWeights&  L = m->weights().layers[0];
-    Tensor               x = be.alloc(DType::F32, N, cfg.n_embd), Q = be.alloc(DType::F32, N, cfg.q_dim());
-    Tensor               emb = fwd.embed(lay, q);
+    const LayerWeights& L = m->weights().layers[0];
+    Tensor              x = be.alloc(DType::F32, N, cfg.n_embd), Q = be.alloc(DType::F32, N, cfg.q_dim());
+    Tensor              emb = fwd.embed(lay, q);
     be.rms_norm(emb, L.attn_norm, cfg.norm_eps, x);
     be.matmul(x, L.wq, L.bq, Q);
     be.rope(Q, q.pos, cfg.n_head, cfg.head_dim, cfg.rope_theta);
     const std::vector<float> Qh = host(Q);
-    const int D = cfg.head_dim, G = cfg.n_head / cfg.n_kv_head;
-    double worst = 0, worst_err = 0;
+    const int                D = cfg.head_dim, G = cfg.n_head / cfg.n_kv_head;
+    double                   worst = 0, worst_err = 0;
     for (int i = 0; i < N; ++i) {
         if (i == changed) {
-            for (int c2 = 0; c2 < cfg.q_dim(); ++c2) CHECK(Ca[size_t(i * cfg.q_dim() + c2)] == Approx(Ce[size_t(i * cfg.q_dim() + c2)]).margin(1e-5));
+            for (int c2 = 0; c2 < cfg.q_dim(); ++c2)
+                CHECK(Ca[size_t(i * cfg.q_dim() + c2)] == Approx(Ce[size_t(i * cfg.q_dim() + c2)]).margin(1e-5));
             continue;
         }
         for (int hh = 0; hh < cfg.n_head; ++hh) {
-            const int kvh = hh / G;
-            auto probs = [&](const std::vector<float>& K) {
+            const int kvh   = hh / G;
+            auto      probs = [&](const std::vector<float>& K) {
                 std::vector<double> sc(static_cast<size_t>(N), 0.0);
                 double              mx = -1e300, z = 0;
                 for (int j = 0; j < N; ++j) {
                     double dot = 0;
                     for (int t = 0; t < D; ++t)
-                        dot += double(Qh[size_t(i * cfg.q_dim() + hh * D + t)]) * K[size_t(j * cfg.kv_dim() + kvh * D + t)];
+                        dot += double(Qh[size_t(i * cfg.q_dim() + hh * D + t)]) *
+                               K[size_t(j * cfg.kv_dim() + kvh * D + t)];
                     sc[size_t(j)] = dot / std::sqrt(double(D));
                     mx            = std::max(mx, sc[size_t(j)]);
                 }
@@ -245,17 +249,18 @@ TEST_CASE("layer 0's approximation error is exactly the probability shift applie
             const auto pn = probs(K1), po = probs(K0);
             for (int t = 0; t < D; ++t) {
                 double pred = 0;
-                for (int j = 0; j < N; ++j) pred += (pn[size_t(j)] - po[size_t(j)]) * V0[size_t(j * cfg.kv_dim() + kvh * D + t)];
+                for (int j = 0; j < N; ++j)
+                    pred += (pn[size_t(j)] - po[size_t(j)]) * V0[size_t(j * cfg.kv_dim() + kvh * D + t)];
                 const size_t k   = size_t(i * cfg.q_dim() + hh * D + t);
                 const double err = double(Ce[k]) - double(Ca[k]);
-                worst     = std::max(worst, std::fabs(err - pred));
-                worst_err = std::max(worst_err, std::fabs(err));
+                worst            = std::max(worst, std::fabs(err - pred));
+                worst_err        = std::max(worst_err, std::fabs(err));
             }
         }
     }
     INFO("max |C_exact - C_approx| = " << worst_err << ", max deviation from the predicted error = " << worst);
-    CHECK(worst_err > 0);      // the approximation is not exact here (a key changed)...
-    CHECK(worst <= 2e-5);      // ...and its error is exactly the predicted one (fp32 sums over 28 keys: ~1e-6)
+    CHECK(worst_err > 0);  // the approximation is not exact here (a key changed)...
+    CHECK(worst <= 2e-5);  // ...and its error is exactly the predicted one (fp32 sums over 28 keys: ~1e-6)
 }
 
 TEST_CASE("a sparse layer with no K/V to recompute skips Q and attention and gives the same result, bit for bit",
@@ -321,14 +326,14 @@ TEST_CASE("caches after a FULL step are consistent with a dense recomputation", 
     auto         m   = Model::load(peaked_checkpoint(fam, 13).string());
     const auto&  cfg = m->config();
     BatchLayout  lay;
-    lay.cu = {0, 24};
+    lay.cu         = {0, 24};
     lay.prompt_len = {16};
-    lay.tokens = random_prompt(cfg, 24, 9);
+    lay.tokens     = random_prompt(cfg, 24, 9);
     std::vector<LayerCache> caches(size_t(cfg.n_layer));
-    Backend& be = m->backend();
+    Backend&                be = m->backend();
     for (auto& c : caches) c = layer_cache(be, cfg, 24);
-    Forward fwd(cfg, m->weights(), be, nullptr);
-    const RowSet q = all_rows(lay);
+    Forward      fwd(cfg, m->weights(), be, nullptr);
+    const RowSet q  = all_rows(lay);
     Tensor       h1 = fwd.embed(lay, q);
     for (int l = 0; l < cfg.n_layer; ++l) fwd.layer_dense(l, h1, lay, q, caches[size_t(l)], true, true);
     std::vector<int32_t> idx(24);
@@ -415,20 +420,22 @@ TEST_CASE("DyLLM step kinds in a run follow the schedule for T_full 1, 2, 4, 8",
 }
 
 TEST_CASE("baselines match original where they must", "[baselines][exact]") {
-    const Family fam = GENERATE(Family::LLaDA, Family::Dream);
-    auto         m   = Model::load(peaked_checkpoint(fam, 19).string());
+    const Family fam    = GENERATE(Family::LLaDA, Family::Dream);
+    auto         m      = Model::load(peaked_checkpoint(fam, 19).string());
     const auto   prompt = random_prompt(m->config(), 20, 8);
     Run          orig   = run(*m, {prompt}, base_params(Method::Original));
     // Fast-dLLM with one step per block refreshes its cache at every step; dLLM-Cache with K_P = K_R = 1 refreshes
     // everything at every step. Both are then dense decoding.
     for (Method meth : {Method::FastPrefix, Method::FastDual, Method::DllmCache}) {
         DiffusionParams p = base_params(meth);
-        if (meth == Method::DllmCache) p.kp = 1, p.kr = 1;
-        else p.block_length = 1;
+        if (meth == Method::DllmCache)
+            p.kp = 1, p.kr = 1;
+        else
+            p.block_length = 1;
         if (meth != Method::DllmCache) {
             DiffusionParams po = base_params(Method::Original);
-            po.block_length = 1;
-            orig = run(*m, {prompt}, po);
+            po.block_length    = 1;
+            orig               = run(*m, {prompt}, po);
         } else {
             orig = run(*m, {prompt}, base_params(Method::Original));
         }
@@ -439,8 +446,8 @@ TEST_CASE("baselines match original where they must", "[baselines][exact]") {
 }
 
 TEST_CASE("every method completes the response, also with n_u > 1 and threshold decoding", "[methods]") {
-    const Family fam = GENERATE(Family::LLaDA, Family::Dream);
-    auto         m   = Model::load(peaked_checkpoint(fam, 23).string());
+    const Family fam    = GENERATE(Family::LLaDA, Family::Dream);
+    auto         m      = Model::load(peaked_checkpoint(fam, 23).string());
     const auto   prompt = random_prompt(m->config(), 20, 4);
     for (Method meth : {Method::Original, Method::DyLLM, Method::FastPrefix, Method::FastDual, Method::DllmCache}) {
         for (int steps : {16, 8, 4}) {
@@ -478,9 +485,9 @@ TEST_CASE("dyllm with tau = -1 still produces a complete response", "[dyllm]") {
 }
 
 TEST_CASE("a batch in lock-step gives each prompt what it gets alone", "[batch]") {
-    auto        m  = Model::load(peaked_checkpoint(Family::Dream, 31).string());
-    const auto  p1 = random_prompt(m->config(), 10, 21);
-    const auto  p2 = random_prompt(m->config(), 17, 22);
+    auto       m  = Model::load(peaked_checkpoint(Family::Dream, 31).string());
+    const auto p1 = random_prompt(m->config(), 10, 21);
+    const auto p2 = random_prompt(m->config(), 17, 22);
     for (Method meth : {Method::Original, Method::DyLLM, Method::FastDual, Method::DllmCache}) {
         DiffusionParams p  = base_params(meth);
         Run             a  = run(*m, {p1}, p);
@@ -492,7 +499,8 @@ TEST_CASE("a batch in lock-step gives each prompt what it gets alone", "[batch]"
     }
 }
 
-TEST_CASE("drift cosines match a plain recomputation; measuring changes no output and no FLOP count", "[dyllm][drift]") {
+TEST_CASE("drift cosines match a plain recomputation; measuring changes no output and no FLOP count",
+          "[dyllm][drift]") {
     const Family fam = GENERATE(Family::LLaDA, Family::Dream);
     auto         m   = Model::load(peaked_checkpoint(fam, 43).string());
     const auto&  cfg = m->config();
@@ -609,7 +617,7 @@ TEST_CASE("a run measuring drift decodes the same tokens and reports every appro
     const Family fam    = GENERATE(Family::LLaDA, Family::Dream);
     auto         m      = Model::load(peaked_checkpoint(fam, 47).string());
     const auto   prompt = random_prompt(m->config(), 20, 6);
-    auto go = [&](bool approx, bool drift, std::vector<LayerSaliencyRecord>& layers) {
+    auto         go     = [&](bool approx, bool drift, std::vector<LayerSaliencyRecord>& layers) {
         DiffusionParams p = base_params(Method::DyLLM);
         p.approx = approx, p.measure_drift = drift;
         RecordingSink rec;
@@ -655,27 +663,29 @@ TEST_CASE("a run measuring drift decodes the same tokens and reports every appro
 }
 
 TEST_CASE("bad parameters and prompts give one clear error", "[params]") {
-    auto    m = Model::load(peaked_checkpoint(Family::LLaDA, 37).string());
-    Session s(*m);
+    auto            m = Model::load(peaked_checkpoint(Family::LLaDA, 37).string());
+    Session         s(*m);
     const auto      prompt = random_prompt(m->config(), 8, 1);
     DiffusionParams p      = base_params(Method::DyLLM);
     p.steps                = 5;  // does not divide 16
-    CHECK_THROWS_WITH(s.start(std::vector<std::vector<int32_t>>{prompt}, p), Catch::Contains("steps") && Catch::Contains("divide"));
-    p       = base_params(Method::DyLLM);
-    p.tau   = NAN;
+    CHECK_THROWS_WITH(s.start(std::vector<std::vector<int32_t>>{prompt}, p),
+                      Catch::Contains("steps") && Catch::Contains("divide"));
+    p     = base_params(Method::DyLLM);
+    p.tau = NAN;
     CHECK_NOTHROW(s.start(std::vector<std::vector<int32_t>>{prompt}, p));  // NaN = family default
     p.tau = INFINITY;
     CHECK_THROWS_WITH(s.start(std::vector<std::vector<int32_t>>{prompt}, p), Catch::Contains("tau"));
     p = base_params(Method::DyLLM);
     CHECK_THROWS_WITH(s.start(std::vector<std::vector<int32_t>>{std::vector<int32_t>{}}, p), Catch::Contains("empty"));
-    CHECK_THROWS_WITH(s.start(std::vector<std::vector<int32_t>>{std::vector<int32_t>{m->config().n_vocab + 5}}, p), Catch::Contains("outside the vocabulary"));
+    CHECK_THROWS_WITH(s.start(std::vector<std::vector<int32_t>>{std::vector<int32_t>{m->config().n_vocab + 5}}, p),
+                      Catch::Contains("outside the vocabulary"));
     std::vector<int32_t> huge(size_t(m->config().max_position), 1);
     CHECK_THROWS_WITH(s.start(std::vector<std::vector<int32_t>>{huge}, p), Catch::Contains("too long"));
 }
 
 TEST_CASE("the exact-refresh drift guard serves every row exactly on its steps", "[dyllm][drift_guard]") {
-    const Family fam = GENERATE(Family::LLaDA, Family::Dream);
-    auto         m   = Model::load(peaked_checkpoint(fam, 11).string());
+    const Family fam    = GENERATE(Family::LLaDA, Family::Dream);
+    auto         m      = Model::load(peaked_checkpoint(fam, 11).string());
     const auto   prompt = random_prompt(m->config(), 20, 5);
 
     // Refreshing at every step is the exact ablation, bit for bit (the same ops on the same rows; the column option
@@ -692,9 +702,9 @@ TEST_CASE("the exact-refresh drift guard serves every row exactly on its steps",
     }
 
     // Refreshing every 3rd step: exactly those sparse steps have no approximated row.
-    DiffusionParams p = base_params(Method::DyLLM);
-    p.exact_refresh   = 3;
-    const Run r       = run(*m, {prompt}, p);
+    DiffusionParams p   = base_params(Method::DyLLM);
+    p.exact_refresh     = 3;
+    const Run r         = run(*m, {prompt}, p);
     int       refreshed = 0, approximated = 0;
     for (const auto& rec : r.result.steps) {
         if (rec.kind == StepKind::Full) continue;
@@ -712,14 +722,14 @@ TEST_CASE("the exact-refresh drift guard serves every row exactly on its steps",
 }
 
 TEST_CASE("the column-sparse update differs from the authors' only through the normaliser", "[dyllm][columns]") {
-    const Family fam = GENERATE(Family::LLaDA, Family::Dream);
-    auto         m   = Model::load(peaked_checkpoint(fam, 13).string());
+    const Family fam    = GENERATE(Family::LLaDA, Family::Dream);
+    auto         m      = Model::load(peaked_checkpoint(fam, 13).string());
     const auto   prompt = random_prompt(m->config(), 20, 6);
 
-    DiffusionParams p = base_params(Method::DyLLM);
-    const Run full    = run(*m, {prompt}, p);
-    p.approx_columns  = true;
-    const Run cols    = run(*m, {prompt}, p);
+    DiffusionParams p    = base_params(Method::DyLLM);
+    const Run       full = run(*m, {prompt}, p);
+    p.approx_columns     = true;
+    const Run cols       = run(*m, {prompt}, p);
     // Up to the first sparse step both runs are the same dense computation; after it the cached normaliser makes the
     // logits move (a column-sparse run that matched the full softmax would mean the option does nothing).
     const int first_sparse = p.full_steps + 1;

@@ -21,12 +21,12 @@ namespace {
 
 StudioOptions tiny_options() {
     StudioOptions o;
-    o.model        = test::make_tiny_checkpoint(Family::LLaDA).string();
+    o.model               = test::make_tiny_checkpoint(Family::LLaDA).string();
     o.params.gen_length   = 16;
     o.params.steps        = 8;
     o.params.block_length = 8;
-    o.threads      = 1;
-    o.speed        = 0;  // as fast as the engine goes (interactive sessions default to a watchable speed)
+    o.threads             = 1;
+    o.speed               = 0;  // as fast as the engine goes (interactive sessions default to a watchable speed)
     return o;
 }
 
@@ -71,14 +71,14 @@ TEST_CASE("studio: two runs in a row each get their own label, request, texts an
     REQUIRE(!s.examples.items.empty());  // the task suite under DYLLM_SOURCE_DIR gives run 1 an expected answer
     s.example_idx = 0;
     std::snprintf(s.prompt, sizeof s.prompt, "%s", s.examples.items[0].prompt.c_str());
-    s.ui.method_idx = 1;  // dyllm: holds caches
-    const DiffusionParams p1 = s.make_request(true).params;
+    s.ui.method_idx               = 1;  // dyllm: holds caches
+    const DiffusionParams p1      = s.make_request(true).params;
     const std::string     prompt1 = s.prompt;
     s.open(true);
     REQUIRE(frames_until(s, [&] { return s.runs.size() == 1 && s.runs[0].history.finished(); }));
 
     set_prompt(s, "hello there");
-    s.ui.method_idx = 0;  // original: no caches
+    s.ui.method_idx          = 0;  // original: no caches
     const DiffusionParams p2 = s.make_request(true).params;
     s.restart(true);
     REQUIRE(frames_until(s, [&] { return s.runs.size() == 2 && s.runs[1].history.finished(); }));
@@ -148,7 +148,7 @@ TEST_CASE("studio: a run replaced mid-way ends with its own cancelled RunEnd", "
 TEST_CASE("studio: a compare pair runs A then B, each with its own record", "[studio_runs]") {
     Studio s(tiny_options());
     set_prompt(s, "compare me");
-    s.ui.method_idx = 1;
+    s.ui.method_idx          = 1;
     const DiffusionParams pb = s.make_request(true).params;
     DiffusionParams       pa = pb;
     pa.method                = Method::Original;
@@ -200,7 +200,7 @@ TEST_CASE("studio: play speed is watchable interactively and unlimited in the he
     CHECK(play_speed(o) == 0.f);
     o.speed = 12.f;  // --speed wins
     CHECK(play_speed(o) == 12.f);
-    o.speed = 0.f;
+    o.speed        = 0.f;
     o.bench_frames = 0;
     CHECK(play_speed(o) == 0.f);
 }
@@ -249,9 +249,8 @@ TEST_CASE("studio: the export notice outlives the frames after it was set", "[st
 TEST_CASE("studio: the worker reports the weights prepared while loading, all of them once loaded", "[studio_runs]") {
     Studio s(tiny_options());
     s.open(false);
-    REQUIRE(frames_until(s, [&] {
-        return s.status.state != WorkerState::Loading && s.status.state != WorkerState::NoModel;
-    }));
+    REQUIRE(frames_until(
+        s, [&] { return s.status.state != WorkerState::Loading && s.status.state != WorkerState::NoModel; }));
     const LoadProgress& p = s.status.load;
     CHECK(p.tensors_total > 0);
     CHECK(p.tensors_done == p.tensors_total);

@@ -58,26 +58,30 @@ void scale_tensor(const fs::path& file, const std::string& name, float factor) {
 // tests below check the engine's logic rather than the conditioning of a random model.
 fs::path tiny_model(Family f) {
     static std::map<Family, fs::path> dirs;
-    auto it = dirs.find(f);
+    auto                              it = dirs.find(f);
     if (it != dirs.end()) return it->second;
     const fs::path dir = dyllm::test::make_tiny_checkpoint(f, dyllm::DType::F32, 1, /*seed=*/1234);
     // Head tensor names: LLaDA model.transformer.ff_out.weight (engine/README.md §c.1), Dream lm_head.weight (§c.2).
-    scale_tensor(dir / "model.safetensors",
-                 f == Family::LLaDA ? "model.transformer.ff_out.weight" : "lm_head.weight", 10.0f);
+    scale_tensor(dir / "model.safetensors", f == Family::LLaDA ? "model.transformer.ff_out.weight" : "lm_head.weight",
+                 10.0f);
     dirs[f] = dir;
     return dir;
 }
 
-int n_layer_of(Family f) { return dyllm::parse_config(tiny_model(f) / "config.json").n_layer; }
+int n_layer_of(Family f) {
+    return dyllm::parse_config(tiny_model(f) / "config.json").n_layer;
+}
 
 using dyllm::test::CliRun;
 
-const char* cli_path() { return std::getenv("DYLLM_CLI"); }
+const char* cli_path() {
+    return std::getenv("DYLLM_CLI");
+}
 
 // Runs the dyllm binary with `args` (each quoted), capturing stdout and stderr.
 CliRun run_cli(const std::vector<std::string>& args) {
-    static int      counter = 0;
-    const fs::path  base = fs::temp_directory_path() /
+    static int     counter = 0;
+    const fs::path base    = fs::temp_directory_path() /
                           ("dyllm_test_generate_io_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
     return dyllm::test::run_command(cli_path(), args, base);
 }
@@ -114,20 +118,37 @@ TEST_CASE("generate --json: schema, unmask invariants, determinism", "[generate]
             INFO(dyllm::family_name(f) << " " << method);
             // gen 16 in 8 steps: n_u = 2; block 8 -> 4 steps per block. --ignore-eos: every step runs, so the
             // per-step counts below are exact.
-            const std::vector<std::string> args = {"generate", "-m", tiny_model(f).string(), "-p", "hello there",
-                                                   "-n", "16", "--steps", "8", "--block-length", "8", "--method",
-                                                   method, "--seed", "7", "--ignore-eos", "--json", "--backend",
-                                                   "cpu", "-t", "1"};
-            const CliRun r = run_cli(args);
+            const std::vector<std::string> args = {"generate",
+                                                   "-m",
+                                                   tiny_model(f).string(),
+                                                   "-p",
+                                                   "hello there",
+                                                   "-n",
+                                                   "16",
+                                                   "--steps",
+                                                   "8",
+                                                   "--block-length",
+                                                   "8",
+                                                   "--method",
+                                                   method,
+                                                   "--seed",
+                                                   "7",
+                                                   "--ignore-eos",
+                                                   "--json",
+                                                   "--backend",
+                                                   "cpu",
+                                                   "-t",
+                                                   "1"};
+            const CliRun                   r    = run_cli(args);
             INFO(r.err);
             REQUIRE(r.status == 0);
             const json j = json::parse(r.out);
             require_keys(j, {"model", "method", "params", "load_s", "denoise_s", "tokens_per_s", "forward_passes",
                              "sequences", "accounting"});
             CHECK(j["method"] == method);
-            require_keys(j["params"], {"gen_length", "steps", "block_length", "method", "tau", "full_steps",
-                                       "fullq_every", "approx", "conf_threshold", "temperature", "seed", "ignore_eos",
-                                       "kp", "kr", "rho", "measure_cosine"});
+            require_keys(j["params"],
+                         {"gen_length", "steps", "block_length", "method", "tau", "full_steps", "fullq_every", "approx",
+                          "conf_threshold", "temperature", "seed", "ignore_eos", "kp", "kr", "rho", "measure_cosine"});
             CHECK(j["params"]["tau"].get<double>() == Approx(dyllm::default_tau(f)));
             CHECK(j["params"]["conf_threshold"].is_null());
             CHECK(j["load_s"].get<double>() >= 0);
@@ -162,8 +183,8 @@ TEST_CASE("generate --json: schema, unmask invariants, determinism", "[generate]
                 require_keys(st, {"step", "kind", "tau", "seconds", "flops", "dense_flops", "layers"});
                 REQUIRE(st["layers"].size() == size_t(n_layer_of(f)));
                 for (const json& l : st["layers"])
-                    require_keys(l, {"query_rows", "kv_rows", "attn_exact_rows", "attn_approx_rows", "ffn_rows",
-                                     "flops"});
+                    require_keys(l,
+                                 {"query_rows", "kv_rows", "attn_exact_rows", "attn_approx_rows", "ffn_rows", "flops"});
             }
             if (std::string(method) == "original") {
                 for (const json& st : acc["steps"]) CHECK(st["kind"] == "full");
@@ -186,23 +207,23 @@ TEST_CASE("generate --json: schema, unmask invariants, determinism", "[generate]
 
 TEST_CASE("generate prints the text on stdout and the perf summary on stderr", "[generate][cli]") {
     if (!have_cli()) return;
-    const CliRun r = run_cli({"generate", "-m", tiny_model(Family::LLaDA).string(), "-p", "hi", "-n", "8",
-                              "--backend", "cpu", "-t", "1"});
+    const CliRun r = run_cli(
+        {"generate", "-m", tiny_model(Family::LLaDA).string(), "-p", "hi", "-n", "8", "--backend", "cpu", "-t", "1"});
     INFO(r.err);
     REQUIRE(r.status == 0);
     CHECK(r.err.find("load time") != std::string::npos);
     CHECK(r.err.find("denoise time") != std::string::npos);
     CHECK(r.err.find("ms per step") != std::string::npos);
     CHECK(r.err.find("tokens/s") != std::string::npos);
-    CHECK(r.err.find("recompute") != std::string::npos);  // dyllm is the default method
+    CHECK(r.err.find("recompute") != std::string::npos);        // dyllm is the default method
     CHECK(r.err.find("diffusion step:") == std::string::npos);  // stderr is not a terminal: no progress line
-    CHECK(r.err.find("backend:") == std::string::npos);  // --backend cpu: nothing to fall back from
+    CHECK(r.err.find("backend:") == std::string::npos);         // --backend cpu: nothing to fall back from
     CHECK(!r.out.empty());
 
     // --backend auto without a CUDA device: the CPU, and exactly one line saying why (the command-line contract).
     if (dyllm::cuda_device_count() == 0) {
-        const CliRun a = run_cli({"generate", "-m", tiny_model(Family::LLaDA).string(), "-p", "hi", "-n", "8", "-t",
-                                  "1"});
+        const CliRun a =
+            run_cli({"generate", "-m", tiny_model(Family::LLaDA).string(), "-p", "hi", "-n", "8", "-t", "1"});
         REQUIRE(a.status == 0);
         size_t n_backend_lines = 0;
         for (const auto& l : nonempty_lines(a.err)) n_backend_lines += l.rfind("backend: ", 0) == 0;
@@ -219,8 +240,8 @@ TEST_CASE("a lock-step batch gives each prompt the result it gets alone", "[gene
     for (const Shape sh : {Shape{16, 8, 8}, Shape{16, 16, 16}})
         for (Family f : {Family::LLaDA, Family::Dream})
             for (dyllm::Method m : {dyllm::Method::Original, dyllm::Method::DyLLM}) {
-                INFO(dyllm::family_name(f) << " " << dyllm::method_name(m) << " gen " << sh.gen << " steps "
-                                           << sh.steps << " block " << sh.block);
+                INFO(dyllm::family_name(f) << " " << dyllm::method_name(m) << " gen " << sh.gen << " steps " << sh.steps
+                                           << " block " << sh.block);
                 auto model = dyllm::Model::load(tiny_model(f).string(), dyllm::BackendKind::Cpu, 1);
                 // Prompts of different lengths: packed varlen rows, no padding (engine/README.md §a.10).
                 const auto pa = dyllm::encode_prompt(*model, "hi", true);
@@ -232,7 +253,7 @@ TEST_CASE("a lock-step batch gives each prompt the result it gets alone", "[gene
                 p.block_length = sh.block;
                 p.method       = m;
                 p.ignore_eos   = true;
-                auto run = [&](const std::vector<std::vector<int32_t>>& prompts) {
+                auto run       = [&](const std::vector<std::vector<int32_t>>& prompts) {
                     dyllm::Session s(*model);
                     s.start(prompts, p);
                     s.run();
@@ -266,10 +287,10 @@ TEST_CASE("a lock-step batch gives each prompt the result it gets alone", "[gene
 
 TEST_CASE("generate with two -p prompts equals two single runs (binary)", "[generate][cli]") {
     if (!have_cli()) return;
-    const std::string dir    = tiny_model(Family::Dream).string();
-    const std::vector<std::string> common = {"-n", "16", "--steps", "16", "--block-length", "16", "--json",
-                                             "--backend", "cpu", "-t", "1"};
-    auto gen = [&](std::vector<std::string> prompts) {
+    const std::string              dir    = tiny_model(Family::Dream).string();
+    const std::vector<std::string> common = {"-n",        "16",  "--steps", "16", "--block-length", "16", "--json",
+                                             "--backend", "cpu", "-t",      "1"};
+    auto                           gen    = [&](std::vector<std::string> prompts) {
         std::vector<std::string> a = {"generate", "-m", dir};
         for (auto& p : prompts) {
             a.push_back("-p");
@@ -298,7 +319,7 @@ TEST_CASE("bad input: non-zero exit and one clear error line", "[generate][cli]"
     for (const auto& e : fs::directory_iterator(good)) fs::copy_file(e.path(), bad / e.path().filename());
     fs::resize_file(bad / "model.safetensors", 100);
     // A prompt longer than the model's positions.
-    const int      max_pos = dyllm::parse_config(good / "config.json").max_position;
+    const int      max_pos     = dyllm::parse_config(good / "config.json").max_position;
     const fs::path long_prompt = dyllm::test::make_temp_dir("generate-long") / "long.txt";
     {
         std::ofstream f(long_prompt);
@@ -308,7 +329,7 @@ TEST_CASE("bad input: non-zero exit and one clear error line", "[generate][cli]"
         std::vector<std::string> args;
         std::string              needle;
     };
-    const std::string       g = good.string();
+    const std::string       g     = good.string();
     const std::vector<Case> cases = {
         {{"generate", "-m", g, "-p", "x", "--tau", "nan"}, "--tau must be a finite number"},
         {{"generate", "-m", g, "-p", "x", "-n", "16", "--steps", "7"}, "--steps 7 does not divide --gen-length 16"},
@@ -347,15 +368,15 @@ TEST_CASE("bad input: non-zero exit and one clear error line", "[generate][cli]"
 TEST_CASE("bench: rows carry the documented keys; original is the speed-up baseline", "[bench][cli]") {
     if (!have_cli()) return;
     const std::string dir = tiny_model(Family::LLaDA).string();
-    const CliRun      r   = run_cli({"bench", "-m", dir, "-n", "8", "--steps", "4,8", "--methods", "original,dyllm",
-                                     "--tau", "0.9,0.99", "-r", "2", "-o", "json", "--backend", "cpu", "-t", "1"});
+    const CliRun r = run_cli({"bench", "-m", dir, "-n", "8", "--steps", "4,8", "--methods", "original,dyllm", "--tau",
+                              "0.9,0.99", "-r", "2", "-o", "json", "--backend", "cpu", "-t", "1"});
     INFO(r.err);
     REQUIRE(r.status == 0);
     const json rows = json::parse(r.out);
     REQUIRE(rows.is_array());
     REQUIRE(rows.size() == 6);  // 2 step counts x (original + dyllm at 2 taus)
-    const std::set<std::string> documented = {"method",   "tau",     "steps", "gen_length",         "block_length",
-                                              "batch",    "tokens_per_s", "speedup", "nfe", "recompute_fraction",
+    const std::set<std::string> documented = {"method",  "tau",          "steps",   "gen_length", "block_length",
+                                              "batch",   "tokens_per_s", "speedup", "nfe",        "recompute_fraction",
                                               "accuracy"};
     const std::set<std::string> extras     = {"tokens_per_s_sd",
                                               "tokens_per_s_min",
@@ -459,8 +480,8 @@ TEST_CASE("bench: rows carry the documented keys; original is the speed-up basel
     CHECK(rows[3]["method"] == "original");
     CHECK(rows[3]["steps"] == 8);
 
-    const CliRun csv = run_cli({"bench", "-m", dir, "-n", "8", "--methods", "dyllm", "-r", "1", "-o", "csv",
-                                "--backend", "cpu", "-t", "1"});
+    const CliRun csv = run_cli(
+        {"bench", "-m", dir, "-n", "8", "--methods", "dyllm", "-r", "1", "-o", "csv", "--backend", "cpu", "-t", "1"});
     REQUIRE(csv.status == 0);
     const auto csv_lines = nonempty_lines(csv.out);
     REQUIRE(csv_lines.size() == 2);  // header + the dyllm row (original runs as the baseline but is not listed)
@@ -482,8 +503,8 @@ TEST_CASE("bench: rows carry the documented keys; original is the speed-up basel
     // -o FILE.csv: a tau sweep written as CSV, one row per tau; the markdown table still goes to stdout.
     const fs::path out_csv = fs::temp_directory_path() / "dyllm_bench_sweep.csv";
     fs::remove(out_csv);
-    const CliRun sweep = run_cli({"bench", "-m", dir, "-n", "8", "--methods", "dyllm", "--tau", "0.9,0.99,0.999",
-                                  "-r", "1", "-o", out_csv.string(), "--backend", "cpu", "-t", "1"});
+    const CliRun sweep = run_cli({"bench", "-m", dir, "-n", "8", "--methods", "dyllm", "--tau", "0.9,0.99,0.999", "-r",
+                                  "1", "-o", out_csv.string(), "--backend", "cpu", "-t", "1"});
     INFO(sweep.err);
     REQUIRE(sweep.status == 0);
     const auto file_lines = nonempty_lines(slurp(out_csv));
@@ -538,9 +559,27 @@ TEST_CASE("bench: a multi-thread run measures the cross-core hand-off around eve
 TEST_CASE("bench --task: accuracy is reported on the suite's held-out items", "[bench][cli]") {
     if (!have_cli()) return;
     // The tiny random model cannot solve anything; the check is that the task path runs and reports a number.
-    const CliRun r = run_cli({"bench", "-m", tiny_model(Family::LLaDA).string(), "--task", "add", "--limit", "3",
-                              "-n", "16", "--methods", "original,dyllm", "--batch", "2", "-r", "1", "-o", "json",
-                              "--backend", "cpu", "-t", "1"});
+    const CliRun r = run_cli({"bench",
+                              "-m",
+                              tiny_model(Family::LLaDA).string(),
+                              "--task",
+                              "add",
+                              "--limit",
+                              "3",
+                              "-n",
+                              "16",
+                              "--methods",
+                              "original,dyllm",
+                              "--batch",
+                              "2",
+                              "-r",
+                              "1",
+                              "-o",
+                              "json",
+                              "--backend",
+                              "cpu",
+                              "-t",
+                              "1"});
     INFO(r.err);
     REQUIRE(r.status == 0);
     const json rows = json::parse(r.out);
@@ -568,12 +607,14 @@ TEST_CASE("bench --task: accuracy is reported on the suite's held-out items", "[
         WARN("built-in tiny-llada not found: skipping the bench-vs-eval accuracy check");
         return;
     }
-    const std::vector<std::string> knobs = {"-n", "32", "--steps", "32", "--block-length", "32", "--batch", "4",
-                                            "--limit", "8", "--backend", "cpu", "-t", "1"};
-    std::vector<std::string> bench_args = {"bench", "-m", "tiny-llada", "--task", "add", "--methods", "original",
-                                           "-r", "1", "-o", "json"};
+    const std::vector<std::string> knobs      = {"-n",        "32",      "--steps", "32",      "--block-length",
+                                                 "32",        "--batch", "4",       "--limit", "8",
+                                                 "--backend", "cpu",     "-t",      "1"};
+    std::vector<std::string>       bench_args = {"bench",    "-m", "tiny-llada", "--task", "add", "--methods",
+                                                 "original", "-r", "1",          "-o",     "json"};
     bench_args.insert(bench_args.end(), knobs.begin(), knobs.end());
-    std::vector<std::string> eval_args = {"eval", "-m", "tiny-llada", "--task", "add", "--method", "original", "--json"};
+    std::vector<std::string> eval_args = {"eval", "-m",       "tiny-llada", "--task",
+                                          "add",  "--method", "original",   "--json"};
     eval_args.insert(eval_args.end(), knobs.begin(), knobs.end());
     const CliRun tb = run_cli(bench_args);
     const CliRun te = run_cli(eval_args);

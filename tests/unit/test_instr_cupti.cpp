@@ -13,12 +13,14 @@
 using namespace dyllm;
 
 namespace {
-bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
+bool starts_with(const std::string& s, const std::string& p) {
+    return s.rfind(p, 0) == 0;
+}
 }  // namespace
 
 TEST_CASE("CuptiCollector: unavailable is reported cleanly, available starts and stops", "[instr][cupti]") {
-    std::string why;
-    const bool  avail = CuptiCollector::available(&why);
+    std::string    why;
+    const bool     avail = CuptiCollector::available(&why);
     CuptiCollector c;
     CHECK_FALSE(c.running());
     std::string err;
@@ -110,7 +112,7 @@ namespace {
 // Checks, at every op begin, how deep the NVTX sink (fed first through the tee) has nested its ranges.
 struct DepthProbe : EventSink {
     const NvtxSink* nvtx;
-    int bad_in_layer = 0, bad_outside = 0, ops = 0;
+    int             bad_in_layer = 0, bad_outside = 0, ops = 0;
     explicit DepthProbe(const NvtxSink* n) : nvtx(n) {}
     void on_op_begin(int32_t, int32_t layer, OpClass) override {
         ++ops;
@@ -121,9 +123,9 @@ struct DepthProbe : EventSink {
 }  // namespace
 
 TEST_CASE("NvtxSink: ranges nest step > layer > op and are balanced", "[instr][nvtx]") {
-    NvtxSink   nvtx;
-    DepthProbe probe(&nvtx);
-    TeeSink    tee({&nvtx, &probe});
+    NvtxSink         nvtx;
+    DepthProbe       probe(&nvtx);
+    TeeSink          tee({&nvtx, &probe});
     SyntheticRunSpec sp;
     emit_synthetic_run(tee, sp);
     CHECK(probe.ops == sp.steps * (3 + 5 * sp.n_layer));

@@ -26,20 +26,21 @@ CanvasSnapshot canvas(int32_t step, int32_t seq, const std::vector<int32_t>& tok
 // Events a synthetic run emits, counted from its spec (the engine's shape documented in events.h).
 size_t expected_events(const SyntheticRunSpec& sp, bool ops) {
     const size_t per_step = 2 /*begin, end*/ + size_t(sp.n_layer * sp.n_seq) /*saliency*/ +
-                            size_t(2 * sp.n_seq) /*unmask, canvas*/ + (ops ? size_t(3 + 5 * sp.n_layer) : 0) /*embed, lm_head, sampling + 5 per layer*/;
+                            size_t(2 * sp.n_seq) /*unmask, canvas*/ +
+                            (ops ? size_t(3 + 5 * sp.n_layer) : 0) /*embed, lm_head, sampling + 5 per layer*/;
     return 2 /*run begin/end*/ + size_t(sp.steps) * per_step;
 }
 
 }  // namespace
 
 TEST_CASE("QueueSink: every event becomes an EventRecord, in order", "[instr][queue]") {
-    QueueSink sink(1 << 12);
+    QueueSink        sink(1 << 12);
     SyntheticRunSpec sp;
     emit_synthetic_run(sink, sp);
     CHECK(sink.dropped() == 0);
 
     std::vector<EventRecord> got;
-    EventRecord r;
+    EventRecord              r;
     while (sink.pop(r)) got.push_back(r);
     REQUIRE(got.size() == expected_events(sp, true));
     CHECK(record_kind(got.front()) == RecordKind::RunBegin);
@@ -104,8 +105,8 @@ TEST_CASE("QueuedRecord: records larger than an op timing travel boxed and come 
 
 TEST_CASE("QueueSink: drop counter is exact when the consumer does not drain", "[instr][queue]") {
     SyntheticRunSpec sp;
-    const size_t total = expected_events(sp, true);
-    const size_t cap   = 50;
+    const size_t     total = expected_events(sp, true);
+    const size_t     cap   = 50;
     REQUIRE(total > cap);
     QueueSink sink(cap);
     emit_synthetic_run(sink, sp);  // never blocks even though nobody pops
@@ -160,16 +161,18 @@ TEST_CASE("QueueSink: canvas double buffer returns the newest canvas per sequenc
     CHECK(sink.latest_canvases().empty());
 }
 
-TEST_CASE("QueueSink: canvas reader on another thread only ever sees whole, monotone canvases", "[instr][queue][threads]") {
-    QueueSink sink(4);  // tiny ring: most events drop, the canvas path must not care
-    std::atomic<bool> done{false};
-    std::atomic<int>  torn{0}, backwards{0};
-    std::thread reader([&] {
+TEST_CASE("QueueSink: canvas reader on another thread only ever sees whole, monotone canvases",
+          "[instr][queue][threads]") {
+    QueueSink            sink(4);  // tiny ring: most events drop, the canvas path must not care
+    std::atomic<bool>    done{false};
+    std::atomic<int>     torn{0}, backwards{0};
+    std::thread          reader([&] {
         int32_t last = 0;
         while (!done.load(std::memory_order_acquire)) {
             for (const auto& c : sink.latest_canvases()) {
                 // Each canvas is written with every field equal to its step: a mix means a torn read.
-                for (int32_t t : c.tokens) if (t != c.step) ++torn;
+                for (int32_t t : c.tokens)
+                    if (t != c.step) ++torn;
                 if (c.step < last) ++backwards;
                 last = c.step;
             }
@@ -205,7 +208,7 @@ TEST_CASE("QueueSink: wants_cosines / wants_op_timings switches", "[instr][queue
     SyntheticRunSpec sp;
     emit_synthetic_run(sink, sp);
     EventRecord r;
-    size_t n = 0, ops = 0;
+    size_t      n = 0, ops = 0;
     while (sink.pop(r)) {
         ++n;
         if (record_kind(r) == RecordKind::OpTiming) ++ops;
@@ -216,13 +219,13 @@ TEST_CASE("QueueSink: wants_cosines / wants_op_timings switches", "[instr][queue
 }
 
 TEST_CASE("RecordingSink: keeps the whole run; snapshot while a producer appends; clear", "[instr][recorder]") {
-    RecordingSink rec;
+    RecordingSink    rec;
     SyntheticRunSpec sp;
     sp.steps = 16, sp.gen_length = 32;
     std::atomic<bool> done{false};
-    size_t max_seen = 0;
-    bool   prefix_ok = true;
-    std::thread reader([&] {
+    size_t            max_seen  = 0;
+    bool              prefix_ok = true;
+    std::thread       reader([&] {
         while (!done.load(std::memory_order_acquire)) {
             auto snap = rec.snapshot();
             // A snapshot is always a prefix of the run: it starts with RunBegin and never shrinks.

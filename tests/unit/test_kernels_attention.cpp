@@ -60,8 +60,12 @@ Batch make_batch(const std::vector<int>& q_len, const std::vector<int>& k_len, i
     return bt;
 }
 
-CMatF cm(const std::vector<float>& v, int64_t rows, int64_t cols) { return CMatF{v.data(), rows, cols, cols}; }
-MatF  mm(std::vector<float>& v, int64_t rows, int64_t cols) { return MatF{v.data(), rows, cols, cols}; }
+CMatF cm(const std::vector<float>& v, int64_t rows, int64_t cols) {
+    return CMatF{v.data(), rows, cols, cols};
+}
+MatF mm(std::vector<float>& v, int64_t rows, int64_t cols) {
+    return MatF{v.data(), rows, cols, cols};
+}
 
 struct Shape {
     std::vector<int> q_len, k_len;
@@ -71,18 +75,20 @@ struct Shape {
 // Error budget of fp32 attention against fp64: each score is a D-term dot product (relative error ~ D u on |q||k|),
 // which perturbs softmax weights by that much in absolute terms of the logit; outputs are convex combinations of
 // |v| <= 1 accumulated over nk keys (~ nk u). Scores here reach |s| ~ 3 sqrt(D) / sqrt(D) ~ 3, so 16 (D + nk) u.
-double attn_atol(int head_dim, int64_t max_keys) { return 16.0 * kU32 * double(head_dim + max_keys); }
+double attn_atol(int head_dim, int64_t max_keys) {
+    return 16.0 * kU32 * double(head_dim + max_keys);
+}
 
 const std::vector<Shape>& shapes() {
     static const std::vector<Shape> s = {
-        {{1}, {1}, 1, 1, 2},                       // the smallest case
-        {{3}, {5}, 4, 4, 8},                       // GQA 1:1
-        {{5, 2}, {7, 3}, 8, 2, 16},                // GQA 4:1, two sequences
-        {{4, 1, 6}, {9, 1, 13}, 7, 1, 5},          // GQA 7:1, odd head_dim, a one-key sequence
-        {{0, 17, 3}, {4, 33, 0}, 4, 2, 12},        // a sequence without queries and one without keys (or queries)
-        {{0}, {6}, 2, 1, 4},                       // no query rows at all
-        {{37, 20}, {130, 61}, 4, 4, 128},          // head_dim 128, rows not a multiple of the 16-row block
-        {{200}, {300}, 8, 2, 64},                  // the larger case
+        {{1}, {1}, 1, 1, 2},                 // the smallest case
+        {{3}, {5}, 4, 4, 8},                 // GQA 1:1
+        {{5, 2}, {7, 3}, 8, 2, 16},          // GQA 4:1, two sequences
+        {{4, 1, 6}, {9, 1, 13}, 7, 1, 5},    // GQA 7:1, odd head_dim, a one-key sequence
+        {{0, 17, 3}, {4, 33, 0}, 4, 2, 12},  // a sequence without queries and one without keys (or queries)
+        {{0}, {6}, 2, 1, 4},                 // no query rows at all
+        {{37, 20}, {130, 61}, 4, 4, 128},    // head_dim 128, rows not a multiple of the 16-row block
+        {{200}, {300}, 8, 2, 64},            // the larger case
     };
     return s;
 }
@@ -92,9 +98,9 @@ const std::vector<Shape>& shapes() {
 TEST_CASE("reference attention: one key returns its value, q = 0 averages V", "[kernels][attention][ref]") {
     // Sequence 0 has a single key; sequence 1 has 3 keys and a zero query (uniform softmax).
     const AttnDims           d{1, 1, 2};
-    const std::vector<float> q = {0.3f, -0.7f, 0.0f, 0.0f};
-    const std::vector<float> k = {1, 2, 0.5f, 0.5f, -1, 3, 2, 2};
-    const std::vector<float> v = {4, -4, 1, 2, 3, 4, 5, 9};
+    const std::vector<float> q        = {0.3f, -0.7f, 0.0f, 0.0f};
+    const std::vector<float> k        = {1, 2, 0.5f, 0.5f, -1, 3, 2, 2};
+    const std::vector<float> v        = {4, -4, 1, 2, 3, 4, 5, 9};
     const int32_t            q_seq[2] = {0, 1}, cu_k[3] = {0, 1, 4};
     std::vector<float>       out(4);
     ref::attention(cm(q, 2, 2), q_seq, cm(k, 4, 2), cm(v, 4, 2), cu_k, d, mm(out, 2, 2));
@@ -137,11 +143,11 @@ TEST_CASE("optimised attention equals the reference", "[kernels][attention]") {
     const int    rblock  = GENERATE(0, 5);  // the default row block, and an odd one (tails of the 4-row tiles)
     const Shape& s       = shapes()[si];
     CAPTURE(si, s.n_head, s.n_kv_head, s.head_dim, threads, rblock);
-    const Batch   bt  = make_batch(s.q_len, s.k_len, 0);
-    const int64_t qd  = int64_t(s.n_head) * s.head_dim, kvd = int64_t(s.n_kv_head) * s.head_dim;
-    const auto    q   = random_floats(size_t(bt.nq * qd), 1, -3.0f, 3.0f);
-    const auto    k   = random_floats(size_t(bt.nk * kvd), 2);
-    const auto    v   = random_floats(size_t(bt.nk * kvd), 3);
+    const Batch        bt = make_batch(s.q_len, s.k_len, 0);
+    const int64_t      qd = int64_t(s.n_head) * s.head_dim, kvd = int64_t(s.n_kv_head) * s.head_dim;
+    const auto         q = random_floats(size_t(bt.nq * qd), 1, -3.0f, 3.0f);
+    const auto         k = random_floats(size_t(bt.nk * kvd), 2);
+    const auto         v = random_floats(size_t(bt.nk * kvd), 3);
     std::vector<float> out(size_t(bt.nq * qd), 99.0f), outr(out.size());
     ThreadPool         pool(threads);
     const AttnDims     d{s.n_head, s.n_kv_head, s.head_dim};
@@ -163,20 +169,19 @@ TEST_CASE("a few query rows attend bit for bit as they do inside a large block",
     // depend on how many rows shared its call (a DyLLM step attends its few salient rows; a dense step all rows).
     // 203 keys: whole 16-key groups, a partial one and a tail past the last group of four; head dims 32 and 64.
     for (const AttnDims d : {AttnDims{4, 2, 32}, AttnDims{2, 1, 64}}) {
-        const int64_t      nk = 203, nq = 40, qd = int64_t(d.n_head) * d.head_dim, kvd = int64_t(d.n_kv_head) * d.head_dim;
-        const auto         q = random_floats(size_t(nq * qd), 11, -3.0f, 3.0f);
-        const auto         k = random_floats(size_t(nk * kvd), 12), v = random_floats(size_t(nk * kvd), 13);
-        const int32_t      cu_k[2] = {0, int32_t(nk)};
-        ThreadPool         pool(1);
+        const int64_t nk = 203, nq = 40, qd = int64_t(d.n_head) * d.head_dim, kvd = int64_t(d.n_kv_head) * d.head_dim;
+        const auto    q = random_floats(size_t(nq * qd), 11, -3.0f, 3.0f);
+        const auto    k = random_floats(size_t(nk * kvd), 12), v = random_floats(size_t(nk * kvd), 13);
+        const int32_t cu_k[2] = {0, int32_t(nk)};
+        ThreadPool    pool(1);
         std::vector<int32_t> seq(size_t(nq), 0);
-        std::vector<float> all(size_t(nq * qd));
+        std::vector<float>   all(size_t(nq * qd));
         attention(cm(q, nq, qd), seq.data(), cm(k, nk, kvd), cm(v, nk, kvd), cu_k, 1, d, mm(all, nq, qd), pool);
         for (const std::vector<int>& pick : std::vector<std::vector<int>>{
                  {7}, {5, 38}, {0, 19, 39}, {3, 4, 5, 6}, {1, 9, 17, 25, 33}, {2, 3, 5, 7, 11, 13, 17, 19}}) {
             const int64_t      n = int64_t(pick.size());
             std::vector<float> qs(size_t(n * qd)), out(size_t(n * qd));
-            for (int64_t i = 0; i < n; ++i)
-                std::copy_n(q.begin() + pick[size_t(i)] * qd, qd, qs.begin() + i * qd);
+            for (int64_t i = 0; i < n; ++i) std::copy_n(q.begin() + pick[size_t(i)] * qd, qd, qs.begin() + i * qd);
             attention(cm(qs, n, qd), seq.data(), cm(k, nk, kvd), cm(v, nk, kvd), cu_k, 1, d, mm(out, n, qd), pool);
             int differ = 0;
             for (int64_t i = 0; i < n; ++i)
@@ -196,12 +201,12 @@ TEST_CASE("optimised attention_approx equals the reference", "[kernels][attentio
     const int    rblock    = GENERATE(0, 3);
     const Shape& s         = shapes()[si];
     CAPTURE(si, s.n_head, s.n_kv_head, s.head_dim, sal_every, threads, in_place, rblock);
-    const Batch   bt = make_batch(s.q_len, s.k_len, sal_every);
-    const int64_t qd = int64_t(s.n_head) * s.head_dim, kvd = int64_t(s.n_kv_head) * s.head_dim;
-    const auto    q     = random_floats(size_t(bt.nq * qd), 4, -3.0f, 3.0f);
-    const auto    k     = random_floats(size_t(bt.nk * kvd), 5);
-    const auto    dv    = random_floats(size_t(bt.ns * kvd), 6);
-    const auto    c_old = random_floats(size_t(bt.nq * qd), 7);
+    const Batch        bt = make_batch(s.q_len, s.k_len, sal_every);
+    const int64_t      qd = int64_t(s.n_head) * s.head_dim, kvd = int64_t(s.n_kv_head) * s.head_dim;
+    const auto         q     = random_floats(size_t(bt.nq * qd), 4, -3.0f, 3.0f);
+    const auto         k     = random_floats(size_t(bt.nk * kvd), 5);
+    const auto         dv    = random_floats(size_t(bt.ns * kvd), 6);
+    const auto         c_old = random_floats(size_t(bt.nq * qd), 7);
     std::vector<float> c_new(size_t(bt.nq * qd), 99.0f), c_ref(c_new.size());
     if (in_place) c_new = c_old;
     ThreadPool     pool(threads);
@@ -228,16 +233,16 @@ TEST_CASE("approximate attention's fused exact rows equal attention on those row
     const bool   in_place  = GENERATE(false, true);
     const Shape& s         = shapes()[si];
     CAPTURE(si, sal_every, threads, rblock, in_place);
-    const Batch   bt = make_batch(s.q_len, s.k_len, sal_every);
-    const int64_t qd = int64_t(s.n_head) * s.head_dim, kvd = int64_t(s.n_kv_head) * s.head_dim;
-    const auto    q = random_floats(size_t(bt.nq * qd), 21, -3.0f, 3.0f);
-    const auto    k = random_floats(size_t(bt.nk * kvd), 22), v = random_floats(size_t(bt.nk * kvd), 23);
-    const auto    dv = random_floats(size_t(bt.ns * kvd), 24), c_old = random_floats(size_t(bt.nq * qd), 25);
+    const Batch          bt = make_batch(s.q_len, s.k_len, sal_every);
+    const int64_t        qd = int64_t(s.n_head) * s.head_dim, kvd = int64_t(s.n_kv_head) * s.head_dim;
+    const auto           q = random_floats(size_t(bt.nq * qd), 21, -3.0f, 3.0f);
+    const auto           k = random_floats(size_t(bt.nk * kvd), 22), v = random_floats(size_t(bt.nk * kvd), 23);
+    const auto           dv = random_floats(size_t(bt.ns * kvd), 24), c_old = random_floats(size_t(bt.nq * qd), 25);
     std::vector<int32_t> exact;  // every third query row, and the last one
     for (int64_t i = 0; i < bt.nq; ++i)
         if (i % 3 == 1 || i == bt.nq - 1) exact.push_back(int32_t(i));
-    ThreadPool     pool(threads);
-    const AttnDims d{s.n_head, s.n_kv_head, s.head_dim};
+    ThreadPool         pool(threads);
+    const AttnDims     d{s.n_head, s.n_kv_head, s.head_dim};
     std::vector<float> fused = in_place ? c_old : std::vector<float>(size_t(bt.nq * qd), 99.0f);
     attention_approx(cm(q, bt.nq, qd), bt.q_seq.data(), cm(k, bt.nk, kvd), cm(dv, bt.ns, kvd), bt.sal_k.data(),
                      bt.cu_sal.data(), bt.cu_k.data(), bt.n_seq, in_place ? cm(fused, bt.nq, qd) : cm(c_old, bt.nq, qd),
@@ -275,47 +280,50 @@ TEST_CASE("approximate attention is exact when only V changed on the salient key
     const int    sal_every = GENERATE(1, 2, 5);
     const Shape& s         = shapes()[si];
     CAPTURE(si, sal_every);
-    const Batch   bt = make_batch(s.q_len, s.k_len, sal_every);
-    const int64_t qd = int64_t(s.n_head) * s.head_dim, kvd = int64_t(s.n_kv_head) * s.head_dim;
-    const auto    q     = random_floats(size_t(bt.nq * qd), 8, -3.0f, 3.0f);
-    const auto    k     = random_floats(size_t(bt.nk * kvd), 9);
-    const auto    v_old = random_floats(size_t(bt.nk * kvd), 10);
-    auto          v_new = v_old;
+    const Batch        bt = make_batch(s.q_len, s.k_len, sal_every);
+    const int64_t      qd = int64_t(s.n_head) * s.head_dim, kvd = int64_t(s.n_kv_head) * s.head_dim;
+    const auto         q     = random_floats(size_t(bt.nq * qd), 8, -3.0f, 3.0f);
+    const auto         k     = random_floats(size_t(bt.nk * kvd), 9);
+    const auto         v_old = random_floats(size_t(bt.nk * kvd), 10);
+    auto               v_new = v_old;
     std::vector<float> dv(size_t(bt.ns * kvd));
     const auto         delta = random_floats(dv.size(), 11);
     for (int64_t t = 0; t < bt.ns; ++t)
         for (int64_t c = 0; c < kvd; ++c) {
-            float& vn                    = v_new[size_t(bt.sal_k[size_t(t)] * kvd + c)];
-            vn                           = vn + delta[size_t(t * kvd + c)];
-            dv[size_t(t * kvd + c)]      = vn - v_old[size_t(bt.sal_k[size_t(t)] * kvd + c)];
+            float& vn               = v_new[size_t(bt.sal_k[size_t(t)] * kvd + c)];
+            vn                      = vn + delta[size_t(t * kvd + c)];
+            dv[size_t(t * kvd + c)] = vn - v_old[size_t(bt.sal_k[size_t(t)] * kvd + c)];
         }
-    ThreadPool     pool(2);
-    const AttnDims d{s.n_head, s.n_kv_head, s.head_dim};
-    std::vector<float> c_old(size_t(bt.nq * qd)), exact_new(c_old.size()), approx(c_old.size()), approx_ref(c_old.size());
-    attention(cm(q, bt.nq, qd), bt.q_seq.data(), cm(k, bt.nk, kvd), cm(v_old, bt.nk, kvd), bt.cu_k.data(), bt.n_seq,
-              d, mm(c_old, bt.nq, qd), pool);
-    attention(cm(q, bt.nq, qd), bt.q_seq.data(), cm(k, bt.nk, kvd), cm(v_new, bt.nk, kvd), bt.cu_k.data(), bt.n_seq,
-              d, mm(exact_new, bt.nq, qd), pool);
+    ThreadPool         pool(2);
+    const AttnDims     d{s.n_head, s.n_kv_head, s.head_dim};
+    std::vector<float> c_old(size_t(bt.nq * qd)), exact_new(c_old.size()), approx(c_old.size()),
+        approx_ref(c_old.size());
+    attention(cm(q, bt.nq, qd), bt.q_seq.data(), cm(k, bt.nk, kvd), cm(v_old, bt.nk, kvd), bt.cu_k.data(), bt.n_seq, d,
+              mm(c_old, bt.nq, qd), pool);
+    attention(cm(q, bt.nq, qd), bt.q_seq.data(), cm(k, bt.nk, kvd), cm(v_new, bt.nk, kvd), bt.cu_k.data(), bt.n_seq, d,
+              mm(exact_new, bt.nq, qd), pool);
     attention_approx(cm(q, bt.nq, qd), bt.q_seq.data(), cm(k, bt.nk, kvd), cm(dv, bt.ns, kvd), bt.sal_k.data(),
                      bt.cu_sal.data(), bt.cu_k.data(), bt.n_seq, cm(c_old, bt.nq, qd), d, mm(approx, bt.nq, qd), pool);
     ref::attention_approx(cm(q, bt.nq, qd), bt.q_seq.data(), cm(k, bt.nk, kvd), cm(dv, bt.ns, kvd), bt.sal_k.data(),
                           bt.cu_sal.data(), bt.cu_k.data(), cm(c_old, bt.nq, qd), d, mm(approx_ref, bt.nq, qd));
     // Values up to |v| <= 2 now, and three fp32 attention evaluations combined: twice the single-kernel budget.
     const int max_k = *std::max_element(s.k_len.begin(), s.k_len.end());
-    CHECK(all_close("approx_property_opt_" + std::to_string(si), approx, exact_new, 2 * attn_atol(s.head_dim, max_k), 1e-5));
-    CHECK(all_close("approx_property_ref_" + std::to_string(si), approx_ref, exact_new, 2 * attn_atol(s.head_dim, max_k), 1e-5));
+    CHECK(all_close("approx_property_opt_" + std::to_string(si), approx, exact_new, 2 * attn_atol(s.head_dim, max_k),
+                    1e-5));
+    CHECK(all_close("approx_property_ref_" + std::to_string(si), approx_ref, exact_new,
+                    2 * attn_atol(s.head_dim, max_k), 1e-5));
 }
 
 TEST_CASE("approximate attention differs from exact when keys changed (the approximation is real)",
           "[kernels][attention_approx]") {
     // Changing the salient keys' K as well changes the weights of the non-salient columns; the column-sparse update
     // cannot see that, so the property above must NOT hold here (guards against a kernel that ignores sal_k).
-    const Batch   bt = make_batch({6}, {10}, 2);
-    const AttnDims d{2, 1, 8};
-    const int64_t qd = 16, kvd = 8;
-    const auto    q = random_floats(size_t(bt.nq * qd), 12, -3.0f, 3.0f);
-    const auto    k_old = random_floats(size_t(bt.nk * kvd), 13), v_old = random_floats(size_t(bt.nk * kvd), 14);
-    auto          k_new = k_old, v_new = v_old;
+    const Batch        bt = make_batch({6}, {10}, 2);
+    const AttnDims     d{2, 1, 8};
+    const int64_t      qd = 16, kvd = 8;
+    const auto         q     = random_floats(size_t(bt.nq * qd), 12, -3.0f, 3.0f);
+    const auto         k_old = random_floats(size_t(bt.nk * kvd), 13), v_old = random_floats(size_t(bt.nk * kvd), 14);
+    auto               k_new = k_old, v_new = v_old;
     std::vector<float> dv(size_t(bt.ns * kvd));
     for (int64_t t = 0; t < bt.ns; ++t)
         for (int64_t c = 0; c < kvd; ++c) {
@@ -333,6 +341,7 @@ TEST_CASE("approximate attention differs from exact when keys changed (the appro
     attention_approx(cm(q, bt.nq, qd), bt.q_seq.data(), cm(k_new, bt.nk, kvd), cm(dv, bt.ns, kvd), bt.sal_k.data(),
                      bt.cu_sal.data(), bt.cu_k.data(), 1, cm(c_old, bt.nq, qd), d, mm(approx, bt.nq, qd), pool);
     double max_diff = 0;
-    for (size_t i = 0; i < approx.size(); ++i) max_diff = std::max(max_diff, double(std::fabs(approx[i] - exact_new[i])));
+    for (size_t i = 0; i < approx.size(); ++i)
+        max_diff = std::max(max_diff, double(std::fabs(approx[i] - exact_new[i])));
     CHECK(max_diff > 1e-3);
 }

@@ -45,8 +45,12 @@ using dyllm::test::make_stored;
 using dyllm::test::random_floats;
 
 namespace {
-MatF  matf(std::vector<float>& v, int64_t rows, int64_t cols) { return MatF{v.data(), rows, cols, cols}; }
-CMatF cmatf(const std::vector<float>& v, int64_t rows, int64_t cols) { return CMatF{v.data(), rows, cols, cols}; }
+MatF matf(std::vector<float>& v, int64_t rows, int64_t cols) {
+    return MatF{v.data(), rows, cols, cols};
+}
+CMatF cmatf(const std::vector<float>& v, int64_t rows, int64_t cols) {
+    return CMatF{v.data(), rows, cols, cols};
+}
 }  // namespace
 
 TEST_CASE("thread pool runs every task exactly once, nested calls inline", "[kernels][pool]") {
@@ -80,15 +84,15 @@ TEST_CASE("reference matmul matches hand-computed values", "[kernels][ref]") {
 
 TEST_CASE("optimised matmul equals the reference", "[kernels][matmul]") {
     // (n, k, m): 1, odd sizes, sizes off any block or panel multiple (panel 256), an empty row set, one larger case.
-    const auto [n, k, m] = GENERATE(table<int64_t, int64_t, int64_t>({{1, 1, 1},
-                                                                     {0, 16, 8},
-                                                                     {3, 0, 4},
-                                                                     {1, 64, 300},
-                                                                     {3, 5, 7},
-                                                                     {17, 33, 257},
-                                                                     {31, 129, 513},
-                                                                     {64, 512, 384},
-                                                                     {300, 40, 1100}}));  // n >= 256: 1024-row panels
+    const auto [n, k, m]   = GENERATE(table<int64_t, int64_t, int64_t>({{1, 1, 1},
+                                                                        {0, 16, 8},
+                                                                        {3, 0, 4},
+                                                                        {1, 64, 300},
+                                                                        {3, 5, 7},
+                                                                        {17, 33, 257},
+                                                                        {31, 129, 513},
+                                                                        {64, 512, 384},
+                                                                        {300, 40, 1100}}));  // n >= 256: 1024-row panels
     const ElemType wt      = GENERATE(ElemType::F32, ElemType::F16, ElemType::BF16);
     const bool     bias_on = GENERATE(false, true);
     const int      threads = GENERATE(1, 2);
@@ -109,9 +113,9 @@ TEST_CASE("optimised matmul equals the reference", "[kernels][matmul]") {
 
 TEST_CASE("optimised matmul writes only its columns of a strided output", "[kernels][matmul]") {
     // y is a column slice [n, m] of a wider buffer (ld = m + 5): the padding must stay untouched.
-    const int64_t n = 5, k = 19, m = 11, ld = m + 5;
-    const auto    w = make_stored(ElemType::BF16, m, k, 3);
-    const auto    x = random_floats(size_t(n * k), 4);
+    const int64_t      n = 5, k = 19, m = 11, ld = m + 5;
+    const auto         w = make_stored(ElemType::BF16, m, k, 3);
+    const auto         x = random_floats(size_t(n * k), 4);
     std::vector<float> y(size_t(n * ld), 42.0f), yr(size_t(n * m));
     ThreadPool         pool(2);
     matmul(cmatf(x, n, k), w.mat(), ConstMat{}, MatF{y.data(), n, m, ld}, pool, 4);
@@ -123,10 +127,10 @@ TEST_CASE("optimised matmul writes only its columns of a strided output", "[kern
 }
 
 TEST_CASE("embed widens the table rows", "[kernels][embed]") {
-    const ElemType t = GENERATE(ElemType::F32, ElemType::F16, ElemType::BF16);
-    const int64_t  d = GENERATE(int64_t(1), int64_t(13), int64_t(64));
-    const auto     table = make_stored(t, 50, d, 5);
-    const std::vector<int32_t> ids = {0, 49, 7, 7, 23};
+    const ElemType             t     = GENERATE(ElemType::F32, ElemType::F16, ElemType::BF16);
+    const int64_t              d     = GENERATE(int64_t(1), int64_t(13), int64_t(64));
+    const auto                 table = make_stored(t, 50, d, 5);
+    const std::vector<int32_t> ids   = {0, 49, 7, 7, 23};
     std::vector<float>         out(ids.size() * size_t(d)), outr(out.size());
     embed(table.mat(), ids.data(), matf(out, int64_t(ids.size()), d));
     ref::embed(table.mat(), ids.data(), matf(outr, int64_t(ids.size()), d));
@@ -158,8 +162,9 @@ TEST_CASE("reference rms_norm of a constant row is the weight", "[kernels][ref]"
 }
 
 TEST_CASE("optimised rope equals the reference", "[kernels][rope]") {
-    const auto [n, n_head, head_dim] = GENERATE(table<int64_t, int, int>({{0, 2, 8}, {1, 1, 2}, {5, 3, 6}, {9, 32, 128}}));
-    const float theta                = GENERATE(10000.0f, 500000.0f);
+    const auto [n, n_head, head_dim] =
+        GENERATE(table<int64_t, int, int>({{0, 2, 8}, {1, 1, 2}, {5, 3, 6}, {9, 32, 128}}));
+    const float theta = GENERATE(10000.0f, 500000.0f);
     CAPTURE(n, n_head, head_dim, theta);
     const int64_t        w = int64_t(n_head) * head_dim;
     std::vector<float>   x = random_floats(size_t(n * w), 31), xr = x;
@@ -172,14 +177,15 @@ TEST_CASE("optimised rope equals the reference", "[kernels][rope]") {
     CHECK(all_close("rope", x, xr, 4.0 * kU32, 4.0 * kU32));
 }
 
-TEST_CASE("optimised rope: positions outside its table (negative, >= 2^20) and after the table grew", "[kernels][rope]") {
-    const int            n_head = 2, head_dim = 8, w = n_head * head_dim;
-    const auto           pos    = GENERATE(std::vector<int32_t>{-5, 0, 3}, std::vector<int32_t>{7, 1 << 21},
-                                           std::vector<int32_t>{9000, 2, 70000});  // 70000: the table doubles past it
+TEST_CASE("optimised rope: positions outside its table (negative, >= 2^20) and after the table grew",
+          "[kernels][rope]") {
+    const int  n_head = 2, head_dim = 8, w = n_head * head_dim;
+    const auto pos = GENERATE(std::vector<int32_t>{-5, 0, 3}, std::vector<int32_t>{7, 1 << 21},
+                              std::vector<int32_t>{9000, 2, 70000});  // 70000: the table doubles past it
     CAPTURE(pos);
-    const int64_t        n = int64_t(pos.size());
-    std::vector<float>   x = random_floats(size_t(n * w), 32), xr = x;
-    ThreadPool           pool(2);
+    const int64_t      n = int64_t(pos.size());
+    std::vector<float> x = random_floats(size_t(n * w), 32), xr = x;
+    ThreadPool         pool(2);
     rope(matf(x, n, w), pos.data(), n_head, head_dim, 10000.0f, pool);
     ref::rope(matf(xr, n, w), pos.data(), n_head, head_dim, 10000.0f);
     CHECK(all_close("rope", x, xr, 4.0 * kU32, 4.0 * kU32));  // as above
@@ -198,7 +204,7 @@ TEST_CASE("reference rope: position 0 is the identity, rotations keep pair norms
         }
     // Pair 0 rotates by exactly the position (inv_freq 1): cos(1234) on the first component when x2 = 0.
     std::vector<float> e(size_t(D), 0.0f);
-    e[0] = 1.0f;
+    e[0]             = 1.0f;
     const int32_t p1 = 1234;
     ref::rope(matf(e, 1, D), &p1, 1, D, 10000.0f);
     CHECK(e[0] == Approx(std::cos(1234.0)).margin(1e-4));  // fp32 angle 1234 is exact; cosf within 1e-4 of fp64
@@ -208,7 +214,7 @@ TEST_CASE("reference rope: position 0 is the identity, rotations keep pair norms
 TEST_CASE("optimised add, sub, silu_mul equal the reference", "[kernels][elementwise]") {
     const auto [n, w] = GENERATE(table<int64_t, int64_t>({{0, 4}, {1, 1}, {3, 17}, {16, 1000}}));
     CAPTURE(n, w);
-    const auto         a = random_floats(size_t(n * w), 41, -8.0f, 8.0f), b = random_floats(size_t(n * w), 42, -8.0f, 8.0f);
+    const auto a = random_floats(size_t(n * w), 41, -8.0f, 8.0f), b = random_floats(size_t(n * w), 42, -8.0f, 8.0f);
     std::vector<float> y(a.size()), yr(a.size());
     add(cmatf(a, n, w), cmatf(b, n, w), matf(y, n, w));
     ref::add(cmatf(a, n, w), cmatf(b, n, w), matf(yr, n, w));
@@ -289,9 +295,9 @@ TEST_CASE("reference cosine clamps tiny norms at 1e-8 (kernels/README.md §f.7)"
 }
 
 TEST_CASE("optimised score_logits equals the reference", "[kernels][score]") {
-    const auto [n, v]     = GENERATE(table<int64_t, int64_t>({{0, 10}, {1, 1}, {3, 17}, {9, 5000}, {2, 126464}}));
-    const ScoreRule rule  = GENERATE(ScoreRule::Confidence, ScoreRule::NegEntropy);
-    const bool      ban   = GENERATE(false, true);
+    const auto [n, v]    = GENERATE(table<int64_t, int64_t>({{0, 10}, {1, 1}, {3, 17}, {9, 5000}, {2, 126464}}));
+    const ScoreRule rule = GENERATE(ScoreRule::Confidence, ScoreRule::NegEntropy);
+    const bool      ban  = GENERATE(false, true);
     CAPTURE(n, v, int(rule), ban);
     const auto           logits = random_floats(size_t(n * v), 61, -5.0f, 5.0f);
     std::vector<int32_t> banned;
@@ -402,8 +408,9 @@ TEST_CASE("convert_row round trips through every type pair", "[kernels][convert]
         convert_row(x.data(), ElemType::F32, buf.data(), t, int64_t(x.size()));
         convert_row(buf.data(), t, back.data(), ElemType::F32, int64_t(x.size()));
         for (size_t i = 0; i < x.size(); ++i) {
-            const float expect = t == ElemType::F32 ? x[i] : t == ElemType::F16 ? f16_to_f32(f32_to_f16(x[i]))
-                                                                                : round_to_bf16(x[i]);
+            const float expect = t == ElemType::F32   ? x[i]
+                                 : t == ElemType::F16 ? f16_to_f32(f32_to_f16(x[i]))
+                                                      : round_to_bf16(x[i]);
             REQUIRE(back[i] == expect);
         }
     }

@@ -30,20 +30,20 @@ inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0
 struct StoredMat {
     cpu::ElemType         type = cpu::ElemType::F32;
     int64_t               rows = 0, cols = 0;
-    std::vector<float>    f32;   // storage when type == F32
-    std::vector<uint16_t> h16;   // storage when 16-bit
-    std::vector<float>    exact; // the stored values widened to fp32
+    std::vector<float>    f32;    // storage when type == F32
+    std::vector<uint16_t> h16;    // storage when 16-bit
+    std::vector<float>    exact;  // the stored values widened to fp32
 
-    const void*   data() const { return type == cpu::ElemType::F32 ? static_cast<const void*>(f32.data()) : h16.data(); }
+    const void* data() const { return type == cpu::ElemType::F32 ? static_cast<const void*>(f32.data()) : h16.data(); }
     cpu::ConstMat mat() const { return cpu::ConstMat{data(), type, rows, cols, cols}; }
 };
 
 inline StoredMat make_stored(cpu::ElemType t, int64_t rows, int64_t cols, uint32_t seed, float scale = 1.0f) {
     StoredMat m;
-    m.type = t;
-    m.rows = rows;
-    m.cols = cols;
-    m.f32  = random_floats(size_t(rows * cols), seed, -scale, scale);
+    m.type  = t;
+    m.rows  = rows;
+    m.cols  = cols;
+    m.f32   = random_floats(size_t(rows * cols), seed, -scale, scale);
     m.exact = m.f32;
     if (t != cpu::ElemType::F32) {
         m.h16.resize(m.f32.size());
@@ -62,8 +62,7 @@ inline const char* elem_name(cpu::ElemType t) {
 
 // Compares got against ref element by element. On failure prints the first 5 mismatches (stops counting detail
 // after 10) and writes both tensors to test-failures/<name>.txt in the working directory.
-inline bool all_close(const std::string& name, const float* got, const float* ref, size_t n, double atol,
-                      double rtol) {
+inline bool all_close(const std::string& name, const float* got, const float* ref, size_t n, double atol, double rtol) {
     size_t             bad = 0;
     std::ostringstream msg;
     double             worst = 0.0;
@@ -71,7 +70,9 @@ inline bool all_close(const std::string& name, const float* got, const float* re
         const double err = std::fabs(double(got[i]) - double(ref[i]));
         const double tol = atol + rtol * std::fabs(double(ref[i]));
         if (!(err <= tol)) {  // NaN fails too
-            if (bad < 5) msg << "  [" << i << "] got " << got[i] << " ref " << ref[i] << " |err| " << err << " > " << tol << "\n";
+            if (bad < 5)
+                msg << "  [" << i << "] got " << got[i] << " ref " << ref[i] << " |err| " << err << " > " << tol
+                    << "\n";
             ++bad;
         }
         if (err > worst) worst = err;

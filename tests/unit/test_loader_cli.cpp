@@ -28,17 +28,16 @@ using test::sh_quote;
 using test::slurp;
 using test::spit;
 
-
 struct Run {
     int         rc = -1;
     std::string out;  // stdout + stderr
 };
 
 Run run_cli(const std::string& args) {
-    Run         r;
+    Run r;
     // -k: a run that ignores SIGTERM is killed 2 s later; exit 124 then reads as a hang.
     const std::string cmd = "timeout -k 2 20 " + sh_quote(std::getenv("DYLLM_CLI")) + " " + args + " 2>&1";
-    FILE*       p   = popen(cmd.c_str(), "r");
+    FILE*             p   = popen(cmd.c_str(), "r");
     REQUIRE(p);
     char buf[4096];
     for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
@@ -61,14 +60,16 @@ void require_one_line_error(const Run& r, int code, std::initializer_list<std::s
 }
 
 void set_raw(const fs::path& file, const std::string& key, const std::string& raw) {
-    json j = json::parse(slurp(file));
-    j[key] = "@@RAW@@";
+    json j           = json::parse(slurp(file));
+    j[key]           = "@@RAW@@";
     std::string text = j.dump();
     text.replace(text.find("\"@@RAW@@\""), 9, raw);
     spit(file, text);
 }
 
-fs::path tiny() { return test::make_tiny_checkpoint(Family::LLaDA, DType::F32, 1, 5); }
+fs::path tiny() {
+    return test::make_tiny_checkpoint(Family::LLaDA, DType::F32, 1, 5);
+}
 
 std::string gen(const fs::path& dir, const std::string& extra = "") {
     return "generate -m " + sh_quote(dir.string()) + " -p hi -n 4 --backend cpu" + extra;
@@ -152,7 +153,7 @@ TEST_CASE("huge n_layers and an mlp_ratio overflow", "[loader][cli]") {
     }
     {
         const fs::path d = tiny();
-        json j = json::parse(slurp(d / "config.json"));
+        json           j = json::parse(slurp(d / "config.json"));
         j.erase("mlp_hidden_size");
         j["mlp_ratio"] = 1 << 30;
         spit(d / "config.json", j.dump());
@@ -168,8 +169,8 @@ TEST_CASE("1e400 and an empty vocabulary in tokenizer.json", "[loader][cli]") {
                                {"tokenizer.json: number out of range"});
     }
     {
-        const fs::path d = tiny();
-        json j = json::parse(slurp(d / "tokenizer.json"));
+        const fs::path d    = tiny();
+        json           j    = json::parse(slurp(d / "tokenizer.json"));
         j["model"]["vocab"] = json::object();
         j["added_tokens"]   = json::array();
         spit(d / "tokenizer.json", j.dump());
@@ -180,8 +181,9 @@ TEST_CASE("1e400 and an empty vocabulary in tokenizer.json", "[loader][cli]") {
 
 TEST_CASE("task files: 1e400 and an item's own shots name the file and line", "[loader][cli]") {
     const fs::path tasks = test::make_temp_dir("tasks");
-    spit(tasks / "t.jsonl", "{\"prompt\": \"Q: a\", \"answer\": \"b\", \"task\": \"t\", \"shots\": 0}\n"
-                            "{\"prompt\": \"Q: a\", \"answer\": \"b\", \"task\": \"t\", \"shots\": 1e400}\n");
+    spit(tasks / "t.jsonl",
+         "{\"prompt\": \"Q: a\", \"answer\": \"b\", \"task\": \"t\", \"shots\": 0}\n"
+         "{\"prompt\": \"Q: a\", \"answer\": \"b\", \"task\": \"t\", \"shots\": 1e400}\n");
     const std::string args =
         "eval --backend cpu -m " + sh_quote(tiny().string()) + " --task t --tasks-dir " + sh_quote(tasks.string());
     require_one_line_error(run_cli(args), 2, {(tasks / "t.jsonl").string() + ":2: number out of range"});
@@ -224,9 +226,12 @@ TEST_CASE("make-model --force replaces a model by rename", "[loader][cli]") {
 
 int main(int argc, char** argv) {
     return test::run_skippable(argc, argv, {{"", [] {
-        const char* cli = std::getenv("DYLLM_CLI");
-        if (!cli || !*cli) return std::string("DYLLM_CLI is not set (dyllm not built)");
-        if (!fs::exists(cli)) return "DYLLM_CLI = " + std::string(cli) + " does not exist (dyllm not built)";
-        return std::string();
-    }}});
+                                                 const char* cli = std::getenv("DYLLM_CLI");
+                                                 if (!cli || !*cli)
+                                                     return std::string("DYLLM_CLI is not set (dyllm not built)");
+                                                 if (!fs::exists(cli))
+                                                     return "DYLLM_CLI = " + std::string(cli) +
+                                                            " does not exist (dyllm not built)";
+                                                 return std::string();
+                                             }}});
 }

@@ -37,9 +37,10 @@ namespace {
 using test::slurp;
 using test::spit;
 
-
 // 100k levels: the depth that overflowed the stack (about 85k levels, 170 KB) with room to spare.
-std::string deep_array(size_t depth = 100000) { return std::string(depth, '[') + std::string(depth, ']'); }
+std::string deep_array(size_t depth = 100000) {
+    return std::string(depth, '[') + std::string(depth, ']');
+}
 
 // The message of the LoadError fn throws; fails the test when it throws nothing or something else. The message must
 // be one line.
@@ -63,12 +64,14 @@ bool has(const std::string& msg, const std::string& frag) {
     return msg.find(frag) != std::string::npos;
 }
 
-fs::path tiny(Family f = Family::LLaDA) { return test::make_tiny_checkpoint(f, DType::F32, 1, 3); }
+fs::path tiny(Family f = Family::LLaDA) {
+    return test::make_tiny_checkpoint(f, DType::F32, 1, 3);
+}
 
 // Replaces the value of `key` in a JSON text object by raw text (so the file can hold what json::dump never writes).
 void set_raw(const fs::path& file, const std::string& key, const std::string& raw) {
-    json j = json::parse(slurp(file));
-    j[key] = "@@RAW@@";
+    json j           = json::parse(slurp(file));
+    j[key]           = "@@RAW@@";
     std::string text = j.dump();
     text.replace(text.find("\"@@RAW@@\""), 9, raw);
     spit(file, text);
@@ -124,9 +127,9 @@ TEST_CASE("deep JSON in a safetensors header and an index.json", "[loader][limit
 
     const fs::path d2 = tiny();
     rewrite_header(d2 / "model.safetensors", [](const std::string& h) {
-        json j                                         = json::parse(h);
+        json j                                      = json::parse(h);
         j["model.transformer.ln_f.weight"]["shape"] = "@@RAW@@";
-        std::string t                                  = j.dump();
+        std::string t                               = j.dump();
         return t.replace(t.find("\"@@RAW@@\""), 9, deep_array());
     });
     has(load_error([&] { Checkpoint::open(d2); }), "nested deeper");
@@ -149,8 +152,8 @@ TEST_CASE("deep JSON in a safetensors header and an index.json", "[loader][limit
 }
 
 TEST_CASE("deep JSON and deep Sequence normalizers in tokenizer.json", "[loader][limits]") {
-    const fs::path d = tiny();
-    const fs::path t = d / "tokenizer.json";
+    const fs::path    d    = tiny();
+    const fs::path    t    = d / "tokenizer.json";
     const std::string good = slurp(t);
     for (const char* key : {"normalizer", "pre_tokenizer", "decoder"}) {
         set_raw(t, key, deep_array());
@@ -169,12 +172,12 @@ TEST_CASE("deep JSON and deep Sequence normalizers in tokenizer.json", "[loader]
     for (int k = 0; k < 100; ++k) seq = "{\"type\": \"Sequence\", \"normalizers\": [" + seq + "]}";
     spit(t, good);
     set_raw(t, "normalizer", seq);
-    const auto t0  = std::chrono::steady_clock::now();
+    const auto  t0  = std::chrono::steady_clock::now();
     std::string msg = load_error([&] { Tokenizer::load(t); });
     CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2));
     has(msg, "Sequence normalizers nested deeper than 16");
     // A merge that is neither form is shown by its type, not dumped.
-    json j = json::parse(good);
+    json j               = json::parse(good);
     j["model"]["merges"] = json::array({json::array({json::array({1, 2}), "b"})});
     spit(t, j.dump());
     has(load_error([&] { Tokenizer::load(t); }),
@@ -188,8 +191,10 @@ TEST_CASE("FIFOs, devices, directories and symlink loops are refused without blo
         fs::remove(dir / name);
         REQUIRE(::mkfifo((dir / name).c_str(), 0600) == 0);  // nobody ever writes: an open() without O_NONBLOCK hangs
         const std::string msg = load_error([&] {
-            if (std::string(name) == "tokenizer.json") Tokenizer::load(dir / name);
-            else Checkpoint::open(dir);
+            if (std::string(name) == "tokenizer.json")
+                Tokenizer::load(dir / name);
+            else
+                Checkpoint::open(dir);
         });
         has(msg, name);
         has(msg, "FIFO");
@@ -199,8 +204,10 @@ TEST_CASE("FIFOs, devices, directories and symlink loops are refused without blo
         fs::remove(dir / name);
         fs::create_symlink("/dev/zero", dir / name);  // reading it would never end
         const std::string msg = load_error([&] {
-            if (std::string(name) == "tokenizer.json") Tokenizer::load(dir / name);
-            else Checkpoint::open(dir);
+            if (std::string(name) == "tokenizer.json")
+                Tokenizer::load(dir / name);
+            else
+                Checkpoint::open(dir);
         });
         has(msg, name);
         has(msg, "character device");
@@ -228,9 +235,7 @@ TEST_CASE("FIFOs, devices, directories and symlink loops are refused without blo
 TEST_CASE("size caps per kind of file", "[loader][limits]") {
     const fs::path dir = tiny();
     // A sparse config.json one byte over the cap: refused from fstat's size, never read.
-    {
-        std::ofstream(dir / "config.json", std::ios::trunc) << "{}";
-    }
+    { std::ofstream(dir / "config.json", std::ios::trunc) << "{}"; }
     fs::resize_file(dir / "config.json", kMaxConfigJsonBytes + 1);
     const std::string msg = load_error([&] { Checkpoint::open(dir); });
     has(msg, "config.json");
@@ -252,7 +257,7 @@ TEST_CASE("config sizes are bounded and checked against the files before allocat
     }
     {
         const fs::path d = tiny();
-        json j = json::parse(slurp(d / "config.json"));
+        json           j = json::parse(slurp(d / "config.json"));
         j.erase("mlp_hidden_size");
         j["mlp_ratio"] = 2000000000;
         j["d_model"]   = 64;
@@ -270,8 +275,8 @@ TEST_CASE("config sizes are bounded and checked against the files before allocat
 }
 
 TEST_CASE("1e400 in the tokenizer files and a task line names the file (and line)", "[loader][limits]") {
-    const fs::path d = tiny();
-    const fs::path t = d / "tokenizer.json";
+    const fs::path    d    = tiny();
+    const fs::path    t    = d / "tokenizer.json";
     const std::string good = slurp(t);
     set_raw(t, "version", "1e400");
     std::string msg = load_error([&] { Tokenizer::load(t); });
@@ -282,24 +287,26 @@ TEST_CASE("1e400 in the tokenizer files and a task line names the file (and line
     has(msg, (d / "tokenizer_config.json").string() + ": number out of range");
 
     const fs::path task = test::make_temp_dir("task") / "add.jsonl";
-    spit(task, "{\"prompt\": \"a\", \"answer\": \"b\", \"task\": \"t\", \"shots\": 0}\n"
-               "{\"prompt\": \"a\", \"answer\": \"b\", \"task\": \"t\", \"shots\": 1e400}\n");
+    spit(task,
+         "{\"prompt\": \"a\", \"answer\": \"b\", \"task\": \"t\", \"shots\": 0}\n"
+         "{\"prompt\": \"a\", \"answer\": \"b\", \"task\": \"t\", \"shots\": 1e400}\n");
     msg = load_error([&] { load_task_file(task); });
     has(msg, task.string() + ":2: number out of range");
 }
 
 TEST_CASE("empty vocabulary and a task's own shots are load errors naming the file", "[loader][limits]") {
-    const fs::path d = tiny();
-    json j = json::parse(slurp(d / "tokenizer.json"));
-    j["model"]["vocab"]  = json::object();
-    j["added_tokens"]    = json::array();
+    const fs::path d    = tiny();
+    json           j    = json::parse(slurp(d / "tokenizer.json"));
+    j["model"]["vocab"] = json::object();
+    j["added_tokens"]   = json::array();
     spit(d / "tokenizer.json", j.dump());
     has(load_error([&] { Tokenizer::load(d / "tokenizer.json"); }), "model.vocab: the vocabulary is empty");
 
     const fs::path task = test::make_temp_dir("task") / "add.jsonl";
-    spit(task, "{\"prompt\": \"a\", \"answer\": \"b\", \"task\": \"t\", \"shots\": 0}\n"
-               "\n"
-               "{\"prompt\": \"a\", \"answer\": \"b\", \"task\": \"t\", \"shots\": 5}\n");
+    spit(task,
+         "{\"prompt\": \"a\", \"answer\": \"b\", \"task\": \"t\", \"shots\": 0}\n"
+         "\n"
+         "{\"prompt\": \"a\", \"answer\": \"b\", \"task\": \"t\", \"shots\": 5}\n");
     const std::string msg = load_error([&] { load_task_file(task); });
     has(msg, task.string() + ":3: \"shots\" = 5 needs more items than the file's 2");
     CHECK(msg.find("--shots") == std::string::npos);
@@ -360,8 +367,8 @@ TEST_CASE("checkpoint writes replace files atomically; a mapped model keeps its 
     // make-model --force: a new seed into the same directory while the old file is mapped.
     write_random_checkpoint(d, cfg, 2, DType::F32, 1);
     CHECK(std::vector<uint8_t>(q->data, q->data + (q->end - q->begin)) == before);  // no SIGBUS, same bytes
-    const auto now = SafetensorsFile::open(d / "model.safetensors");
-    const auto* q2 = now->find("model.transformer.blocks.0.q_proj.weight");
+    const auto  now = SafetensorsFile::open(d / "model.safetensors");
+    const auto* q2  = now->find("model.transformer.blocks.0.q_proj.weight");
     REQUIRE(q2);
     CHECK(std::memcmp(q2->data, before.data(), before.size()) != 0);  // the new weights are in place
     for (const auto& entry : fs::directory_iterator(d))

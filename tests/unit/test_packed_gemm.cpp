@@ -75,7 +75,9 @@ struct PackedProduct {
     std::vector<float> xv;
     PackedNormals      packed;
     PackedProduct(int threads, int64_t n, int64_t m, int64_t k, uint32_t seed)
-        : pool(threads), gemm(threads), xv(normals(size_t(n * k), seed, 1.0f)),
+        : pool(threads),
+          gemm(threads),
+          xv(normals(size_t(n * k), seed, 1.0f)),
           packed(pack_normals(gemm, pool, m, k, seed + 1, 0.05f)) {}
 };
 
@@ -100,11 +102,11 @@ TEST_CASE("packed matmul equals the fp64 reference within fp32 (F32) or bf16-inp
     // vector), with a partial vector (344, 374, 20, 1), sliced at 2 threads (1000 x 64), split over 2 threads when
     // >= 1 MFLOP (8 x 1000 x 64); 9 rows and more go to oneDNN, and so does a weight over 1 MiB (1030 x 600).
     // small_gemm itself takes any row count in 8-row tiles: the next test case.
-    const Case c = GENERATE(Case{1, 128, 128}, Case{7, 300, 77}, Case{17, 1000, 256}, Case{33, 513, 129},
-                            Case{100, 2048, 64}, Case{3, 1, 5}, Case{261, 1030, 600}, Case{100, 300, 77},
-                            Case{64, 200, 130}, Case{8, 344, 128}, Case{5, 374, 40}, Case{2, 20, 3},
-                            Case{4, 16, 9}, Case{6, 511, 64}, Case{9, 300, 77}, Case{1, 1000, 64},
-                            Case{5, 1030, 600}, Case{8, 1000, 64}, Case{32, 344, 128});
+    const Case c =
+        GENERATE(Case{1, 128, 128}, Case{7, 300, 77}, Case{17, 1000, 256}, Case{33, 513, 129}, Case{100, 2048, 64},
+                 Case{3, 1, 5}, Case{261, 1030, 600}, Case{100, 300, 77}, Case{64, 200, 130}, Case{8, 344, 128},
+                 Case{5, 374, 40}, Case{2, 20, 3}, Case{4, 16, 9}, Case{6, 511, 64}, Case{9, 300, 77},
+                 Case{1, 1000, 64}, Case{5, 1030, 600}, Case{8, 1000, 64}, Case{32, 344, 128});
     INFO("type " << (type == ElemType::F32 ? "F32" : "BF16") << ", threads " << threads << ", n " << c.n << ", m "
                  << c.m << ", k " << c.k);
     if (!packs(type)) return;
@@ -118,10 +120,10 @@ TEST_CASE("packed matmul equals the fp64 reference within fp32 (F32) or bf16-inp
     std::vector<float>    bias = normals(size_t(c.m), 3, 0.1f);
     std::vector<uint16_t> wb(wv.size());
     for (size_t i = 0; i < wv.size(); ++i) wb[i] = f32_to_bf16(wv[i]);
-    const ConstMat w = type == ElemType::F32 ? ConstMat{wv.data(), type, c.m, c.k, wld}
-                                             : ConstMat{wb.data(), type, c.m, c.k, wld};
-    std::string    err;
-    const auto     pw = gemm.pack(w, pool, &err);
+    const ConstMat w =
+        type == ElemType::F32 ? ConstMat{wv.data(), type, c.m, c.k, wld} : ConstMat{wb.data(), type, c.m, c.k, wld};
+    std::string err;
+    const auto  pw = gemm.pack(w, pool, &err);
     REQUIRE(pw);
     CHECK(pw->rows() == c.m);
     CHECK(pw->cols() == c.k);
@@ -175,8 +177,8 @@ TEST_CASE("small_gemm equals the fp64 reference for any row count, in row tiles"
     std::vector<float>    bias = normals(size_t(c.m), 8, 0.1f);
     std::vector<uint16_t> wb(wv.size());
     for (size_t i = 0; i < wv.size(); ++i) wb[i] = f32_to_bf16(wv[i]);
-    const ConstMat w = type == ElemType::F32 ? ConstMat{wv.data(), type, c.m, c.k, c.k}
-                                             : ConstMat{wb.data(), type, c.m, c.k, c.k};
+    const ConstMat w =
+        type == ElemType::F32 ? ConstMat{wv.data(), type, c.m, c.k, c.k} : ConstMat{wb.data(), type, c.m, c.k, c.k};
     const KMajorWeight kw = make_kmajor(w);
     CHECK(kw.panel % 16 == 0);
     std::vector<float> y(size_t(c.n * yld), -7.0f);
@@ -224,10 +226,10 @@ TEST_CASE("few-row packed products equal small_gemm on its own k-major copy, bit
     std::vector<float>    wv = normals(size_t(c.m * c.k), 16, 0.05f), bias = normals(size_t(c.m), 17, 0.1f);
     std::vector<uint16_t> wb(wv.size());
     for (size_t i = 0; i < wv.size(); ++i) wb[i] = f32_to_bf16(wv[i]);
-    const ConstMat w = type == ElemType::F32 ? ConstMat{wv.data(), type, c.m, c.k, c.k}
-                                             : ConstMat{wb.data(), type, c.m, c.k, c.k};
-    std::string    err;
-    const auto     pw = gemm.pack(w, pool, &err);
+    const ConstMat w =
+        type == ElemType::F32 ? ConstMat{wv.data(), type, c.m, c.k, c.k} : ConstMat{wb.data(), type, c.m, c.k, c.k};
+    std::string err;
+    const auto  pw = gemm.pack(w, pool, &err);
     REQUIRE(pw);
     const KMajorWeight kw = make_kmajor(w);
     for (int64_t n = 1; n <= kSmallGemmMaxRows; ++n) {
@@ -250,16 +252,16 @@ TEST_CASE("few-row packed products equal small_gemm on its own k-major copy, bit
 
 TEST_CASE("packed bf16 matmul stays within bf16 input rounding of the exact fp32 product", "[packed]") {
     // Against x in full fp32: rounding x to bf16 (RNE, relative 2^-9) moves each product by at most 2^-9 |x_i w_i|.
-    ThreadPool         pool(2);
-    PackedGemm         gemm(2);
+    ThreadPool pool(2);
+    PackedGemm gemm(2);
     if (!packs(ElemType::BF16)) return;
-    const int64_t      n = 9, m = 640, k = 1024;
-    std::vector<float> xv = normals(size_t(n * k), 4, 1.0f), wv = normals(size_t(m * k), 5, 0.03f);
+    const int64_t         n = 9, m = 640, k = 1024;
+    std::vector<float>    xv = normals(size_t(n * k), 4, 1.0f), wv = normals(size_t(m * k), 5, 0.03f);
     std::vector<uint16_t> wb(wv.size());
     for (size_t i = 0; i < wv.size(); ++i) wb[i] = f32_to_bf16(wv[i]);
-    const ConstMat     w{wb.data(), ElemType::BF16, m, k, k};
-    std::string        err;
-    const auto         pw = gemm.pack(w, pool, &err);
+    const ConstMat w{wb.data(), ElemType::BF16, m, k, k};
+    std::string    err;
+    const auto     pw = gemm.pack(w, pool, &err);
     REQUIRE(pw);
     std::vector<float> y(size_t(n * m)), ref(size_t(n * m));
     gemm.matmul(CMatF{xv.data(), n, k, k}, *pw, ConstMat{}, MatF{y.data(), n, m, m}, pool);
@@ -279,8 +281,8 @@ TEST_CASE("packed bf16 matmul stays within bf16 input rounding of the exact fp32
 TEST_CASE("a few-row product runs on its padded row count's primitive unless padding costs more than a build",
           "[packed][rows]") {
     // 1.5 MiB fp32: above kSmallGemmMaxWeightBytes, so every product below runs on oneDNN primitives on any ISA.
-    constexpr int64_t m = 768, k = 512, padded = 16;
-    PackedProduct     p(1, padded, m, k, 11);
+    constexpr int64_t  m = 768, k = 512, padded = 16;
+    PackedProduct      p(1, padded, m, k, 11);
     std::vector<float> y(size_t(padded * m)), ref(size_t(padded * m));
     ref::matmul(CMatF{p.xv.data(), padded, k, k}, p.packed.w, ConstMat{}, MatF{ref.data(), padded, m, m});
     // Padded or exact, each output is an fp32 sum of k products: within (k + 2) u sum |x w| of the fp64 reference
@@ -289,7 +291,7 @@ TEST_CASE("a few-row product runs on its padded row count's primitive unless pad
         for (int64_t i = 0; i < n; ++i)
             for (int64_t j = 0; j < m; ++j) {
                 const double mag = abs_dot(p.xv.data() + i * k, p.packed.w, j, k);
-                const double e = std::fabs(double(y[size_t(i * m + j)]) - double(ref[size_t(i * m + j)]));
+                const double e   = std::fabs(double(y[size_t(i * m + j)]) - double(ref[size_t(i * m + j)]));
                 REQUIRE(e <= double(k + 2) * std::ldexp(1.0, -24) * mag);
             }
     };
@@ -361,9 +363,11 @@ TEST_CASE("a product split by rows over two threads equals the same product on o
     for (int64_t n : {33, 100, 336}) {
         INFO("rows " << n);
         std::vector<float> y1(size_t(n * m)), y2(size_t(n * m), std::nanf(""));
-        one.gemm.matmul(CMatF{one.xv.data(), n, k, k}, *one.packed.packed, ConstMat{}, MatF{y1.data(), n, m, m}, one.pool);
+        one.gemm.matmul(CMatF{one.xv.data(), n, k, k}, *one.packed.packed, ConstMat{}, MatF{y1.data(), n, m, m},
+                        one.pool);
         const uint64_t handoffs = thread_handoffs();
-        two.gemm.matmul(CMatF{two.xv.data(), n, k, k}, *two.packed.packed, ConstMat{}, MatF{y2.data(), n, m, m}, two.pool);
+        two.gemm.matmul(CMatF{two.xv.data(), n, k, k}, *two.packed.packed, ConstMat{}, MatF{y2.data(), n, m, m},
+                        two.pool);
         if (two.pool.backing_off())  // a preemption escape (thread_pool.h's backoff), not a timing assertion
             WARN("the pool backed off: the product ran on one thread");
         else
@@ -419,9 +423,9 @@ TEST_CASE("a product of 9 to 31 rows splits over two threads on small_gemm only 
 }
 
 TEST_CASE("the provider runs on the engine's pool: no thread of its own", "[packed][threads]") {
-    ThreadPool pool(2);
-    PackedGemm gemm(2);
-    const int  before = process_threads();  // the pool's worker and whatever OpenBLAS started at load
+    ThreadPool            pool(2);
+    PackedGemm            gemm(2);
+    const int             before = process_threads();  // the pool's worker and whatever OpenBLAS started at load
     std::vector<float>    xv = normals(64 * 512, 6, 1.0f), wv = normals(1024 * 512, 7, 0.05f);
     std::vector<uint16_t> wb(wv.size());
     for (size_t i = 0; i < wv.size(); ++i) wb[i] = f32_to_bf16(wv[i]);
@@ -444,32 +448,32 @@ TEST_CASE("the provider runs on the engine's pool: no thread of its own", "[pack
 TEST_CASE("a bf16 checkpoint decodes like the same weights in fp32 on a wide shape", "[packed][model]") {
     // 1024-wide, 2 layers: the shape class of real models (the GEMMs are split into slices and threads), small enough
     // for CI (~25 M parameters, well under a second per forward).
-    ModelConfig cfg  = dyllm::test::tiny_config(Family::LLaDA);
-    cfg.n_embd       = 1024;
-    cfg.n_head       = 8;
-    cfg.n_kv_head    = 8;
-    cfg.head_dim     = 128;
-    cfg.n_ff         = 2816;
-    cfg.n_layer      = 2;
-    const auto dir32 = dyllm::test::make_checkpoint(cfg, DType::F32, 1, 11);
-    const auto dir16 = dyllm::test::make_checkpoint(cfg, DType::BF16, 1, 11);  // the same draws, rounded to bf16
-    auto       m32   = Model::load(dir32.string(), BackendKind::Cpu, 2);
-    auto       m16   = Model::load(dir16.string(), BackendKind::Cpu, 2);
+    ModelConfig cfg   = dyllm::test::tiny_config(Family::LLaDA);
+    cfg.n_embd        = 1024;
+    cfg.n_head        = 8;
+    cfg.n_kv_head     = 8;
+    cfg.head_dim      = 128;
+    cfg.n_ff          = 2816;
+    cfg.n_layer       = 2;
+    const auto dir32  = dyllm::test::make_checkpoint(cfg, DType::F32, 1, 11);
+    const auto dir16  = dyllm::test::make_checkpoint(cfg, DType::BF16, 1, 11);  // the same draws, rounded to bf16
+    auto       m32    = Model::load(dir32.string(), BackendKind::Cpu, 2);
+    auto       m16    = Model::load(dir16.string(), BackendKind::Cpu, 2);
     const auto prompt = dyllm::test::random_prompt(cfg, 24, 5);
 
     DiffusionParams p;
-    p.method       = Method::Original;
-    p.gen_length   = 8;
-    p.steps        = 8;
-    p.block_length = 8;
-    p.ignore_eos   = true;
+    p.method          = Method::Original;
+    p.gen_length      = 8;
+    p.steps           = 8;
+    p.block_length    = 8;
+    p.ignore_eos      = true;
     auto first_logits = [&](const Model& m) {
         std::vector<float> first;
         Session            s(m);
-        s.set_logits_observer([&](int step, const std::vector<std::pair<int, int>>&, const std::vector<float>& lg,
-                                  int64_t) {
-            if (first.empty()) first = lg;
-        });
+        s.set_logits_observer(
+            [&](int step, const std::vector<std::pair<int, int>>&, const std::vector<float>& lg, int64_t) {
+                if (first.empty()) first = lg;
+            });
         s.start({prompt}, p);
         s.run();
         return first;
@@ -496,10 +500,12 @@ TEST_CASE("a bf16 checkpoint decodes like the same weights in fp32 on a wide sha
 }
 
 int main(int argc, char** argv) {
-    return dyllm::test::run_skippable(argc, argv, {{"", [] {
-        return PackedGemm::supports(ElemType::F32) ? std::string()
-                                                    : std::string("no GEMM provider in this build (libdnnl-dev)");
-    }}});
+    return dyllm::test::run_skippable(argc, argv,
+                                      {{"", [] {
+                                            return PackedGemm::supports(ElemType::F32)
+                                                       ? std::string()
+                                                       : std::string("no GEMM provider in this build (libdnnl-dev)");
+                                        }}});
 }
 
 TEST_CASE("where oneDNN's rounding depends on the row count, a row's output does not", "[packed][small][batch]") {
@@ -517,8 +523,8 @@ TEST_CASE("where oneDNN's rounding depends on the row count, a row's output does
     const Case c       = GENERATE(Case{0, 128, 128}, Case{0, 256, 128}, Case{0, 128, 256}, Case{0, 374, 128},
                                   Case{0, 688, 256}, Case{0, 40, 100});
     INFO("threads " << threads << ", m " << c.m << ", k " << c.k);
-    ThreadPool         pool(threads);
-    PackedGemm         gemm(threads);
+    ThreadPool               pool(threads);
+    PackedGemm               gemm(threads);
     const std::vector<float> bias   = normals(size_t(c.m), 27, 0.1f);
     const PackedNormals      packed = pack_normals(gemm, pool, c.m, c.k, 26, 0.05f);
     const auto&              pw     = packed.packed;

@@ -81,10 +81,14 @@ TEST_CASE("the defaults are in range and every bound is enforced with the flag's
         if (!i && !f) continue;
         DiffusionParams p;
         // Just below the lower bound (ints) or beyond a finite upper bound (floats) must be refused.
-        if (i) p.**i = int(s.lo) - 1;
-        else if (std::isfinite(s.hi)) p.**f = float(s.hi) + 0.5f;
-        else if (std::isfinite(s.lo)) p.**f = float(s.lo) - 0.5f;
-        else continue;
+        if (i)
+            p.** i = int(s.lo) - 1;
+        else if (std::isfinite(s.hi))
+            p.** f = float(s.hi) + 0.5f;
+        else if (std::isfinite(s.lo))
+            p.** f = float(s.lo) - 0.5f;
+        else
+            continue;
         try {
             validate_params(p);
             FAIL("accepted an out-of-range " << s.key);
@@ -137,17 +141,19 @@ TEST_CASE("dyllm and dyllm-studio list every table flag in --help", "[params][cl
     REQUIRE_FALSE(gen.empty());  // ctest sets DYLLM_CLI
     check_help_lists_table(gen);
     // The studio is optional (no ImGui/GLFW, or a build of the test targets only, as CI's sanitizer pass).
-    const char* studio = std::getenv("DYLLM_STUDIO");
+    const char*     studio = std::getenv("DYLLM_STUDIO");
     std::error_code ec;
-    if (studio && std::filesystem::exists(studio, ec)) check_help_lists_table(help_of("DYLLM_STUDIO", "--help"));
-    else WARN("dyllm-studio not built: its --help is not checked");
+    if (studio && std::filesystem::exists(studio, ec))
+        check_help_lists_table(help_of("DYLLM_STUDIO", "--help"));
+    else
+        WARN("dyllm-studio not built: its --help is not checked");
 }
 
 TEST_CASE("the run's environment and JSON carry every table key", "[params]") {
     auto m = Model::load(test::make_tiny_checkpoint(Family::LLaDA).string());
     struct EnvSink : EventSink {
         std::vector<std::pair<std::string, std::string>> env;
-        void on_run_begin(const RunBegin& e) override { env = e.env; }
+        void                                             on_run_begin(const RunBegin& e) override { env = e.env; }
     } sink;
     Session         s(*m, &sink);
     DiffusionParams p;

@@ -3,7 +3,6 @@
 // one clear line before any run.
 #include "tests/support/skippable_main.h"
 
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -35,11 +34,13 @@ fs::path write_tasks(const fs::path& root) {
     std::ofstream add(dir / "add.jsonl");
     for (int i = 0; i < 4; ++i)
         add << R"({"prompt": "Q: add )" << i << "+" << i + 1 << R"(", "answer": "answer )" << 2 * i + 1
-            << R"(", "task": "add", "shots": 0})" << "\n";
+            << R"(", "task": "add", "shots": 0})"
+            << "\n";
     std::ofstream rev(dir / "rev.jsonl");
     for (const char* w : {"ab", "cd", "ef", "gh"})
         rev << R"({"prompt": "Q: rev )" << w << R"(", "answer": ")" << w[1] << w[0]
-            << R"(", "task": "rev", "shots": 0})" << "\n";
+            << R"(", "task": "rev", "shots": 0})"
+            << "\n";
     return dir;
 }
 
@@ -50,9 +51,10 @@ TEST_CASE("dyllm report writes five CSV + PNG figures", "[report][cli]") {
     const fs::path root  = test::make_temp_dir("report-cli");
     const fs::path tasks = write_tasks(root);
     const fs::path out   = root / "figs";  // created by the command
-    const CliRun   r = run_cli(root, {"report", "-m", ckpt.string(), "-o", out.string(), "--tasks-dir", tasks.string(),
-                                      "--limit", "2", "--probe", "1", "--shots", "1", "-n", "8", "--taus", "0.9,0.99",
-                                      "--backend", "cpu", "-t", "1"});
+    const CliRun   r =
+        run_cli(root, {"report",  "-m",     ckpt.string(), "-o",        out.string(), "--tasks-dir", tasks.string(),
+                       "--limit", "2",      "--probe",     "1",         "--shots",    "1",           "-n",
+                       "8",       "--taus", "0.9,0.99",    "--backend", "cpu",        "-t",          "1"});
     INFO("stdout: " << r.out << "\nstderr: " << r.err);
     REQUIRE(r.status == 0);
 
@@ -95,9 +97,7 @@ TEST_CASE("dyllm report writes five CSV + PNG figures", "[report][cli]") {
 
 TEST_CASE("dyllm report refuses bad arguments with one line before loading anything", "[report][cli]") {
     const fs::path root = test::make_temp_dir("report-cli-bad");
-    {
-        std::ofstream(root / "file") << "x";
-    }
+    { std::ofstream(root / "file") << "x"; }
     struct Case {
         std::vector<std::string> args;
         std::string              message;
@@ -124,9 +124,12 @@ TEST_CASE("dyllm report refuses bad arguments with one line before loading anyth
 
 int main(int argc, char** argv) {
     return test::run_skippable(argc, argv, {{"", [] {
-        const char* cli = std::getenv("DYLLM_CLI");
-        if (!cli || !*cli) return std::string("DYLLM_CLI is not set (dyllm not built)");
-        if (!fs::exists(cli)) return "DYLLM_CLI = " + std::string(cli) + " does not exist (dyllm not built)";
-        return std::string();
-    }}});
+                                                 const char* cli = std::getenv("DYLLM_CLI");
+                                                 if (!cli || !*cli)
+                                                     return std::string("DYLLM_CLI is not set (dyllm not built)");
+                                                 if (!fs::exists(cli))
+                                                     return "DYLLM_CLI = " + std::string(cli) +
+                                                            " does not exist (dyllm not built)";
+                                                 return std::string();
+                                             }}});
 }

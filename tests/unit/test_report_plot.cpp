@@ -128,15 +128,15 @@ TEST_CASE("a rendered figure is a PNG of the requested size", "[report][plot]") 
     s.y    = {0.2, NAN};  // NaN points are skipped, not drawn at the axis
     p.series.push_back(s);
     p.hlines.push_back({0.5, "ref"});
-    f.panels = {p, p};
+    f.panels       = {p, p};
     const Canvas c = render_figure(f);
     CHECK(c.width() == 900);
     CHECK(c.height() == 560);
-    const auto    dir = test::make_temp_dir("report-plot");
-    const auto    png = (dir / "f.png").string();
-    std::string   err;
+    const auto  dir = test::make_temp_dir("report-plot");
+    const auto  png = (dir / "f.png").string();
+    std::string err;
     REQUIRE(c.write_png(png, &err));
-    std::ifstream in(png, std::ios::binary);
+    std::ifstream              in(png, std::ios::binary);
     std::vector<unsigned char> head(24);
     in.read(reinterpret_cast<char*>(head.data()), 24);
     CHECK(head[1] == 'P');
@@ -224,9 +224,8 @@ TEST_CASE("each figure's CSV holds the numbers of its chart", "[report]") {
     CHECK(drift.table.rows[1][6] == "0.5");
     CHECK(drift.figure.panels.size() == 2);
 
-    const std::vector<AccuracyPoint> acc{{"original", NAN, 10, 7, 1.0, 50},
-                                         {"dyllm", 0.99f, 10, 5, 0.3, 80},
-                                         {"dyllm", 0.995f, 10, 6, 0.35, 70}};
+    const std::vector<AccuracyPoint> acc{
+        {"original", NAN, 10, 7, 1.0, 50}, {"dyllm", 0.99f, 10, 5, 0.3, 80}, {"dyllm", 0.995f, 10, 6, 0.35, 70}};
     const ReportFigure a = accuracy_vs_tau_figure(acc, "m", 4, 10);
     CHECK(csv_lines(a.table)[0] == "variant,tau,n,correct,accuracy,flops_vs_dense,tokens_per_s");
     CHECK(a.table.rows[0][1] == "");
@@ -236,7 +235,7 @@ TEST_CASE("each figure's CSV holds the numbers of its chart", "[report]") {
     CHECK(a.figure.panels[1].series[0].y == std::vector<double>{0.3, 0.35});
 
     const std::vector<ThroughputPoint> thr{{"dyllm", 1, 64, 100, 2e7, 0.3}, {"fast-dual", 1, 64, 150, 1e7, 0.2}};
-    const ReportFigure t = throughput_vs_nu_figure(thr, "m");
+    const ReportFigure                 t = throughput_vs_nu_figure(thr, "m");
     CHECK(csv_lines(t.table)[0] == "method,n_u,steps,tokens_per_s,flops_per_token,flops_vs_dense");
     CHECK(t.table.rows[0][4] == "2e+07");
     CHECK(t.figure.panels[1].series[0].y[0] == Approx(20));  // MFLOP per token

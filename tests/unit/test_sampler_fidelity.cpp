@@ -29,12 +29,12 @@ Observed run(const Model& m, const std::vector<int32_t>& prompt, const Diffusion
     } sink;
     sink.out = &o.begins;
     Session s(m, &sink);
-    s.set_logits_observer([&](int step, const std::vector<std::pair<int, int>>& where, const std::vector<float>& lg,
-                              int64_t V) {
-        o.n_vocab = V;
-        for (size_t i = 0; i < where.size(); ++i)
-            o.logits[{step, where[i].second}].assign(lg.begin() + int64_t(i) * V, lg.begin() + int64_t(i + 1) * V);
-    });
+    s.set_logits_observer(
+        [&](int step, const std::vector<std::pair<int, int>>& where, const std::vector<float>& lg, int64_t V) {
+            o.n_vocab = V;
+            for (size_t i = 0; i < where.size(); ++i)
+                o.logits[{step, where[i].second}].assign(lg.begin() + int64_t(i) * V, lg.begin() + int64_t(i + 1) * V);
+        });
     s.start({prompt}, p);
     s.run();
     o.result = s.result();
@@ -49,8 +49,8 @@ TEST_CASE("scores use the softmax over the whole vocabulary, [MASK] included", "
         const ModelConfig& cfg = m->config();
         DiffusionParams    p;
         p.method = Method::Original, p.gen_length = 8, p.steps = 8, p.block_length = 8, p.ignore_eos = true;
-        const Observed o = run(*m, test::random_prompt(cfg, 6, 3), p);
-        const auto&    r = o.result.sequences.at(0);
+        const Observed o       = run(*m, test::random_prompt(cfg, 6, 3), p);
+        const auto&    r       = o.result.sequences.at(0);
         int            checked = 0;
         for (int pos = 0; pos < p.gen_length; ++pos) {
             const int step = r.unmask_step[size_t(pos)];
@@ -90,8 +90,8 @@ TEST_CASE("Dream's response-only steps: the last prompt row by default, the auth
     const auto prompt = test::random_prompt(cfg, 7, 5);
     for (bool with_row : {true, false}) {
         CAPTURE(with_row);
-        p.dream_prompt_row = with_row;
-        const Observed o   = run(*m, prompt, p);
+        p.dream_prompt_row            = with_row;
+        const Observed o              = run(*m, prompt, p);
         int            response_steps = 0;
         for (const StepBegin& b : o.begins)
             if (b.kind == StepKind::SparseResponse) {

@@ -25,7 +25,7 @@ TEST_CASE("block candidates are the masked positions of the current block", "[sa
 
 TEST_CASE("selection keeps n_u by score, ties to the lower position", "[sampler]") {
     std::vector<Candidate> c{{3, 10, 0.5f}, {1, 11, 0.9f}, {2, 12, 0.5f}, {0, 13, 0.1f}};
-    auto k = select_candidates(c, 2, std::numeric_limits<float>::infinity());
+    auto                   k = select_candidates(c, 2, std::numeric_limits<float>::infinity());
     REQUIRE(k.size() == 2);
     CHECK(k[0].pos == 1);
     CHECK(k[1].pos == 2);  // tie with pos 3 at 0.5: lower position first (engine/README.md decision 4)
@@ -33,7 +33,7 @@ TEST_CASE("selection keeps n_u by score, ties to the lower position", "[sampler]
 
 TEST_CASE("threshold mode takes the top-1 plus every score above the threshold", "[sampler]") {
     std::vector<Candidate> c{{0, 1, 0.95f}, {1, 2, 0.2f}, {2, 3, 0.91f}, {3, 4, 0.89f}};
-    auto k = select_candidates(c, 1, 0.9f);
+    auto                   k = select_candidates(c, 1, 0.9f);
     REQUIRE(k.size() == 2);
     CHECK(k[0].pos == 0);
     CHECK(k[1].pos == 2);
@@ -44,7 +44,7 @@ TEST_CASE("threshold mode takes the top-1 plus every score above the threshold",
 }
 
 TEST_CASE("EOS finishes only with no mask before it", "[sampler]") {
-    const int32_t M = 99, E = 2;
+    const int32_t        M = 99, E = 2;
     std::vector<int32_t> r{5, M, E, M};
     CHECK_FALSE(finished_by_eos(r, std::vector<int32_t>{2}, E, M));
     r[1] = 6;

@@ -209,10 +209,10 @@ TEST_CASE("key-tile masks and ranks match a brute-force salient lookup", "[share
     REQUIRE(m.tile_off == std::vector<int32_t>{0, 1, 2, 2, 6});
     for (int b = 0; b < 4; ++b) {
         for (int32_t j = cu_k[size_t(b)]; j < cu_k[size_t(b) + 1]; ++j) {
-            const int32_t  lk   = j - cu_k[size_t(b)];
-            const int32_t  t    = m.tile_off[size_t(b)] + lk / kKeyTile;
-            const uint64_t bit  = 1ull << (lk % kKeyTile);
-            const auto     it   = std::find(sal_k.begin() + cu_sal[size_t(b)], sal_k.begin() + cu_sal[size_t(b) + 1], j);
+            const int32_t  lk  = j - cu_k[size_t(b)];
+            const int32_t  t   = m.tile_off[size_t(b)] + lk / kKeyTile;
+            const uint64_t bit = 1ull << (lk % kKeyTile);
+            const auto     it  = std::find(sal_k.begin() + cu_sal[size_t(b)], sal_k.begin() + cu_sal[size_t(b) + 1], j);
             const bool     want = it != sal_k.begin() + cu_sal[size_t(b) + 1];
             CHECK(bool(m.mask[size_t(t)] & bit) == want);
             if (want)  // the dv row the kernel derives equals the position of j in sal_k
@@ -229,8 +229,8 @@ TEST_CASE("key-tile masks and ranks match a brute-force salient lookup", "[share
 }
 
 TEST_CASE("key-tile masks reject unsorted, duplicate or out-of-sequence salient rows", "[shared_math][masks]") {
-    const std::vector<int32_t> cu_k   = {0, 10, 20};
-    const std::vector<int32_t> cu_sal = {0, 2, 3};
+    const std::vector<int32_t> cu_k     = {0, 10, 20};
+    const std::vector<int32_t> cu_sal   = {0, 2, 3};
     const std::vector<int32_t> unsorted = {5, 3, 12}, dup = {3, 3, 12}, outside = {3, 5, 9};
     CHECK_THROWS_WITH(build_key_tile_masks(unsorted.data(), cu_sal.data(), cu_k.data(), 2),
                       Catch::Contains("not strictly ascending"));
@@ -258,7 +258,8 @@ TEST_CASE("query tiles are runs of one sequence of bounded length", "[shared_mat
     CHECK_THROWS_WITH(plan_query_tiles(bad.data(), 2, 3, 16), Catch::Contains("query row 1 has sequence 3"));
 }
 
-TEST_CASE("attention CTA plan: rows x heads fit the kernel's units, chunks cover each KV group", "[shared_math][tiles]") {
+TEST_CASE("attention CTA plan: rows x heads fit the kernel's units, chunks cover each KV group",
+          "[shared_math][tiles]") {
     for (int n_kv = 1; n_kv <= 8; ++n_kv)
         for (int g = 1; g <= 64; ++g) {
             const int n_head = g * n_kv;
@@ -268,8 +269,8 @@ TEST_CASE("attention CTA plan: rows x heads fit the kernel's units, chunks cover
             CHECK(h >= 1);
             CHECK(r >= 1);
             CHECK(h * r <= kAttnUnitsPerCta);
-            CHECK(chunks * h >= g);        // every head of the group is some CTA's
-            CHECK((chunks - 1) * h < g);   // and no chunk is empty
+            CHECK(chunks * h >= g);       // every head of the group is some CTA's
+            CHECK((chunks - 1) * h < g);  // and no chunk is empty
         }
     CHECK(attention_rows_per_tile(32, 32) == 16);  // LLaDA (MHA): 16 rows of one head
     CHECK(attention_heads_per_cta(28, 4) == 7);    // Dream (GQA 7:1): 7 heads x 2 rows
@@ -289,7 +290,7 @@ std::vector<float> tiled_approx_row(const std::vector<float>& q, const std::vect
         const int          nt = std::min(kKeyTile, nk - t0);
         std::vector<float> p(static_cast<size_t>(nt));
         // Tile max first, then one rescale per tile (as the kernel does with its warp max).
-        float tmax = -INFINITY;
+        float              tmax = -INFINITY;
         std::vector<float> s(static_cast<size_t>(nt));
         for (int j = 0; j < nt; ++j) {
             float acc = 0.0f;
@@ -319,13 +320,13 @@ std::vector<float> tiled_approx_row(const std::vector<float>& q, const std::vect
 }  // namespace
 
 TEST_CASE("the approximate attention kernel's tiling equals the direct formula (CPU walk)", "[shared_math][approx]") {
-    const int                  D    = 16;
-    const std::vector<int32_t> lens = {GENERATE(1, 63, 64, 65, 130), 7};
-    const std::vector<int32_t> cu_k = {0, lens[0], lens[0] + lens[1]};
-    const int                  nk   = cu_k.back();
-    std::mt19937               rng(11);
+    const int                       D    = 16;
+    const std::vector<int32_t>      lens = {GENERATE(1, 63, 64, 65, 130), 7};
+    const std::vector<int32_t>      cu_k = {0, lens[0], lens[0] + lens[1]};
+    const int                       nk   = cu_k.back();
+    std::mt19937                    rng(11);
     std::normal_distribution<float> g(0.0f, 1.0f);
-    std::vector<float>         q(static_cast<size_t>(D)), k(static_cast<size_t>(nk * D));
+    std::vector<float>              q(static_cast<size_t>(D)), k(static_cast<size_t>(nk * D));
     for (float& v : q) v = 2.0f * g(rng);
     for (float& v : k) v = g(rng);
     // Salient keys of sequence 0: every third key (sorted), including the last; sequence 1: none (empty set).

@@ -104,18 +104,42 @@ __attribute__((noinline)) void* operator new[](std::size_t n, std::align_val_t a
     return counted(n, std::size_t(a), DYLLM_CALLER);
 }
 #undef DYLLM_CALLER
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete(void* p) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p) noexcept {
+    std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+    std::free(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept {
+    std::free(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
+    std::free(p);
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p, const std::nothrow_t&) noexcept {
+    std::free(p);
+}
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+    std::free(p);
+}
 
 using namespace dyllm;
 
@@ -124,7 +148,7 @@ namespace {
 struct Counts {
     int64_t allocs = 0, bytes = 0, tensor_allocs = 0, max_alloc = 0, steps = 0;
     int64_t provider_allocs = 0;  // made inside oneDNN's own calls (see provider_code)
-    size_t  heap_growth = 0;  // bytes the malloc heap (main arena + mmapped chunks) grew by
+    size_t  heap_growth     = 0;  // bytes the malloc heap (main arena + mmapped chunks) grew by
 };
 
 // Steps the run to the end; counts the allocations of steps 3..N.
@@ -145,7 +169,7 @@ Counts steady_allocations(const Model& m, const std::vector<int32_t>& prompt, co
     Counts c;
     while (s.step()) ++c.steps;
     ++c.steps;  // the last step() ran a step and returned false
-    counting = false;
+    counting                     = false;
     const struct mallinfo2 after = mallinfo2();
     c.allocs = n_allocs, c.bytes = n_bytes, c.tensor_allocs = n_tensor_allocs, c.max_alloc = max_alloc;
     c.provider_allocs        = n_provider_allocs;

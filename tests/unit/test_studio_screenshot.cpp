@@ -75,7 +75,9 @@ std::string slurp(const std::string& path) {
 std::string studio_or_fail() {
     const char* studio = std::getenv("DYLLM_STUDIO");
     if (!studio || !*studio)
-        FAIL("DYLLM_STUDIO is not set: build the dyllm-studio target (needs libimgui-dev, libglfw3-dev) and run via ctest");
+        FAIL(
+            "DYLLM_STUDIO is not set: build the dyllm-studio target (needs libimgui-dev, libglfw3-dev) and run via "
+            "ctest");
     if (!std::filesystem::exists(studio)) FAIL(std::string("DYLLM_STUDIO=") + studio + " does not exist");
     if (std::system("command -v xvfb-run > /dev/null 2>&1") != 0)
         FAIL("xvfb-run not found: apt-get install xvfb xauth (the studio needs an X display)");
@@ -95,8 +97,8 @@ std::string xvfb_prefix() {
 int run_studio(const std::string& studio, const std::string& args, const std::string& log) {
     const std::string rc_file = log + ".rc";
     std::filesystem::remove(rc_file);
-    const std::string cmd = xvfb_prefix() + "sh -c \"'" + studio + "' " + args + "; echo \\$? > " + rc_file +
-                            "\" > " + log + " 2>&1";
+    const std::string cmd =
+        xvfb_prefix() + "sh -c \"'" + studio + "' " + args + "; echo \\$? > " + rc_file + "\" > " + log + " 2>&1";
     if (std::system(cmd.c_str()) != 0) {
         // xvfb-run's own status; the studio's is in rc_file (see above).
     }
@@ -142,14 +144,15 @@ TEST_CASE("--compare runs original then dyllm and --export-dir writes parseable 
     const auto        model  = test::make_tiny_checkpoint(Family::LLaDA);
     const std::string png = "studio_compare.png", log = "studio_compare.log", dir = "studio_exports";
     std::filesystem::remove_all(dir);
-    const int rc = run_studio(studio, "--compare --screenshot " + png + " --frames 3 -n 16 --steps 16 --block-length 8 " +
-                                          "--export-dir " + dir + " -m '" + model.string() + "' -p 'Q: add 1+2'",
+    const int rc = run_studio(studio,
+                              "--compare --screenshot " + png + " --frames 3 -n 16 --steps 16 --block-length 8 " +
+                                  "--export-dir " + dir + " -m '" + model.string() + "' -p 'Q: add 1+2'",
                               log);
     INFO("log:\n" << slurp(log));
     REQUIRE(rc == 0);
     int n_csv = 0, n_json = 0, n_jsonl = 0;
     for (const auto& e : std::filesystem::directory_iterator(dir)) {
-        const auto ext = e.path().extension().string();
+        const auto        ext  = e.path().extension().string();
         const std::string text = slurp(e.path().string());
         if (ext == ".csv") {
             ++n_csv;
@@ -216,7 +219,7 @@ TEST_CASE("at 1280x720 an 8-layer model's salient map stands beside L_sal, its c
     const std::string studio = studio_or_fail();
     ModelConfig       cfg    = test::tiny_config(Family::LLaDA);
     cfg.n_layer              = 8;  // the built-in v2 depth: stacked, this band gave each map row about 5 px
-    Image             im;
+    Image im;
     shoot_three_steps(studio, test::make_checkpoint(cfg, DType::F32, 1, 3), "1280x720", "studio_deep_small", im);
     REQUIRE(im.w == 1280);
     REQUIRE(im.h == 720);
@@ -225,7 +228,7 @@ TEST_CASE("at 1280x720 an 8-layer model's salient map stands beside L_sal, its c
     // Tested cells (stable blue or salient orange) in each eighth of the map's height (the part of the panel under
     // its title, controls and canvas strip, over the axis line), so the 8 rows got the panel's height.
     const float top = L.salient.y + 0.35f * L.salient.h, bottom = L.salient.bottom() - 22;
-    const float row_h = (bottom - top) / 8;
+    const float row_h           = (bottom - top) / 8;
     int         rows_with_cells = 0;
     for (int r = 0; r < 8; ++r) {
         const app::Rect slice{L.salient.x, top + r * row_h, L.salient.w, row_h};

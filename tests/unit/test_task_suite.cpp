@@ -1,5 +1,5 @@
-// Task-suite loader, prompt rule, held-out split and answer extraction (app/model/task_suite.h), including checks on the
-// shipped assets/tasks/*.jsonl: every item is in the held-out bucket, so training never saw its query.
+// Task-suite loader, prompt rule, held-out split and answer extraction (app/model/task_suite.h), including checks on
+// the shipped assets/tasks/*.jsonl: every item is in the held-out bucket, so training never saw its query.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -41,10 +41,11 @@ std::string load_error(const fs::path& p) {
 }  // namespace
 
 TEST_CASE("task file loads items and skips blank lines", "[task_suite]") {
-    const auto p = write_temp("ok.jsonl",
-                              "{\"prompt\": \"Q: sort 3 1\", \"answer\": \"1 3\", \"task\": \"sort\", \"shots\": 0}\n"
-                              "\n"
-                              "{\"prompt\": \"Q: x\", \"answer\": \"y\", \"task\": \"t\", \"shots\": 1, \"extra\": 1}\n");
+    const auto p =
+        write_temp("ok.jsonl",
+                   "{\"prompt\": \"Q: sort 3 1\", \"answer\": \"1 3\", \"task\": \"sort\", \"shots\": 0}\n"
+                   "\n"
+                   "{\"prompt\": \"Q: x\", \"answer\": \"y\", \"task\": \"t\", \"shots\": 1, \"extra\": 1}\n");
     const TaskSuite s = load_task_file(p);
     REQUIRE(s.name == "ok");
     REQUIRE(s.items.size() == 2);
@@ -80,8 +81,8 @@ TEST_CASE("bad task lines give one error naming file and line", "[task_suite]") 
 TEST_CASE("answer extraction rule", "[task_suite]") {
     CHECK(normalise_whitespace("  a \n b\t\tc ") == "a b c");
     CHECK(extract_answer("7+5=12, 4+8+1=13, 3+2+1=6, answer 632") == "632");
-    CHECK(extract_answer("answer 1 answer  2 ") == "2");  // last marker wins
-    CHECK(extract_answer(" 1  2 5 ") == "1 2 5");           // no marker: whole response
+    CHECK(extract_answer("answer 1 answer  2 ") == "2");               // last marker wins
+    CHECK(extract_answer(" 1  2 5 ") == "1 2 5");                      // no marker: whole response
     CHECK(answer_matches("9+9=18, answer 18", "8+9=17, answer  18"));  // final answer only
     CHECK_FALSE(full_match("9+9=18, answer 18", "8+9=17, answer 18"));
     CHECK_FALSE(answer_matches("answer 63", "answer 632"));
@@ -129,7 +130,7 @@ TEST_CASE("addition split holds out unordered operand pairs (whole training spac
 }
 
 TEST_CASE("shipped task files: held out, self-consistent, prompt rule reproduces them", "[task_suite][assets]") {
-    const fs::path dir = source_dir() / "assets" / "tasks";
+    const fs::path dir   = source_dir() / "assets" / "tasks";
     const auto     names = list_tasks(dir);
     REQUIRE(names == std::vector<std::string>{"add", "rev", "sort", "word"});
     CHECK(find_tasks_dir(source_dir() / "assets" / "models" / "tiny-llada") == fs::weakly_canonical(dir));
@@ -142,9 +143,9 @@ TEST_CASE("shipped task files: held out, self-consistent, prompt rule reproduces
             const std::string q  = task_query(it);
             INFO(it.source << " query: " << q);
             CHECK(it.task == s.name);
-            CHECK(is_held_out(q));                              // never produced by the training generator
-            CHECK(build_prompt(s, i, it.shots) == it.prompt);   // --shots K uses the same rule
-            CHECK(keys.insert(split_key(q)).second);            // no duplicate held-out problems
+            CHECK(is_held_out(q));                             // never produced by the training generator
+            CHECK(build_prompt(s, i, it.shots) == it.prompt);  // --shots K uses the same rule
+            CHECK(keys.insert(split_key(q)).second);           // no duplicate held-out problems
             CHECK(it.answer.size() > 0);
             if (s.name == "add") {
                 const int a = std::stoi(q.substr(4)), b = std::stoi(q.substr(q.find('+') + 1));

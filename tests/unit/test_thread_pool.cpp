@@ -36,7 +36,7 @@ TEST_CASE("thread pool: back-to-back jobs while the workers poll", "[kernels][po
     const int            threads = GENERATE(2, 3);
     ThreadPool           pool(threads);
     std::vector<int64_t> out(37);
-    int                  bad = 0;
+    int                  bad        = 0;
     const uint64_t       handoffs0  = thread_handoffs();
     int64_t              backed_off = 0;  // jobs the pool ran inline after a stall (the host took a worker's core)
     for (int64_t job = 0; job < 5000; ++job) {
@@ -59,9 +59,9 @@ TEST_CASE("thread pool: jobs apart by more than the polling window find sleeping
 }
 
 TEST_CASE("thread pool: a long task makes the caller sleep, not poll forever", "[kernels][pool][threads]") {
-    ThreadPool        pool(2);
-    std::atomic<int>  done{0};
-    const auto        t0 = std::chrono::steady_clock::now();
+    ThreadPool       pool(2);
+    std::atomic<int> done{0};
+    const auto       t0 = std::chrono::steady_clock::now();
     pool.parallel_for(2, [&](int64_t, int) {
         std::this_thread::sleep_for(std::chrono::nanoseconds(5 * kPoolSpinNs));  // longer than the caller polls
         done.fetch_add(1);

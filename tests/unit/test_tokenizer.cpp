@@ -95,9 +95,9 @@ TEST_CASE("added tokens are matched in the raw text first, longest match wins, n
     auto    tok = load_json(dir, make_bpe_json());
     CHECK(tok->encode("the<|eot|>hello") == Ids{'t', kHe, kEot, kHello});
     CHECK(tok->encode("<|mask|><|mask|>") == Ids{kMaskTok, kMaskTok});
-    CHECK(tok->encode("x<|a|><|b|>y") == Ids{'x', kAB, 'y'});   // the longer <|a|><|b|> beats <|a|>
+    CHECK(tok->encode("x<|a|><|b|>y") == Ids{'x', kAB, 'y'});  // the longer <|a|><|b|> beats <|a|>
     CHECK(tok->encode("x<|a|>y") == Ids{'x', kA, 'y'});
-    CHECK(tok->encode("<|eot|") == bytes_of("<|eot|"));          // an incomplete special token is plain text
+    CHECK(tok->encode("<|eot|") == bytes_of("<|eot|"));  // an incomplete special token is plain text
     // A non-special added token is matched inside words too (no single_word flag) and survives skip_special.
     CHECK(tok->encode("wordy") == Ids{kWord});
     // Text around a special token is pre-tokenized separately: " hello" after <|eot|> keeps its space piece.
@@ -111,8 +111,8 @@ TEST_CASE("added tokens are matched in the raw text first, longest match wins, n
 }
 
 TEST_CASE("decode: skip_special, token_text, unknown ids, cut multi-byte characters", "[tokenizer]") {
-    TempDir dir;
-    auto    tok = load_json(dir, make_bpe_json());
+    TempDir   dir;
+    auto      tok = load_json(dir, make_bpe_json());
     const Ids ids = tok->encode("the<|eot|>wordy<|mask|>");
     CHECK(tok->decode(ids) == "the<|eot|>wordy<|mask|>");
     CHECK(tok->decode(ids, true) == "thewordy");
@@ -126,7 +126,9 @@ TEST_CASE("decode: skip_special, token_text, unknown ids, cut multi-byte charact
     CHECK(tok->decode(Ids{0xC3}) == "\xEF\xBF\xBD");
     CHECK(tok->decode(Ids{0xC3, 0xA9}) == "é");
     // The first 3 of the 4 bytes of 😀 are one maximal ill-formed subpart -> a single U+FFFD, then text resumes.
-    CHECK(tok->decode(Ids{0xF0, 0x9F, 0x98, 'a'}) == "\xEF\xBF\xBD" "a");
+    CHECK(tok->decode(Ids{0xF0, 0x9F, 0x98, 'a'}) ==
+          "\xEF\xBF\xBD"
+          "a");
     CHECK(tok->token_text(0xF0) == "\xEF\xBF\xBD");
     CHECK(tok->vocab_size() == kWord + 1);
 }
@@ -135,11 +137,11 @@ TEST_CASE("Digits pre-tokenizer: digits are never merged; without it \"1 2\" mer
     using nlohmann::json;
     const json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}};
     TempDir    d1, d2;
-    auto digits = load_json(d1, make_bpe_json(false, {{"type", "Sequence"},
-                                                      {"pretokenizers", json::array({{{"type", "Digits"},
-                                                                                      {"individual_digits", true}},
-                                                                                     byte_level})}}));
-    auto plain  = load_json(d2, make_bpe_json(false, byte_level));
+    auto       digits = load_json(
+              d1, make_bpe_json(false, {{"type", "Sequence"},
+                                        {"pretokenizers",
+                                         json::array({{{"type", "Digits"}, {"individual_digits", true}}, byte_level})}}));
+    auto plain = load_json(d2, make_bpe_json(false, byte_level));
     CHECK(plain->encode("12") == Ids{k12});
     CHECK(digits->encode("12") == Ids{'1', '2'});
     CHECK(digits->encode("a1212b") == Ids{'a', '1', '2', '1', '2', 'b'});
@@ -151,8 +153,8 @@ TEST_CASE("Digits pre-tokenizer: digits are never merged; without it \"1 2\" mer
 TEST_CASE("ByteLevel add_prefix_space and ignore_merges", "[tokenizer]") {
     using nlohmann::json;
     TempDir d1, d2, d3;
-    auto prefix = load_json(d1, make_bpe_json(false, {{"type", "ByteLevel"}, {"add_prefix_space", true},
-                                                      {"use_regex", true}}));
+    auto    prefix =
+        load_json(d1, make_bpe_json(false, {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"use_regex", true}}));
     CHECK(prefix->encode("the") == Ids{kGthe});
     // ignore_merges (Llama-3): a pre-token that is itself a vocabulary entry maps to it directly.
     auto ign   = load_json(d2, make_bpe_json(false, nullptr, true));
@@ -165,11 +167,12 @@ TEST_CASE("Split behaviours: Removed, MergedWithPrevious, MergedWithNext, Contig
     using nlohmann::json;
     // WordLevel over a vocabulary of the expected pieces makes the piece boundaries visible as ids.
     json vocab = {{"<unk>", 0}, {"a", 1}, {"-", 2}, {"a-", 3}, {"-a", 4}, {"--", 5}, {"b", 6}, {"a--", 7}, {"--b", 8}};
-    auto make = [&](const char* behavior, bool invert, const char* pattern = "-") {
-        return json{{"model", {{"type", "WordLevel"}, {"vocab", vocab}, {"unk_token", "<unk>"}}},
-                    {"pre_tokenizer",
-                     {{"type", "Split"}, {"pattern", {{"String", pattern}}}, {"behavior", behavior}, {"invert", invert}}},
-                    {"decoder", nullptr}};
+    auto make  = [&](const char* behavior, bool invert, const char* pattern = "-") {
+        return json{
+            {"model", {{"type", "WordLevel"}, {"vocab", vocab}, {"unk_token", "<unk>"}}},
+            {"pre_tokenizer",
+             {{"type", "Split"}, {"pattern", {{"String", pattern}}}, {"behavior", behavior}, {"invert", invert}}},
+            {"decoder", nullptr}};
     };
     TempDir d;
     CHECK(load_json(d, make("Removed", false))->encode("a--b") == Ids{1, 6});
@@ -189,8 +192,8 @@ TEST_CASE("WordLevel with the Whitespace pre-tokenizer: encode, unk, decode join
                     {"pre_tokenizer", {{"type", "Whitespace"}}},
                     {"added_tokens", json::array({{{"id", 5}, {"content", "[SEP]"}, {"special", true}}})},
                     {"decoder", nullptr}};
-    TempDir d;
-    auto    tok = load_json(d, j);
+    TempDir    d;
+    auto       tok = load_json(d, j);
     CHECK(tok->encode("hello world!") == Ids{1, 2, 3});
     CHECK(tok->encode("  hello\t\nworld ?!") == Ids{1, 2, 4});
     CHECK(tok->encode("hello there") == Ids{1, 0});
@@ -202,20 +205,20 @@ TEST_CASE("WordLevel with the Whitespace pre-tokenizer: encode, unk, decode join
     CHECK(tok->vocab_size() == 6);
 
     TempDir d2;  // WhitespaceSplit keeps punctuation attached
-    json    j2 = j;
+    json    j2          = j;
     j2["pre_tokenizer"] = {{"type", "WhitespaceSplit"}};
-    auto ws = load_json(d2, j2);
+    auto ws             = load_json(d2, j2);
     CHECK(ws->encode("hello  world!") == Ids{1, 0});
 }
 
 TEST_CASE("tokenizer_config.json beside tokenizer.json adds special tokens", "[tokenizer]") {
     using nlohmann::json;
     TempDir d;
-    d.write("tokenizer_config.json",
-            json{{"added_tokens_decoder", {{"310", {{"content", "<|extra|>"}, {"special", true}}},
-                                           {"300", {{"content", "<|eot|>"}, {"special", true}}}}},
-                 {"eos_token", "wordy"}}
-                .dump());
+    d.write("tokenizer_config.json", json{{"added_tokens_decoder",
+                                           {{"310", {{"content", "<|extra|>"}, {"special", true}}},
+                                            {"300", {{"content", "<|eot|>"}, {"special", true}}}}},
+                                          {"eos_token", "wordy"}}
+                                         .dump());
     auto tok = load_json(d, make_bpe_json());
     CHECK(tok->encode("the<|extra|>") == Ids{'t', kHe, 310});
     CHECK(tok->is_special(310));
@@ -225,19 +228,21 @@ TEST_CASE("tokenizer_config.json beside tokenizer.json adds special tokens", "[t
 }
 
 TEST_CASE("invalid UTF-8 input is encoded as U+FFFD without crashing", "[tokenizer]") {
-    TempDir d;
-    auto    tok = load_json(d, make_bpe_json());
+    TempDir           d;
+    auto              tok = load_json(d, make_bpe_json());
     const std::string bad = std::string("a\xFF") + "b\xE6\x97";  // stray byte, truncated 3-byte sequence
     const Ids         ids = tok->encode(bad);
-    CHECK(tok->decode(ids) == "a\xEF\xBF\xBD" "b\xEF\xBF\xBD");
+    CHECK(tok->decode(ids) ==
+          "a\xEF\xBF\xBD"
+          "b\xEF\xBF\xBD");
 }
 
 TEST_CASE("concurrent encode from several threads gives the same ids", "[tokenizer]") {
-    TempDir d;
-    auto    tok = load_json(d, make_bpe_json());
+    TempDir          d;
+    auto             tok = load_json(d, make_bpe_json());
     std::vector<Ids> expect;
     for (const char* s : kRoundTrip) expect.push_back(tok->encode(s));
-    std::atomic<int> mismatches{0};
+    std::atomic<int>         mismatches{0};
     std::vector<std::thread> threads;
     for (int t = 0; t < 4; ++t)
         threads.emplace_back([&] {

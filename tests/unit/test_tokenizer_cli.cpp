@@ -14,8 +14,6 @@ using namespace dyllm::test;
 
 namespace {
 
-
-
 struct Run {
     int         rc = -1;
     std::string out;  // stdout and stderr together
@@ -78,11 +76,14 @@ TEST_CASE("dyllm tokenize on a tokenizer-only directory", "[tokenizer][cli]") {
 }
 
 int main(int argc, char** argv) {
-    return dyllm::test::run_skippable(argc, argv, {{"", [] {
-        // ctest sets DYLLM_CLI whenever the dyllm target exists, built or not (tests do not depend on it).
-        const char* cli = std::getenv("DYLLM_CLI");
-        if (!cli || !*cli) return std::string("DYLLM_CLI is not set (dyllm not built)");
-        if (!std::filesystem::exists(cli)) return "DYLLM_CLI = " + std::string(cli) + " does not exist (dyllm not built)";
-        return std::string();
-    }}});
+    return dyllm::test::run_skippable(
+        argc, argv, {{"", [] {
+                          // ctest sets DYLLM_CLI whenever the dyllm target exists, built or not (tests do not depend on
+                          // it).
+                          const char* cli = std::getenv("DYLLM_CLI");
+                          if (!cli || !*cli) return std::string("DYLLM_CLI is not set (dyllm not built)");
+                          if (!std::filesystem::exists(cli))
+                              return "DYLLM_CLI = " + std::string(cli) + " does not exist (dyllm not built)";
+                          return std::string();
+                      }}});
 }

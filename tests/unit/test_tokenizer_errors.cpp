@@ -32,7 +32,7 @@ TEST_CASE("the fixture itself loads (so the failures below are caused by the cor
 }
 
 TEST_CASE("missing file", "[tokenizer][errors]") {
-    TempDir d;
+    TempDir    d;
     const auto p = d.path / "nope" / "tokenizer.json";
     REQUIRE_THROWS_AS(Tokenizer::load(p), LoadError);
     REQUIRE_THROWS_WITH(Tokenizer::load(p), Contains(p.string()) && Contains("no such file"));
@@ -40,7 +40,7 @@ TEST_CASE("missing file", "[tokenizer][errors]") {
 }
 
 TEST_CASE("bad JSON reports nlohmann's byte position", "[tokenizer][errors]") {
-    std::string file;
+    std::string       file;
     const std::string msg = load_error("{\"model\": {\"type\": \"BPE\",, }", &file);
     CHECK_THAT(msg, Contains(file) && Contains("not valid JSON at byte 26"));
     CHECK_THAT(load_error("[1, 2]"), Contains("expected a JSON object"));
@@ -58,14 +58,14 @@ TEST_CASE("unknown model type and missing model", "[tokenizer][errors]") {
 TEST_CASE("a merge naming a token absent from the vocabulary", "[tokenizer][errors]") {
     json j = make_bpe_json();
     j["model"]["merges"].push_back("he llo");  // "he" is a token, "llo" is not
-    std::string file;
+    std::string       file;
     const std::string msg = load_error(j.dump(), &file);
     CHECK_THAT(msg, Contains(file) && Contains("model.merges[10]") && Contains("token 'llo' is not in the vocabulary"));
 
     json k = make_bpe_json();
     k["model"]["merges"].push_back("Ġ hello");  // both parts exist, "Ġhello" exists too -> fine
     CHECK(load_error(k.dump()).empty());
-    k["model"]["merges"].push_back("he Ġ");     // "heĠ" is absent
+    k["model"]["merges"].push_back("he Ġ");  // "heĠ" is absent
     CHECK_THAT(load_error(k.dump()), Contains("merged token 'heĠ' is not in the vocabulary"));
 
     json m = make_bpe_json();
@@ -76,7 +76,7 @@ TEST_CASE("a merge naming a token absent from the vocabulary", "[tokenizer][erro
 }
 
 TEST_CASE("duplicate ids", "[tokenizer][errors]") {
-    json j                      = make_bpe_json();
+    json j                     = make_bpe_json();
     j["model"]["vocab"]["zzz"] = 5;  // id 5 is already the byte 0x05
     CHECK_THAT(load_error(j.dump()), Contains("duplicate id 5"));
 
@@ -84,7 +84,7 @@ TEST_CASE("duplicate ids", "[tokenizer][errors]") {
     k["added_tokens"].push_back({{"id", 300}, {"content", "<|other|>"}, {"special", true}});
     CHECK_THAT(load_error(k.dump()), Contains("added_tokens[5]") && Contains("duplicate id 300"));
 
-    json n                      = make_bpe_json();
+    json n                     = make_bpe_json();
     n["model"]["vocab"]["neg"] = -3;
     CHECK_THAT(load_error(n.dump()), Contains("id -3"));
     n["model"]["vocab"]["neg"] = "seven";
@@ -92,9 +92,9 @@ TEST_CASE("duplicate ids", "[tokenizer][errors]") {
 }
 
 TEST_CASE("a regex that fails to compile, with PCRE2's message and offset", "[tokenizer][errors]") {
-    json j = make_bpe_json();
+    json j                                                     = make_bpe_json();
     j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "ab(c";
-    const std::string msg = load_error(j.dump());
+    const std::string msg                                      = load_error(j.dump());
     CHECK_THAT(msg, Contains("pre_tokenizer.pretokenizers[0].pattern.Regex") &&
                         Contains("regex failed to compile at offset 4") && Contains("missing closing parenthesis"));
 }
@@ -109,7 +109,7 @@ TEST_CASE("unsupported pre-tokenizer, normalizer, decoder; bad Split fields; bad
     json m       = make_bpe_json();
     m["decoder"] = {{"type", "WordPiece"}};
     CHECK_THAT(load_error(m.dump()), Contains("unsupported decoder type 'WordPiece'"));
-    json s = make_bpe_json();
+    json s                                             = make_bpe_json();
     s["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "Sideways";
     CHECK_THAT(load_error(s.dump()), Contains("behavior: unknown value 'Sideways'"));
     json u                  = make_bpe_json();
@@ -118,7 +118,7 @@ TEST_CASE("unsupported pre-tokenizer, normalizer, decoder; bad Split fields; bad
 }
 
 TEST_CASE("bad tokenizer_config.json is named in the error", "[tokenizer][errors]") {
-    TempDir d;
+    TempDir    d;
     const auto p   = d.write("tokenizer.json", make_bpe_json().dump());
     const auto cfg = d.write("tokenizer_config.json", "{\"eos_token\": ");
     REQUIRE_THROWS_WITH(Tokenizer::load(p), Contains(cfg.string()) && Contains("not valid JSON at byte"));

@@ -42,22 +42,22 @@ inline const char* kQwenPattern =
 
 // Ids of the merged tokens of the fixture (256 + merge rank, in merge order).
 enum FixtureId : int32_t {
-    kGt = 256,      // "Ġt"   (" t")
-    kHe = 257,      // "he"
-    kGthe = 258,    // "Ġthe" (" the")
-    kLl = 259,      // "ll"
-    kHell = 260,    // "hell"
-    kHello = 261,   // "hello"
-    kGG = 262,      // "ĠĠ"   ("  ")
-    k12 = 263,      // "12"
-    kEacute = 264,  // "Ã©"   ("é" = C3 A9)
-    kNlNl = 265,    // "ĊĊ"   ("\n\n")
-    kGhello = 266,  // "Ġhello" (in the vocabulary, reachable by no merge: tests ignore_merges)
-    kEot = 300,     // <|eot|>    special
-    kMaskTok = 301, // <|mask|>   special
-    kA = 302,       // <|a|>      special
-    kAB = 303,      // <|a|><|b|> special (longest match wins over <|a|>)
-    kWord = 304,    // "wordy"    added, not special
+    kGt      = 256,  // "Ġt"   (" t")
+    kHe      = 257,  // "he"
+    kGthe    = 258,  // "Ġthe" (" the")
+    kLl      = 259,  // "ll"
+    kHell    = 260,  // "hell"
+    kHello   = 261,  // "hello"
+    kGG      = 262,  // "ĠĠ"   ("  ")
+    k12      = 263,  // "12"
+    kEacute  = 264,  // "Ã©"   ("é" = C3 A9)
+    kNlNl    = 265,  // "ĊĊ"   ("\n\n")
+    kGhello  = 266,  // "Ġhello" (in the vocabulary, reachable by no merge: tests ignore_merges)
+    kEot     = 300,  // <|eot|>    special
+    kMaskTok = 301,  // <|mask|>   special
+    kA       = 302,  // <|a|>      special
+    kAB      = 303,  // <|a|><|b|> special (longest match wins over <|a|>)
+    kWord    = 304,  // "wordy"    added, not special
 };
 
 // tokenizer.json as a JSON object. pre_tokenizer: the Qwen2 Split + ByteLevel(use_regex=false) sequence unless
@@ -68,8 +68,8 @@ inline nlohmann::json make_bpe_json(bool merges_as_pairs = false, nlohmann::json
     json vocab = json::object();
     for (int b = 0; b < 256; ++b) vocab[bytes_to_unicode_string(std::string(1, char(b)))] = b;
     const std::vector<std::pair<std::string, std::string>> merges = {
-        {"Ġ", "t"}, {"h", "e"}, {"Ġt", "he"}, {"l", "l"}, {"he", "ll"}, {"hell", "o"},
-        {"Ġ", "Ġ"}, {"1", "2"}, {"Ã", "©"}, {"Ċ", "Ċ"}};
+        {"Ġ", "t"},    {"h", "e"}, {"Ġt", "he"}, {"l", "l"}, {"he", "ll"},
+        {"hell", "o"}, {"Ġ", "Ġ"}, {"1", "2"},   {"Ã", "©"}, {"Ċ", "Ċ"}};
     json jm = json::array();
     for (size_t r = 0; r < merges.size(); ++r) {
         vocab[merges[r].first + merges[r].second] = 256 + int(r);
@@ -88,13 +88,13 @@ inline nlohmann::json make_bpe_json(bool merges_as_pairs = false, nlohmann::json
                                         {"invert", false}},
                                        {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}})}};
     auto added = [](int id, const char* content, bool special) {
-        return json{{"id", id},        {"content", content}, {"single_word", false}, {"lstrip", false},
+        return json{{"id", id},        {"content", content},  {"single_word", false}, {"lstrip", false},
                     {"rstrip", false}, {"normalized", false}, {"special", special}};
     };
     return json{{"version", "1.0"},
-                {"added_tokens", json::array({added(kEot, "<|eot|>", true), added(kMaskTok, "<|mask|>", true),
-                                              added(kA, "<|a|>", true), added(kAB, "<|a|><|b|>", true),
-                                              added(kWord, "wordy", false)})},
+                {"added_tokens",
+                 json::array({added(kEot, "<|eot|>", true), added(kMaskTok, "<|mask|>", true), added(kA, "<|a|>", true),
+                              added(kAB, "<|a|><|b|>", true), added(kWord, "wordy", false)})},
                 {"normalizer", {{"type", "NFC"}}},
                 {"pre_tokenizer", pre_tokenizer},
                 {"post_processor", nullptr},

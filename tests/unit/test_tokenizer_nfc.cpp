@@ -15,24 +15,25 @@ TEST_CASE("NFC: composition, canonical order, blocking, exclusions, Hangul (expe
     const std::pair<const char*, const char*> cases[] = {
         {"cafe\u0301", "caf\u00E9"},
         {"A\u030A", "\u00C5"},
-        {"\u212B", "\u00C5"},                      // singleton decomposition (ANGSTROM SIGN)
-        {"\u2126", "\u03A9"},                      // singleton (OHM SIGN)
-        {"\u1100\u1161\u11A8", "\uAC01"},          // L V T jamo
-        {"\uAC00\u11A8", "\uAC01"},                // LV syllable + T
+        {"\u212B", "\u00C5"},              // singleton decomposition (ANGSTROM SIGN)
+        {"\u2126", "\u03A9"},              // singleton (OHM SIGN)
+        {"\u1100\u1161\u11A8", "\uAC01"},  // L V T jamo
+        {"\uAC00\u11A8", "\uAC01"},        // LV syllable + T
         {"\u1100\u1161", "\uAC00"},
-        {"a\u0323\u0307", "\u1EA1\u0307"},         // dot below (220) composes first
-        {"a\u0307\u0323", "\u1EA1\u0307"},         // ... after canonical reordering
-        {"\u0344", "\u0308\u0301"},                // non-starter decomposition never recomposes
-        {"\u0958", "\u0915\u093C"},                // composition exclusion
-        {"\u1E9B\u0323", "\u1E9B\u0323"},          // UAX #15's example
+        {"a\u0323\u0307", "\u1EA1\u0307"},  // dot below (220) composes first
+        {"a\u0307\u0323", "\u1EA1\u0307"},  // ... after canonical reordering
+        {"\u0344", "\u0308\u0301"},         // non-starter decomposition never recomposes
+        {"\u0958", "\u0915\u093C"},         // composition exclusion
+        {"\u1E9B\u0323", "\u1E9B\u0323"},   // UAX #15's example
         {"\u304B\u3099", "\u304C"},
-        {"\uFF76\u3099", "\uFF76\u3099"},          // halfwidth katakana does not compose
-        {"\uFB01", "\uFB01"},                      // compatibility ligature: NFC leaves it
-        {"e\u0301\u0301", "\u00E9\u0301"},         // the second acute is blocked
-        {"\u0301e", "\u0301e"},                    // leading non-starter
-        {"Stra\u00DFe \u65E5\u672C\u8A9E \U0001F468\u200D\U0001F469", "Stra\u00DFe \u65E5\u672C\u8A9E \U0001F468\u200D\U0001F469"},
-        {"o\u0308\u0304", "\u022B"},               // two-step composition
-        {"\u0CC6\u0CC2\u0CD5", "\u0CCB"},          // Kannada: composes with a class-0 second character
+        {"\uFF76\u3099", "\uFF76\u3099"},   // halfwidth katakana does not compose
+        {"\uFB01", "\uFB01"},               // compatibility ligature: NFC leaves it
+        {"e\u0301\u0301", "\u00E9\u0301"},  // the second acute is blocked
+        {"\u0301e", "\u0301e"},             // leading non-starter
+        {"Stra\u00DFe \u65E5\u672C\u8A9E \U0001F468\u200D\U0001F469",
+         "Stra\u00DFe \u65E5\u672C\u8A9E \U0001F468\u200D\U0001F469"},
+        {"o\u0308\u0304", "\u022B"},       // two-step composition
+        {"\u0CC6\u0CC2\u0CD5", "\u0CCB"},  // Kannada: composes with a class-0 second character
     };
     for (const auto& [in, want] : cases) {
         INFO("input " << in);
@@ -46,7 +47,7 @@ TEST_CASE("NFC: composition, canonical order, blocking, exclusions, Hangul (expe
 
 TEST_CASE("NFC normalizer in tokenizer.json makes decomposed and composed text tokenize the same", "[tokenizer][nfc]") {
     test::TempDir d;
-    auto          tok = Tokenizer::load(d.write("tokenizer.json", test::make_bpe_json().dump()));
+    auto          tok      = Tokenizer::load(d.write("tokenizer.json", test::make_bpe_json().dump()));
     const auto    composed = tok->encode("caf\u00E9");
     CHECK(composed == std::vector<int32_t>{'c', 'a', 'f', test::kEacute});
     CHECK(tok->encode("cafe\u0301") == composed);

@@ -25,7 +25,9 @@ namespace {
 using test::CliRun;
 using test::slurp;
 
-const char* cli_path() { return std::getenv("DYLLM_CLI"); }
+const char* cli_path() {
+    return std::getenv("DYLLM_CLI");
+}
 
 bool have_cli() {
     if (cli_path() && fs::exists(cli_path())) return true;
@@ -43,9 +45,9 @@ TEST_CASE("dyllm trace writes a Chrome trace and a JSONL of the run", "[trace][c
     if (!have_cli()) return;
     const fs::path ckpt = test::make_tiny_checkpoint(Family::LLaDA);
     const fs::path out  = test::make_temp_dir("trace-cli");
-    const CliRun   r    = run_cli(out, {"trace", "-m", ckpt.string(), "--prompt-ids", "5,6,7,8", "-n", "8", "--steps",
-                                        "8", "--block-length", "8", "--ignore-eos", "--backend", "cpu", "-o",
-                                        (out / "t.json").string(), "--jsonl", (out / "s.jsonl").string()});
+    const CliRun   r = run_cli(out, {"trace", "-m", ckpt.string(), "--prompt-ids", "5,6,7,8", "-n", "8", "--steps", "8",
+                                     "--block-length", "8", "--ignore-eos", "--backend", "cpu", "-o",
+                                     (out / "t.json").string(), "--jsonl", (out / "s.jsonl").string()});
     INFO("stdout: " << r.out << "\nstderr: " << r.err);
     REQUIRE(r.status == 0);
     CHECK(r.out.rfind("trace: ", 0) == 0);
@@ -75,10 +77,22 @@ TEST_CASE("dyllm trace writes a Chrome trace and a JSONL of the run", "[trace][c
 
 TEST_CASE("--measure-drift reaches the trace, the JSONL and dyllm generate's report", "[trace][cli][drift]") {
     if (!have_cli()) return;
-    const fs::path ckpt = test::make_tiny_checkpoint(Family::LLaDA);
-    const fs::path out  = test::make_temp_dir("trace-cli-drift");
-    const std::vector<std::string> run = {"-m", ckpt.string(), "--prompt-ids", "5,6,7,8", "-n", "8", "--steps", "8",
-                                          "--block-length", "8", "--ignore-eos", "--backend", "cpu", "--measure-drift"};
+    const fs::path                 ckpt = test::make_tiny_checkpoint(Family::LLaDA);
+    const fs::path                 out  = test::make_temp_dir("trace-cli-drift");
+    const std::vector<std::string> run  = {"-m",
+                                           ckpt.string(),
+                                           "--prompt-ids",
+                                           "5,6,7,8",
+                                           "-n",
+                                           "8",
+                                           "--steps",
+                                           "8",
+                                           "--block-length",
+                                           "8",
+                                           "--ignore-eos",
+                                           "--backend",
+                                           "cpu",
+                                           "--measure-drift"};
     std::vector<std::string> args = {"trace", "-o", (out / "t.json").string(), "--jsonl", (out / "s.jsonl").string()};
     args.insert(args.end(), run.begin(), run.end());
     CliRun r = run_cli(out, args);
@@ -91,8 +105,7 @@ TEST_CASE("--measure-drift reaches the trace, the JSONL and dyllm generate's rep
     CHECK(measured > 0);  // steps 5..8 are sparse: layer 0 approximates every row but the one decoded before
     size_t     counters = 0;
     const auto trace    = nlohmann::json::parse(slurp(out / "t.json"));
-    for (const auto& e : trace["traceEvents"])
-        counters += e.value("name", "").rfind("drift_min_cos L", 0) == 0;
+    for (const auto& e : trace["traceEvents"]) counters += e.value("name", "").rfind("drift_min_cos L", 0) == 0;
     CHECK(counters == 8 * 2);  // one per step and layer (the tiny model has 2 layers)
 
     args = {"generate", "--json"};
@@ -132,7 +145,7 @@ TEST_CASE("dyllm trace --warmup: the untraced runs leave the trace one run long,
 
 TEST_CASE("dyllm trace: unwritable output and missing -o fail with one clear error", "[trace][cli]") {
     if (!have_cli()) return;
-    const fs::path out = test::make_temp_dir("trace-cli-bad");
+    const fs::path    out = test::make_temp_dir("trace-cli-bad");
     const std::string bad = (out / "no-such-dir" / "t.json").string();
     // Model spec that does not exist: the output check must come first (before any load).
     CliRun r = run_cli(out, {"trace", "-m", (out / "no-model").string(), "--prompt-ids", "1,2", "-o", bad});

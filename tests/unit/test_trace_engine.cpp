@@ -31,7 +31,7 @@ std::vector<int32_t> prompt_ids(const ModelConfig& cfg, int n, uint32_t seed) {
     std::vector<int32_t> p;
     uint32_t             x = seed * 2654435761u + 7;
     while (int(p.size()) < n) {
-        x = x * 1664525u + 1013904223u;  // LCG (Numerical Recipes constants)
+        x               = x * 1664525u + 1013904223u;  // LCG (Numerical Recipes constants)
         const int32_t t = int32_t((x >> 8) % uint32_t(cfg.vocab_size));
         if (t != cfg.mask_id && t != cfg.eos_id && t != cfg.pad_id) p.push_back(t);
     }
@@ -53,7 +53,7 @@ DiffusionParams dyllm_params() {
 
 // Checks balanced on_op_begin / on_op pairs as the engine emits them.
 struct OpPairProbe : EventSink {
-    int open = 0, max_open = 0, unmatched_end = 0, begins = 0, ends = 0;
+    int  open = 0, max_open = 0, unmatched_end = 0, begins = 0, ends = 0;
     void on_op_begin(int32_t, int32_t, OpClass) override {
         ++begins;
         max_open = std::max(max_open, ++open);
@@ -73,12 +73,12 @@ struct OpCollector : EventSink {
 }  // namespace
 
 TEST_CASE("engine events: order, layers, salient counts equal the accounting, histograms", "[trace][engine]") {
-    const auto  fam = GENERATE(Family::LLaDA, Family::Dream);
-    const auto  dir = test::make_tiny_checkpoint(fam);
-    const auto  model = Model::load(dir.string(), BackendKind::Cpu, 1);
-    const auto& cfg   = model->config();
+    const auto                              fam   = GENERATE(Family::LLaDA, Family::Dream);
+    const auto                              dir   = test::make_tiny_checkpoint(fam);
+    const auto                              model = Model::load(dir.string(), BackendKind::Cpu, 1);
+    const auto&                             cfg   = model->config();
     const std::vector<std::vector<int32_t>> prompts{prompt_ids(cfg, 6, 1), prompt_ids(cfg, 9, 2)};
-    const DiffusionParams params = dyllm_params();
+    const DiffusionParams                   params = dyllm_params();
 
     RecordingSink rec;
     OpPairProbe   pairs;
@@ -103,10 +103,10 @@ TEST_CASE("engine events: order, layers, salient counts equal the accounting, hi
     CHECK(rb.prompt_lengths == std::vector<int32_t>{6, 9});
     CHECK(std::get<RunEnd>(ev.back()).steps == params.steps);
 
-    int32_t open_step = 0, steps_seen = 0;
-    bool    order_ok = true;
+    int32_t                                                    open_step = 0, steps_seen = 0;
+    bool                                                       order_ok = true;
     std::map<int32_t, std::vector<const LayerSaliencyRecord*>> sal;  // per step
-    std::map<int32_t, int> unmasks, canvases, ops;
+    std::map<int32_t, int>                                     unmasks, canvases, ops;
     for (size_t i = 1; i + 1 < ev.size(); ++i) {
         const EventRecord& e = ev[i];
         switch (record_kind(e)) {
@@ -146,7 +146,8 @@ TEST_CASE("engine events: order, layers, salient counts equal the accounting, hi
                 ++ops[open_step];
                 break;
             }
-            default: order_ok = false;  // RunBegin/RunEnd/Error in the middle
+            default:
+                order_ok = false;  // RunBegin/RunEnd/Error in the middle
         }
     }
     CHECK(order_ok);
@@ -247,25 +248,27 @@ TEST_CASE("cosine bins: the edge table equals 1 + floor(2 (log10(1 - cos) + 7)) 
 }
 
 TEST_CASE("engine events through a QueueSink drained by another thread match the recorder", "[trace][engine][queue]") {
-    const auto dir   = test::make_tiny_checkpoint(Family::LLaDA);
-    const auto model = Model::load(dir.string(), BackendKind::Cpu, 1);
+    const auto                              dir   = test::make_tiny_checkpoint(Family::LLaDA);
+    const auto                              model = Model::load(dir.string(), BackendKind::Cpu, 1);
     const std::vector<std::vector<int32_t>> prompts{prompt_ids(model->config(), 5, 3)};
-    QueueSink     queue(1 << 14);
-    RecordingSink rec;
-    TeeSink       tee({&queue, &rec});
-    std::atomic<bool> done{false};
-    std::vector<EventRecord> drained;
-    std::thread consumer([&] {
+    QueueSink                               queue(1 << 14);
+    RecordingSink                           rec;
+    TeeSink                                 tee({&queue, &rec});
+    std::atomic<bool>                       done{false};
+    std::vector<EventRecord>                drained;
+    std::thread                             consumer([&] {
         EventRecord r;
         for (;;) {
-            if (queue.pop(r)) drained.push_back(std::move(r));
+            if (queue.pop(r))
+                drained.push_back(std::move(r));
             else if (done.load(std::memory_order_acquire)) {
                 while (queue.pop(r)) drained.push_back(std::move(r));
                 break;
-            } else std::this_thread::yield();
+            } else
+                std::this_thread::yield();
         }
     });
-    Session session(*model, &tee);
+    Session                                 session(*model, &tee);
     session.start(prompts, dyllm_params());
     session.run();
     done.store(true, std::memory_order_release);
@@ -280,11 +283,11 @@ TEST_CASE("engine events through a QueueSink drained by another thread match the
 }
 
 TEST_CASE("exports of a real run: Chrome trace parses, JSONL round-trips", "[trace][engine]") {
-    const auto dir   = test::make_tiny_checkpoint(Family::Dream);
-    const auto model = Model::load(dir.string(), BackendKind::Cpu, 1);
+    const auto                              dir   = test::make_tiny_checkpoint(Family::Dream);
+    const auto                              model = Model::load(dir.string(), BackendKind::Cpu, 1);
     const std::vector<std::vector<int32_t>> prompts{prompt_ids(model->config(), 7, 4)};
-    RecordingSink rec;
-    Session       session(*model, &rec);
+    RecordingSink                           rec;
+    Session                                 session(*model, &rec);
     session.start(prompts, dyllm_params());
     session.run();
 
@@ -377,7 +380,7 @@ TEST_CASE("op timer: thread CPU time beside wall time, split when the pool hande
     OpCollector sink;
     // Busy for 5 ms of wall time on this thread alone.
     auto spin = [] {
-        volatile uint64_t x = 0;
+        volatile uint64_t x     = 0;
         const int64_t     t_end = steady_now_ns() + 5'000'000;
         while (steady_now_ns() < t_end) x = x + 1;
     };
@@ -393,7 +396,9 @@ TEST_CASE("op timer: thread CPU time beside wall time, split when the pool hande
     }
     {
         ScopedOp s(&sink, 1, 1, OpClass::Ffn, 0, 0, 1);
-        two.parallel_for(4, [&](int64_t t, int) { if (t == 0) spin(); });
+        two.parallel_for(4, [&](int64_t t, int) {
+            if (t == 0) spin();
+        });
     }
     {
         ScopedOp s(nullptr, 1, 1, OpClass::Ffn, 0, 0, 1);  // no sink: nothing recorded

@@ -39,7 +39,8 @@ json chrome_json(const std::vector<EventRecord>& ev, const std::vector<KernelRec
 bool all_finite(const json& j) {
     if (j.is_number_float()) return std::isfinite(j.get<double>());
     if (j.is_structured())
-        for (const auto& x : j) if (!all_finite(x)) return false;
+        for (const auto& x : j)
+            if (!all_finite(x)) return false;
     return true;
 }
 
@@ -87,14 +88,14 @@ TEST_CASE("chrome trace: valid JSON object form with metadata and env as the fir
 
 TEST_CASE("chrome trace: ops, steps, counters and track metadata", "[trace][chrome]") {
     SyntheticRunSpec sp;
-    const auto ev = synthetic_events(sp);
-    const json j  = chrome_json(ev);
+    const auto       ev = synthetic_events(sp);
+    const json       j  = chrome_json(ev);
 
-    size_t n_ops = 0, n_steps = 0, n_thread_names = 0, n_process_names = 0;
-    std::map<std::string, size_t> counters;
+    size_t                                n_ops = 0, n_steps = 0, n_thread_names = 0, n_process_names = 0;
+    std::map<std::string, size_t>         counters;
     std::map<std::pair<int, int>, double> last_ts;  // per (pid, tid) track
-    std::map<std::string, double>          last_counter_ts;
-    bool monotone = true;
+    std::map<std::string, double>         last_counter_ts;
+    bool                                  monotone = true;
     for (const auto& e : j["traceEvents"]) {
         const std::string ph = e.at("ph");
         if (ph == "M") {
@@ -113,9 +114,9 @@ TEST_CASE("chrome trace: ops, steps, counters and track metadata", "[trace][chro
             last         = e["ts"];
             continue;
         }
-        auto   key  = std::make_pair(e["pid"].get<int>(), e["tid"].get<int>());
-        double last = last_ts.count(key) ? last_ts[key] : -1.0;
-        monotone    = monotone && e["ts"].get<double>() >= last;
+        auto   key   = std::make_pair(e["pid"].get<int>(), e["tid"].get<int>());
+        double last  = last_ts.count(key) ? last_ts[key] : -1.0;
+        monotone     = monotone && e["ts"].get<double>() >= last;
         last_ts[key] = e["ts"];
         if (ph != "X") continue;
         REQUIRE(e.contains("dur"));
@@ -148,7 +149,7 @@ TEST_CASE("chrome trace: ops, steps, counters and track metadata", "[trace][chro
 
 TEST_CASE("chrome trace: op timestamps keep ns precision in microseconds", "[trace][chrome]") {
     std::vector<EventRecord> ev;
-    StepBegin sb;
+    StepBegin                sb;
     sb.step = 1, sb.t_ns = 5'000'000'123;
     ev.emplace_back(sb);
     OpTiming o;
@@ -157,8 +158,8 @@ TEST_CASE("chrome trace: op timestamps keep ns precision in microseconds", "[tra
     StepEnd se;
     se.step = 1, se.t_ns = 5'000'010'000, se.wall_ns = 9'877;
     ev.emplace_back(se);
-    const json j = chrome_json(ev);
-    bool found = false;
+    const json j     = chrome_json(ev);
+    bool       found = false;
     for (const auto& e : j["traceEvents"])
         if (e.value("cat", "") == "op") {
             found = true;
@@ -170,7 +171,7 @@ TEST_CASE("chrome trace: op timestamps keep ns precision in microseconds", "[tra
 
 TEST_CASE("chrome trace: hostile values are sanitised (negative durations, NaN, missing step end)", "[trace][chrome]") {
     std::vector<EventRecord> ev;
-    RunBegin rb;
+    RunBegin                 rb;
     rb.method = "dyllm";
     rb.env    = {{"note", "quote \" and newline \n inside"}};
     ev.emplace_back(rb);
@@ -203,14 +204,15 @@ TEST_CASE("chrome trace: hostile values are sanitised (negative durations, NaN, 
 }
 
 TEST_CASE("chrome trace: GPU kernel records get their own process and args", "[trace][chrome]") {
-    auto ev = synthetic_events();
+    auto                      ev = synthetic_events();
     std::vector<KernelRecord> k(2);
     k[0].name = "gemm_kernel", k[0].start_ns = 1'000'000'500, k[0].end_ns = 1'000'002'500, k[0].kind = 0;
     k[0].external_id = encode_external_id(1, 3, uint8_t(OpClass::Ffn));
     decode_external_id(k[0].external_id, k[0].step, k[0].layer, k[0].op);
-    k[1].name = "memcpy HtoD", k[1].start_ns = 1'000'000'100, k[1].end_ns = 1'000'000'050, k[1].kind = 1;  // end < start
-    const json j = chrome_json(ev, k);
-    size_t kernels = 0, memcpys = 0;
+    k[1].name = "memcpy HtoD", k[1].start_ns = 1'000'000'100, k[1].end_ns = 1'000'000'050,
+    k[1].kind          = 1;  // end < start
+    const json j       = chrome_json(ev, k);
+    size_t     kernels = 0, memcpys = 0;
     for (const auto& e : j["traceEvents"]) {
         if (e.value("cat", "") == "kernel") {
             ++kernels;
@@ -244,13 +246,13 @@ TEST_CASE("external correlation id encodes step, layer and op reversibly", "[tra
 }
 
 TEST_CASE("jsonl: env line first, then one line per step with the documented fields", "[trace][jsonl]") {
-    SyntheticRunSpec sp;
-    const auto ev = synthetic_events(sp);
+    SyntheticRunSpec   sp;
+    const auto         ev = synthetic_events(sp);
     std::ostringstream os;
     write_jsonl(os, ev);
     std::istringstream lines(os.str());
-    std::string line;
-    std::vector<json> recs;
+    std::string        line;
+    std::vector<json>  recs;
     while (std::getline(lines, line)) recs.push_back(json::parse(line));
     REQUIRE(recs.size() == size_t(sp.steps + 2));  // run_begin, steps, run_end
     CHECK(recs[0]["type"] == "run_begin");
@@ -311,16 +313,20 @@ TEST_CASE("jsonl: write -> read -> write is the identity, and the events come ba
     CHECK(rb1.label == "synthetic run");
     const RunEnd* re0 = nullptr;
     const RunEnd* re1 = nullptr;
-    for (const auto& e : ev) if (auto* r = std::get_if<RunEnd>(&e)) re0 = r;
-    for (const auto& e : back) if (auto* r = std::get_if<RunEnd>(&e)) re1 = r;
+    for (const auto& e : ev)
+        if (auto* r = std::get_if<RunEnd>(&e)) re0 = r;
+    for (const auto& e : back)
+        if (auto* r = std::get_if<RunEnd>(&e)) re1 = r;
     REQUIRE(re0);
     REQUIRE(re1);
     CHECK(re1->texts == re0->texts);
     CHECK(re1->texts.size() == 3);
     CHECK(re1->cache_bytes == re0->cache_bytes);
     std::vector<const LayerSaliencyRecord*> la, lb;
-    for (const auto& e : ev) if (auto* l = std::get_if<LayerSaliencyRecord>(&e)) la.push_back(l);
-    for (const auto& e : back) if (auto* l = std::get_if<LayerSaliencyRecord>(&e)) lb.push_back(l);
+    for (const auto& e : ev)
+        if (auto* l = std::get_if<LayerSaliencyRecord>(&e)) la.push_back(l);
+    for (const auto& e : back)
+        if (auto* l = std::get_if<LayerSaliencyRecord>(&e)) lb.push_back(l);
     REQUIRE(la.size() == lb.size());
     for (size_t i = 0; i < la.size(); ++i) {
         CHECK(la[i]->hist == lb[i]->hist);
@@ -330,7 +336,8 @@ TEST_CASE("jsonl: write -> read -> write is the identity, and the events come ba
     }
 }
 
-TEST_CASE("jsonl and chrome trace carry the drift measurement; runs without it write no drift fields", "[trace][drift]") {
+TEST_CASE("jsonl and chrome trace carry the drift measurement; runs without it write no drift fields",
+          "[trace][drift]") {
     SyntheticRunSpec sp;
     sp.n_seq = 2, sp.steps = 4, sp.gen_length = 12;
     auto ev = synthetic_events(sp);
@@ -353,7 +360,7 @@ TEST_CASE("jsonl and chrome trace carry the drift measurement; runs without it w
             ++l->drift_count;
         }
         if (l->drift_count == 0) continue;
-        l->drift_mean = float(sum / l->drift_count);
+        l->drift_mean    = float(sum / l->drift_count);
         auto [it, fresh] = lowest.try_emplace({l->step, l->layer}, l->drift_min);
         if (!fresh) it->second = std::min(it->second, l->drift_min);
     }
@@ -371,10 +378,12 @@ TEST_CASE("jsonl and chrome trace carry the drift measurement; runs without it w
     }
     CHECK(with > 0);
     CHECK(without == size_t(sp.n_layer * sp.n_seq));  // step 1 measured nothing
-    const auto back = read_back_identical(a.str());
+    const auto                              back = read_back_identical(a.str());
     std::vector<const LayerSaliencyRecord*> la, lb;
-    for (const auto& e : ev) if (auto* l = std::get_if<LayerSaliencyRecord>(&e)) la.push_back(l);
-    for (const auto& e : back) if (auto* l = std::get_if<LayerSaliencyRecord>(&e)) lb.push_back(l);
+    for (const auto& e : ev)
+        if (auto* l = std::get_if<LayerSaliencyRecord>(&e)) la.push_back(l);
+    for (const auto& e : back)
+        if (auto* l = std::get_if<LayerSaliencyRecord>(&e)) lb.push_back(l);
     REQUIRE(la.size() == lb.size());
     for (size_t i = 0; i < la.size(); ++i) {
         CHECK(la[i]->drift_hist == lb[i]->drift_hist);
@@ -387,12 +396,13 @@ TEST_CASE("jsonl and chrome trace carry the drift measurement; runs without it w
     }
 
     // Chrome trace: one min and one mean counter per layer at every step (1 where nothing was approximated).
-    const json                                     j = chrome_json(ev);
-    std::map<std::string, std::vector<double>>     counters;
-    int64_t                                        drift_rows = 0;
+    const json                                 j = chrome_json(ev);
+    std::map<std::string, std::vector<double>> counters;
+    int64_t                                    drift_rows = 0;
     for (const auto& e : j["traceEvents"]) {
         if (e["ph"] == "C") counters[e["name"]].push_back(e["args"]["value"]);
-        if (e["ph"] == "X" && e["cat"] == "step" && e["args"].contains("drift_rows")) drift_rows += e["args"]["drift_rows"].get<int64_t>();
+        if (e["ph"] == "X" && e["cat"] == "step" && e["args"].contains("drift_rows"))
+            drift_rows += e["args"]["drift_rows"].get<int64_t>();
     }
     int64_t expect_rows = 0;
     for (const auto* l : la) expect_rows += l->drift_count;
@@ -428,12 +438,14 @@ TEST_CASE("jsonl: bad input gives one error naming the line and the field", "[tr
         }
         FAIL("no error for: " << text);
     };
-    fails_with("{\"type\":\"run_end\",\"steps\":1,\"wall_ns\":2,\"tokens\":3,\"cancelled\":false,\"cache_bytes\":0,"
-               "\"texts\":[]}\n{oops\n",
-               "line 2: invalid JSON");
-    fails_with("{\"type\":\"run_end\",\"steps\":1,\"wall_ns\":2,\"tokens\":3,\"cancelled\":false,\"cache_bytes\":0,"
-               "\"texts\":[7]}\n",
-               "field 'texts' must hold strings");
+    fails_with(
+        "{\"type\":\"run_end\",\"steps\":1,\"wall_ns\":2,\"tokens\":3,\"cancelled\":false,\"cache_bytes\":0,"
+        "\"texts\":[]}\n{oops\n",
+        "line 2: invalid JSON");
+    fails_with(
+        "{\"type\":\"run_end\",\"steps\":1,\"wall_ns\":2,\"tokens\":3,\"cancelled\":false,\"cache_bytes\":0,"
+        "\"texts\":[7]}\n",
+        "field 'texts' must hold strings");
     fails_with("{\"type\":\"run_end\",\"steps\":1,\"wall_ns\":2,\"tokens\":3}\n", "line 1: missing field 'cancelled'");
     fails_with("{\"type\":\"run_end\",\"steps\":\"x\",\"wall_ns\":2,\"tokens\":3,\"cancelled\":false}\n",
                "'steps' must be an integer");
@@ -445,7 +457,7 @@ TEST_CASE("jsonl: bad input gives one error naming the line and the field", "[tr
 TEST_CASE("jsonl and chrome trace carry thread CPU time; files without it still load", "[trace][cpu_time]") {
     SyntheticRunSpec sp;
     sp.steps = 2;
-    auto ev = synthetic_events(sp);
+    auto ev  = synthetic_events(sp);
     // Without CPU time (the synthetic run measures none) nothing new is written: older readers see what they saw.
     {
         std::ostringstream a;
@@ -462,14 +474,14 @@ TEST_CASE("jsonl and chrome trace carry thread CPU time; files without it still 
             o->cpu_ns = 1000 + n, o->split = n % 4 == 1, o->cpu_gap_ns = n % 3 == 0 ? 0 : 250 * n;
     std::ostringstream a;
     write_jsonl(a, ev);
-    const auto back = read_back_identical(a.str());
+    const auto                                      back = read_back_identical(a.str());
     std::vector<std::tuple<int64_t, int32_t, bool>> before, after;
     for (const auto& e : ev)
         if (auto* o = std::get_if<OpTiming>(&e)) before.emplace_back(o->cpu_ns, o->cpu_gap_ns, o->split);
     for (const auto& e : back)
         if (auto* o = std::get_if<OpTiming>(&e)) after.emplace_back(o->cpu_ns, o->cpu_gap_ns, o->split);
     CHECK(before == after);
-    size_t with = 0;
+    size_t     with  = 0;
     const json trace = chrome_json(ev);
     for (const auto& e : trace["traceEvents"])
         if (e.value("cat", "") == "op" && e["args"].contains("cpu_ns")) {
@@ -480,14 +492,16 @@ TEST_CASE("jsonl and chrome trace carry thread CPU time; files without it still 
         }
     CHECK(with == size_t((n + 1) / 2));
     // An op line written before the field existed reads as "not measured"; a negative one is refused by name.
-    std::istringstream old("{\"type\":\"op\",\"step\":3,\"layer\":0,\"op\":\"ffn\",\"device\":\"cpu\",\"t_begin_ns\":5,"
-                           "\"dur_ns\":7,\"flops\":0,\"bytes\":0,\"rows\":2}\n");
+    std::istringstream old(
+        "{\"type\":\"op\",\"step\":3,\"layer\":0,\"op\":\"ffn\",\"device\":\"cpu\",\"t_begin_ns\":5,"
+        "\"dur_ns\":7,\"flops\":0,\"bytes\":0,\"rows\":2}\n");
     const auto o = read_jsonl(old);
     REQUIRE(o.size() == 1);
     CHECK(std::get<OpTiming>(o[0]).cpu_ns == -1);
     CHECK_FALSE(std::get<OpTiming>(o[0]).split);
-    std::istringstream bad("{\"type\":\"op\",\"step\":3,\"layer\":0,\"op\":\"ffn\",\"device\":\"cpu\",\"t_begin_ns\":5,"
-                           "\"dur_ns\":7,\"flops\":0,\"bytes\":0,\"rows\":2,\"cpu_ns\":-4,\"split\":false}\n");
+    std::istringstream bad(
+        "{\"type\":\"op\",\"step\":3,\"layer\":0,\"op\":\"ffn\",\"device\":\"cpu\",\"t_begin_ns\":5,"
+        "\"dur_ns\":7,\"flops\":0,\"bytes\":0,\"rows\":2,\"cpu_ns\":-4,\"split\":false}\n");
     CHECK_THROWS_WITH(read_jsonl(bad), Catch::Contains("line 1") && Catch::Contains("'cpu_ns' must be >= 0"));
     // A line with CPU time but no start reading's age (written before cpu_gap_ns): a gap of 0; a negative one refused.
     std::istringstream no_gap(

@@ -11,9 +11,9 @@ namespace dyllm::cpu::ref {
 
 void attention_approx(CMatF q, const int32_t* q_seq, CMatF k, CMatF dv, const int32_t* sal_k, const int32_t* cu_sal,
                       const int32_t* cu_k, CMatF c_old, AttnDims dims, MatF c_new) {
-    const int    D     = dims.head_dim;
-    const int    group = dims.n_head / dims.n_kv_head;
-    const double scale = 1.0 / std::sqrt(double(D));
+    const int           D     = dims.head_dim;
+    const int           group = dims.n_head / dims.n_kv_head;
+    const double        scale = 1.0 / std::sqrt(double(D));
     std::vector<double> s, acc(static_cast<size_t>(D));
     for (int64_t i = 0; i < q.rows; ++i) {
         const int     b  = q_seq[i];
@@ -21,7 +21,7 @@ void attention_approx(CMatF q, const int32_t* q_seq, CMatF k, CMatF dv, const in
         for (int h = 0; h < dims.n_head; ++h) {
             const float*  qi     = q.row(i) + int64_t(h) * D;
             const int64_t kv_off = int64_t(h / group) * D;
-            const double l = attention_weights(qi, k, k0, k1, kv_off, D, scale, s);
+            const double  l      = attention_weights(qi, k, k0, k1, kv_off, D, scale, s);
             std::fill(acc.begin(), acc.end(), 0.0);
             for (int64_t t = cu_sal[b]; t < cu_sal[b + 1]; ++t) {
                 const double p = s[size_t(sal_k[t] - k0)] / l;

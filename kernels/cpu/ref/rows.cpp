@@ -7,9 +7,15 @@ namespace dyllm::cpu::ref {
 namespace {
 void store(void* row, ElemType t, int64_t c, float x) {
     switch (t) {
-        case ElemType::F32: static_cast<float*>(row)[c] = x; break;
-        case ElemType::F16: static_cast<uint16_t*>(row)[c] = f32_to_f16(x); break;
-        case ElemType::BF16: static_cast<uint16_t*>(row)[c] = f32_to_bf16(x); break;
+        case ElemType::F32:
+            static_cast<float*>(row)[c] = x;
+            break;
+        case ElemType::F16:
+            static_cast<uint16_t*>(row)[c] = f32_to_f16(x);
+            break;
+        case ElemType::BF16:
+            static_cast<uint16_t*>(row)[c] = f32_to_bf16(x);
+            break;
     }
 }
 void* row_of(void* base, ElemType t, int64_t ld, int64_t r) {
