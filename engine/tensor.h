@@ -13,21 +13,67 @@
 
 namespace dyllm {
 
-enum class DType : uint8_t { F32, F16, BF16, I32 };
+// Element types. F32/F16/BF16/I32 hold one value per element; the quantized types hold blocks of elements in ggml's
+// block layouts (the GGUF format's type ids 8, 2, 12, 13, 14): a row of n elements is n / block_elems blocks, and a
+// quantized tensor's row length must be a whole number of blocks.
+//   Q8_0: 32 elements, fp16 scale + 32 int8                                              34 bytes (8.5 bits/weight)
+//   Q4_0: 32 elements, fp16 scale + 16 bytes of 4-bit values (offset 8)                  18 bytes (4.5 bits/weight)
+//   Q4_K: 256 elements, fp16 d, dmin + 12 bytes of 6-bit sub-block scales/mins + 128     144 bytes (4.5 bits/weight)
+//   Q5_K: 256 elements, fp16 d, dmin + 12 bytes of scales/mins + 32 high bits + 128      176 bytes (5.5 bits/weight)
+//   Q6_K: 256 elements, 128 low 4 bits + 64 high 2 bits + 16 int8 scales + fp16 d        210 bytes (6.5625 bits/weight)
+enum class DType : uint8_t { F32, F16, BF16, I32, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K };
 enum class Device : uint8_t { Cpu, Cuda };
 
-inline size_t dtype_size(DType t) {
+inline bool is_quantized(DType t) {
+    return t == DType::Q8_0 || t == DType::Q4_0 || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K;
+}
+
+// Elements per block (1 for the plain types).
+inline int64_t dtype_block_elems(DType t) {
+    switch (t) {
+        case DType::Q8_0:
+        case DType::Q4_0:
+            return 32;
+        case DType::Q4_K:
+        case DType::Q5_K:
+        case DType::Q6_K:
+            return 256;
+        default:
+            return 1;
+    }
+}
+
+// Bytes per block: the element size for the plain types, the block's size for the quantized ones.
+inline size_t dtype_block_bytes(DType t) {
     switch (t) {
         case DType::F32:
-            return 4;
-        case DType::F16:
-            return 2;
-        case DType::BF16:
-            return 2;
         case DType::I32:
             return 4;
+        case DType::F16:
+        case DType::BF16:
+            return 2;
+        case DType::Q8_0:
+            return 34;
+        case DType::Q4_0:
+            return 18;
+        case DType::Q4_K:
+            return 144;
+        case DType::Q5_K:
+            return 176;
+        case DType::Q6_K:
+            return 210;
     }
     return 0;
+}
+
+// Bytes per element of a plain type; 0 for a quantized type (use dtype_row_bytes).
+inline size_t dtype_size(DType t) {
+    return is_quantized(t) ? 0 : dtype_block_bytes(t);
+}
+
+// Bytes of a row of n elements (n a whole number of blocks for a quantized type).
+inline size_t dtype_row_bytes(DType t, int64_t n) {
+    return size_t(n / dtype_block_elems(t)) * dtype_block_bytes(t);
 }
 
 inline bool is_float(DType t) {
@@ -44,6 +90,16 @@ inline const char* dtype_name(DType t) {
             return "BF16";
         case DType::I32:
             return "I32";
+        case DType::Q8_0:
+            return "Q8_0";
+        case DType::Q4_0:
+            return "Q4_0";
+        case DType::Q4_K:
+            return "Q4_K";
+        case DType::Q5_K:
+            return "Q5_K";
+        case DType::Q6_K:
+            return "Q6_K";
     }
     return "?";
 }
@@ -64,8 +120,8 @@ struct TensorView {
         v.device = device;
         v.ne[0]  = cols;
         v.ne[1]  = rows;
-        v.nb[0]  = int64_t(dtype_size(dtype));
-        v.nb[1]  = v.nb[0] * cols;
+        v.nb[0]  = int64_t(dtype_block_bytes(dtype));  // a quantized type's nb[0] is one block (ggml's convention)
+        v.nb[1]  = int64_t(dtype_row_bytes(dtype, cols));
         v.nb[2]  = v.nb[1] * rows;
         v.nb[3]  = v.nb[2];
         return v;
@@ -78,12 +134,12 @@ struct TensorView {
     int64_t cols() const { return ne[0]; }
     int64_t rows() const { return ne[1] * ne[2] * ne[3]; }
     int64_t numel() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
-    size_t  bytes() const { return size_t(numel()) * dtype_size(dtype); }
+    size_t  bytes() const { return size_t(rows()) * dtype_row_bytes(dtype, ne[0]); }
     bool    empty() const { return data == nullptr || numel() == 0; }
     bool    contiguous() const {
-           const int64_t es = int64_t(dtype_size(dtype));
-           return nb[0] == es && nb[1] == es * ne[0] && (ne[2] == 1 || nb[2] == nb[1] * ne[1]) &&
-                  (ne[3] == 1 || nb[3] == nb[2] * ne[2]);
+           const int64_t es = int64_t(dtype_block_bytes(dtype));
+           return nb[0] == es && nb[1] == int64_t(dtype_row_bytes(dtype, ne[0])) &&
+                  (ne[2] == 1 || nb[2] == nb[1] * ne[1]) && (ne[3] == 1 || nb[3] == nb[2] * ne[2]);
     }
 
     template <class T>
