@@ -12,7 +12,6 @@ PATTERNS=(
     '[Ii]ssues? #?[0-9]'                    # "issue 16", "issue #13"
     '\(#[0-9]+\)'                           # "(#15)"
     '/work/|/root/'                         # the build machines' paths
-    '\b20[0-9]{2}-[01][0-9]-[0-3][0-9]\b'   # a work date
     'README "Performance"'                  # a heading the README does not have
 )
 args=()
@@ -20,13 +19,19 @@ for p in "${PATTERNS[@]}"; do args+=(-e "$p"); done
 # Text files only (-I); data that is not prose (tokenizers, fuzz inputs, tokenizer goldens) and this script are left out.
 excludes=(':!tests/check_no_worklog.sh' ':!tests/fuzz/corpus' ':!tests/fuzz/reproducers' ':!tests/data'
           ':!assets/models/*/tokenizer.json')
+# A work date; the generated performance report and the changelog's releases carry dates of their own.
+DATE='\b20[0-9]{2}-[01][0-9]-[0-3][0-9]\b'
+dated=(':!docs/performance.md' ':!CHANGELOG.md')
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-    hits=$(git grep -nIE "${args[@]}" -- . "${excludes[@]}" || true)
+    hits=$({ git grep -nIE "${args[@]}" -- . "${excludes[@]}"; git grep -nIE "$DATE" -- . "${excludes[@]}" "${dated[@]}"; } ||
+        true)
 else  # a source tree without git (a release tarball): every file but build folders
-    hits=$(grep -rnIE "${args[@]}" --exclude-dir='.git' --exclude-dir='build*' --exclude=check_no_worklog.sh \
-        --exclude=tokenizer.json --exclude-dir=corpus --exclude-dir=reproducers --exclude-dir=data . |
+    g=(grep -rnIE --exclude-dir='.git' --exclude-dir='build*' --exclude=check_no_worklog.sh --exclude=tokenizer.json
+       --exclude-dir=corpus --exclude-dir=reproducers --exclude-dir=data)
+    hits=$({ "${g[@]}" "${args[@]}" .; "${g[@]}" --exclude=performance.md --exclude=CHANGELOG.md -e "$DATE" .; } |
         sed 's|^\./||' || true)
 fi
+hits=$(echo "$hits" | sed '/^$/d' | sort -t: -k1,1 -k2,2n -u)
 if [ -n "$hits" ]; then
     echo "$hits"
     echo "check_no_worklog: $(echo "$hits" | wc -l) line(s) read like a work log (sessions, sittings, issue numbers," \
