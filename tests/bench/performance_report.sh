@@ -79,7 +79,7 @@ fi
 
 if [ -n "$FAST_DLLM" ] && [ -f "$FAST_DLLM/generate.py" ]; then
     log "official LLaDA / Fast-dLLM code on hidden-256 (torch, 1 thread)"
-    IDS=$("$DYLLM" tokenize -m "$H256" -p "$PROMPT_256")
+    IDS=$("$DYLLM" tokenize -m "$H256" -p "$PROMPT_256" | tr -d '[] \n')  # a JSON array -> 1,2,3
     for m in original fast-dual; do
         "$DYLLM" generate -m "$H256" --prompt-ids "$IDS" --no-chat --ignore-eos -n 64 --steps 64 --block-length 32 \
             --method "$m" -t 1 --json >"$WORK/engine_$m.json"
