@@ -168,7 +168,7 @@ constexpr double kRepProbeSeconds = 0.05;
 
 // Like the sgemm rate, the cross-core hand-off time is measured around every repetition on a multi-thread CPU run:
 // a VM's vCPUs move between near and far placements within minutes. 4 batches of 2000 round trips (the first
-// untimed): 0.6-2.8 ms on the dev VM.
+// untimed): 0.6-2.8 ms on a 2-core VM.
 app::CoreLatency rep_core_latency(bool measure) {
     return measure ? app::measure_core_latency(2000, 3, 50.0) : app::CoreLatency{};
 }
@@ -725,7 +725,7 @@ int run_bench(const BenchOptions& o) {
                  "it; m x n x k: %s; measured again around every repetition)\n",
                  probe.gflops_per_s, detail.c_str());
     // On the CPU, the same shapes through the system BLAS's sgemm with plain weights: the rate a program that calls the
-    // BLAS gets (issue 16 measured its dense steps against it), beside the packed rate the % columns are a share of.
+    // BLAS gets (the usual reference for a dense step), beside the packed rate the % columns are a share of.
     const bool                      cpu = model->backend().device() == Device::Cpu;
     std::unique_ptr<app::GemmProbe> blas_probe;
     if (cpu) {

@@ -48,8 +48,8 @@ struct TimelineView {
 
 constexpr ImU32 kColPreempted = IM_COL32(255, 70, 60, 255);
 
-// "12.3 GFLOP/s, weights 4.56 GB/s (1.2 GB read)" of one step (weights: the GEMMs' weight matrices, issue #19); the
-// short form leaves the bytes out.
+// "12.3 GFLOP/s, weights 4.56 GB/s (1.2 GB read)" of one step (weights: the GEMMs' weight matrices, app/model/
+// step_rates.h); the short form leaves the bytes out.
 std::string step_rates_text(const StepData& sd, int n_embd, bool brief = false) {
     const StepRates r = step_rates(sd, n_embd);
     char            buf[160];

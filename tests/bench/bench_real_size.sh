@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Real-size CPU measurement (issue 19; not a test, never run by ctest or CI): writes a random bf16 checkpoint shaped
+# Real-size CPU measurement (not a test, never run by ctest or CI): writes a random bf16 checkpoint shaped
 # like LLaDA-8B (16 GB, 6 shards) or Dream-7B (15 GB: GQA 28/4 heads, q/k/v biases) unless DIR holds one, then one
 # dyllm run of 25 prompt + 8 response rows at T threads: 4 dense steps (33 rows) and 4 DyLLM sparse steps, with load
 # time and peak RSS (/usr/bin/time -v). Needs ~17 GB of free memory.
