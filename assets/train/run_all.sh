@@ -1,5 +1,5 @@
 #!/bin/sh
-# Trains, or resumes, both built-in models v2 (TRAINING.md "v2"): task suite v2, both trainings side by side (one torch
+# Trains, or resumes, both built-in models (TRAINING.md): task suite v2, both trainings side by side (one torch
 # thread each, nice 19), then the held-out evaluation in torch, the C++ self-test fixtures and, when built, dyllm eval.
 # Usage: sh assets/train/run_all.sh BUDGET [STATE_DIR]   (from the repository root)
 #   BUDGET     optimizer steps per model (24000), steps for tiny-llada,tiny-dream (24400,23500: the shipped v2 models)

@@ -42,7 +42,7 @@ GEN_LENGTH = 64  # response canvas: the engine's default gen_length (every answe
 SHOT_WEIGHTS = [0.45, 0.15, 0.1, 0.1, 0.2]
 # The BPE corpus keeps its own mix so the tokenizer does not change when the training mix is tuned.
 TOKENIZER_SHOT_WEIGHTS = [0.55, 0.2, 0.1, 0.1, 0.05]
-N_MERGES = 200  # BPE merges: 256 bytes + 200 merges + specials ~ 460 tokens (brief asks for a 300-600 vocabulary)
+N_MERGES = 200  # BPE merges at most: 256 bytes + merges + specials stay within a 300-600 token vocabulary
 
 
 def build_tokenizer(fam, seed):
