@@ -73,8 +73,8 @@ if [ "$REAL" = 1 ]; then
     bash "$HERE/bench_real_size.sh" "$BUILD" "$RDIR" 2 "${DYLLM_REAL_SIZE_LAYERS:-}" llada >"$WORK/real.txt"
     cp "$RDIR.run.json" "$WORK/real.run.json"
     cp "$RDIR.time.txt" "$WORK/real.time.txt"
-    [ -n "${DYLLM_REAL_SIZE_DIR:-}" ] || rm -rf "$RDIR"
-    grep -o '"n_layer": *[0-9]*' "$RDIR/config.json" 2>/dev/null >"$WORK/real.layers" || true
+    grep -o '"n_layers": *[0-9]*' "$RDIR/config.json" >"$WORK/real.layers" || true
+    [ -n "${DYLLM_REAL_SIZE_DIR:-}" ] || rm -rf "$RDIR" "$RDIR.run.json" "$RDIR.time.txt"
 fi
 
 if [ -n "$FAST_DLLM" ] && [ -f "$FAST_DLLM/generate.py" ]; then
