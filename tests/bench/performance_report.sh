@@ -10,7 +10,7 @@
 #                  (DYLLM_REAL_SIZE_LAYERS=N writes N layers of that shape instead of 32; DYLLM_REAL_SIZE_DIR keeps it)
 #   --fast-dllm D  also the official LLaDA / Fast-dLLM decoders, from the llada/ directory D of an NVlabs/Fast-dLLM
 #                  checkout (or FAST_DLLM=D), on Debian's torch (/usr/bin/python3); skipped when D/generate.py is absent
-# The default run (3 rounds of -r 3) takes about 10 minutes on a 2-core CPU.
+# The default run (3 rounds of -r 3) takes 5-10 minutes on a 2-core CPU (--quick: 1-2 minutes).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
