@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/errors.h"
+#include "engine/quant_type.h"
 #include "kernels/cpu/add_rows.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/attention_approx.h"
@@ -69,24 +70,6 @@ ElemType elem_of(DType t) {
             break;
     }
     DYLLM_ASSERT(false, std::string("cpu backend: no float storage type for ") + dtype_name(t));
-}
-
-cpu::QuantType quant_of(DType t) {
-    switch (t) {
-        case DType::Q8_0:
-            return cpu::QuantType::Q8_0;
-        case DType::Q4_0:
-            return cpu::QuantType::Q4_0;
-        case DType::Q4_K:
-            return cpu::QuantType::Q4_K;
-        case DType::Q5_K:
-            return cpu::QuantType::Q5_K;
-        case DType::Q6_K:
-            return cpu::QuantType::Q6_K;
-        default:
-            break;
-    }
-    DYLLM_ASSERT(false, std::string("cpu backend: no quantized storage type for ") + dtype_name(t));
 }
 
 // A quantized weight or table (ne[0] = in, ne[1] = out, nb[1] = row bytes), kept in its stored blocks.

@@ -82,6 +82,13 @@ public:
     static std::unique_ptr<Model> load(const std::string& spec, BackendKind backend = BackendKind::Cpu,
                                        int n_threads = 0, std::string* backend_note = nullptr,
                                        const LoadProgressFn& progress = {});
+    // A model over an already opened checkpoint (any Checkpoint implementation: a directory, a file, or one built in
+    // memory by a test); `name` is what name() reports. The tokenizer is read from the checkpoint's dir() when it has
+    // a tokenizer.json.
+    static std::unique_ptr<Model> from_checkpoint(std::unique_ptr<Checkpoint> ckpt, const std::string& name,
+                                                  BackendKind backend = BackendKind::Cpu, int n_threads = 0,
+                                                  std::string*          backend_note = nullptr,
+                                                  const LoadProgressFn& progress     = {});
     ~Model();
 
     const ModelConfig&           config() const;

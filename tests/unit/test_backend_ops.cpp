@@ -40,6 +40,7 @@
 #include "kernels/cpu/packed_gemm.h"
 #include "kernels/cpu/ref/add_rows.h"
 #include "kernels/cpu/ref/matmul.h"
+#include "engine/quant_type.h"
 #include "kernels/cpu/ref/quant.h"
 #include "kernels/cpu/ref/rms_norm.h"
 #include "kernels/cpu/ref/rope.h"
@@ -333,21 +334,6 @@ inline bool run_matmul(Backend& be, const OpBackend& ob, const MatMulCase& c) {
 // ---- quantized weights (matmul and embed) ---------------------------------------------------------------------------
 constexpr DType kQuantTypes[] = {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
-inline cpu::QuantType quant_type(DType t) {
-    switch (t) {
-        case DType::Q8_0:
-            return cpu::QuantType::Q8_0;
-        case DType::Q4_0:
-            return cpu::QuantType::Q4_0;
-        case DType::Q4_K:
-            return cpu::QuantType::Q4_K;
-        case DType::Q5_K:
-            return cpu::QuantType::Q5_K;
-        default:
-            return cpu::QuantType::Q6_K;
-    }
-}
-
 // A weight quantized row by row (cpu::quantize_row), prepared on the backend, and its values decoded on the host
 // (cpu::dequantize_row): the reference multiplies exactly what the blocks hold.
 struct QuantWeight {
@@ -363,11 +349,11 @@ inline std::unique_ptr<QuantWeight> quant_weight(Backend& be, DType dt, int64_t 
     w->host.assign(std::max<size_t>(1, rb * size_t(rows)), 0);
     w->held.resize(size_t(rows * cols));
     for (int64_t r = 0; r < rows; ++r) {
-        cpu::quantize_row(quant_type(dt), v.data() + r * cols, w->host.data() + size_t(r) * rb, cols);
-        cpu::dequantize_row(quant_type(dt), w->host.data() + size_t(r) * rb, w->held.data() + r * cols, cols);
+        cpu::quantize_row(quant_of(dt), v.data() + r * cols, w->host.data() + size_t(r) * rb, cols);
+        cpu::dequantize_row(quant_of(dt), w->host.data() + size_t(r) * rb, w->held.data() + r * cols, cols);
     }
     w->view = be.prepare_weight(TensorView::matrix(w->host.data(), dt, Device::Cpu, rows, cols), "test.qweight");
-    w->qm   = cpu::QuantMat{w->host.data(), quant_type(dt), rows, cols, int64_t(rb)};
+    w->qm   = cpu::QuantMat{w->host.data(), quant_of(dt), rows, cols, int64_t(rb)};
     return w;
 }
 
