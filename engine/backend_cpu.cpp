@@ -229,7 +229,8 @@ protected:
         if (is_quantized(w.dtype)) return cpu::quant_matmul(cmat(x), qmat(w), bm, mat(y), pool_);
         const ConstMat wm = any_mat(w);
         // Weights packed at prepare_weight (oneDNN, kernels/cpu/packed_gemm.h) slice themselves over the pool.
-        if (const cpu::PackedWeight* pw = packed(w)) return gemm_.matmul(cmat(x), *pw, bm, mat(y), pool_);
+        if (const cpu::PackedWeight* pw = packed(w); pw && !(compute_f32_ && pw->type() != ElemType::F32))
+            return gemm_.matmul(cmat(x), *pw, bm, mat(y), pool_);
         // The engine's pool splits the product by columns of y (rows of W), one single-threaded BLAS call per slice:
         // OpenBLAS's own threads would spin (sched_yield) after every call, beside the pool's workers, on the same
         // cores (engine/README.md §t). Each slice packs its own W rows once; x is small next to W on every shape here.
@@ -312,6 +313,14 @@ protected:
 
     bool fuses_exact_rows() const override { return true; }
 
+    // The packed copies of 16-bit weights multiply in bf16; under f32 the stored view is widened per panel instead
+    // (matmul.h: fp32 sgemm on fp32 x). F32 packed weights are fp32 products already; quantized weights are decoded
+    // to fp32 in both modes.
+    bool set_compute_f32(bool on) override {
+        compute_f32_ = on;
+        return true;
+    }
+
     void do_attention_approx_exact(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
                                    const TensorView& v, const TensorView& dv, std::span<const int32_t> sal_k,
                                    std::span<const int32_t> cu_sal, std::span<const int32_t> cu_k,
@@ -391,7 +400,8 @@ private:
     cpu::ThreadPool                         pool_;
     cpu::PackedGemm                         gemm_;
     std::string                             blas_name_;
-    std::unordered_map<const void*, Packed> packed_;  // by the stored weight's address
+    std::unordered_map<const void*, Packed> packed_;               // by the stored weight's address
+    bool                                    compute_f32_ = false;  // --compute f32 (set_compute_f32)
 };
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include "engine/errors.h"
 #include "engine/tensor.h"
 #include "kernels/cpu/mat.h"
+#include "kernels/cpu/quant_type.h"
 
 namespace dyllm {
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "kernels/cpu/mat.h"
+#include "kernels/cpu/quant_type.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace dyllm::cpu {
