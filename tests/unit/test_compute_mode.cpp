@@ -2,7 +2,12 @@
 // the same values stored as F32; q4_k_m's per-tensor mix; a bad --type or --compute is one clear error.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdlib>
+#include <algorithm>
+#include <filesystem>
 #include <map>
 #include <vector>
 
@@ -12,6 +17,7 @@
 #include "engine/io/restored_checkpoint.h"
 #include "engine/params.h"
 #include "engine/weight_storage.h"
+#include "tests/support/cli_run.h"
 #include "tests/support/tiny_models.h"
 
 using namespace dyllm;
@@ -90,7 +96,7 @@ TEST_CASE("weights re-stored at load: types per tensor and the q4_k_m mix", "[co
     auto ck = restore_checkpoint(Checkpoint::open(dir), "q4_k_m", 2);
     CHECK(ck->weights().layers[0].wq.dtype == DType::Q4_K);
     CHECK(ck->weights().lm_head.dtype == DType::Q6_K);
-    CHECK(ck->weights().layers[0].bq.dtype == DType::F32);  // biases and norms kept
+    CHECK(ck->weights().layers[0].bq.dtype == DType::BF16);  // biases and norms kept as stored
     CHECK(weight_storage_text(ck->weights()) == "embd Q4_K, attn Q4_K/Q6_K, ffn Q4_K/Q6_K, head Q6_K");
     auto m = Model::from_checkpoint(std::move(ck), "q4_k_m", BackendKind::Cpu, 2);
     CHECK(step_logits(*m, test::random_prompt(cfg, 8, 1), ComputeMode::Stored).size() > 0);
@@ -105,4 +111,28 @@ TEST_CASE("--compute takes stored or f32", "[compute]") {
     CHECK(param_text(*s, p) == "f32");
     CHECK(parse_compute_mode("f32") == ComputeMode::F32);
     CHECK(!parse_compute_mode("fp32").has_value());
+}
+
+TEST_CASE("dyllm: a bad --compute or --type is one error line and a non-zero exit", "[compute][cli]") {
+    const char* cli = std::getenv("DYLLM_CLI");
+    if (!cli) {
+        WARN("DYLLM_CLI not set: the CLI checks are not run");
+        return;
+    }
+    const auto dir     = test::make_tiny_checkpoint(Family::LLaDA);
+    const auto base    = std::filesystem::temp_directory_path() / ("dyllm_test_compute_" + std::to_string(::getpid()));
+    const auto compute = test::run_command(
+        cli, {"generate", "-m", dir.string(), "--prompt-ids", "1,2,3", "-n", "4", "--compute", "fp64"}, base);
+    CHECK(compute.status != 0);
+    CHECK(compute.err.find("--compute: unknown value 'fp64' (expected stored, f32)") != std::string::npos);
+    CHECK(std::count(compute.err.begin(), compute.err.end(), '\n') == 1);
+    const auto type = test::run_command(cli, {"bench", "-m", dir.string(), "--type", "q3_k", "--reps", "1"}, base);
+    CHECK(type.status != 0);
+    CHECK(type.err.find("--type: unknown value 'q3_k'") != std::string::npos);
+    CHECK(std::count(type.err.begin(), type.err.end(), '\n') == 1);
+    // Re-stored at q8_0 (tiny rows of 64 are whole Q8_0 blocks), the bench runs.
+    const auto ok = test::run_command(
+        cli, {"bench", "-m", dir.string(), "--type", "q8_0", "--reps", "1", "-n", "8", "--methods", "dyllm"}, base);
+    CHECK(ok.status == 0);
+    INFO(ok.err);
 }
