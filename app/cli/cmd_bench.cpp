@@ -805,6 +805,10 @@ const CommandRegistrar kRegistrar{Command{
         app.description("llama-bench style throughput sweep: methods x tau x steps x block length x batch");
         auto o = std::make_shared<BenchOptions>();
         add_model_options(app, o->model);
+        app.add_option("--type", o->model.type,
+                       "re-store the checkpoint's weights in memory at load: f32 | f16 | bf16 | q8_0 | q4_0 | q4_k_m "
+                       "(Q4_K with Q6_K for the LM head and some wv / w_down, as llama.cpp's Q4_K_M); not given: as "
+                       "stored");
         add_diffusion_options(app, o->fixed, DiffusionFlags::FixedOnly);
         auto* methods = app.add_option("--methods", o->methods,
                                        "comma-separated methods; original always runs first per group (for speed-ups) "
