@@ -14,6 +14,7 @@
 #include "app/model/sgemm_probe.h"
 #include "app/model/suite_sweep.h"
 #include "engine/engine.h"
+#include "engine/io/atomic_file.h"
 
 namespace dyllm::cli::bench {
 
@@ -111,7 +112,11 @@ std::string            format_csv(const std::vector<Row>& rows, const Model& mod
 nlohmann::ordered_json point_json(const app::SuitePoint& p, const app::SuiteContext& c);
 std::string            task_table(const std::vector<app::SuitePoint>& pts);
 
+// -o FILE: the atomic output file (null for stdout), and its one write + commit; errors name -o and the file.
+std::unique_ptr<AtomicFile> open_output_file(const OutputTarget& target);
+void                        commit_output_file(AtomicFile& file, const std::string& text);
+
 // bench_task.cpp: the --task sweep (`file`: opened by the caller when target.file is set).
-int run_task_sweep(const BenchOptions& o, const OutputTarget& target, std::ofstream& file);
+int run_task_sweep(const BenchOptions& o, const OutputTarget& target, AtomicFile* file);
 
 }  // namespace dyllm::cli::bench

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "app/cli/bench.h"
+#include "engine/errors.h"
 #include "instrumentation/json_number.h"
 
 namespace dyllm::cli::bench {
@@ -28,6 +29,24 @@ std::string pair_text(const char* f, bool has_a, double a, bool has_b, double b)
 }
 
 }  // namespace
+
+std::unique_ptr<AtomicFile> open_output_file(const OutputTarget& target) {
+    if (target.file.empty()) return nullptr;
+    try {
+        return std::make_unique<AtomicFile>(target.file);
+    } catch (const LoadError& e) {
+        throw InputError(std::string("-o: ") + e.what());
+    }
+}
+
+void commit_output_file(AtomicFile& file, const std::string& text) {
+    try {
+        file.write(text);
+        file.commit();
+    } catch (const LoadError& e) {
+        throw InputError(std::string("-o: ") + e.what());
+    }
+}
 
 nlohmann::ordered_json row_json(const Row& r, const Model& model, const app::ThreadScaling& sc) {
     nlohmann::ordered_json j;

@@ -81,7 +81,7 @@ app::SuitePoint combine_reps(const std::vector<app::SuitePoint>& reps) {
 
 }  // namespace
 
-int run_task_sweep(const BenchOptions& o, const OutputTarget& target, std::ofstream& file) {
+int run_task_sweep(const BenchOptions& o, const OutputTarget& target, AtomicFile* file) {
     const TaskSweepArgs    args  = check_task_args(o);
     std::unique_ptr<Model> model = load_model_for_cli(o.model, o.json || target.format == "json");
     if (!model->tokenizer())
@@ -145,10 +145,8 @@ int run_task_sweep(const BenchOptions& o, const OutputTarget& target, std::ofstr
         return task_table(pts);
     };
     const std::string shown = o.json ? "json" : target.file.empty() ? target.format : "md";
-    if (!target.file.empty()) {
-        file << format(target.format);
-        file.close();
-        if (!file) throw InputError("-o " + target.file + ": write failed");
+    if (file) {
+        commit_output_file(*file, format(target.format));
         std::fprintf(stderr, "bench: wrote %s\n", target.file.c_str());
     }
     std::fputs(format(shown).c_str(), stdout);

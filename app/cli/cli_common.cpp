@@ -94,6 +94,19 @@ std::vector<std::string> split_list(const std::string& what, const std::string& 
     return out;
 }
 
+CLI::Validator list_flag() {
+    return CLI::Validator(
+        [](std::string& v) {
+            try {
+                (void)split_list("list", v);
+                return std::string();
+            } catch (const InputError& e) {
+                return std::string(e.what()).substr(6);  // "list: " off: CLI11 puts the flag's name in front
+            }
+        },
+        "LIST", "list");
+}
+
 std::unique_ptr<Model> load_model_for_cli(const ModelOptions& opts, bool quiet) {
     const BackendKind kind = parse_backend(opts.backend);
     if (opts.threads < 0 || opts.threads > kMaxThreads) {
@@ -167,7 +180,9 @@ std::vector<PromptInput> read_prompt_texts(const PromptOptions& o) {
         // The engine's bounded reader: a FIFO or device given as -f is refused instead of blocking or reading forever.
         std::string text;
         try {
-            text = read_regular_file(o.file, 256ull << 20, "prompt");
+            // 16 MiB: far above any prompt a model's positions hold (128k tokens are ~0.5 MB of text), far below what
+            // the prompts' copies and their encodings would cost in memory for a file of gigabytes.
+            text = read_regular_file(o.file, 16ull << 20, "prompt");
         } catch (const LoadError& e) {
             throw InputError(std::string("-f: ") + e.what());
         }

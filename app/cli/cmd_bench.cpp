@@ -23,6 +23,7 @@
 #include "app/cli/bench.h"
 #include "app/cli/command.h"
 #include "engine/errors.h"
+#include "engine/io/atomic_file.h"
 
 namespace dyllm::cli {
 namespace {
@@ -99,6 +100,7 @@ std::vector<Config> expand_configs(const Model& model, const BenchOptions& o) {
 }
 
 OutputTarget parse_output(const std::string& o) {
+    if (o == "-") return {"md", ""};  // stdout, as a file-writing command spells it
     if (o == "md" || o == "csv" || o == "json") return {o, ""};
     const std::string ext = std::filesystem::path(o).extension().string();
     if (ext == ".md" || ext == ".csv" || ext == ".json") return {ext.substr(1), o};
@@ -109,14 +111,10 @@ int run_bench(const BenchOptions& o) {
     const OutputTarget target = parse_output(o.output);
     if (o.task.empty() && o.limit != -1) throw InputError("--limit needs --task");
     if (o.task.empty() && o.shots_given) throw InputError("--shots needs --task");
-    std::ofstream file;
-    if (!target.file.empty()) {  // opened before the runs, so a bad path fails in a second, not after the sweep
-        file.open(target.file, std::ios::binary | std::ios::trunc);
-        if (!file)
-            throw InputError("-o " + target.file + ": cannot open for writing (" +
-                             std::error_code(errno, std::generic_category()).message() + ")");
-    }
-    if (!o.task.empty()) return run_task_sweep(o, target, file);
+    // Opened before the runs, so a bad path fails in a second, not after the sweep; written under a temporary name and
+    // renamed into place only when complete, so a failed or interrupted sweep leaves an existing file as it was.
+    std::unique_ptr<AtomicFile> file = open_output_file(target);
+    if (!o.task.empty()) return run_task_sweep(o, target, file.get());
     std::unique_ptr<Model>    model = load_model_for_cli(o.model, o.json || target.format == "json");
     const std::vector<Config> cfgs  = expand_configs(*model, o);  // validates every configuration before any run
 
@@ -155,9 +153,7 @@ int run_bench(const BenchOptions& o) {
     if (target.file.empty()) {
         std::fputs(format(o.json ? "json" : target.format).c_str(), stdout);
     } else {
-        file << format(target.format);
-        file.close();
-        if (!file) throw InputError("-o " + target.file + ": write failed");
+        commit_output_file(*file, format(target.format));
         std::fputs(format(o.json ? "json" : "md").c_str(), stdout);
         std::fprintf(stderr, "bench: wrote %s\n", target.file.c_str());
     }
@@ -176,17 +172,22 @@ const CommandRegistrar kRegistrar{Command{
                                        "but is printed only when listed. With --task: the methods of the sweep, dyllm "
                                        "with an optional stable-row update (dyllm:incremental, dyllm:columns, "
                                        "dyllm:exact); not given: original and fast-dual as references, then dyllm")
-                            ->capture_default_str();
+                            ->capture_default_str()
+                            ->check(list_flag());
         auto* taus = app.add_option("--tau", o->taus,
                                     "comma-separated tau values, a sweep: one dyllm row per tau (default: family "
-                                    "default; with --task each in (0, 1))");
-        app.add_option("--steps", o->steps, "comma-separated step counts (default: gen length; one with --task)");
+                                    "default; with --task each in (0, 1))")
+                         ->check(list_flag());
+        app.add_option("--steps", o->steps, "comma-separated step counts (default: gen length; one with --task)")
+            ->check(list_flag());
         app.add_option("--block-length", o->blocks,
-                       "comma-separated block lengths (default: min(32, gen); one with --task)");
+                       "comma-separated block lengths (default: min(32, gen); one with --task)")
+            ->check(list_flag());
         auto* batches = app.add_option("--batch", o->batches,
                                        "comma-separated batch sizes (copies of the prompt); with --task one value, "
                                        "items per lock-step session (default 16, as dyllm eval)")
-                            ->capture_default_str();
+                            ->capture_default_str()
+                            ->check(list_flag());
         auto* reps = app.add_option("-r,--reps", o->reps,
                                     "timed repetitions per configuration (plus one warm-up); with --task default 1 "
                                     "(tokens/s: the median)")
