@@ -94,19 +94,6 @@ std::vector<std::string> split_list(const std::string& what, const std::string& 
     return out;
 }
 
-CLI::Validator list_flag() {
-    return CLI::Validator(
-        [](std::string& v) {
-            try {
-                (void)split_list("list", v);
-                return std::string();
-            } catch (const InputError& e) {
-                return std::string(e.what()).substr(6);  // "list: " off: CLI11 puts the flag's name in front
-            }
-        },
-        "LIST", "list");
-}
-
 std::unique_ptr<Model> load_model_for_cli(const ModelOptions& opts, bool quiet) {
     const BackendKind kind = parse_backend(opts.backend);
     if (opts.threads < 0 || opts.threads > kMaxThreads) {

@@ -17,7 +17,6 @@
 
 namespace CLI {
 class App;
-class Validator;
 }  // namespace CLI
 
 namespace dyllm::cli {
@@ -55,8 +54,6 @@ double  parse_double_arg(const std::string& what, const std::string& text);
 int64_t parse_int_arg(const std::string& what, const std::string& text);
 // "a,b,c" -> {"a","b","c"} (spaces trimmed, empty items rejected with InputError naming `what`).
 std::vector<std::string> split_list(const std::string& what, const std::string& text);
-// split_list as a CLI11 check, for list flags whose empty text would otherwise read as "not given" (bench --tau "").
-CLI::Validator list_flag();
 
 // Loads the model on the requested backend. Backend fallback notes go to stderr as "backend: ..." lines.
 // Throws LoadError / BackendError / InputError (the CLI boundary in main.cpp prints them as one line).

@@ -46,7 +46,7 @@ void add_diffusion_options(CLI::App& app, DiffusionOptions& o, DiffusionFlags wh
                 } else {
                     CLI::Option* opt = scalar(app, names, o.params.*member, help, !spec.derived && spec.unset.empty());
                     opt->each(mark);
-                    if constexpr (std::is_floating_point_v<T>) opt->check(finite_number());
+                    // Floats: NaN and inf are refused in to_diffusion_params (one InputError naming the flag, exit 2).
                     // CLI11 reads "-1" into an unsigned as 2^64-1: an unsigned setting written negative is refused.
                     if constexpr (std::is_unsigned_v<T>)
                         opt->check(CLI::Validator(

@@ -24,8 +24,9 @@ CLI::Option* scalar(CLI::App& app, const std::string& names, T& var, const std::
     return shown ? opt->capture_default_str() : opt;
 }
 
-// The validator of every float flag of both programs (engine/params.h finite_flag_error): NaN, inf and trailing text
-// are refused with one line naming the flag.
+// The validator of the float flags outside the parameter table (the studio's --speed, --ui-scale; the table's own are
+// checked by to_diffusion_params): engine/params.h finite_flag_error, so NaN, inf and trailing text are refused with
+// one line naming the flag.
 CLI::Validator finite_number();
 
 // The diffusion settings as given on the command line: the flags are generated from the engine's parameter table

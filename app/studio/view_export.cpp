@@ -73,7 +73,7 @@ std::vector<std::string> Studio::export_all(const std::string& dir, std::vector<
     std::filesystem::create_directories(dir, ec);
     if (ec) {
         message = "export: cannot create " + dir + ": " + ec.message();
-        if (failed) failed->push_back(message);
+        if (failed) failed->push_back("cannot create " + dir + ": " + ec.message());
         return written;
     }
     const RunHistory& h   = run->history;

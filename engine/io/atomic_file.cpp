@@ -62,7 +62,7 @@ AtomicFile::AtomicFile(const std::filesystem::path& path) : path_(path) {
         unregister_temp_file(slot_);
         std::error_code ec;
         const bool      no_dir = !std::filesystem::is_directory(dir, ec);
-        throw LoadError(path.string() + ": cannot write: " +
+        throw LoadError(path.string() + ": cannot open for writing: " +
                         (no_dir ? "no directory " + dir.string() : std::string(std::strerror(err))));
     }
 }
