@@ -22,6 +22,7 @@
 #include "app/studio/theme.h"
 #include "app/studio/window_png.h"
 #include "engine/interrupt.h"
+#include "engine/io/atomic_file.h"
 
 using namespace dyllm;
 using namespace dyllm::app;
@@ -128,6 +129,13 @@ int parse_options(int argc, char** argv, StudioOptions& opt) {
             (void)parse_sweep_taus("--sweep-tau", opt.sweep_taus);
         } catch (const std::exception& e) {
             std::fprintf(stderr, "dyllm-studio: error: %s\n", e.what());
+            return 2;
+        }
+    // The screenshot is written after the run: a bad target fails now, in one line, not after the frames.
+    if (!opt.screenshot.empty()) try {
+            check_output_path(opt.screenshot);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "dyllm-studio: error: --screenshot: %s\n", e.what());
             return 2;
         }
     if ((opt.sweep || !opt.sweep_task.empty()) && opt.tab.empty()) opt.tab = "tune";

@@ -38,7 +38,10 @@ void check_output_path(const std::filesystem::path& path) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) {
         if (errno == ELOOP) throw LoadError(path.string() + ": symlink loop (too many levels of symbolic links)");
-        return;  // missing (or in a missing directory: the open of the temporary names that)
+        std::error_code ec;
+        if (!std::filesystem::is_directory(dir_of(path), ec))
+            throw LoadError(path.string() + ": cannot open for writing: no directory " + dir_of(path).string());
+        return;  // a new file
     }
     if (S_ISREG(st.st_mode)) return;
     if (S_ISDIR(st.st_mode)) throw LoadError(path.string() + ": is a directory, expected a file name to write");
@@ -52,9 +55,14 @@ void check_output_path(const std::filesystem::path& path) {
 
 AtomicFile::AtomicFile(const std::filesystem::path& path) : path_(path) {
     check_output_path(path);
-    const std::filesystem::path dir = dir_of(path);
-    temp_ = dir / ("." + path.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
-                   std::to_string(g_counter.fetch_add(1)));
+    const std::filesystem::path dir  = dir_of(path);
+    std::string                 name = ".";  // appended piece by piece: GCC 12 warns (-Wrestrict) on "." + string
+    name.append(path.filename().string())
+        .append(".tmp-")
+        .append(std::to_string(::getpid()))
+        .append("-")
+        .append(std::to_string(g_counter.fetch_add(1)));
+    temp_ = dir / name;
     slot_ = register_temp_file(temp_.string());
     out_.open(temp_, std::ios::binary | std::ios::trunc);
     if (!out_) {

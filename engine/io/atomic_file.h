@@ -41,7 +41,8 @@ private:
 };
 
 // Refuses an output target that exists and is not a regular file: a directory, FIFO (which would block), socket or
-// device, also behind a symlink. Throws LoadError "<path>: is a directory, ..." on one line. A missing file is fine.
+// device, also behind a symlink, and a new file in a directory that does not exist. Throws LoadError "<path>: is a
+// directory, ..." on one line. For outputs written at the end of a run, checked at its start.
 void check_output_path(const std::filesystem::path& path);
 
 // Writes `bytes` to `path` through an AtomicFile (opened, written, committed).

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -196,7 +197,7 @@ std::string q(const std::string& s) {
 // Starts the CLI with args (stdout and stderr to files), sends sig once `ready` shows in stderr (or after the
 // timeout), and returns the exit status and stderr.
 std::pair<int, std::string> interrupt_cli(const fs::path& dir, const std::vector<std::string>& args, int sig,
-                                          const std::string& ready) {
+                                          const std::string& ready, int max_ms = 15000) {
     std::vector<std::string> all{cli()};
     all.insert(all.end(), args.begin(), args.end());
     std::vector<char*> argv;
@@ -210,7 +211,7 @@ std::pair<int, std::string> interrupt_cli(const fs::path& dir, const std::vector
     pid_t pid = 0;
     REQUIRE(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) == 0);
     posix_spawn_file_actions_destroy(&fa);
-    for (int i = 0; i < 300 && test::slurp(err).find(ready) == std::string::npos; ++i)
+    for (int i = 0; i < max_ms / 50 && test::slurp(err).find(ready) == std::string::npos; ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     ::kill(pid, sig);
     int st = 0;
@@ -283,5 +284,81 @@ TEST_CASE("dyllm: a failed or interrupted run leaves an existing output as it wa
     }
     CHECK(test::slurp(out) == "old");
     CHECK(temporaries(d).empty());
+    fs::remove_all(d);
+}
+
+TEST_CASE("dyllm: -o - streams the trace to stdout; make-model interrupted keeps a loadable model", "[output][cli]") {
+    if (!cli()) {
+        WARN("DYLLM_CLI not set: skipping the CLI cases");
+        return;
+    }
+    const fs::path    d     = fresh_dir("cli2");
+    const std::string dyllm = q(cli());
+    SECTION("trace -o -") {
+        const auto r = sh(d, dyllm + " trace -o - -n 8 -p hi");
+        CHECK(r.status == 0);
+        CHECK(r.out.rfind("{\"traceEvents\":[", 0) == 0);
+        CHECK_THAT(r.err, Catch::Contains("trace: "));  // the summary moves to stderr
+    }
+    SECTION("a prompt file larger than any prompt is refused before it is read") {
+        {
+            std::ofstream f(d / "huge.txt", std::ios::binary);
+            f.seekp((32ll << 20) - 1);
+            f.put('\n');  // sparse: 32 MiB of zeros on disk cost nothing
+        }
+        const auto r = sh(d, dyllm + " generate -n 8 -f " + q((d / "huge.txt").string()));
+        CHECK(r.status == 2);
+        CHECK_THAT(r.err, Catch::StartsWith("error: -f: "));
+        CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    }
+    SECTION("a task file that is a FIFO is named, not followed") {
+        fs::create_directories(d / "tasks");
+        fs::copy_file(fs::path(std::getenv("DYLLM_SOURCE_DIR") ? std::getenv("DYLLM_SOURCE_DIR") : ".") / "assets" /
+                          "tasks" / "add.jsonl",
+                      d / "tasks" / "add.jsonl");
+        REQUIRE(::mkfifo((d / "tasks" / "pipe.jsonl").c_str(), 0644) == 0);
+        fs::create_symlink("loop.jsonl", d / "tasks" / "loop.jsonl");
+        auto r = sh(d, dyllm + " eval --task pipe --tasks-dir " + q((d / "tasks").string()) + " -n 8");
+        CHECK(r.status == 2);
+        CHECK_THAT(r.err, Catch::Contains("pipe.jsonl: skipped, a FIFO"));
+        r = sh(d, dyllm + " eval --task all --limit 1 --tasks-dir " + q((d / "tasks").string()) + " -n 8");
+        CHECK(r.status == 0);
+        CHECK_THAT(r.err, Catch::Contains("loop.jsonl: skipped, a symlink loop"));
+    }
+    SECTION("SIGTERM during make-model --force: the old model or the new one, whole") {
+        const fs::path m = d / "model";
+        REQUIRE(sh(d, dyllm + " make-model -o " + q(m.string()) + " --seed 1").status == 0);
+        const std::string old_config = test::slurp(m / "config.json");
+        // Big enough that writing takes a while (~60 MB): the signal lands mid-write on most machines.
+        const auto [rc, err] = interrupt_cli(
+            d, {"make-model", "--force", "-o", m.string(), "--embd", "512", "--ffn", "4096", "--layers", "4"}, SIGTERM,
+            "never printed: signal after the timeout", 400);
+        INFO(err);
+        CHECK((rc == 0 || rc == 143));
+        if (rc == 143) CHECK(test::slurp(m / "config.json") == old_config);
+        CHECK(temporaries(m).empty());
+        CHECK(sh(d, dyllm + " generate -m " + q(m.string()) + " -n 8 -p hi").status == 0);
+    }
+    fs::remove_all(d);
+}
+
+TEST_CASE("dyllm-studio: bad flags are one line with exit 2, before any window", "[output][cli]") {
+    const char* studio = std::getenv("DYLLM_STUDIO");
+    if (!studio || !fs::exists(studio)) {
+        WARN("DYLLM_STUDIO not set: skipping");
+        return;
+    }
+    const fs::path d = fresh_dir("studio");
+    for (const std::string& args :
+         {std::string("--ui-scale nan"), std::string("--ui-scale inf"), std::string("--speed nan"),
+          std::string("--size 1600x1000junk"), std::string("--size ' 16x10'"), std::string("--frames -1"),
+          std::string("--screenshot /nonexistent-dir/x.png"), std::string("--screenshot /dev/full")}) {
+        const auto r = sh(d, q(studio) + " " + args);
+        INFO(args << ": " << r.err);
+        CHECK(r.status != 0);
+        CHECK(r.status != 139);  // no crash
+        CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+        CHECK(r.err.size() < 200);  // no 309-digit DBL_MAX
+    }
     fs::remove_all(d);
 }
