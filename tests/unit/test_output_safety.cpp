@@ -152,6 +152,24 @@ TEST_CASE("An interrupt before commit keeps the old file and removes the tempora
     fs::remove_all(d);
 }
 
+TEST_CASE("A second interrupt ends the process at once and still removes the temporaries", "[output]") {
+    const fs::path d = fresh_dir("interrupt2");
+    put(d / "out.txt", "old");
+    const auto [rc, err] = in_child(d, [&] {
+        install_signal_handlers(true);
+        AtomicFile f(d / "out.txt");
+        f.write("new");
+        ::raise(SIGINT);  // sets the flag: the writer would unwind at its next check
+        ::raise(SIGINT);  // a stuck writer: the user presses Ctrl-C again
+        return 0;         // not reached
+    });
+    CHECK(rc == 130);
+    CHECK(err == "interrupted\n");
+    CHECK(test::slurp(d / "out.txt") == "old");
+    CHECK(temporaries(d).empty());
+    fs::remove_all(d);
+}
+
 TEST_CASE("A mapped file truncated under a reader ends in one line naming it, not a bare SIGBUS", "[output]") {
     const fs::path d = fresh_dir("sigbus");
     put(d / "model.safetensors", std::string(1 << 16, 'w'));
@@ -294,6 +312,14 @@ TEST_CASE("dyllm: -o - streams the trace to stdout; make-model interrupted keeps
     }
     const fs::path    d     = fresh_dir("cli2");
     const std::string dyllm = q(cli());
+    SECTION("out of memory is one line and exit 3, with nothing left under a final name") {
+        // 4M x 1024 embedding rows in f32: 16 GB of values against a 4 GB address-space limit.
+        const auto r = sh(d, "ulimit -v 4000000; exec " + dyllm + " make-model -o " + q((d / "big").string()) +
+                                 " --vocab 4000000 --embd 1024 --layers 1");
+        CHECK(r.status == 3);
+        CHECK(r.err == "error: out of memory while running `dyllm make-model`\n");
+        CHECK((!fs::exists(d / "big") || fs::is_empty(d / "big")));
+    }
     SECTION("trace -o -") {
         const auto r = sh(d, dyllm + " trace -o - -n 8 -p hi");
         CHECK(r.status == 0);
