@@ -3,11 +3,9 @@
 // dual-cache throughput against n_u. Task prompts and scoring are `dyllm eval`'s (app/model/task_eval.h).
 #include <CLI/CLI.hpp>
 
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>

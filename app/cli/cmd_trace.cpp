@@ -2,9 +2,7 @@
 // writes a Chrome trace (Perfetto, chrome://tracing) and optionally the per-step JSONL; prints a one-line summary.
 #include <CLI/CLI.hpp>
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -47,16 +45,18 @@ struct Output {
         }
     }
     std::ostream& stream() { return file_ ? static_cast<std::ostream&>(file_->stream()) : std::cout; }
-    void          commit() {
-                 if (!file_) {
-                     std::cout.flush();
-                     if (!std::cout) throw InputError(std::string(flag_) + " -: writing stdout failed");
+
+    // Renames the file into place (or flushes stdout), checked.
+    void commit() {
+        if (!file_) {
+            std::cout.flush();
+            if (!std::cout) throw InputError(std::string(flag_) + " -: writing stdout failed");
             return;
         }
-                 try {
-                     file_->commit();
+        try {
+            file_->commit();
         } catch (const LoadError& e) {
-                     throw InputError(std::string(flag_) + ": " + e.what());
+            throw InputError(std::string(flag_) + ": " + e.what());
         }
     }
 
