@@ -35,7 +35,7 @@ std::unique_ptr<AtomicFile> open_output_file(const OutputTarget& target) {
     try {
         return std::make_unique<AtomicFile>(target.file);
     } catch (const LoadError& e) {
-        throw InputError(std::string("-o: ") + e.what());
+        throw InputError(std::string("-o ") + e.what());
     }
 }
 
@@ -44,7 +44,7 @@ void commit_output_file(AtomicFile& file, const std::string& text) {
         file.write(text);
         file.commit();
     } catch (const LoadError& e) {
-        throw InputError(std::string("-o: ") + e.what());
+        throw InputError(std::string("-o ") + e.what());
     }
 }
 

@@ -62,7 +62,7 @@ void write_figure(const fs::path& dir, const app::ReportFigure& f) {
     try {
         write_file_atomic(csv, os.str());  // engine/io/atomic_file.h: complete or not there
     } catch (const LoadError& e) {
-        throw InputError(std::string("-o: ") + e.what());
+        throw InputError(std::string("-o ") + e.what());
     }
     std::string err;
     if (!app::render_figure(f.figure).write_png(png.string(), &err)) throw InputError("-o: " + err);

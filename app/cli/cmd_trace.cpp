@@ -41,7 +41,7 @@ struct Output {
         try {
             file_ = std::make_unique<AtomicFile>(path);
         } catch (const LoadError& e) {
-            throw InputError(std::string(flag) + ": " + e.what());
+            throw InputError(std::string(flag) + " " + e.what());
         }
     }
     std::ostream& stream() { return file_ ? static_cast<std::ostream&>(file_->stream()) : std::cout; }
@@ -56,7 +56,7 @@ struct Output {
         try {
             file_->commit();
         } catch (const LoadError& e) {
-            throw InputError(std::string(flag_) + ": " + e.what());
+            throw InputError(std::string(flag_) + " " + e.what());
         }
     }
 
