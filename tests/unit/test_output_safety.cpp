@@ -388,3 +388,32 @@ TEST_CASE("dyllm-studio: bad flags are one line with exit 2, before any window",
     }
     fs::remove_all(d);
 }
+
+TEST_CASE("dyllm-studio headless: a screenshot or export that fails is listed and the exit is non-zero",
+          "[output][cli]") {
+    const char* studio = std::getenv("DYLLM_STUDIO");
+    if (!studio || !fs::exists(studio) || std::system("command -v xvfb-run > /dev/null 2>&1") != 0) {
+        WARN("DYLLM_STUDIO or xvfb-run missing: skipping");
+        return;
+    }
+    const fs::path d = fresh_dir("studio-headless");
+    put(d / "shot.png", "old");
+    put(d / "a-file", "x");
+    // The file-size limit inside the X session (Xvfb's own files are not limited): the PNG (~250 kB) cannot be
+    // written; the export directory lies under a regular file.
+    const std::string studio_cmd = "(ulimit -f 16; exec " + q(studio) + " --screenshot " +
+                                   q((d / "shot.png").string()) + " --step 1 -n 8 --export-dir " +
+                                   q((d / "a-file" / "exports").string()) + ")";
+    const auto r =
+        sh(d, "xvfb-run -a -n " + std::to_string(200 + ::getpid() % 500) + " -s '-screen 0 1600x1000x24' sh -c " +
+                  q(studio_cmd + "; echo $? > " + q((d / "rc").string())));
+    int rc = -1;
+    std::ifstream(d / "rc") >> rc;
+    INFO(r.out << r.err);
+    CHECK(rc == 1);
+    CHECK_THAT(r.err, Catch::Contains("shot.png: write failed: file too large"));
+    CHECK_THAT(r.err, Catch::Contains("export failed: cannot create"));
+    CHECK(test::slurp(d / "shot.png") == "old");
+    CHECK(temporaries(d).empty());
+    fs::remove_all(d);
+}
