@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "engine/errors.h"
+#include "engine/interrupt.h"
 #include "engine/model_impl.h"
 
 namespace dyllm {
@@ -30,6 +31,7 @@ public:
                 count(*v);
     }
     TensorView operator()(const TensorView& v, const std::string& name) {
+        if (interrupts_throw()) throw_if_interrupted();  // packing an 8B model takes a minute: stop between tensors
         if (!v.data) return v;
         TensorView out = be_.prepare_weight(v, name);
         if (progress_) {

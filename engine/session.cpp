@@ -8,6 +8,7 @@
 
 #include "engine/errors.h"
 #include "engine/forward.h"
+#include "engine/interrupt.h"
 #include "engine/methods/drift.h"
 #include "engine/methods/method.h"
 #include "engine/model_impl.h"
@@ -303,7 +304,7 @@ struct Session::Impl {
     // ---- one step -------------------------------------------------------------------------------------------------
     bool run_step() {
         if (over) return false;
-        if (cancelled.load()) return finish(true);
+        if (cancelled.load() || interrupt_requested()) return finish(true);  // engine/interrupt.h: SIGINT/SIGTERM
         compact();
         build_layout();
         ++step;
@@ -449,10 +450,12 @@ void Session::start(const std::vector<std::vector<int32_t>>& prompts, const Diff
 }
 
 bool Session::step() {
-    return impl_->run_step();
+    const bool more = impl_->run_step();
+    if (!more && interrupts_throw()) throw_if_interrupted();  // the CLI unwinds; the studio reads the flag itself
+    return more;
 }
 void Session::run() {
-    while (impl_->run_step()) {
+    while (step()) {
     }
 }
 bool Session::done() const {

@@ -5,6 +5,9 @@
 #include <cmath>
 #include <vector>
 
+#include "engine/errors.h"
+#include "engine/io/atomic_file.h"
+
 // stb's implementations compiled here, private to this file (STB_*_STATIC): no link dependency and no clash with the
 // studio's libstb. They are third-party code: their warnings are not ours.
 #pragma GCC diagnostic push
@@ -153,8 +156,25 @@ int Canvas::text_height(int scale) {
 }
 
 bool Canvas::write_png(const std::string& path, std::string* err) const {
-    if (!stbi_write_png(path.c_str(), w_, h_, 4, px_.data(), w_ * 4)) {
-        if (err) *err = "cannot write '" + path + "'";
+    return write_png_rgba(path, w_, h_, px_.data(), false, err);
+}
+
+bool write_png_rgba(const std::string& path, int w, int h, const uint8_t* rgba, bool flip, std::string* err) {
+    // Encoded in memory, then written through the atomic writer: stbi_write_png ignores fwrite's result, so a full
+    // disk would leave an empty PNG behind a success.
+    std::string png;
+    stbi_flip_vertically_on_write(flip ? 1 : 0);
+    const int ok = stbi_write_png_to_func(
+        [](void* ctx, void* data, int n) {
+            static_cast<std::string*>(ctx)->append(static_cast<const char*>(data), size_t(n));
+        },
+        &png, w, h, 4, rgba, w * 4);
+    stbi_flip_vertically_on_write(0);
+    try {
+        if (!ok) throw LoadError(path + ": PNG encoding failed");
+        write_file_atomic(path, png);
+    } catch (const LoadError& e) {
+        if (err) *err = e.what();
         return false;
     }
     return true;

@@ -212,8 +212,8 @@ struct Studio {
     // with the Controls bar's other settings, run by the worker as one background job (the live run pauses).
     void start_suite_sweep();
     // Writes every CSV table, the Chrome trace and the JSONL of the shown run into dir; returns the files written
-    // (an error goes to the message bar).
-    std::vector<std::string> export_all(const std::string& dir);
+    // (an error goes to the message bar, and each failed file's one-line reason to *failed).
+    std::vector<std::string> export_all(const std::string& dir, std::vector<std::string>* failed = nullptr);
     Method                   method_ui() const;  // the Controls bar's method
 };
 
