@@ -22,7 +22,12 @@ namespace dyllm::app {
 
 Canvas::Canvas(int width, int height, Rgba bg) : w_(std::max(1, width)), h_(std::max(1, height)) {
     px_.resize(size_t(w_) * size_t(h_) * 4);
-    for (size_t i = 0; i < px_.size(); i += 4) px_[i] = bg.r, px_[i + 1] = bg.g, px_[i + 2] = bg.b, px_[i + 3] = bg.a;
+    for (size_t i = 0; i < px_.size(); i += 4) {
+        px_[i]     = bg.r;
+        px_[i + 1] = bg.g;
+        px_[i + 2] = bg.b;
+        px_[i + 3] = bg.a;
+    }
 }
 
 Rgba Canvas::pixel(int x, int y) const {
@@ -122,8 +127,10 @@ void Canvas::text(double x, double y, const std::string& s, Rgba c, int scale, b
         const float* a   = v + size_t(q) * 4 * stride;
         double       qx0 = a[0], qy0 = a[1], qx1 = a[0], qy1 = a[1];
         for (int k = 1; k < 4; ++k) {
-            qx0 = std::min(qx0, double(a[k * stride])), qx1 = std::max(qx1, double(a[k * stride]));
-            qy0 = std::min(qy0, double(a[k * stride + 1])), qy1 = std::max(qy1, double(a[k * stride + 1]));
+            qx0 = std::min(qx0, double(a[k * stride]));
+            qx1 = std::max(qx1, double(a[k * stride]));
+            qy0 = std::min(qy0, double(a[k * stride + 1]));
+            qy1 = std::max(qy1, double(a[k * stride + 1]));
         }
         if (!vertical) {
             fill_rect(x + qx0 * scale, y + qy0 * scale, x + qx1 * scale, y + qy1 * scale, c);

@@ -67,7 +67,9 @@ void EngineWorker::post(Command c) {
 void EngineWorker::load_model(const std::string& spec, BackendKind backend, int n_threads) {
     cancel_run();
     Command c{Command::Load};
-    c.spec = spec, c.backend = backend, c.n_threads = n_threads;
+    c.spec      = spec;
+    c.backend   = backend;
+    c.n_threads = n_threads;
     post(std::move(c));
 }
 

@@ -64,7 +64,10 @@ Studio::Studio(const StudioOptions& o) : opts(o) {
     ui.gen_length   = p.gen_length;
     ui.steps        = p.steps;
     ui.block_length = p.block_length;
-    if (!std::isnan(p.conf_threshold)) ui.use_threshold = true, ui.conf_threshold = p.conf_threshold;
+    if (!std::isnan(p.conf_threshold)) {
+        ui.use_threshold  = true;
+        ui.conf_threshold = p.conf_threshold;
+    }
     ui.measure_cosine = ui.measure_cosine || p.measure_cosine;
     ui.base           = p;
     const auto tasks  = find_tasks_dir(resolve_model_path(o.model));  // the model's own suite, else the shipped one

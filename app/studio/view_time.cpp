@@ -198,7 +198,10 @@ void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
         const StepData* sd = h.step(k);
         if (!sd || sd->ops.empty()) continue;
         int64_t t0 = sd->ops.front().t_begin_ns, t1 = t0;
-        for (const auto& o : sd->ops) t0 = std::min(t0, o.t_begin_ns), t1 = std::max(t1, o.t_begin_ns + o.dur_ns);
+        for (const auto& o : sd->ops) {
+            t0 = std::min(t0, o.t_begin_ns);
+            t1 = std::max(t1, o.t_begin_ns + o.dur_ns);
+        }
         bounds.emplace_back(offset, k);
         const auto names = name_ops(sd->ops, n_embd);
         for (size_t i = 0; i < sd->ops.size(); ++i)

@@ -310,7 +310,10 @@ void suite_plot(Studio& s, const SuiteSweepState& st, float w, float h) {
         const std::string lbl = p.run.method == Method::DyLLM ? std::string(lbl_tau) : method_name(p.run.method);
         place_label(c, lbl.c_str());
         const float d = std::hypot(a.mouse.x - c.x, a.mouse.y - c.y);
-        if (a.hovered && d < best_d) hovered = &p, best_d = d;
+        if (a.hovered && d < best_d) {
+            hovered = &p;
+            best_d  = d;
+        }
     }
     if (hovered) {
         suite_tooltip(s, *hovered, original_of(pts));

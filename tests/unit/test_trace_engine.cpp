@@ -60,7 +60,10 @@ struct OpPairProbe : EventSink {
     }
     void on_op(const OpTiming&) override {
         ++ends;
-        if (--open < 0) ++unmatched_end, open = 0;
+        if (--open < 0) {
+            ++unmatched_end;
+            open = 0;
+        }
     }
 };
 
@@ -463,7 +466,10 @@ TEST_CASE("dLLM-Cache queries every row only in steps that refresh the prompt", 
     const auto&                             cfg   = model->config();
     const std::vector<std::vector<int32_t>> prompts{prompt_ids(cfg, 6, 1), prompt_ids(cfg, 9, 2)};
     DiffusionParams                         p = dyllm_params();
-    p.method = Method::DllmCache, p.kp = 3, p.kr = 2;  // steps of every kind: both, prompt only, response only, neither
+    // kp 3, kr 2: steps of every kind (both, prompt only, response only, neither).
+    p.method = Method::DllmCache;
+    p.kp     = 3;
+    p.kr     = 2;
     OpCollector   ops;
     RecordingSink rec;
     TeeSink       tee({&rec, &ops});
