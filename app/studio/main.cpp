@@ -63,10 +63,11 @@ int parse_options(int argc, char** argv, StudioOptions& opt) {
     cli.add_option("--sweep-tau", opt.sweep_taus,
                    "tau list of --sweep-task, e.g. 0.9,0.99 (default 0.9,0.98,0.99,"
                    "0.995,0.999)");
-    cli.add_option("--tab", opt.tab,
-                   "bottom band tab to show at start: time, op-stats, gpu-kernels, tune, compare, "
-                   "token-history, explain")
-        ->check(CLI::IsMember({"time", "op-stats", "gpu-kernels", "tune", "compare", "token-history", "explain"}));
+    std::vector<std::string> tab_flags;
+    for (const BottomTabName& t : kBottomTabs) tab_flags.push_back(t.flag);
+    std::string tab_list;
+    for (const std::string& f : tab_flags) tab_list += (tab_list.empty() ? "" : ", ") + f;
+    cli.add_option("--tab", opt.tab, "bottom band tab to show at start: " + tab_list)->check(CLI::IsMember(tab_flags));
     cli.add_option("--open", opt.open,
                    "at start (comma-separated): explain and compare select their tab, export "
                    "opens the export dialog")
@@ -111,7 +112,7 @@ int parse_options(int argc, char** argv, StudioOptions& opt) {
             std::fprintf(stderr, "dyllm-studio: error: %s\n", e.what());
             return 2;
         }
-    if ((opt.sweep || !opt.sweep_task.empty()) && opt.tab.empty()) opt.tab = "tune";
+    if ((opt.sweep || !opt.sweep_task.empty()) && opt.tab.empty()) opt.tab = bottom_tab_name(BottomTab::Tune).flag;
     return -1;
 }
 

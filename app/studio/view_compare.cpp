@@ -296,8 +296,8 @@ void replay_tab(Studio& s, const RunEntry& A, const RunEntry& B) {
 
 void draw_compare(Studio& s) {
     // ---- start a comparison ----
-    static float tau_b = 0.98f;
-    const bool   idle  = !s.compare_queued && s.status.state != WorkerState::Loading;
+    float&     tau_b = s.cmp_tau_b;
+    const bool idle  = !s.compare_queued && s.status.state != WorkerState::Loading;
     ImGui::BeginDisabled(!idle);
     if (ImGui::Button("Run original vs current settings")) {
         s.start_compare(true, NAN);

@@ -124,6 +124,7 @@ void emit_synthetic_run(EventSink& sink, const SyntheticRunSpec& sp) {
                     .kv_rows           = n_salient,
                     .attn_exact_rows   = n_salient,
                     .attn_approx_rows  = int32_t(rows.size()) - n_salient,
+                    .drift             = {},  // not measured
                 });
             }
             op(step, l, OpClass::OProj, sb.n_query_rows);
