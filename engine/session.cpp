@@ -14,6 +14,7 @@
 #include "engine/op_scope.h"
 #include "engine/params.h"
 #include "engine/sampler.h"
+#include "engine/version.h"
 
 namespace dyllm {
 
@@ -184,7 +185,7 @@ struct Session::Impl {
         for (const ParamSpec& ps : diffusion_param_table()) kv(std::string(ps.key), param_text(ps, shown));
         kv("n_layer", std::to_string(cfg.n_layer));
         kv("n_embd", std::to_string(cfg.n_embd));
-        kv("dyllm_version", "0.1.0");
+        kv("dyllm_version", version());
         return env;
     }
 

@@ -8,6 +8,7 @@
 
 #include "app/cli/command.h"
 #include "engine/errors.h"
+#include "engine/version.h"
 
 namespace dyllm::cli {
 std::vector<Command>& command_registry() {
@@ -20,7 +21,7 @@ int main(int argc, char** argv) {
     CLI::App app{
         "dyllm: masked diffusion LM engine with DyLLM acceleration (generate, bench, eval, trace, report, "
         "tokenize)"};
-    app.set_version_flag("--version", std::string("dyllm ") + DYLLM_VERSION);  // project version, from CMake
+    app.set_version_flag("--version", std::string("dyllm ") + dyllm::version());
     app.require_subcommand(1);
     // One line per error (CLI11's default adds a second "Run with --help" line).
     app.failure_message([](const CLI::App*, const CLI::Error& e) { return std::string("error: ") + e.what() + "\n"; });

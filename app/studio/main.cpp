@@ -18,6 +18,7 @@
 #include "app/studio/studio.h"
 #include "app/studio/theme.h"
 #include "app/studio/window_png.h"
+#include "engine/version.h"
 
 using namespace dyllm;
 using namespace dyllm::app;
@@ -32,7 +33,7 @@ void glfw_error(int code, const char* desc) {
 int parse_options(int argc, char** argv, StudioOptions& opt) {
     std::string size;
     CLI::App    cli{"dyllm-studio: live visualizer and profiler of masked-diffusion LMs with DyLLM"};
-    cli.set_version_flag("--version", std::string("dyllm-studio ") + DYLLM_VERSION);  // project version, from CMake
+    cli.set_version_flag("--version", std::string("dyllm-studio ") + dyllm::version());
     cli.add_option("-m,--model", opt.model, "checkpoint directory or built-in name (tiny-llada, tiny-dream)");
     cli.add_option("--backend", opt.backend, "cpu|cuda|auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}));
     cli.add_option("-p,--prompt", opt.prompt, "prompt (user message)");

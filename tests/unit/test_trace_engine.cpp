@@ -15,6 +15,7 @@
 
 #include "engine/engine.h"
 #include "engine/op_scope.h"
+#include "engine/version.h"
 #include "instrumentation/chrome_trace.h"
 #include "instrumentation/jsonl.h"
 #include "instrumentation/nvtx_sink.h"
@@ -104,6 +105,10 @@ TEST_CASE("engine events: order, layers, salient counts equal the accounting, hi
     CHECK(rb.n_seq == 2);
     CHECK(rb.method == "dyllm");
     CHECK(rb.prompt_lengths == std::vector<int32_t>{6, 9});
+    const auto version =
+        std::find_if(rb.env.begin(), rb.env.end(), [](const auto& kv) { return kv.first == "dyllm_version"; });
+    REQUIRE(version != rb.env.end());
+    CHECK(version->second == std::string(dyllm::version()));  // the build's version (CMake), as --version prints it
     CHECK(std::get<RunEnd>(ev.back()).steps == params.steps);
 
     int32_t                                                    open_step = 0, steps_seen = 0;
