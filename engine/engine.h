@@ -22,7 +22,7 @@ namespace dyllm {
 
 // Decoding methods, one file each under engine/methods/, registered in engine/methods/method_list.def.
 enum class Method : uint8_t {
-#define DYLLM_METHOD(id, name, factory) id,
+#define DYLLM_METHOD(id, name, factory, step_kinds, knobs) id,
 #include "engine/methods/method_list.def"
 #undef DYLLM_METHOD
 };
@@ -30,6 +30,10 @@ const char*             method_name(Method m);                      // "original
 std::optional<Method>   parse_method(std::string_view s);           // nullopt for an unknown name
 std::string             method_names(std::string_view sep = ", ");  // every registered name, in registry order
 std::span<const Method> all_methods();                              // every registered method, in registry order
+// What a method's registry line declares: the step kinds it runs (StepKind::Count for a name step_kinds.def lacks)
+// and the param table keys of its own knobs (engine/params.cpp), in the order the line gives them.
+std::vector<StepKind>         method_step_kinds(Method m);
+std::vector<std::string_view> method_knobs(Method m);
 
 // Every knob of a generation run. Validated by validate_params() before a run starts.
 struct DiffusionParams {
