@@ -59,6 +59,11 @@ struct DiffusionParams {
     int   kp  = 50;     // dLLM-Cache prompt refresh interval K_P
     int   kr  = 7;      // dLLM-Cache response refresh interval K_R
     float rho = 0.25f;  // dLLM-Cache adaptive transfer ratio
+    // dKV-Cache: every row's K/V refreshed at every N-th step of a block (the authors' cache_reloading_step).
+    int dkv_refresh = 4;
+    int dkv_window  = 0;  // dKV-Cache Greedy: masked neighbours of each position to unmask recomputed with it
+    // Unmask each block in a random order drawn from the seed instead of by confidence (dKV-Cache Greedy always does).
+    bool random_order = false;
 
     bool measure_cosine = false;  // histograms for methods without saliency (costs an extra cosine per layer)
     bool measure_drift  = false;  // DyLLM: exact attention for the approximated rows, measured (engine/methods/drift.h)

@@ -418,7 +418,7 @@ void Session::start(const std::vector<std::vector<int32_t>>& prompts, const Diff
     I.tau.store(std::isnan(params.tau) ? default_tau(cfg.family) : params.tau);
     I.cancelled.store(false);
     I.method  = make_method(params.method, cfg, params);
-    I.sampler = std::make_unique<Sampler>(cfg, params);
+    I.sampler = std::make_unique<Sampler>(cfg, params, params.random_order || I.method->random_order());
     I.fwd_.reset();
     I.ws   = std::make_unique<Workspace>(I.be());
     I.fwd_ = std::make_unique<Forward>(cfg, I.model.weights(), I.be(), I.sink, I.ws.get());
@@ -426,6 +426,7 @@ void Session::start(const std::vector<std::vector<int32_t>>& prompts, const Diff
     I.live.clear();
     for (size_t i = 0; i < prompts.size(); ++i) {
         SequenceState s;
+        s.id     = int32_t(i);
         s.P      = int32_t(prompts[i].size());
         s.R      = params.gen_length;
         s.tokens = prompts[i];

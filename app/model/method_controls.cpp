@@ -19,6 +19,8 @@ constexpr KnobControl kControls[] = {
     {"kp", "K_P", false},
     {"kr", "K_R", false},
     {"rho", "rho", false},
+    {"dkv_refresh", "refresh every", false},
+    {"dkv_window", "window", false},
 };
 // clang-format on
 

@@ -58,6 +58,9 @@ public:
     // [q.size(), n_embd]. Decides per layer which rows are recomputed; reports saliency through `report`.
     virtual Tensor run_layers(Forward& fwd, const StepInput& in, StepKind kind, const RowSet& q,
                               std::vector<LayerCache>& caches, const SaliencyReport& report) = 0;
+    // Whether the method decodes in the random unmasking order (engine/sampler.h random_order_next) whatever
+    // --random-order says, because its query rows are the positions that order unmasks next (dKV-Cache Greedy).
+    virtual bool random_order() const { return false; }
 
 protected:
     // Cosines of dense steps against the previous step's context, when the user asked for them (measure_cosine).
