@@ -1,14 +1,17 @@
 #!/usr/bin/python3
 """Runs the dKV-Cache authors' LLaDA decoders (horseee/dKV-Cache) on torch CPU, on a LLaDA-format checkpoint this
-engine also runs, and says whether they chose the same tokens as `dyllm generate --json` outputs of dkv-decode.
+engine also runs, and says whether they chose the same tokens as `dyllm generate --json` outputs of dkv-decode or
+dkv-greedy.
 
 The authors' code is not part of this repository: point --dkv at the root of a checkout of horseee/dKV-Cache (its
 `models/modeling_llada_dkv_cache_decode.py` and `generation_utils/llada_dkv_cache_decode.py` run unmodified). The
-stand-ins for the PyPI packages that code imports are tests/bench/official_llada.py's (loaded by path).
+stand-ins for the PyPI packages that code imports are tests/bench/official_llada.py's (loaded by path). The Greedy
+variant draws its unmasking order from torch.rand; to replay the engine's order (the seed's, engine/sampler.h
+random_order_next), that one call returns scores that sort into the order the --expect output's unmask_step shows.
 
 Usage (1 thread; Debian's torch imports only with /usr/bin/python3):
   /usr/bin/python3 tests/bench/official_dkv.py --dkv ~/dKV-Cache --model CKPT --prompt-ids "1,2,3" \
-      --gen 32 --steps 32 --block 8 --refresh 4 [--expect FILE]
+      --gen 32 --steps 32 --block 8 --refresh 4 [--variant greedy --window 2] [--expect FILE]
 Prints the generated ids as a JSON line; with --expect FILE (a `dyllm generate --json -m CKPT --method dkv-decode
 --dkv-refresh N` output on the same prompt ids) also whether they are the same and how many positions differ.
 """
@@ -36,6 +39,8 @@ def main():
     ap.add_argument("--steps", type=int, default=32)
     ap.add_argument("--block", type=int, default=8)
     ap.add_argument("--refresh", type=int, default=4, help="the authors' cache_reloading_step (--dkv-refresh)")
+    ap.add_argument("--variant", choices=["decode", "greedy"], default="decode")
+    ap.add_argument("--window", type=int, default=0, help="greedy: the authors' window_size (--dkv-window)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--expect", help="a `dyllm generate --json` output whose token ids the decode should match")
     args = ap.parse_args()
@@ -48,8 +53,14 @@ def main():
     official_llada.install_stand_ins()
     sys.path.insert(0, args.dkv)
     from models.configuration_llada import LLaDAConfig  # noqa: E402  (the authors' code, after the stand-ins)
-    from models.modeling_llada_dkv_cache_decode import LLaDAModelLM  # noqa: E402
-    decode = load(os.path.join(args.dkv, "generation_utils", "llada_dkv_cache_decode.py"), "dkv_decode")
+    if args.variant == "decode":
+        from models.modeling_llada_dkv_cache_decode import LLaDAModelLM  # noqa: E402
+    else:
+        from models.modeling_llada_dkv_cache_greedy import LLaDAModelLM  # noqa: E402
+        if not args.expect:
+            raise SystemExit("--variant greedy replays the engine's order: give --expect")
+    decode = load(os.path.join(args.dkv, "generation_utils", f"llada_dkv_cache_{args.variant}.py"),
+                  f"dkv_{args.variant}")
     train_model = load(here.parents[2] / "assets" / "train" / "model.py", "dyllm_train_model")
 
     with open(os.path.join(args.model, "config.json")) as f:
@@ -68,14 +79,31 @@ def main():
     ids = json.loads(args.prompt_ids) if args.prompt_ids.lstrip().startswith("[") else \
         [int(t) for t in args.prompt_ids.split(",")]
     prompt = torch.tensor([ids], dtype=torch.long)
-    x = decode.generate(model, None, prompt, steps=args.steps, gen_length=args.gen, block_length=args.block,
-                        temperature=0.0, remasking="low_confidence", mask_id=config.mask_token_id,
-                        enable_cache=True, cache_reloading_step=args.refresh)
-    out = x[0, len(ids):].tolist()
-    record = {"method": "dkv-decode", "refresh": args.refresh, "torch": torch.__version__, "token_ids": out}
+    engine = None
     if args.expect:
         with open(args.expect) as f:
-            theirs = json.load(f)["sequences"][0]["token_ids"]
+            engine = json.load(f)["sequences"][0]
+    if args.variant == "decode":
+        x = decode.generate(model, None, prompt, steps=args.steps, gen_length=args.gen, block_length=args.block,
+                            temperature=0.0, remasking="low_confidence", mask_id=config.mask_token_id,
+                            enable_cache=True, cache_reloading_step=args.refresh)
+    else:
+        # Earlier-unmasked positions score higher, so the authors' descending sort gives the engine's order.
+        scores = torch.zeros((1, len(ids) + args.gen))
+        for pos, step in enumerate(engine["unmask_step"]):
+            scores[0, len(ids) + pos] = 1.0 - step / (args.gen + 1.0)
+        rand = torch.rand
+        torch.rand = lambda *a, **k: scores.clone()
+        try:
+            x = decode.generate(model, None, prompt, steps=args.steps, gen_length=args.gen, block_length=args.block,
+                                temperature=0.0, remasking="random", mask_id=config.mask_token_id,
+                                enable_cache=True, cache_reloading_step=args.refresh, window_size=args.window)
+        finally:
+            torch.rand = rand
+    out = x[0, len(ids):].tolist()
+    record = {"method": f"dkv-{args.variant}", "refresh": args.refresh, "torch": torch.__version__, "token_ids": out}
+    if engine is not None:
+        theirs = engine["token_ids"]
         record["same_tokens_as_engine"] = theirs == out
         record["positions_differing"] = sum(a != b for a, b in zip(theirs, out)) + abs(len(theirs) - len(out))
     print(json.dumps(record), flush=True)
