@@ -1,10 +1,5 @@
-// dKV-Cache (arXiv 2505.15781), two variants. Decode: delayed K/V caching, a position's K/V computed once more at
-// the step after it is decoded (with its decoded token) and read from the cache from then on; the masked positions
-// and the previous step's decoded ones are recomputed every step; each block starts with two dense steps (the first
-// without a cache, the second filling it). Greedy: the block's positions are unmasked in a random order fixed in
-// advance (engine/sampler.h random_order_next), and a cached step recomputes only the positions it unmasks, the
-// previous step's and a window of masked neighbours; every other row, masked or not, is read from the cache. Both
-// refresh every row at every dkv_refresh-th step of a block.
+// dKV-Cache (arXiv 2505.15781): its Decode variant (delayed K/V caching) and its Greedy variant (a random unmasking
+// order fixed in advance, only the positions it unmasks recomputed), one method class.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -16,6 +11,16 @@ namespace dyllm {
 
 namespace {
 
+// Decode: a position's K/V is computed once more at the step after it is decoded (with its decoded token) and read
+// from the cache from then on; the masked positions and the previous step's decoded ones are recomputed every step;
+// each block starts with two dense steps (the first without a cache, the second filling it). Greedy: the block's
+// positions are unmasked in the seed's random order (engine/sampler.h random_order_next), and a cached step
+// recomputes only the positions it unmasks, the previous step's and a window of masked neighbours; every other row,
+// masked or not, is read from the cache. Both refresh every row at every dkv_refresh-th step of a block.
+// LLaDA decodes choose the authors' tokens (tests/bench/official_dkv.py compares). Dream differs from the authors'
+// Dream code, which refreshes on the run's global step without blocks and caches a row once its right neighbour is
+// decoded: here Dream keeps LLaDA's block-local schedule, and a row is cached once its own token is decoded and no
+// masked position reads its shifted logits.
 class DkvCacheMethod final : public DecodingMethod {
 public:
     DkvCacheMethod(const ModelConfig& cfg, const DiffusionParams& p, bool greedy)

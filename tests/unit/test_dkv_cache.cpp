@@ -1,7 +1,5 @@
-// dKV-Cache's Decode variant (engine/methods/dkv_cache.cpp): its block-local refresh schedule and query rows, its
-// decodes deterministic, and its delayed caching: after a cached step the layer-0 K/V cache equals a dense recompute
-// of the current canvas (every cached row's K/V was computed with its decoded token), the rows it did not query keep
-// their cached K/V, on tiny random checkpoints of both families (fp32, CPU backend).
+// dKV-Cache (engine/methods/dkv_cache.cpp) on tiny random checkpoints of both families: schedules, query rows,
+// determinism, the delayed cache against a dense recompute, and Greedy's replayable unmasking order.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
