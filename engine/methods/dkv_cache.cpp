@@ -23,8 +23,11 @@ namespace {
 // masked position reads its shifted logits.
 class DkvCacheMethod final : public DecodingMethod {
 public:
+    // want_ is sized here: the first cached step may come late in a run, which then allocates nothing.
     DkvCacheMethod(const ModelConfig& cfg, const DiffusionParams& p, bool greedy)
-        : DecodingMethod(cfg, p), greedy_(greedy) {}
+        : DecodingMethod(cfg, p), greedy_(greedy) {
+        want_.reserve(size_t(std::max(0, p.gen_length)) + 1);
+    }
 
     CacheNeeds caches() const override { return {.ctx = p_.measure_cosine}; }
     bool       random_order() const override { return greedy_; }
