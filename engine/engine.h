@@ -22,13 +22,18 @@ namespace dyllm {
 
 // Decoding methods, one file each under engine/methods/, registered in engine/methods/method_list.def.
 enum class Method : uint8_t {
-#define DYLLM_METHOD(id, name, factory) id,
+#define DYLLM_METHOD(id, name, factory, step_kinds, knobs) id,
 #include "engine/methods/method_list.def"
 #undef DYLLM_METHOD
 };
-const char*           method_name(Method m);                      // "original", "dyllm", "fast-prefix", ...
-std::optional<Method> parse_method(std::string_view s);           // nullopt for an unknown name
-std::string           method_names(std::string_view sep = ", ");  // every registered name, in registry order
+const char*             method_name(Method m);                      // "original", "dyllm", "fast-prefix", ...
+std::optional<Method>   parse_method(std::string_view s);           // nullopt for an unknown name
+std::string             method_names(std::string_view sep = ", ");  // every registered name, in registry order
+std::span<const Method> all_methods();                              // every registered method, in registry order
+// What a method's registry line declares: the step kinds it runs (StepKind::Count for a name step_kinds.def lacks)
+// and the param table keys of its own knobs (engine/params.cpp), in the order the line gives them.
+std::vector<StepKind>         method_step_kinds(Method m);
+std::vector<std::string_view> method_knobs(Method m);
 
 // The arithmetic of the weight products (--compute): Stored multiplies in the weights' stored type where the backend
 // has such a product (the CPU's bf16 GEMM for BF16 weights; quantized weights are decoded to fp32 either way); F32
@@ -36,7 +41,6 @@ std::string           method_names(std::string_view sep = ", ");  // every regis
 enum class ComputeMode : uint8_t { Stored, F32 };
 const char*                compute_mode_name(ComputeMode c);  // "stored", "f32"
 std::optional<ComputeMode> parse_compute_mode(std::string_view s);
-std::span<const Method>    all_methods();  // every registered method, in registry order
 
 // Every knob of a generation run. Validated by validate_params() before a run starts.
 struct DiffusionParams {
@@ -62,6 +66,11 @@ struct DiffusionParams {
     int   kp  = 50;     // dLLM-Cache prompt refresh interval K_P
     int   kr  = 7;      // dLLM-Cache response refresh interval K_R
     float rho = 0.25f;  // dLLM-Cache adaptive transfer ratio
+    // dKV-Cache: every row's K/V refreshed at every N-th step of a block (the authors' cache_reloading_step).
+    int dkv_refresh = 4;
+    int dkv_window  = 0;  // dKV-Cache Greedy: masked neighbours of each position to unmask recomputed with it
+    // Unmask each block in a random order drawn from the seed instead of by confidence (dKV-Cache Greedy always does).
+    bool random_order = false;
 
     bool measure_cosine = false;  // histograms for methods without saliency (costs an extra cosine per layer)
     bool measure_drift  = false;  // DyLLM: exact attention for the approximated rows, measured (engine/methods/drift.h)

@@ -295,8 +295,9 @@ void Forward::attention_approx_exact(int l, const TensorView& q, const RowSet& r
     scatter(l, o_e, exact, c_new);
 }
 
-void Forward::layer_dense(int l, Tensor& h, const BatchLayout& lay, const RowSet& q, LayerCache& c, bool store_ctx,
-                          bool store_ffn, SaliencyOutcome* measure, float tau) {
+void Forward::layer_dense(int l, Tensor& h, const BatchLayout& lay, const RowSet& q, LayerCache& c, StoreOutputs store,
+                          SaliencyOutcome* measure, float tau) {
+    const bool          store_ctx = store.ctx, store_ffn = store.ffn;
     const LayerWeights& L = w_.layers[size_t(l)];
     const int64_t       n = int64_t(q.size());
     LayerAccount&       A = acc_[size_t(l)];
@@ -365,6 +366,53 @@ double Forward::dense_flops(const BatchLayout& lay, int64_t n_logit_rows) const 
     for (int b = 0; b < lay.n_seq(); ++b) sq += double(lay.seq_len(b)) * double(lay.seq_len(b));
     const double per_layer = 2 * N * d * (qd + 2 * kvd) + 4 * sq * qd + 2 * N * qd * d + 6 * N * d * double(cfg_.n_ff);
     return per_layer * cfg_.n_layer + 2.0 * double(n_logit_rows) * d * double(cfg_.n_vocab);
+}
+
+Tensor Forward::norm_rows(int l, const Tensor& h, const TensorView& w, const std::vector<int32_t>& rows) {
+    Tensor g = alloc(int64_t(rows.size()), cfg_.n_embd);
+    gather(l, h, rows, g);
+    if (!rows.empty()) norm(l, g, w, g);
+    return g;
+}
+
+void Forward::recompute_attention(int l, const RowSet& rows, const Tensor& x, LayerCache& c, const BatchLayout& lay,
+                                  bool with_v) {
+    const int64_t n = int64_t(rows.size());
+    if (n == 0) return;
+    const LayerWeights& L = w_.layers[size_t(l)];
+    // One run of rows (a full refresh) goes straight into the caches' row ranges (rows_in_place).
+    const TensorView k_to = rows_in_place(c.k, rows), v_to = with_v ? rows_in_place(c.v, rows) : TensorView{};
+    const bool       kv_direct = !k_to.empty() && (!with_v || !v_to.empty());
+    Tensor           Q, K, V;
+    qkv(l, x, rows, &Q, &K, with_v ? &V : nullptr, kv_direct ? k_to : TensorView{}, kv_direct ? v_to : TensorView{});
+    if (!kv_direct) {
+        scatter(l, K, rows.rows, c.k);
+        if (with_v) scatter(l, V, rows.rows, c.v);
+    }
+    const TensorView a_to = rows_in_place(c.attn_out, rows);
+    Tensor           o    = alloc(n, cfg_.q_dim());
+    Tensor           a    = !a_to.empty() ? Tensor::borrowed(a_to) : alloc(n, cfg_.n_embd);
+    attention(l, Q, rows, c, lay, o);
+    matmul(l, OpClass::OProj, o, L.wo, TensorView{}, a);
+    if (a_to.empty()) scatter(l, a, rows.rows, c.attn_out);
+    LayerAccount& A = acc_[size_t(l)];
+    A.query_rows += int32_t(n);
+    A.attn_exact_rows += int32_t(n);
+}
+
+// One add_rows per run of consecutive rows (one run per sequence at most), the run's indices being the cache rows it
+// reads.
+void Forward::add_cached(int l, const Tensor& cache, const RowSet& rows, Tensor& h) {
+    const std::vector<int32_t>& r  = rows.rows;
+    const TensorView            hv = h.view();
+    DYLLM_ASSERT(hv.contiguous(), "add_cached: the hidden states must be one contiguous matrix");
+    for (size_t i = 0; i < r.size();) {
+        size_t j = i + 1;
+        while (j < r.size() && r[j] == r[j - 1] + 1) ++j;
+        const TensorView run = TensorView::matrix(hv.row<char>(r[i]), hv.dtype, hv.device, int64_t(j - i), hv.cols());
+        residual_add_rows(l, cache, std::span<const int32_t>(r.data() + i, j - i), run);
+        i = j;
+    }
 }
 
 }  // namespace dyllm

@@ -61,6 +61,12 @@ std::vector<int32_t> index_within(const RowSet& outer, const RowSet& inner);
 void                 response_rows(const BatchLayout& lay, bool with_last_prompt_row, RowSet& out);
 RowSet               response_rows(const BatchLayout& lay, bool with_last_prompt_row);
 
+// Which of a dense layer's outputs are also written into their layer caches (K and V always are).
+struct StoreOutputs {
+    bool ctx = false;  // the attention context before o_proj, into c.ctx
+    bool ffn = false;  // the FFN output before the residual add, into c.ffn
+};
+
 // Per-layer caches; a method allocates only what it uses (empty Tensors otherwise). All [N, width] in cache dtype.
 struct LayerCache {
     Tensor k;         // [N, kv_dim] keys after RoPE
@@ -103,10 +109,10 @@ public:
 
     // One exact layer over the query rows q (h: [q.size(), n_embd], updated in place). Fresh K/V of the q rows are
     // written into c.k / c.v (which hold every row of the batch), and q attends to all keys of its sequence.
-    // store_ctx / store_ffn also write the context (pre-o_proj) / FFN output rows into c.ctx / c.ffn.
+    // store: which of the context (pre-o_proj) and FFN output rows are also written into c.ctx / c.ffn.
     // measure: when non-null, the cosine between the new context and c.ctx (previous step) is measured per row.
-    void layer_dense(int l, Tensor& h, const BatchLayout& lay, const RowSet& q, LayerCache& c, bool store_ctx,
-                     bool store_ffn, SaliencyOutcome* measure = nullptr, float tau = 0.f);
+    void layer_dense(int l, Tensor& h, const BatchLayout& lay, const RowSet& q, LayerCache& c, StoreOutputs store = {},
+                     SaliencyOutcome* measure = nullptr, float tau = 0.f);
 
     // Final norm + LM head on rows idx of h (indices into h's rows): [idx.size(), n_vocab].
     Tensor logits(const Tensor& h, const std::vector<int32_t>& idx);
@@ -159,6 +165,17 @@ public:
                         const RowSet& salient, const BatchLayout& lay, const TensorView& c_old, const TensorView& c_new,
                         std::vector<int32_t>& fallback, const TensorView& k_old = {}, const TensorView& v_old = {});
     void cosine(int l, const TensorView& a, const TensorView& b, std::vector<float>& out);
+
+    // Composite steps the cached methods share (engine/methods/), made of the ops above and accounted through them.
+    // h's rows `rows` (indices into h), gathered and normed with w: [rows.size(), n_embd].
+    Tensor norm_rows(int l, const Tensor& h, const TensorView& w, const std::vector<int32_t>& rows);
+    // Recomputes Q/K/V, attention and o_proj for `rows` (x: their normed inputs): fresh K (and V when with_v; the
+    // cached V is read otherwise) written into c.k / c.v, the o_proj output into c.attn_out. Counted as query, exact
+    // attention rows in the layer's account (kv_rows is the caller's: it knows which of K and V it refreshed).
+    void recompute_attention(int l, const RowSet& rows, const Tensor& x, LayerCache& c, const BatchLayout& lay,
+                             bool with_v);
+    // h's rows `rows` (packed row indices, h holding every row of the batch) += the cache's same rows.
+    void add_cached(int l, const Tensor& cache, const RowSet& rows, Tensor& h);
     void gather(int l, const TensorView& src, const std::vector<int32_t>& idx, const TensorView& dst);
     void scatter(int l, const TensorView& src, const std::vector<int32_t>& idx, const TensorView& dst);
 

@@ -49,12 +49,18 @@ const ParamSpec kTable[] = {
      "its own row)", &P::dream_prompt_row},
     {"conf_threshold", "--threshold", "confidence-threshold parallel decoding (off by default)", &P::conf_threshold,
      -kInf, kInf, {}, "off"},
+    {"random_order", "--random-order", "unmask each block in a random order drawn from --seed (replayable; dKV-Cache "
+     "Greedy always does) instead of by confidence", &P::random_order},
     {"temperature", "--temp", "sampling temperature (0 = greedy)", &P::temperature, 0, kInf},
     {"seed", "-s,--seed", "random seed", &P::seed},
     {"ignore_eos", "--ignore-eos", "do not stop a sequence at EOS", &P::ignore_eos},
     {"kp", "--kp", "dLLM-Cache prompt refresh interval K_P", &P::kp, 1, kIntMax},
     {"kr", "--kr", "dLLM-Cache response refresh interval K_R", &P::kr, 1, kIntMax},
     {"rho", "--rho", "dLLM-Cache adaptive transfer ratio", &P::rho, 0, 1},
+    {"dkv_window", "--dkv-window", "dKV-Cache Greedy: masked neighbours (alternately left and right) of each position "
+     "to unmask that are recomputed with it (the authors' window_size)", &P::dkv_window, 0, kIntMax},
+    {"dkv_refresh", "--dkv-refresh", "dKV-Cache: every row's K/V is refreshed at every N-th step of a block (1: every "
+     "step, the original decode)", &P::dkv_refresh, 1, kIntMax},
     {"measure_cosine", "--measure-cosine", "cosine histograms for methods without saliency (an extra cosine per layer)",
      &P::measure_cosine},
     {"measure_drift", "--measure-drift", "dyllm: also compute exact attention for the rows the approximation serves "

@@ -62,7 +62,47 @@ bool finished_by_eos(std::span<const int32_t> response, std::span<const int32_t>
     return true;
 }
 
-Sampler::Sampler(const ModelConfig& cfg, const DiffusionParams& p) : cfg_(cfg), p_(p), rng_(p.seed) {}
+namespace {
+
+// splitmix64 (a fixed, portable mixer: std::shuffle's algorithm is the library's choice).
+uint64_t splitmix64(uint64_t& x) {
+    uint64_t z = (x += 0x9E3779B97F4A7C15ull);
+    z          = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z          = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+}  // namespace
+
+void random_block_order(uint64_t seed, int32_t seq_id, int32_t block, int32_t lo, int32_t hi,
+                        std::vector<int32_t>& out) {
+    out.clear();
+    for (int32_t p = lo; p < hi; ++p) out.push_back(p);
+    uint64_t state = seed ^ (uint64_t(uint32_t(seq_id)) << 32) ^ uint64_t(uint32_t(block)) ^ 0x6A09E667F3BCC908ull;
+    // Fisher-Yates, the index drawn by a multiply-shift of 32 random bits (unbiased enough for an order of <= 2^16
+    // positions; exactly reproducible, which is what matters here).
+    for (size_t i = out.size(); i > 1; --i) {
+        const uint64_t r = splitmix64(state) >> 32;
+        const size_t   j = size_t((r * uint64_t(i)) >> 32);
+        std::swap(out[i - 1], out[j]);
+    }
+}
+
+void random_order_next(uint64_t seed, int32_t seq_id, int32_t gen_length, int block_length, int32_t unmasked,
+                       std::span<const int32_t> masked, int n, std::vector<int32_t>& order, std::vector<int32_t>& out) {
+    out.clear();
+    const int32_t block = std::min(unmasked, gen_length - 1) / block_length;
+    const int32_t lo = block * block_length, hi = std::min(gen_length, lo + block_length);
+    random_block_order(seed, seq_id, block, lo, hi, order);
+    for (int32_t p : order) {
+        if (int(out.size()) >= n) break;
+        if (std::binary_search(masked.begin(), masked.end(), p)) out.push_back(p);
+    }
+    std::sort(out.begin(), out.end());
+}
+
+Sampler::Sampler(const ModelConfig& cfg, const DiffusionParams& p, bool random_order)
+    : cfg_(cfg), p_(p), rng_(p.seed), random_order_(random_order) {}
 
 void Sampler::plan(std::span<SequenceState* const> live, std::span<const int32_t> cu,
                    std::span<const int32_t> first_query, Plan& pl) const {
@@ -71,6 +111,11 @@ void Sampler::plan(std::span<SequenceState* const> live, std::span<const int32_t
     for (size_t b = 0; b < live.size(); ++b) {
         const SequenceState& s = *live[b];
         block_candidates(s.response(), cfg_.mask_id, p_.block_length, pl.cand[b]);
+        if (random_order_) {
+            const int n = !std::isnan(p_.conf_threshold) ? 1 : p_.gen_length / p_.steps;
+            random_order_next(p_.seed, s.id, s.R, p_.block_length, s.unmasked(), pl.cand[b], n, order_, next_);
+            pl.cand[b].assign(next_.begin(), next_.end());
+        }
         for (int32_t c : pl.cand[b]) {
             int32_t p_abs = s.P + c;
             if (cfg_.family == Family::Dream) p_abs = std::max(first_query[b], p_abs - 1);

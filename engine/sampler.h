@@ -16,6 +16,7 @@ namespace dyllm {
 
 // One sequence's decode state: prompt + response tokens and what each response position became when.
 struct SequenceState {
+    int32_t              id = 0;  // index of its prompt in the request (stable: the random unmasking order's key)
     int32_t              P = 0, R = 0;
     std::vector<int32_t> tokens;         // prompt + response
     std::vector<int32_t> unmask_step;    // [R], 0 = still masked
@@ -39,6 +40,17 @@ struct Candidate {
 void block_candidates(std::span<const int32_t> response, int32_t mask_id, int block_length, std::vector<int32_t>& out);
 std::vector<int32_t> block_candidates(std::span<const int32_t> response, int32_t mask_id, int block_length);
 
+// The random unmasking order (--random-order; dKV-Cache's Greedy variant): each block's positions in an order drawn
+// from (seed, sequence id, block) alone, the same on every platform, so a decode can be replayed. Writes the positions
+// [lo, hi) of block `block` in that order into `out`.
+void random_block_order(uint64_t seed, int32_t seq_id, int32_t block, int32_t lo, int32_t hi,
+                        std::vector<int32_t>& out);
+// The positions a step unmasks in that order: the first n of the current block's order (block = unmasked /
+// block_length) that are still masked (`masked`: ascending, at least the block's masked positions), ascending.
+// `order`: scratch for the block's order.
+void random_order_next(uint64_t seed, int32_t seq_id, int32_t gen_length, int block_length, int32_t unmasked,
+                       std::span<const int32_t> masked, int n, std::vector<int32_t>& order, std::vector<int32_t>& out);
+
 // Keeps candidate r (in order of score, higher first, then lower position: engine/README.md decision 4) when r <
 // n_transfer or score >= threshold, and only if its score > -inf. Default mode: n_transfer = n_u, threshold = +inf;
 // threshold mode: n_transfer = 1, threshold = the confidence threshold. Returns the kept ones in that order. The order
@@ -54,7 +66,9 @@ bool finished_by_eos(std::span<const int32_t> response, std::span<const int32_t>
 // The sampler of one run: which logits rows a step needs, and what it unmasks from them.
 class Sampler {
 public:
-    Sampler(const ModelConfig& cfg, const DiffusionParams& p);
+    // random_order: the candidates of a step are the next positions of the random unmasking order (random_order_next)
+    // instead of every masked position of the block.
+    Sampler(const ModelConfig& cfg, const DiffusionParams& p, bool random_order = false);
 
     // The candidates of each live sequence (response positions) and, for each, the packed row whose logits score it:
     // row P + c (LLaDA) or P + c - 1 (Dream's one-position shift), never before the sequence's first query row
@@ -85,14 +99,16 @@ private:
     void score(Backend& be, EventSink* sink, int32_t step, const Tensor& logits, std::span<int32_t> tok,
                std::span<float> score);
 
-    const ModelConfig&     cfg_;
-    const DiffusionParams  p_;
-    std::mt19937_64        rng_;
-    std::vector<int32_t>   tok_;  // per candidate: the chosen token and its score (kept between steps)
-    std::vector<float>     score_;
-    std::vector<Candidate> cands_;        // one sequence's candidates, then the kept ones
-    std::vector<float>     host_logits_;  // temperature sampling: the candidates' logits on the host
-    std::vector<double>    probs_;        // temperature sampling: one row's unnormalised probabilities
+    const ModelConfig&           cfg_;
+    const DiffusionParams        p_;
+    std::mt19937_64              rng_;
+    bool                         random_order_ = false;
+    mutable std::vector<int32_t> order_, next_;  // plan()'s random-order scratch, kept between steps
+    std::vector<int32_t>         tok_;           // per candidate: the chosen token and its score (kept between steps)
+    std::vector<float>           score_;
+    std::vector<Candidate>       cands_;        // one sequence's candidates, then the kept ones
+    std::vector<float>           host_logits_;  // temperature sampling: the candidates' logits on the host
+    std::vector<double>          probs_;        // temperature sampling: one row's unnormalised probabilities
 };
 
 }  // namespace dyllm

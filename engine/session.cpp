@@ -61,6 +61,7 @@ struct Session::Impl {
     // allocates nothing (tests/unit/test_step_allocations.cpp).
     std::vector<SequenceState*>            live_seqs;
     std::vector<SeqProgress>               progress;
+    std::vector<std::vector<int32_t>>      masked_pos;  // per live sequence: its masked response positions
     RowSet                                 q;
     std::vector<int32_t>                   first_query, row_to_q, logits_rows, keep_rows, new_live;
     Sampler::Plan                          plan;
@@ -311,8 +312,20 @@ struct Session::Impl {
         live_seqs.clear();
         progress.clear();
         for (int32_t i : live) live_seqs.push_back(&seqs[size_t(i)]);
-        for (const SequenceState* s : live_seqs)
-            progress.push_back(SeqProgress{s->P, s->R, s->unmasked(), s->last_unmasked});
+        if (masked_pos.size() < live_seqs.size()) masked_pos.resize(live_seqs.size());
+        for (size_t b = 0; b < live_seqs.size(); ++b) {
+            const SequenceState&  s = *live_seqs[b];
+            std::vector<int32_t>& m = masked_pos[b];
+            m.clear();
+            for (int32_t r = 0; r < s.R; ++r)
+                if (s.unmask_step[size_t(r)] == 0) m.push_back(r);
+            progress.push_back(SeqProgress{.id            = live[b],
+                                           .prompt_len    = s.P,
+                                           .gen_length    = s.R,
+                                           .unmasked      = s.unmasked(),
+                                           .last_unmasked = s.last_unmasked,
+                                           .masked        = m});
+        }
         step_tau = tau.load();
         const StepInput in{.step = step, .tau = step_tau, .lay = &lay, .seqs = progress, .observed = sink != nullptr};
         const StepKind  kind = method->step_kind(in);
@@ -414,7 +427,7 @@ void Session::start(const std::vector<std::vector<int32_t>>& prompts, const Diff
     I.tau.store(std::isnan(params.tau) ? default_tau(cfg.family) : params.tau);
     I.cancelled.store(false);
     I.method  = make_method(params.method, cfg, params);
-    I.sampler = std::make_unique<Sampler>(cfg, params);
+    I.sampler = std::make_unique<Sampler>(cfg, params, params.random_order || I.method->random_order());
     I.fwd_.reset();
     I.ws   = std::make_unique<Workspace>(I.be());
     I.fwd_ = std::make_unique<Forward>(cfg, I.model.weights(), I.be(), I.sink, I.ws.get());
@@ -422,6 +435,7 @@ void Session::start(const std::vector<std::vector<int32_t>>& prompts, const Diff
     I.live.clear();
     for (size_t i = 0; i < prompts.size(); ++i) {
         SequenceState s;
+        s.id     = int32_t(i);
         s.P      = int32_t(prompts[i].size());
         s.R      = params.gen_length;
         s.tokens = prompts[i];

@@ -13,38 +13,39 @@
 
 namespace dyllm {
 
-// What kind of forward pass a denoising step ran (engine/README.md §a.3, §d, §e).
+// What kind of forward pass a denoising step ran (engine/README.md §a.3, §d, §e): the list in
+// instrumentation/step_kinds.def, with each kind's trace name and whether it is dense.
 enum class StepKind : uint8_t {
-    Full,             // exact dense forward over every row (original; DyLLM's first T_full steps)
-    SparseFullQuery,  // DyLLM sparse step, every row a query (every fullq_every-th step)
-    SparseResponse,   // DyLLM sparse step, response rows only as queries
-    BlockRefresh,     // Fast-dLLM: full forward at a block start, refreshes the block cache
-    BlockCached,      // Fast-dLLM: step that reuses the block cache
-    CacheRefresh,     // dLLM-Cache: prompt and response refreshed
-    CachePartial,     // dLLM-Cache: one side (or only the adaptive update) recomputed
+#define DYLLM_STEP_KIND(id, name, dense) id,
+#include "instrumentation/step_kinds.def"
+#undef DYLLM_STEP_KIND
     Count
 };
 
 inline const char* step_kind_name(StepKind k) {
-    switch (k) {
-        case StepKind::Full:
-            return "full";
-        case StepKind::SparseFullQuery:
-            return "sparse-fullq";
-        case StepKind::SparseResponse:
-            return "sparse-response";
-        case StepKind::BlockRefresh:
-            return "block-refresh";
-        case StepKind::BlockCached:
-            return "block-cached";
-        case StepKind::CacheRefresh:
-            return "cache-refresh";
-        case StepKind::CachePartial:
-            return "cache-partial";
-        case StepKind::Count:
-            break;
-    }
-    return "?";
+    static constexpr const char* kNames[] = {
+#define DYLLM_STEP_KIND(id, name, dense) name,
+#include "instrumentation/step_kinds.def"
+#undef DYLLM_STEP_KIND
+    };
+    return size_t(k) < std::size(kNames) ? kNames[size_t(k)] : "?";
+}
+
+// Whether a step of kind k is a dense forward (every row's K/V and FFN computed afresh).
+inline bool is_dense_step(StepKind k) {
+    static constexpr bool kDense[] = {
+#define DYLLM_STEP_KIND(id, name, dense) dense,
+#include "instrumentation/step_kinds.def"
+#undef DYLLM_STEP_KIND
+    };
+    return size_t(k) < std::size(kDense) && kDense[size_t(k)];
+}
+
+// The kind named `name` in traces, or Count when no kind has that name.
+inline StepKind parse_step_kind(std::string_view name) {
+    for (int k = 0; k < int(StepKind::Count); ++k)
+        if (name == step_kind_name(StepKind(k))) return StepKind(k);
+    return StepKind::Count;
 }
 
 // Op classes the timers and the Time panel group by (the studio's Time panel stacks them per step).

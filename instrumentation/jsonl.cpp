@@ -204,9 +204,9 @@ public:
     }
     StepKind step_kind(const Json& j) const {
         const std::string s = string(j, "kind");
-        for (int k = 0; k < int(StepKind::Count); ++k)
-            if (s == step_kind_name(StepKind(k))) return StepKind(k);
-        fail("unknown step kind '" + s + "'");
+        const StepKind    k = parse_step_kind(s);
+        if (k == StepKind::Count) fail("unknown step kind '" + s + "'");
+        return k;
     }
     OpClass op_class(const Json& j) const {
         const std::string s = string(j, "op");

@@ -3,10 +3,6 @@
 
 namespace dyllm::app {
 
-bool is_dense_step(StepKind k) {
-    return k == StepKind::Full || k == StepKind::BlockRefresh || k == StepKind::CacheRefresh;
-}
-
 RooflineSplit split_steps(std::span<const StepRecord> steps) {
     RooflineSplit out;
     for (const StepRecord& r : steps) {

@@ -7,8 +7,8 @@
 
 namespace dyllm::app {
 
-// Full, BlockRefresh and CacheRefresh run every row through every layer; the other kinds reuse caches.
-bool is_dense_step(StepKind k);
+// Which steps are dense: is_dense_step (instrumentation/events.h, from instrumentation/step_kinds.def).
+using dyllm::is_dense_step;
 
 struct WorkTime {
     double flops = 0, seconds = 0;

@@ -75,7 +75,7 @@ struct UiParams {
     float           speed           = 0;     // steps per second limit; 0 = unlimited
     bool            measure_cosine  = true;  // histograms for methods without saliency
     bool            chat            = true;
-    DiffusionParams base;  // the settings without a control here (seed, temperature, kp, ...) from the flags
+    DiffusionParams base;  // the flags' settings; the knobs popup edits the methods' other knobs (kp, ...) here
 };
 
 // The bottom band's tabs (view_time.cpp). Compare widens the band over the plot bands; the others keep its size.

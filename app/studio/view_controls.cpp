@@ -3,12 +3,16 @@
 // is pending.
 #include <imgui.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string_view>
+#include <variant>
 
-#include "app/studio/plot.h"
+#include "app/model/method_controls.h"
 #include "app/model/tau_scale.h"
+#include "app/studio/plot.h"
+#include "engine/params.h"
 #include "app/studio/studio.h"
 
 namespace dyllm::app {
@@ -26,6 +30,53 @@ bool knob_int(const char* label, int* v, int lo, int hi, float width, const char
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip("%s%sdrag or double-click to edit; applies on restart", help ? help : "", help ? "\n" : "");
     if (changed) *v = *v < lo ? lo : *v > hi ? hi : *v;
+    return changed;
+}
+
+// One generic control for a param table row, editing p's member (ints and floats in the row's range).
+bool knob_from_table(const ParamSpec& spec, std::string_view label, DiffusionParams& p) {
+    char id[64];
+    std::snprintf(id, sizeof id, "%.*s##knob", int(label.size()), label.data());
+    bool changed = false;
+    if (const auto* mi = std::get_if<int DiffusionParams::*>(&spec.member)) {
+        ImGui::SetNextItemWidth(90);
+        int& v  = p.*(*mi);
+        changed = ImGui::DragInt(id, &v, 0.25f, int(spec.lo), int(std::min(spec.hi, 1e9)));
+        if (changed) v = int(std::clamp(double(v), spec.lo, spec.hi));
+    } else if (const auto* mf = std::get_if<float DiffusionParams::*>(&spec.member)) {
+        ImGui::SetNextItemWidth(90);
+        float& v = p.*(*mf);
+        changed  = ImGui::DragFloat(id, &v, 0.01f, float(spec.lo), float(spec.hi), "%.3f");
+        if (changed) v = float(std::clamp(double(v), spec.lo, spec.hi));
+    } else if (const auto* mb = std::get_if<bool DiffusionParams::*>(&spec.member)) {
+        changed = ImGui::Checkbox(id, &(p.*(*mb)));
+    }
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("%.*s (%.*s); applies on restart", int(spec.help.size()), spec.help.data(),
+                          int(spec.flag().size()), spec.flag().data());
+    return changed;
+}
+
+// The selected method's knobs without a dedicated control of the bar (app/model/method_controls.cpp), in a popup.
+bool method_knobs_popup(Method m, DiffusionParams& p) {
+    bool any = false;
+    for (std::string_view key : method_knobs(m)) {
+        const KnobControl* c = find_knob_control(key);
+        any                  = any || (c && !c->dedicated);
+    }
+    if (!any) return false;
+    ImGui::SameLine(0, 12);
+    if (ImGui::Button("knobs")) ImGui::OpenPopup("##method_knobs");
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s's other settings", method_name(m));
+    bool changed = false;
+    if (ImGui::BeginPopup("##method_knobs")) {
+        for (std::string_view key : method_knobs(m)) {
+            const KnobControl* c    = find_knob_control(key);
+            const ParamSpec*   spec = find_param(key);
+            if (c && !c->dedicated && spec) changed = knob_from_table(*spec, c->label, p) || changed;
+        }
+        ImGui::EndPopup();
+    }
     return changed;
 }
 
@@ -127,6 +178,7 @@ void draw_controls(Studio& s, const Rect& r) {
                 "columns (paper): the paper's text, normaliser frozen at the last exact attention.\n"
                 "exact (ablation): the paper's 'Salient' ablation, exact attention for every query.");
     }
+    if (method_knobs_popup(s.method_ui(), s.ui.base)) s.params_dirty = true;
     ImGui::SameLine(0, 12);
     if (ImGui::Checkbox("conf", &s.ui.use_threshold)) s.params_dirty = true;
     if (ImGui::IsItemHovered())

@@ -98,8 +98,9 @@ void draw_summary(Studio& s, const Rect& r) {
                                               : "run Compare for a baseline");
             details("Compare runs the original method on this prompt: the baseline of the speed-up");
         }
-        const int full = sum.steps_by_kind[size_t(StepKind::Full)] + sum.steps_by_kind[size_t(StepKind::BlockRefresh)] +
-                         sum.steps_by_kind[size_t(StepKind::CacheRefresh)];
+        int full = 0;
+        for (int k = 0; k < int(StepKind::Count); ++k)
+            if (is_dense_step(StepKind(k))) full += sum.steps_by_kind[size_t(k)];
         std::snprintf(tip, sizeof tip, "%d full, %d sparse/cached", full, sum.forward_passes - full);
         if (narrow)
             row("forward passes", "%d  (%d full)", sum.forward_passes, full);

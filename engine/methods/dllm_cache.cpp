@@ -86,45 +86,15 @@ private:
     // row (live, a superset of every row recomputed after layer 0): the other rows of h are left stale.
     void layer(Forward& fwd, int l, Tensor& h, const BatchLayout& lay, const RowSet& attn_rows, const RowSet& gen_rows,
                bool adaptive, const RowSet& live, LayerCache& c) {
-        const LayerWeights& L         = fwd.weights().layers[size_t(l)];
-        LayerAccount&       A         = fwd.account(l);
-        auto                norm_rows = [&](const TensorView& w, const std::vector<int32_t>& rows) {
-            Tensor g = fwd.alloc(int64_t(rows.size()), cfg_.n_embd);
-            fwd.gather(l, h, rows, g);
-            if (!rows.empty()) fwd.norm(l, g, w, g);
-            return g;
-        };
-        // Recompute Q/K/V, attention and o_proj for `rows` (x: their normed inputs; V kept unless with_v).
-        auto recompute_attention = [&](const RowSet& rows, const Tensor& x, bool with_v) {
-            const int64_t n = int64_t(rows.size());
-            if (n == 0) return;
-            // One run of rows (a full refresh) goes straight into the caches' row ranges (forward.h rows_in_place).
-            const TensorView k_to = rows_in_place(c.k, rows), v_to = with_v ? rows_in_place(c.v, rows) : TensorView{};
-            const bool       kv_direct = !k_to.empty() && (!with_v || !v_to.empty());
-            Tensor           Q, K, V;
-            fwd.qkv(l, x, rows, &Q, &K, with_v ? &V : nullptr, kv_direct ? k_to : TensorView{},
-                    kv_direct ? v_to : TensorView{});
-            if (!kv_direct) {
-                fwd.scatter(l, K, rows.rows, c.k);
-                if (with_v) fwd.scatter(l, V, rows.rows, c.v);
-            }
-            const TensorView a_to = rows_in_place(c.attn_out, rows);
-            Tensor           o    = fwd.alloc(n, cfg_.q_dim());
-            Tensor           a    = !a_to.empty() ? Tensor::borrowed(a_to) : fwd.alloc(n, cfg_.n_embd);
-            fwd.attention(l, Q, rows, c, lay, o);
-            fwd.matmul(l, OpClass::OProj, o, L.wo, TensorView{}, a);
-            if (a_to.empty()) fwd.scatter(l, a, rows.rows, c.attn_out);
-            A.query_rows += int32_t(n);
-            A.attn_exact_rows += int32_t(n);
-        };
-
-        recompute_attention(attn_rows, norm_rows(L.attn_norm, attn_rows.rows), true);
+        const LayerWeights& L = fwd.weights().layers[size_t(l)];
+        LayerAccount&       A = fwd.account(l);
+        fwd.recompute_attention(l, attn_rows, fwd.norm_rows(l, h, L.attn_norm, attn_rows.rows), c, lay, true);
         A.kv_rows += int32_t(attn_rows.size());
 
         RowSet& transfer = s_.transfer;  // adaptive update: the rho share of response rows whose V changed most
         transfer.clear();
         if (adaptive && p_.rho > 0.f && !gen_rows.empty()) {
-            Tensor xg = norm_rows(L.attn_norm, gen_rows.rows);
+            Tensor xg = fwd.norm_rows(l, h, L.attn_norm, gen_rows.rows);
             Tensor vg = fwd.alloc(int64_t(gen_rows.size()), cfg_.kv_dim());
             fwd.matmul(l, OpClass::Qkv, xg, L.wv, L.bv, vg);
             Tensor v_old = fwd.alloc(int64_t(gen_rows.size()), cfg_.kv_dim());
@@ -158,12 +128,12 @@ private:
                 transfer.push(gen_rows.rows[size_t(i)], gen_rows.seq[size_t(i)], gen_rows.pos[size_t(i)]);
             Tensor xt = fwd.alloc(int64_t(pick.size()), cfg_.n_embd);
             fwd.gather(l, xg, pick, xt);
-            recompute_attention(transfer, xt, false);
+            fwd.recompute_attention(l, transfer, xt, c, lay, false);
         }
 
         // The attention outputs added before the FFN reads its rows: every row where attn_rows were all of them (so are
         // the FFN's), else the live rows (which hold attn_rows and the transferred rows).
-        add_cached(fwd, l, c.attn_out, attn_rows.size() == s_.every.size() ? s_.every : live, h);
+        fwd.add_cached(l, c.attn_out, attn_rows.size() == s_.every.size() ? s_.every : live, h);
 
         // FFN for the recomputed rows; every other row reuses its cached FFN output.
         RowSet& ffn_rows = s_.ffn_rows;
@@ -180,29 +150,13 @@ private:
                 ffn_rows.push(row, b, row - lay.cu[size_t(b)]);
             }
         }
-        Tensor           x2     = norm_rows(L.ffn_norm, ffn_rows.rows);
+        Tensor           x2     = fwd.norm_rows(l, h, L.ffn_norm, ffn_rows.rows);
         const TensorView ffn_to = rows_in_place(c.ffn, ffn_rows);
         Tensor m = !ffn_to.empty() ? Tensor::borrowed(ffn_to) : fwd.alloc(int64_t(ffn_rows.size()), cfg_.n_embd);
         fwd.ffn(l, x2, m);
         if (ffn_to.empty()) fwd.scatter(l, m, ffn_rows.rows, c.ffn);
         A.ffn_rows += int32_t(ffn_rows.size());
-        add_cached(fwd, l, c.ffn, live, h);
-    }
-
-    // h's rows `rows` += the cache's same rows: one add_rows per run of consecutive rows (one run per sequence at
-    // most), the run's indices being the cache rows it reads.
-    static void add_cached(Forward& fwd, int l, const Tensor& cache, const RowSet& rows, Tensor& h) {
-        const std::vector<int32_t>& r  = rows.rows;
-        const TensorView            hv = h.view();
-        DYLLM_ASSERT(hv.contiguous(), "dLLM-Cache: the hidden states must be one contiguous matrix");
-        for (size_t i = 0; i < r.size();) {
-            size_t j = i + 1;
-            while (j < r.size() && r[j] == r[j - 1] + 1) ++j;
-            const TensorView run =
-                TensorView::matrix(hv.row<char>(r[i]), hv.dtype, hv.device, int64_t(j - i), hv.cols());
-            fwd.residual_add_rows(l, cache, std::span<const int32_t>(r.data() + i, j - i), run);
-            i = j;
-        }
+        fwd.add_cached(l, c.ffn, live, h);
     }
 };
 

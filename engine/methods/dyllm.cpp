@@ -210,7 +210,7 @@ public:
         if (kind == StepKind::Full) {
             // FULL steps fill the caches; their cosines come for free from the context cache when a sink listens.
             const bool measure = (p_.measure_cosine || in.observed) && in.step > 1;
-            return run_dense(fwd, in, q, caches, true, measure, report);
+            return run_dense(fwd, in, q, caches, {.store = {.ctx = true, .ffn = true}, .measure = measure}, report);
         }
         Tensor h = fwd.embed(lay, q);
         salient_seed(in, s_);

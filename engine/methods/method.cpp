@@ -8,13 +8,13 @@ void DecodingMethod::query_rows(const StepInput& in, StepKind, RowSet& out) cons
 }
 
 Tensor DecodingMethod::run_dense(Forward& fwd, const StepInput& in, const RowSet& q, std::vector<LayerCache>& caches,
-                                 bool store, bool measure, const SaliencyReport& report) const {
+                                 DenseOptions opt, const SaliencyReport& report) const {
     Tensor h = fwd.embed(*in.lay, q);
     for (int l = 0; l < cfg_.n_layer; ++l) {
         LayerCache&     c = caches[size_t(l)];
-        const bool      m = measure && c.ctx.view().data;
+        const bool      m = opt.measure && c.ctx.view().data;
         SaliencyOutcome o;
-        fwd.layer_dense(l, h, *in.lay, q, c, store, store, m ? &o : nullptr, in.tau);
+        fwd.layer_dense(l, h, *in.lay, q, c, opt.store, m ? &o : nullptr, in.tau);
         if (m) report(l, o);
     }
     return h;

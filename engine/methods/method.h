@@ -13,12 +13,16 @@
 
 namespace dyllm {
 
-// What a method sees of each live sequence (batch-local index b = position in the span).
+// What a method sees of each live sequence (batch-local index b = position in the span, which changes when finished
+// sequences are compacted away; `id` does not). Positions are response-relative (0 = the first response token, row
+// prompt_len + pos of the sequence).
 struct SeqProgress {
+    int32_t                  id         = 0;  // the sequence's index in the request, stable for the whole run
     int32_t                  prompt_len = 0;  // P
     int32_t                  gen_length = 0;  // R
     int32_t                  unmasked   = 0;  // response positions decoded so far
-    std::span<const int32_t> last_unmasked;   // positions decoded by the previous step, ascending
+    std::span<const int32_t> last_unmasked;   // response positions decoded by the previous step, ascending
+    std::span<const int32_t> masked;          // response positions still masked, ascending
 };
 
 // One step as the session hands it to the method.
@@ -54,14 +58,21 @@ public:
     // [q.size(), n_embd]. Decides per layer which rows are recomputed; reports saliency through `report`.
     virtual Tensor run_layers(Forward& fwd, const StepInput& in, StepKind kind, const RowSet& q,
                               std::vector<LayerCache>& caches, const SaliencyReport& report) = 0;
+    // Whether the method decodes in the random unmasking order (engine/sampler.h random_order_next) whatever
+    // --random-order says, because its query rows are the positions that order unmasks next (dKV-Cache Greedy).
+    virtual bool random_order() const { return false; }
 
 protected:
     // Cosines of dense steps against the previous step's context, when the user asked for them (measure_cosine).
     bool measuring(const StepInput& in) const { return p_.measure_cosine && in.step > 1; }
-    // A dense step over q; `store` also writes the context and FFN caches; measures cosines when `measure` and the
-    // context cache exists.
-    Tensor run_dense(Forward& fwd, const StepInput& in, const RowSet& q, std::vector<LayerCache>& caches, bool store,
-                     bool measure, const SaliencyReport& report) const;
+    // What a dense step over q writes besides K/V, and whether it measures cosines (when the context cache exists).
+    struct DenseOptions {
+        StoreOutputs store;
+        bool         measure = false;
+    };
+    // A dense step over q (every layer Forward::layer_dense).
+    Tensor run_dense(Forward& fwd, const StepInput& in, const RowSet& q, std::vector<LayerCache>& caches,
+                     DenseOptions opt, const SaliencyReport& report) const;
 
     const ModelConfig&    cfg_;
     const DiffusionParams p_;

@@ -14,7 +14,7 @@ public:
     StepKind   step_kind(const StepInput&) const override { return StepKind::Full; }
     Tensor     run_layers(Forward& fwd, const StepInput& in, StepKind, const RowSet& q, std::vector<LayerCache>& caches,
                           const SaliencyReport& report) override {
-        return run_dense(fwd, in, q, caches, false, measuring(in), report);
+        return run_dense(fwd, in, q, caches, {.measure = measuring(in)}, report);
     }
 };
 

@@ -236,22 +236,26 @@ void check_steady(Family family, std::span<const Variant> variants) {
 
 }  // namespace
 
+// Every registered method with its defaults, then DyLLM's stable-row updates and seeded sampling.
+std::vector<Variant> every_method_and(std::initializer_list<Variant> more) {
+    std::vector<Variant> out;
+    for (Method m : all_methods()) out.push_back({m, ""});
+    out.insert(out.end(), more);
+    return out;
+}
+
 TEST_CASE("a steady run of every method allocates nothing", "[engine][alloc]") {
-    const Variant variants[] = {{Method::Original, ""},
-                                {Method::DyLLM, ""},
-                                {Method::DyLLM, " --approx-columns", true, true},
-                                {Method::DyLLM, " --approx-incremental", true, false, true},
-                                {Method::DyLLM, " --no-approx", false},
-                                {Method::DyLLM, " --temperature 0.7", true, false, false, 0.7f},
-                                {Method::FastPrefix, ""},
-                                {Method::FastDual, ""},
-                                {Method::DllmCache, ""}};
+    const std::vector<Variant> variants =
+        every_method_and({{Method::DyLLM, " --approx-columns", true, true},
+                          {Method::DyLLM, " --approx-incremental", true, false, true},
+                          {Method::DyLLM, " --no-approx", false},
+                          {Method::DyLLM, " --temperature 0.7", true, false, false, 0.7f}});
     check_steady(Family::LLaDA, variants);
 }
 
 TEST_CASE("a steady Dream run allocates nothing", "[engine][alloc]") {
     // Dream's shifted logits (the response-only steps also query row P - 1) and its entropy scores.
-    const Variant variants[] = {
-        {Method::DyLLM, ""}, {Method::DyLLM, " --temperature 0.7", true, false, false, 0.7f}, {Method::FastDual, ""}};
+    const std::vector<Variant> variants =
+        every_method_and({{Method::DyLLM, " --temperature 0.7", true, false, false, 0.7f}});
     check_steady(Family::Dream, variants);
 }

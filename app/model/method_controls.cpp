@@ -1,0 +1,39 @@
+// The studio's controls of the methods' knobs (app/model/method_controls.h).
+#include "app/model/method_controls.h"
+
+namespace dyllm::app {
+
+namespace {
+
+// clang-format off
+constexpr KnobControl kControls[] = {
+    {"tau", "tau", true},                          // the tau slider
+    {"full_steps", "T_full", true},
+    {"approx", "update", true},                    // the stable-row update combo (StableUpdateUi)
+    {"approx_columns", "update", true},
+    {"approx_incremental", "update", true},
+    {"fullq_every", "full-query every", false},
+    {"exact_refresh", "exact refresh every", false},
+    {"dream_prompt_row", "Dream prompt row", false},
+    {"measure_drift", "measure drift", false},
+    {"kp", "K_P", false},
+    {"kr", "K_R", false},
+    {"rho", "rho", false},
+    {"dkv_refresh", "refresh every", false},
+    {"dkv_window", "window", false},
+};
+// clang-format on
+
+}  // namespace
+
+std::span<const KnobControl> knob_controls() {
+    return kControls;
+}
+
+const KnobControl* find_knob_control(std::string_view key) {
+    for (const KnobControl& c : kControls)
+        if (c.key == key) return &c;
+    return nullptr;
+}
+
+}  // namespace dyllm::app
