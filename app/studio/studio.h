@@ -160,11 +160,12 @@ struct Studio {
     StartRequest compare_second;
     RunRequest   compare_second_request;
     std::string  compare_labels[2];        // labels of the newest comparison's runs A and B
-    int          cmp_step    = -1;         // Compare's lock-step slider; -1 follows the newest step of the pair
-    bool         cmp_follow  = true;       // "follow newest" (moving the slider clears it)
-    bool         cmp_playing = false;      // Compare's replay plays the pair from step 0
-    double       cmp_play_t  = 0;          // now_s() of the last replay advance
-    float        tau_drag    = NAN;        // tau while a histogram line is being dragged
+    int          cmp_step     = -1;        // Compare's lock-step slider; -1 follows the newest step of the pair
+    bool         cmp_follow   = true;      // "follow newest" (moving the slider clears it)
+    bool         cmp_playing  = false;     // Compare's replay plays the pair from step 0
+    double       cmp_play_t   = 0;         // now_s() of the last replay advance
+    float        tau_drag     = NAN;       // tau while a histogram line is being dragged
+    bool         arrows_taken = false;     // a tau slider took the arrow keys this frame (the scrubber skips them)
     TauSweep     sweep;                    // Tune panel: original + dyllm at a few taus on the current prompt
     std::string  sweep_label;              // label of the sweep run in flight ("" when none)
     int          sweep_run       = -1;     // its index in the sweep (0: the original reference)

@@ -69,6 +69,7 @@ void set_ui_scale(Studio& s, float scale) {
 
 void draw_studio(Studio& s, float width, float height) {
     const ImGuiIO& io = ImGui::GetIO();
+    s.arrows_taken    = false;
     if (io.KeyCtrl) {  // GLFW key codes: the ImGui 1.86 GLFW backend indexes KeysDown by them
         if (ImGui::IsKeyPressed(GLFW_KEY_EQUAL) || ImGui::IsKeyPressed(GLFW_KEY_KP_ADD))
             set_ui_scale(s, s.ui_scale + 0.1f);

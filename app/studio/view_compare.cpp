@@ -12,6 +12,7 @@
 #include "app/model/run_compare.h"
 #include "app/studio/plot.h"
 #include "app/studio/studio.h"
+#include "app/studio/tau_field.h"
 
 namespace dyllm::app {
 
@@ -309,8 +310,11 @@ void draw_compare(Studio& s) {
         s.cmp_follow = true;
     }
     ImGui::SameLine();
-    ImGui::SetNextItemWidth(120);
-    ImGui::SliderFloat("tau B", &tau_b, 0.9f, 0.99999f, "%.5f");
+    ImGui::TextUnformatted("tau B");
+    ImGui::SameLine(0, 4);
+    std::string tau_error;
+    tau_field("tauB", &tau_b, 64, 90, &tau_error, &s.arrows_taken);
+    if (!tau_error.empty()) s.message = tau_error;
     ImGui::EndDisabled();
     if (s.cmp_follow) s.cmp_step = -1;
     if (s.compare_queued) {

@@ -10,6 +10,7 @@
 #include "app/studio/plot.h"
 #include "app/model/tau_scale.h"
 #include "app/studio/studio.h"
+#include "app/studio/tau_field.h"
 
 namespace dyllm::app {
 
@@ -73,21 +74,20 @@ void draw_controls(Studio& s, const Rect& r) {
     ImGui::SameLine(0, 16);
     ImGui::TextUnformatted("tau");
     ImGui::SameLine();
-    ImGui::SetNextItemWidth(170);
-    // On log(1 - tau) (app/model/tau_scale.h): 0.9, 0.99, 0.999 evenly apart. Range: 0.9 is already far below the
-    // paper's settings (0.98-0.9975); 0.99999 makes nearly every token salient.
-    float u = tau_to_slider(s.ui.tau);
-    char  shown[32];
-    std::snprintf(shown, sizeof shown, "%.5f", s.ui.tau);  // no '%' left: ImGui prints it as the label
-    if (ImGui::SliderFloat("##tau", &u, kTauSliderMin, kTauSliderMax, shown)) {
-        s.ui.tau     = slider_to_tau(u);
+    // Typed values go to tau itself; the slider beside it is on log(1 - tau) (app/model/tau_scale.h): 0.9, 0.99,
+    // 0.999 evenly apart. Range: 0.9 is already far below the paper's settings (0.98-0.9975); 0.99999 makes nearly
+    // every token salient.
+    std::string tau_error;
+    if (tau_field("tau", &s.ui.tau, 64, 110, &tau_error, &s.arrows_taken)) {
         s.ui.tau_set = true;
         s.worker.set_tau(s.ui.tau);  // live: applies from the next step
     }
+    if (!tau_error.empty()) s.message = tau_error;
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip(
             "cosine threshold: a token whose attention context moved (cos < tau) is salient and\n"
-            "recomputed. Live: applies from the next step. Drag the red line in a histogram too.");
+            "recomputed. Live: applies from the next step. Drag the red line in a histogram too.\n"
+            "Left/Right step tau exactly on this log axis (Shift: finer); type a value in the field.");
 
     ImGui::SameLine(0, 16);
     if (knob_int("T_full", &s.ui.full_steps, 1, 1024, 44,

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "app/model/tau_scale.h"
 #include "app/studio/plot.h"
 #include "app/studio/studio.h"
 
@@ -142,10 +143,10 @@ void draw_cosine(Studio& s, const Rect& r) {
         ImGui::TextDisabled("showing step %d (step %d is a %s step without a cosine test)", k, s.view_step,
                             h.step(s.view_step) ? step_kind_name(h.step(s.view_step)->kind) : "?");
     else if (std::fabs(h.step(k)->tau - tau) > 1e-7f)
-        ImGui::TextDisabled("step %d (%s) ran with tau %.5f; red line = new tau %.5f (from the next step)", k,
-                            step_kind_name(h.step(k)->kind), double(h.step(k)->tau), double(tau));
+        ImGui::TextDisabled("step %d (%s) ran with tau %s; red line = new tau %s (from the next step)", k,
+                            step_kind_name(h.step(k)->kind), tau_text(h.step(k)->tau).c_str(), tau_text(tau).c_str());
     else
-        ImGui::TextDisabled("step %d (%s)  tau %.5f", k, step_kind_name(h.step(k)->kind), double(tau));
+        ImGui::TextDisabled("step %d (%s)  tau %s", k, step_kind_name(h.step(k)->kind), tau_text(tau).c_str());
     // The axis note only where it fits (at 1280x720 it ran out of the panel); the tooltip of (?) says it too.
     const char* axis_note = "   x: 1-cos, 1e-7 (left) .. 1 (right); red = tau, drag it to set tau";
     ImGui::SameLine();

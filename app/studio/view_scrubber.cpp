@@ -42,13 +42,14 @@ void draw_scrubber(Studio& s, const Rect& r) {
         s.follow_live = false;
         ++s.view_step;
     }
-    // Keyboard: left/right scrub, space play/pause (when no text field has focus).
+    // Keyboard: left/right scrub (unless a tau slider under the mouse took them), space play/pause (when no text field
+    // has focus).
     if (!ImGui::GetIO().WantTextInput) {
-        if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow)) && s.view_step > 0) {
+        if (!s.arrows_taken && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow)) && s.view_step > 0) {
             s.follow_live = false;
             --s.view_step;
         }
-        if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow)) && s.view_step < n) {
+        if (!s.arrows_taken && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow)) && s.view_step < n) {
             s.follow_live = false;
             ++s.view_step;
         }

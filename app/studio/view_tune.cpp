@@ -10,6 +10,7 @@
 
 #include "app/model/axis_ticks.h"
 #include "app/model/pareto_front.h"
+#include "app/model/tau_scale.h"
 #include "app/studio/plot.h"
 #include "app/studio/studio.h"
 
@@ -84,7 +85,7 @@ void sweep_plot(Studio& s, const std::vector<SweepPoint>& pts, float w, float h)
         if (hovered->reference)
             ImGui::TextUnformatted("original (every step dense): the reference");
         else
-            ImGui::Text("dyllm tau %.5f", hovered->tau);
+            ImGui::Text("dyllm tau %s", tau_text(hovered->tau).c_str());
         ImGui::Text("FLOPs vs dense %.1f%%   tokens as original %.1f%%   %.1f tok/s", hovered->flops_fraction * 100,
                     hovered->agreement * 100, hovered->tokens_per_s);
         ImGui::Text("answer: %s%s", hovered->text.substr(0, 60).c_str(), hovered->same_answer ? "" : "  (changed)");

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <vector>
 
 #include "app/model/axis_ticks.h"
@@ -336,6 +337,56 @@ TEST_CASE("tau slider: log(1 - tau) puts 0.9, 0.99, 0.999 evenly apart", "[app][
     CHECK(tau_to_slider(1.0f) == kTauSliderMax);
     CHECK(tau_to_slider(NAN) == kTauSliderMax);
     CHECK(slider_to_tau(99.f) == Approx(0.99999f));
+}
+
+TEST_CASE("tau control: typed values are tau itself, shown so 0.9999 and 0.99999 read apart", "[app][profile]") {
+    float       tau = 0;
+    std::string err;
+    // The typed number is tau, never the slider's log position (typing 0.99 once gave tau 0.90).
+    REQUIRE(parse_tau("0.99", &tau, &err));
+    CHECK(tau == 0.99f);
+    REQUIRE(parse_tau(" 0.99999 ", &tau, &err));
+    CHECK(tau == 0.99999f);
+    // The whole parameter-table range, beyond the slider's [0.9, 0.99999].
+    REQUIRE(parse_tau("-1", &tau, &err));
+    CHECK(tau == -1.f);
+    REQUIRE(parse_tau("1.5", &tau, &err));
+    CHECK(tau == 1.5f);
+    tau = 0.5f;
+    CHECK_FALSE(parse_tau("2.5", &tau, &err));
+    CHECK(err.find("tau") == 0);
+    CHECK(err.find("[-1, 2]") != std::string::npos);
+    CHECK_FALSE(parse_tau("0.9x", &tau, &err));
+    CHECK_FALSE(parse_tau("", &tau, &err));
+    CHECK_FALSE(parse_tau("nan", &tau, &err));
+    CHECK(tau == 0.5f);  // a refused text leaves tau alone
+
+    CHECK(tau_text(0.99f) == "0.99");
+    CHECK(tau_text(0.9999f) == "0.9999");
+    CHECK(tau_text(0.99999f) == "0.99999");
+    CHECK(tau_text(0.9975f) == "0.9975");
+    CHECK(tau_text(1.f) == "1");
+    for (float t : {0.9f, 0.98f, 0.995f, 0.99991f, 0.123456789f, -1.f})
+        CHECK(std::strtof(tau_text(t).c_str(), nullptr) == t);  // the text gives the same float back
+}
+
+TEST_CASE("tau control: arrow-key steps land on exact values of the log axis", "[app][profile]") {
+    CHECK(tau_step(0.99f, +1) == 0.991f);
+    CHECK(tau_step(0.991f, -1) == 0.99f);
+    CHECK(tau_step(0.99f, -1) == 0.98f);
+    CHECK(tau_step(0.999f, +1) == 0.9991f);
+    CHECK(tau_step(0.995f, +1, true) == 0.9951f);
+    CHECK(tau_step(0.9975f, +1) == 0.998f);  // off the coarse grid: to the next grid value, not past it
+    CHECK(tau_step(0.9975f, -1) == 0.997f);
+    // 0.995 is five steps up from 0.99, exactly.
+    float t = 0.99f;
+    for (int i = 0; i < 5; ++i) t = tau_step(t, +1);
+    CHECK(t == 0.995f);
+    // The ends of the slider hold.
+    CHECK(tau_step(0.99999f, +1) == 0.99999f);
+    CHECK(tau_step(0.9f, -1) == 0.9f);
+    // Up then down is the identity along the whole grid.
+    for (float v : {0.9f, 0.95f, 0.99f, 0.996f, 0.9993f, 0.99995f}) CHECK(tau_step(tau_step(v, +1), -1) == v);
 }
 
 TEST_CASE("tau sweep: reference first, one run per tau, answers scored, Pareto front marked", "[app][profile]") {
