@@ -1,4 +1,4 @@
-// Summary panel: tokens/s, speed-up against an original run of the same prompt, rows recomputed (overall and per
+// Summary panel: tokens/s, speed-up against an original run of the same settings, rows recomputed (overall and per
 // layer), FLOPs done vs dense, forward passes by step kind, cache memory, decoded text and accuracy for task-suite
 // prompts.
 #include <imgui.h>
@@ -7,6 +7,7 @@
 #include <cstdarg>
 #include <cstdio>
 
+#include "app/model/baseline_match.h"
 #include "app/model/run_compare.h"
 #include "app/studio/plot.h"
 #include "app/studio/studio.h"
@@ -14,16 +15,6 @@
 namespace dyllm::app {
 
 namespace {
-
-// Newest finished "original" run of the same prompt and length (the baseline every speed-up is measured against).
-const RunEntry* find_baseline(const Studio& s, const RunEntry& run) {
-    for (size_t i = s.runs.size(); i-- > 0;) {
-        const RunEntry& e = s.runs[i];
-        if (&e == &run || !run_state_note(e.history).empty() || e.history.info().method != "original") continue;
-        if (e.request.prompt == run.request.prompt && e.history.gen_length() == run.history.gen_length()) return &e;
-    }
-    return nullptr;
-}
 
 void row(const char* label, const char* fmt, ...) IM_FMTARGS(2);
 void row(const char* label, const char* fmt, ...) {
@@ -65,7 +56,7 @@ void draw_summary(Studio& s, const Rect& r) {
     }
     // A narrow panel (1280x720) keeps one line per row: the details move to the row's tooltip.
     const bool narrow = r.w < 380.f * s.ui_scale;
-    char       tip[256];
+    char       tip[384];
     auto       details = [&](const char* t) {
         if (narrow && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", t);
     };
@@ -83,18 +74,28 @@ void draw_summary(Studio& s, const Rect& r) {
         const std::string note = run_state_note(h);
         if (h.finished() && h.run_end().cancelled) {
             row("speed-up", "%s", ("none: this run was " + note).c_str());  // a partial run's tok/s is no speed
-        } else if (const RunEntry* base = find_baseline(s, *run); base && h.info().method != "original") {
-            const RunSummary b = base->history.summary();
-            std::snprintf(tip, sizeof tip, "the newest original run of this prompt: %.1f tok/s", b.tokens_per_s);
-            row("speed-up", narrow ? "%.2fx vs original" : "%.2fx vs original (%.1f tok/s)",
-                b.tokens_per_s > 0 ? sum.tokens_per_s / b.tokens_per_s : 0.0, b.tokens_per_s);
-            details(tip);
+        } else if (h.info().method == "original") {
+            row("speed-up", "%s", "baseline run");
+        } else if (const RunEntry* base = find_baseline(s.runs, *run)) {
+            // Only against an original run of the same model, prompt, lengths, steps, block, backend and threads
+            // (app/model/baseline_match.h), and named, so a figure never borrows another model's baseline.
+            const RunSummary  b    = base->history.summary();
+            const std::string name = baseline_name(*base);
+            std::snprintf(tip, sizeof tip,
+                          "against %s: %.1f tok/s\nthe same model, prompt, lengths, steps, block and backend:\n%s",
+                          name.c_str(), b.tokens_per_s, base->history.info().backend.c_str());
+            const double x = b.tokens_per_s > 0 ? sum.tokens_per_s / b.tokens_per_s : 0.0;
+            if (narrow)
+                row("speed-up", "%.2fx vs #%llu", x, (unsigned long long)base->serial);
+            else
+                row("speed-up", "%.2fx vs %s (%.1f tok/s)", x, name.c_str(), b.tokens_per_s);
+            if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tip);
         } else {
-            row("speed-up", "%s",
-                h.info().method == "original" ? "baseline run"
-                : narrow                      ? "run Compare"
-                                              : "run Compare for a baseline");
-            details("Compare runs the original method on this prompt: the baseline of the speed-up");
+            row("speed-up", "%s", "no matching baseline (run Compare)");
+            if (ImGui::IsItemHovered())
+                ImGui::SetTooltip(
+                    "a speed-up needs a finished original run with the same model, prompt, lengths, steps,\n"
+                    "block, backend and threads; Compare runs one");
         }
         const int full = sum.steps_by_kind[size_t(StepKind::Full)] + sum.steps_by_kind[size_t(StepKind::BlockRefresh)] +
                          sum.steps_by_kind[size_t(StepKind::CacheRefresh)];

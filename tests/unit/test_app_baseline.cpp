@@ -1,0 +1,125 @@
+// Speed-up baselines (app/model/baseline_match.h): only a finished original run with the same model, prompt, lengths,
+// steps, block, backend and threads.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "app/model/baseline_match.h"
+#include "app/model/run_list.h"
+
+using namespace dyllm;
+using namespace dyllm::app;
+
+namespace {
+
+struct RunSpec {
+    std::string method = "original", model = "tiny-llada", backend = "cpu (2 threads, openblas)";
+    std::string prompt = "What is 2 + 3?", block = "32";
+    int         gen = 64, steps = 64, prompt_len = 20;
+    bool        finished = true, cancelled = false;
+};
+
+std::vector<EventRecord> events_of(const RunSpec& r, const std::string& label) {
+    RunBegin rb;
+    rb.label          = label;
+    rb.method         = r.method;
+    rb.model          = r.model;
+    rb.family         = "llada";
+    rb.backend        = r.backend;
+    rb.n_layer        = 2;
+    rb.n_seq          = 1;
+    rb.gen_length     = r.gen;
+    rb.steps          = r.steps;
+    rb.prompt_lengths = {r.prompt_len};
+    rb.env            = {{"model_dir", r.model}, {"block_length", r.block}, {"tau", "0.99"}};
+    std::vector<EventRecord> ev{rb};
+    if (r.finished) {
+        RunEnd re;
+        re.steps     = r.steps;
+        re.cancelled = r.cancelled;
+        ev.push_back(re);
+    }
+    return ev;
+}
+
+// Adds a run to the list as the studio does: request first, then the engine's events under the label.
+const RunEntry& add(RunList& list, const RunSpec& r) {
+    const std::string label = list.expect({"", r.prompt, ""});
+    for (const auto& e : events_of(r, label)) list.apply(e);
+    return *list.newest();
+}
+
+}  // namespace
+
+TEST_CASE("baseline: only an original run with every speed-relevant setting equal", "[app_model]") {
+    RunSpec dy;
+    dy.method = "dyllm";
+
+    SECTION("the matching original run is found and named") {
+        RunList         list;
+        const RunEntry& base = add(list, RunSpec{});
+        const RunEntry& run  = add(list, dy);
+        CHECK(baseline_mismatch(run, base).empty());
+        CHECK(find_baseline(list, run) == &base);
+        CHECK(baseline_name(base) == "#1 original, tiny-llada");
+        // A run is never its own baseline, and a dyllm run is no baseline.
+        CHECK(find_baseline(list, base) == nullptr);
+        CHECK(baseline_mismatch(base, run) == "method dyllm, not original");
+    }
+
+    SECTION("another model's original run is no baseline (tiny-dream against tiny-llada's)") {
+        RunList list;
+        add(list, RunSpec{});
+        RunSpec dream       = dy;
+        dream.model         = "tiny-dream";
+        const RunEntry& run = add(list, dream);
+        CHECK(find_baseline(list, run) == nullptr);
+        CHECK(baseline_mismatch(run, list[0]) == "model tiny-llada, not tiny-dream");
+    }
+
+    SECTION("each setting that changes tokens/s breaks the match") {
+        auto check_differs = [&](RunSpec other, const std::string& reason_start) {
+            RunList list;
+            add(list, RunSpec{});
+            other.method        = "dyllm";
+            const RunEntry& run = add(list, other);
+            CHECK(find_baseline(list, run) == nullptr);
+            CHECK(baseline_mismatch(run, list[0]).rfind(reason_start, 0) == 0);
+        };
+        RunSpec r;
+        r.backend = "cpu (1 thread, openblas)";
+        check_differs(r, "backend");
+        r        = RunSpec{};
+        r.prompt = "Another question";
+        check_differs(r, "another prompt");
+        r            = RunSpec{};
+        r.prompt_len = 31;  // the same message under the chat template
+        check_differs(r, "prompt tokens");
+        r     = RunSpec{};
+        r.gen = 128;
+        check_differs(r, "gen");
+        r       = RunSpec{};
+        r.steps = 32;
+        check_differs(r, "steps");
+        r       = RunSpec{};
+        r.block = "16";
+        check_differs(r, "block");
+    }
+
+    SECTION("unfinished or aborted original runs are no baseline; the newest match wins") {
+        RunList list;
+        RunSpec running;
+        running.finished = false;
+        add(list, running);
+        RunSpec aborted;
+        aborted.cancelled = true;
+        add(list, aborted);
+        const RunEntry& run = add(list, dy);
+        CHECK(find_baseline(list, run) == nullptr);
+        const RunEntry& b1 = add(list, RunSpec{});
+        const RunEntry& b2 = add(list, RunSpec{});
+        CHECK(find_baseline(list, list[2]) == &b2);
+        CHECK(&b1 != &b2);
+    }
+}
+
