@@ -19,7 +19,8 @@ int run_n_embd(const RunHistory& h) {
     }
 }
 
-std::vector<OpStat> op_stats(const RunHistory& h, int lo, int hi, bool by_layer, bool exclude_preempted) {
+std::vector<OpStat> op_stats(const RunHistory& h, int lo, int hi, bool by_layer, bool exclude_preempted,
+                             bool outside_ops) {
     const int n_embd = run_n_embd(h);
     lo               = std::max(lo, 1);
     hi               = std::min(hi, h.step_count());
@@ -58,6 +59,15 @@ std::vector<OpStat> op_stats(const RunHistory& h, int lo, int hi, bool by_layer,
             durs[key].push_back(t);
             all += t;
         }
+        if (outside_ops && sd->ended) {
+            const auto key = std::make_pair(int(OpName::Count), -1);
+            OpStat&    s   = acc[key];
+            s.name         = OpName::Count;
+            s.layer        = -1;
+            s.total_s += sd->outside_ops_seconds();
+            durs[key].push_back(sd->outside_ops_seconds());
+            all += sd->outside_ops_seconds();
+        }
     }
     std::vector<OpStat> out;
     for (auto& [key, s] : acc) {
@@ -71,7 +81,7 @@ std::vector<OpStat> op_stats(const RunHistory& h, int lo, int hi, bool by_layer,
             s.max_s    = d.back();
         }
         s.share = all > 0 ? s.total_s / all : 0.0;
-        s.label = op_name_text(s.name);
+        s.label = s.name == OpName::Count ? "outside ops" : op_name_text(s.name);
         if (s.layer >= 0) s.label += " L" + std::to_string(s.layer);
         out.push_back(std::move(s));
     }

@@ -18,7 +18,7 @@ struct OpStat {
     int         layer   = -2;  // -2: every layer; -1: outside the layers
     int         count   = 0;
     double      total_s = 0, mean_s = 0, median_s = 0, min_s = 0, max_s = 0;
-    double      share = 0;  // of the summed time of every op in the range, 0..1
+    double      share = 0;  // of the summed time of every op (and outside ops when asked for) in the range, 0..1
     double      flops = 0, bytes = 0;
     int64_t     m = 0, n = 0, k = 0;  // GEMM shape of the largest call (0: not a GEMM)
     double      cpu_s     = 0;        // summed thread CPU time of the samples that have one
@@ -32,7 +32,10 @@ struct OpStat {
 
 // Stats over steps [lo, hi] (clamped to the run), in op-name order (then layer). exclude_preempted: preempted samples
 // are left out of every time, count and rate (a group whose samples were all preempted keeps a row with count 0).
-std::vector<OpStat> op_stats(const RunHistory& h, int lo, int hi, bool by_layer, bool exclude_preempted = false);
+// outside_ops: a last row "outside ops" (name OpName::Count) with one sample per ended step, the step's wall time
+// the ops do not cover (StepData::outside_ops_seconds); the shares are then of the wall time.
+std::vector<OpStat> op_stats(const RunHistory& h, int lo, int hi, bool by_layer, bool exclude_preempted = false,
+                             bool outside_ops = false);
 
 enum class StatColumn : uint8_t {
     Label,

@@ -119,8 +119,8 @@ void op_times_tab(const RunHistory& A, const RunHistory& B) {
         return;
     }
     ImGui::TextDisabled(
-        "time per op class; per step: median [p10-p90] ms over the steps where the class ran. "
-        "B/A below 1: B is faster");
+        "time per op class, outside ops (wall minus ops) and step wall (what tok/s uses); per step: median "
+        "[p10-p90] ms over the steps where it ran. B/A below 1: B is faster");
     const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollY |
                                   ImGuiTableFlags_SizingStretchProp;
     if (!ImGui::BeginTable("##opdiff", 7, flags, ImVec2(0, ImGui::GetContentRegionAvail().y))) return;
@@ -134,11 +134,12 @@ void op_times_tab(const RunHistory& A, const RunHistory& B) {
     ImGui::TableSetupColumn("median B/A", 0, 0.8f);
     ImGui::TableHeadersRow();
     for (const OpClassDiff& d : rows) {
-        const bool all = d.op == OpClass::Count;
         ImGui::TableNextRow();
         ImGui::TableNextColumn();
-        if (all)
-            ImGui::TextUnformatted("all ops");
+        if (d.row == DiffRow::OutsideOps)
+            ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(kColOutsideOps), "%s", diff_row_name(d.row));
+        else if (d.row != DiffRow::Class)
+            ImGui::TextUnformatted(diff_row_name(d.row));
         else
             ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(op_class_color(int(d.op))), "%s", op_class_name(d.op));
         ImGui::TableNextColumn();
@@ -187,6 +188,7 @@ void summary_tab(const RunCompare& c, const RunHistory& A, const RunHistory& B) 
     std::snprintf(a, sizeof a, "%.1f", c.a.tokens_per_s);
     std::snprintf(b, sizeof b, "%.1f", c.b.tokens_per_s);
     line("engine tok/s", a, b);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", kTokensPerSecondDefinition);
     // The speed-up only between two complete runs; otherwise greyed, with the reason.
     ImGui::TableNextRow();
     ImGui::TableNextColumn();
@@ -200,6 +202,9 @@ void summary_tab(const RunCompare& c, const RunHistory& A, const RunHistory& B) 
     else
         ImGui::TextDisabled("%s", c.speedup_note.empty() ? "-" : c.speedup_note.c_str());
     line("denoise time", fmt_ms(c.a.denoise_seconds), fmt_ms(c.b.denoise_seconds));
+    line("  outside ops", fmt_ms(c.a.outside_ops_seconds), fmt_ms(c.b.outside_ops_seconds));
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("of the denoise time, the part no timed op covers (scheduler, waits, hand-offs)");
     std::snprintf(a, sizeof a, "%.1f%%", 100.0 * c.a.recompute_fraction);
     std::snprintf(b, sizeof b, "%.1f%%", 100.0 * c.b.recompute_fraction);
     line("rows recomputed", a, b);

@@ -202,8 +202,9 @@ void draw_controls(Studio& s, const Rect& r) {
     ImGui::SameLine(std::max(after, r.w - tw - 14));
     ImGui::TextUnformatted(right);
     if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("backend: %s%s%s", s.status.backend.empty() ? "-" : s.status.backend.c_str(),
-                          s.status.backend_note.empty() ? "" : "\n", s.status.backend_note.c_str());
+        ImGui::SetTooltip("backend: %s%s%s\n%s", s.status.backend.empty() ? "-" : s.status.backend.c_str(),
+                          s.status.backend_note.empty() ? "" : "\n", s.status.backend_note.c_str(),
+                          kTokensPerSecondDefinition);
 
     // ---- message bar ----
     if (!s.message.empty()) {

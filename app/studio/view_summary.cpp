@@ -64,13 +64,19 @@ void draw_summary(Studio& s, const Rect& r) {
         // Labels at their full width (they were cut at 1280x720); values take the rest and wrap.
         ImGui::TableSetupColumn("k", ImGuiTableColumnFlags_WidthFixed, ImGui::CalcTextSize("rows recomputed").x + 4);
         ImGui::TableSetupColumn("v", ImGuiTableColumnFlags_WidthStretch);
-        std::snprintf(tip, sizeof tip, "%d tokens in %s of denoising steps", int(sum.tokens_committed),
-                      fmt_ms(sum.denoise_seconds).c_str());
-        if (narrow)
+        std::snprintf(tip, sizeof tip, "%d tokens in %s of denoising steps, %s of it outside ops",
+                      int(sum.tokens_committed), fmt_ms(sum.denoise_seconds).c_str(),
+                      fmt_ms(sum.outside_ops_seconds).c_str());
+        // Before the first step ends there is nothing to rate: a placeholder, not "0.0" or "100% of dense (0 / 0)".
+        const bool no_step = sum.steps == 0;
+        if (no_step)
+            row("engine tok/s", "%s", "- (no step yet)");
+        else if (narrow)
             row("engine tok/s", "%.1f", sum.tokens_per_s);
         else
             row("engine tok/s", "%.1f  (%s)", sum.tokens_per_s, tip);
-        details(tip);
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("%s%s%s", narrow ? tip : "", narrow ? "\n" : "", kTokensPerSecondDefinition);
         const std::string note = run_state_note(h);
         if (h.finished() && h.run_end().cancelled) {
             row("speed-up", "%s", ("none: this run was " + note).c_str());  // a partial run's tok/s is no speed

@@ -18,6 +18,7 @@
 #include "app/model/op_names.h"
 #include "app/model/op_preempt.h"
 #include "app/model/op_stats.h"
+#include "app/model/step_gaps.h"
 #include "app/model/step_rates.h"
 #include "app/studio/plot.h"
 #include "app/studio/studio.h"
@@ -81,9 +82,9 @@ void stacked_bars(Studio& s, const RunHistory& h, float w, float hgt) {
     double maxt = 1e-9, mint = 1e30;
     for (int j = 1; j <= ns; ++j) {
         const StepData* sd = h.step(j);
-        const double    op = std::accumulate(sd->op_seconds.begin(), sd->op_seconds.end(), 0.0);
-        maxt               = std::max({maxt, op, sd->wall_seconds()});
-        if (op > 0) mint = std::min(mint, op);
+        const double    t  = sd->ops_seconds() + sd->outside_ops_seconds();
+        maxt               = std::max(maxt, t);
+        if (t > 0) mint = std::min(mint, t);
     }
     const double max_ms = maxt * 1e3;
     // Log axis from the decade at or below half the smallest bar (so every bar shows) to the largest.
@@ -111,8 +112,9 @@ void stacked_bars(Studio& s, const RunHistory& h, float w, float hgt) {
     }
     const float bw = a.w() / ns;
     for (int j = 1; j <= ns; ++j) {
-        const StepData* sd    = h.step(j);
-        const double    total = std::accumulate(sd->op_seconds.begin(), sd->op_seconds.end(), 0.0) * 1e3;
+        const StepData* sd      = h.step(j);
+        const double    outside = sd->outside_ops_seconds() * 1e3;
+        const double    total   = sd->ops_seconds() * 1e3 + outside;  // the wall time once the step ended
         if (total <= 0) continue;
         const float x0 = a.p0.x + (j - 1) * bw, x1 = x0 + std::max(bw - (bw > 3 ? 1.f : 0.f), 1.f);
         const float y_top = y_of_ms(total), bar_h = a.p1.y - y_top;
@@ -123,10 +125,8 @@ void stacked_bars(Studio& s, const RunHistory& h, float w, float hgt) {
             dl->AddRectFilled(ImVec2(x0, y - seg), ImVec2(x1, y), op_class_color(int(c)));
             y -= seg;
         }
-        if (sd->ended) {  // wall time tick: the part not covered by timed ops is host overhead
-            const float yw = y_of_ms(sd->wall_seconds() * 1e3);
-            dl->AddLine(ImVec2(x0, yw), ImVec2(x1, yw), IM_COL32(255, 255, 255, 160));
-        }
+        if (outside > 0)  // on top: the step's wall time no op covers (scheduler, waits, hand-offs)
+            dl->AddRectFilled(ImVec2(x0, y_top), ImVec2(x1, y), kColOutsideOps);
     }
     if (s.view_step >= 1) {
         const float xs = a.p0.x + (s.view_step - 0.5f) * bw;
@@ -149,6 +149,13 @@ void stacked_bars(Studio& s, const RunHistory& h, float w, float hgt) {
                 ImGui::SameLine();
                 ImGui::Text("%-14s %s", op_class_name(OpClass(c)), fmt_ms(sd->op_seconds[c]).c_str());
             }
+        if (sd->ended) {
+            ImGui::ColorButton("##c", ImGui::ColorConvertU32ToFloat4(kColOutsideOps), ImGuiColorEditFlags_NoTooltip,
+                               ImVec2(10, 10));
+            ImGui::SameLine();
+            ImGui::Text("%-14s %s (wall minus ops: scheduler, waits, hand-offs)", "outside ops",
+                        fmt_ms(sd->outside_ops_seconds()).c_str());
+        }
         ImGui::TextDisabled("click: show this step everywhere");
         ImGui::EndTooltip();
         if (a.clicked) {
@@ -185,23 +192,26 @@ void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
         NamedOp         name;
         int64_t         x0;  // ns from the start of the laid-out range
     };
+    struct Gap {
+        int64_t x0, dur;  // ns from the start of the laid-out range
+    };
     std::vector<Placed>                  placed;
+    std::vector<Gap>                     gaps;    // outside ops: no op running inside the step's wall time
     std::vector<std::pair<int64_t, int>> bounds;  // (ns, step) where each step starts
     int64_t                              offset = 0;
     const int                            n_embd = run_n_embd(h);
     for (int k = lo; k <= hi; ++k) {
         const StepData* sd = h.step(k);
         if (!sd || sd->ops.empty()) continue;
-        int64_t t0 = sd->ops.front().t_begin_ns, t1 = t0;
-        for (const auto& o : sd->ops) {
-            t0 = std::min(t0, o.t_begin_ns);
-            t1 = std::max(t1, o.t_begin_ns + o.dur_ns);
-        }
+        // Each step over its whole wall time, so the stretches no op covers show as gaps.
+        const StepGaps g  = step_gaps(*sd);
+        const int64_t  t0 = g.span.t0;
         bounds.emplace_back(offset, k);
         const auto names = name_ops(sd->ops, n_embd);
         for (size_t i = 0; i < sd->ops.size(); ++i)
             placed.push_back({&sd->ops[i], names[i], offset + sd->ops[i].t_begin_ns - t0});
-        offset += std::max<int64_t>(t1 - t0, 1);
+        for (const TimeSpan& gp : g.gaps) gaps.push_back({offset + gp.t0 - t0, gp.dur()});
+        offset += std::max<int64_t>(g.span.dur(), 1);
     }
     if (placed.empty()) {
         empty_note(a, h.step(s.view_step) ? "no op timings for this step" : "no step selected");
@@ -236,6 +246,15 @@ void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
         dl->AddText(ImVec2(x + 2, a.p0.y + 1), IM_COL32(170, 170, 170, 255), (tick_label(t) + " ms").c_str());
     }
     dl->AddLine(ImVec2(a.p0.x, y_top), ImVec2(a.p1.x, y_top), kColAxis);
+    // Gaps: a faint band over every lane and the outside-ops grey in the top lane.
+    const Gap* hovered_gap = nullptr;
+    for (const Gap& gp : gaps) {
+        const float x0 = x_of(double(gp.x0)), x1 = std::max(x_of(double(gp.x0 + gp.dur)), x0 + 1.f);
+        if (x1 < a.p0.x || x0 > a.p1.x) continue;
+        dl->AddRectFilled(ImVec2(x0, y_top), ImVec2(x1, a.p1.y), (kColOutsideOps & 0x00FFFFFFu) | (40u << 24));
+        dl->AddRectFilled(ImVec2(x0, y_top + 1), ImVec2(x1, y_top + lane_h - 1), kColOutsideOps);
+        if (a.hovered && a.mouse.x >= x0 && a.mouse.x < x1 && a.mouse.y >= y_top) hovered_gap = &gp;
+    }
     const Placed* hovered = nullptr;
     for (const auto& p : placed) {
         const OpTiming& o    = *p.op;
@@ -278,10 +297,11 @@ void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
     dl->AddRect(a.p0, a.p1, kColAxis);
     char lbl[256];
     if (lo == hi && h.step(hi))
-        std::snprintf(lbl, sizeof lbl, "step %d: %s of ops; %s", hi, fmt_ms(span * 1e-9).c_str(),
+        std::snprintf(lbl, sizeof lbl, "step %d: %s wall, %s outside ops; %s", hi, fmt_ms(span * 1e-9).c_str(),
+                      fmt_ms(h.step(hi)->outside_ops_seconds()).c_str(),
                       step_rates_text(*h.step(hi), n_embd, true).c_str());
     else
-        std::snprintf(lbl, sizeof lbl, "steps %d-%d back to back (idle gaps left out): %s of ops", lo, hi,
+        std::snprintf(lbl, sizeof lbl, "steps %d-%d back to back (the wait between steps left out): %s wall", lo, hi,
                       fmt_ms(span * 1e-9).c_str());
     // The header line under the plot, clipped to it (the top-ops column starts right of it).
     dl->PushClipRect(ImVec2(a.p0.x, a.p1.y), ImVec2(a.p1.x, a.p1.y + ImGui::GetTextLineHeight() + 2), true);
@@ -304,9 +324,14 @@ void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
         else
             ImGui::TextDisabled("%s", op_cpu_state_text(st));
         ImGui::EndTooltip();
+    } else if (hovered_gap) {
+        ImGui::SetTooltip(
+            "outside ops: %s with no timed op running\n(the scheduler, sampling bookkeeping, waits for the\n"
+            "thread pool, hand-offs to the event queue)",
+            fmt_ms(double(hovered_gap->dur) * 1e-9).c_str());
     } else if (a.hovered) {
         ImGui::SetTooltip(
-            "lanes: top = outside the layers, then L0..L%d; red corner: preempted op\n"
+            "lanes: top = outside the layers (grey: outside ops), then L0..L%d; red corner: preempted op\n"
             "wheel: zoom, drag: pan, double-click: reset",
             nl - 1);
     }
@@ -328,9 +353,10 @@ void op_stats_table(Studio& s, const RunHistory& h) {
             "leave out samples of ops that ran on one thread but whose wall time exceeds that thread's\n"
             "CPU time by > 1.5x + 0.2 ms (preempted, or waiting on a page fault); 'pre' counts them");
     ImGui::SameLine();
-    ImGui::TextDisabled("GFLOP/s, GB/s: engine FLOPs and bytes over summed time (attention records no bytes)");
+    ImGui::TextDisabled(
+        "share: of the step wall time (ops + outside ops); GFLOP/s, GB/s: engine FLOPs and bytes over summed time");
     const int           lo = s.stats_whole_run ? 1 : s.view_step, hi = s.stats_whole_run ? h.step_count() : s.view_step;
-    std::vector<OpStat> stats        = op_stats(h, lo, hi, s.stats_by_layer, s.stats_exclude_preempted);
+    std::vector<OpStat> stats        = op_stats(h, lo, hi, s.stats_by_layer, s.stats_exclude_preempted, true);
     constexpr ImGuiTableFlags kFlags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollY |
                                        ImGuiTableFlags_Sortable | ImGuiTableFlags_SizingStretchProp |
                                        ImGuiTableFlags_Resizable;
@@ -359,8 +385,11 @@ void op_stats_table(Studio& s, const RunHistory& h) {
         if (!stat_matches(st, s.op_filter)) continue;
         ImGui::TableNextRow();
         ImGui::TableNextColumn();
-        ImGui::ColorButton("##c", ImGui::ColorConvertU32ToFloat4(op_class_color(int(op_name_class(st.name)))),
-                           ImGuiColorEditFlags_NoTooltip, ImVec2(10, 10));
+        const bool outside = st.name == OpName::Count;  // the row of the time outside every op
+        ImGui::ColorButton(
+            "##c",
+            ImGui::ColorConvertU32ToFloat4(outside ? kColOutsideOps : op_class_color(int(op_name_class(st.name)))),
+            ImGuiColorEditFlags_NoTooltip, ImVec2(10, 10));
         ImGui::SameLine();
         ImGui::TextUnformatted(st.label.c_str());
         ImGui::TableNextColumn();
@@ -404,9 +433,11 @@ void top_ops(Studio& s, const RunHistory& h) {
     std::array<size_t, kOpClasses> order;
     std::iota(order.begin(), order.end(), size_t(0));
     std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return sum.op_seconds[x] > sum.op_seconds[y]; });
-    const double run_total  = std::accumulate(sum.op_seconds.begin(), sum.op_seconds.end(), 0.0);
-    const double step_total = sd ? std::accumulate(sd->op_seconds.begin(), sd->op_seconds.end(), 0.0) : 0.0;
-    const float  table_h    = ImGui::GetContentRegionAvail().y - ImGui::GetTextLineHeightWithSpacing() * 1.3f;
+    // Shares of the run's step wall time (ops + outside ops), the time tokens/s is measured on.
+    const double run_total = sum.denoise_seconds > 0
+                                 ? sum.denoise_seconds
+                                 : std::accumulate(sum.op_seconds.begin(), sum.op_seconds.end(), 0.0);
+    const float  table_h   = ImGui::GetContentRegionAvail().y - ImGui::GetTextLineHeightWithSpacing() * 1.3f;
     if (ImGui::BeginTable("##topops", 5,
                           ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollY |
                               ImGuiTableFlags_SizingStretchProp,
@@ -418,6 +449,8 @@ void top_ops(Studio& s, const RunHistory& h) {
         ImGui::TableSetupColumn("run ms", 0, 1.f);
         ImGui::TableSetupColumn("run %", 0, 0.8f);
         ImGui::TableHeadersRow();
+        if (ImGui::TableGetColumnFlags(4) & ImGuiTableColumnFlags_IsHovered)
+            ImGui::SetTooltip("share of the run's step wall time (ops + outside ops)");
         for (size_t c : order) {
             if (sum.op_seconds[c] <= 0) continue;
             ImGui::TableNextRow();
@@ -435,9 +468,27 @@ void top_ops(Studio& s, const RunHistory& h) {
             ImGui::TableNextColumn();
             ImGui::Text("%.1f", run_total > 0 ? 100.0 * sum.op_seconds[c] / run_total : 0.0);
         }
+        if (sum.outside_ops_seconds > 0) {
+            ImGui::TableNextRow();
+            ImGui::TableNextColumn();
+            ImGui::ColorButton("##c", ImGui::ColorConvertU32ToFloat4(kColOutsideOps), ImGuiColorEditFlags_NoTooltip,
+                               ImVec2(10, 10));
+            ImGui::SameLine();
+            ImGui::TextUnformatted("outside ops");
+            if (ImGui::IsItemHovered())
+                ImGui::SetTooltip(
+                    "step wall time no timed op covers: the scheduler, sampling bookkeeping,\n"
+                    "waits for the thread pool, hand-offs to the event queue");
+            ImGui::TableNextColumn();
+            if (sd) ImGui::Text("%.3f", sd->outside_ops_seconds() * 1e3);
+            ImGui::TableNextColumn();
+            ImGui::TableNextColumn();
+            ImGui::Text("%.1f", sum.outside_ops_seconds * 1e3);
+            ImGui::TableNextColumn();
+            ImGui::Text("%.1f", run_total > 0 ? 100.0 * sum.outside_ops_seconds / run_total : 0.0);
+        }
         ImGui::EndTable();
     }
-    (void)step_total;
     // CUPTI kernel records need a GPU; the line stays visible (greyed) so users know they exist.
     if (!on_gpu(s)) {
         ImGui::TextDisabled("CUPTI kernels: unavailable (no GPU)");
@@ -557,6 +608,13 @@ void draw_time(Studio& s, const Rect& r) {
                 ImGui::SameLine(0, 3);
                 ImGui::TextUnformatted(op_class_name(OpClass(c)));
             }
+            if (sum.outside_ops_seconds > 0) {
+                ImGui::SameLine();
+                ImGui::ColorButton("##lg", ImGui::ColorConvertU32ToFloat4(kColOutsideOps),
+                                   ImGuiColorEditFlags_NoTooltip, ImVec2(10, 10));
+                ImGui::SameLine(0, 3);
+                ImGui::TextUnformatted("outside ops");
+            }
             const ImVec2 avail = ImGui::GetContentRegionAvail();
             const float  w1 = avail.x * 0.30f, w2 = avail.x * 0.46f, w3 = avail.x - w1 - w2 - 16;
             const float  ph = avail.y - ImGui::GetTextLineHeight() - 2;
@@ -564,8 +622,8 @@ void draw_time(Studio& s, const Rect& r) {
             stacked_bars(s, *h, w1, ph);
             ImGui::GetWindowDrawList()->AddText(ImVec2(ImGui::GetItemRectMin().x, ImGui::GetItemRectMax().y + 1),
                                                 IM_COL32(150, 150, 150, 255),
-                                                s.time_log_y ? "ms per step (log), by op class; white tick: wall"
-                                                             : "ms per step by op class; white tick: wall time");
+                                                s.time_log_y ? "ms per step (log): op classes + outside ops"
+                                                             : "ms per step: op classes + outside ops = wall");
             ImGui::EndGroup();
             ImGui::SameLine();
             ImGui::BeginGroup();

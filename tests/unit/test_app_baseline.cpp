@@ -1,10 +1,11 @@
 // Speed-up baselines (app/model/baseline_match.h): only a finished original run with the same model, prompt, lengths,
-// steps, block, backend and threads.
+// steps, block, backend and threads; and the time outside ops a step leaves uncovered (app/model/step_gaps.h).
 #include <catch2/catch.hpp>
 
 #include <string>
 
 #include "app/model/baseline_match.h"
+#include "app/model/step_gaps.h"
 #include "app/model/run_list.h"
 
 using namespace dyllm;
@@ -123,3 +124,34 @@ TEST_CASE("baseline: only an original run with every speed-relevant setting equa
     }
 }
 
+TEST_CASE("step gaps: the stretches of a step no op covers, overlapping ops merged", "[app_model]") {
+    StepData sd;
+    sd.step        = 1;
+    sd.begun       = true;
+    sd.ended       = true;
+    sd.t_begin_ns  = 1000;
+    sd.end.wall_ns = 1000;  // the step runs from 1000 to 2000
+    auto op        = [](int64_t t0, int64_t dur) {
+        OpTiming o;
+        o.t_begin_ns = t0;
+        o.dur_ns     = dur;
+        return o;
+    };
+    sd.ops           = {op(1100, 200), op(1250, 100), op(1500, 300)};  // 1100-1300 and 1250-1350 overlap
+    const StepGaps g = step_gaps(sd);
+    CHECK(g.span.t0 == 1000);
+    CHECK(g.span.t1 == 2000);
+    REQUIRE(g.gaps.size() == 3);
+    CHECK((g.gaps[0].t0 == 1000 && g.gaps[0].t1 == 1100));
+    CHECK((g.gaps[1].t0 == 1350 && g.gaps[1].t1 == 1500));
+    CHECK((g.gaps[2].t0 == 1800 && g.gaps[2].t1 == 2000));
+    CHECK(g.gap_ns == 100 + 150 + 200);
+
+    // Without a wall time (a step still running) the span is the ops' extent.
+    sd.ended               = false;
+    const StepGaps running = step_gaps(sd);
+    CHECK(running.span.t0 == 1100);
+    CHECK(running.span.t1 == 1800);
+    CHECK(running.gap_ns == 150);
+    CHECK(step_gaps(StepData{}).span.dur() == 0);
+}

@@ -202,6 +202,20 @@ TEST_CASE("op stats: count, total, mean, median, min, max, share and rates per o
     for (const auto& s : by_name) shown += stat_matches(s, "ATTN");
     CHECK(shown == 1);  // attn_exact only
     CHECK(stat_matches(by_name.front(), ""));
+
+    // With the time outside ops: one sample per step (1 ms wall minus its ops), shares of the wall time.
+    const auto    with_outside = op_stats(h, 1, 3, false, false, true);
+    const OpStat* out          = find(with_outside, "outside ops");
+    REQUIRE(out);
+    CHECK(out->count == 3);
+    double ops = 0;
+    for (const auto& s : by_name) ops += s.total_s;
+    CHECK(out->total_s == Approx(3e-3 - ops));
+    CHECK(out->share == Approx(out->total_s / 3e-3));
+    CHECK(find(with_outside, "q")->share == Approx(30e-6 / 3e-3));
+    share = 0;
+    for (const auto& s : with_outside) share += s.share;
+    CHECK(share == Approx(1.0));
 }
 
 TEST_CASE("roofline: steps split into dense and cached by kind", "[app][profile]") {

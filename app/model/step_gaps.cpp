@@ -1,0 +1,34 @@
+// A step's uncovered intervals, from its ops' begin and end times (app/model/step_gaps.h).
+#include "app/model/step_gaps.h"
+
+#include <algorithm>
+
+namespace dyllm::app {
+
+StepGaps step_gaps(const StepData& sd) {
+    StepGaps              g;
+    std::vector<TimeSpan> ops;
+    ops.reserve(sd.ops.size());
+    for (const OpTiming& o : sd.ops)
+        if (o.dur_ns > 0) ops.push_back({o.t_begin_ns, o.t_begin_ns + o.dur_ns});
+    std::sort(ops.begin(), ops.end(), [](const TimeSpan& a, const TimeSpan& b) { return a.t0 < b.t0; });
+    const bool timed = sd.begun && sd.t_begin_ns > 0 && sd.ended && sd.end.wall_ns > 0;
+    if (ops.empty() && !timed) return g;
+    g.span = timed ? TimeSpan{sd.t_begin_ns, sd.t_begin_ns + sd.end.wall_ns} : TimeSpan{ops.front().t0, ops.front().t1};
+    for (const TimeSpan& o : ops) {
+        g.span.t0 = std::min(g.span.t0, o.t0);
+        g.span.t1 = std::max(g.span.t1, o.t1);
+    }
+    // Sweep: every stretch between the end of the ops so far and the next op's begin is a gap (ops may overlap when
+    // the pool runs them side by side; the union is what counts).
+    int64_t covered = g.span.t0;
+    for (const TimeSpan& o : ops) {
+        if (o.t0 > covered) g.gaps.push_back({covered, o.t0});
+        covered = std::max(covered, o.t1);
+    }
+    if (g.span.t1 > covered) g.gaps.push_back({covered, g.span.t1});
+    for (const TimeSpan& s : g.gaps) g.gap_ns += s.dur();
+    return g;
+}
+
+}  // namespace dyllm::app
