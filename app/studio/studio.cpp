@@ -194,6 +194,10 @@ void Studio::start_run(StartRequest req, RunRequest what) {
 
 void Studio::restart(bool autoplay) {
     message.clear();
+    if (compare_replay_pending) {  // a comparison at full speed gives the play speed back
+        compare_replay_pending = false;
+        worker.set_speed(ui.speed);
+    }
     compare_queued = false;                    // a restart replaces a comparison still waiting for its run B
     if (suite.running()) suite.job->cancel();  // and a suite sweep holding the engine (its points stay)
     if (sweep.active()) {                      // and a sweep
@@ -206,6 +210,32 @@ void Studio::restart(bool autoplay) {
     follow_live    = true;
     shown_run_idx  = -1;
     selected_token = -1;
+}
+
+bool Studio::explain_no_model() {
+    if (status.state != WorkerState::NoModel) return false;
+    message = "no model loaded: pick tiny-llada or tiny-dream in the model box, or a checkpoint path and Load";
+    return true;
+}
+
+void Studio::play() {
+    if (explain_no_model() || status.state == WorkerState::Loading) return;
+    if (status.state == WorkerState::Done || status.state == WorkerState::Ready || params_dirty)
+        restart(true);
+    else
+        worker.play();
+}
+
+void Studio::step() {
+    if (explain_no_model() || status.state == WorkerState::Loading) return;
+    if (status.state == WorkerState::Done || status.state == WorkerState::Ready || params_dirty) restart(false);
+    worker.step_once();
+    follow_live = true;
+}
+
+void Studio::restart_or_explain() {
+    if (explain_no_model() || status.state == WorkerState::Loading) return;
+    restart(true);
 }
 
 void Studio::start_compare(bool original_a, float tau_b) {
@@ -223,6 +253,10 @@ void Studio::start_compare(bool original_a, float tau_b) {
     compare_labels[0] = a.label;
     compare_labels[1].clear();
     cmp_pick.start_pair(compare_labels[0]);  // shown as soon as its runs begin, never older runs meanwhile
+    // A comparison is for its figures and its replay, not for waiting: both runs at full speed, then (when the play
+    // speed is limited, i.e. someone watches) the pair replays at that speed.
+    compare_replay_pending = ui.speed > 0;
+    if (compare_replay_pending) worker.set_speed(0);
     worker.start(std::move(a));
     compare_queued = true;
     follow_live    = true;
@@ -348,6 +382,8 @@ void Studio::begin_frame() {
             } else {
                 cmp_pick.drop_pair();
                 message = "comparison stopped: run A (" + compare_labels[0] + ") was cancelled before its end";
+                if (compare_replay_pending) worker.set_speed(ui.speed);
+                compare_replay_pending = false;
             }
         } else if (!a && !worker.busy() && worker.sink().queued() == 0) {
             // The worker finished the start (busy() is read first) and no RunBegin came: A was refused. The worker
@@ -356,7 +392,18 @@ void Studio::begin_frame() {
             compare_queued = false;
             cmp_pick.drop_pair();
             refresh_status();
+            if (compare_replay_pending) worker.set_speed(ui.speed);
+            compare_replay_pending = false;
         }
+    }
+    // Both runs of the comparison are in: the play speed comes back and the pair replays from step 0.
+    if (compare_replay_pending && !compare_queued && compare_finished()) {
+        compare_replay_pending = false;
+        worker.set_speed(ui.speed);
+        cmp_follow  = false;
+        cmp_step    = 0;
+        cmp_playing = true;
+        cmp_play_t  = 0;
     }
     advance_sweep();
     if (RunEntry* r = shown_run()) {

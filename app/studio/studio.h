@@ -202,9 +202,17 @@ struct Studio {
     std::string  model_spec() const;
     void         show_notice(std::string text);  // green notice for TimedNotice::kDefaultSeconds
     bool         working();                      // engine playing or loading, events queued or a comparison pending
+    // Transport, shared by the Controls bar's buttons and the keys (view.cpp): play (a finished run, a fresh one or
+    // changed knobs start a new run), one step, restart. Without a model each says so on the message bar.
+    void play();
+    void step();
+    void restart_or_explain();
+    bool explain_no_model();  // true (and a message) when there is no model to run
     // Two runs of the current prompt, B started after A finishes: original vs current settings (original_a), or the
-    // current settings vs the same with tau = tau_b.
+    // current settings vs the same with tau = tau_b. Both run at full speed; when the play speed is limited (someone
+    // watches), the pair then replays in lock step at that speed.
     void start_compare(bool original_a, float tau_b);
+    bool compare_replay_pending = false;  // the comparison runs at full speed; replay it once run B has ended
     // Tau sweep of the current prompt at full speed (the play speed comes back when it ends); advance_sweep() runs
     // in begin_frame and starts each run once the previous one has ended.
     void start_sweep();

@@ -277,6 +277,8 @@ void replay_tab(Studio& s, const RunEntry& A, const RunEntry& B) {
         const std::string note = run_state_note(e.history);
         ImGui::TextColored(which == 'A' ? ImVec4(0.6f, 0.8f, 1, 1) : ImVec4(1, 0.8f, 0.55f, 1), "%c: %s", which,
                            run_label(e.history).c_str());
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("#%llu %s", (unsigned long long)e.serial, run_context(e, 120).c_str());
         ImGui::SameLine();
         if (step < k)
             ImGui::TextDisabled("at its last step %d%s%s", step, note.empty() ? "" : ", ", note.c_str());
@@ -351,6 +353,7 @@ void draw_compare(Studio& s) {
         t += run_label(e.history);
         if (!e.request.tag.empty()) t += " " + e.request.tag;
         if (!note.empty()) t += "  [" + note + "]";
+        t += "  (" + run_context(e) + ")";  // model and prompt: two runs of different models read apart
         return t;
     };
     auto run_combo = [&](const char* label, int idx, bool is_a) {

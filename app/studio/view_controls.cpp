@@ -91,8 +91,9 @@ void draw_controls(Studio& s, const Rect& r) {
 
     ImGui::SameLine(0, 16);
     if (knob_int("T_full", &s.ui.full_steps, 1, 1024, 44,
-                 "T_full: DyLLM runs a FULL (dense) step every T_full steps to refresh its caches;\n"
-                 "the steps between are sparse: only salient tokens are recomputed"))
+                 "T_full: DyLLM runs the FIRST T_full steps dense (FULL: every row recomputed, the caches\n"
+                 "filled); every later step is sparse: only salient tokens are recomputed (a full-query\n"
+                 "sparse step every fullq_every steps re-tests every row)"))
         s.params_dirty = true;
     ImGui::SameLine();
     if (knob_int("gen", &s.ui.gen_length, 1, 4096, 48, "gen: response length in tokens (all start as [MASK])"))
@@ -145,28 +146,20 @@ void draw_controls(Studio& s, const Rect& r) {
     ImGui::BeginDisabled(busy_loading);
     if (playing) {
         if (ImGui::Button("|| pause", ImVec2(72, 0))) s.worker.pause();
+        if (ImGui::IsItemHovered()) ImGui::SetTooltip("pause (Space)");
     } else {
-        if (ImGui::Button("> play", ImVec2(72, 0))) {
-            if (s.status.state == WorkerState::Done || s.status.state == WorkerState::Ready || s.params_dirty)
-                s.restart(true);
-            else
-                s.worker.play();
-        }
+        if (ImGui::Button("> play", ImVec2(72, 0))) s.play();
+        if (ImGui::IsItemHovered()) ImGui::SetTooltip("play (Space); a finished run or changed knobs start a new run");
     }
     ImGui::SameLine();
-    if (ImGui::Button(">| step")) {
-        if (s.status.state == WorkerState::Done || s.status.state == WorkerState::Ready || s.params_dirty)
-            s.restart(false);
-        s.worker.step_once();
-        s.follow_live = true;
-    }
+    if (ImGui::Button(">| step")) s.step();
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("one denoising step (N)");
     ImGui::SameLine();
     if (s.params_dirty) ImGui::PushStyleColor(ImGuiCol_Button, ImVec4(0.55f, 0.35f, 0.08f, 1.f));
-    if (ImGui::Button("restart")) s.restart(true);
-    if (s.params_dirty) {
-        ImGui::PopStyleColor();
-        if (ImGui::IsItemHovered()) ImGui::SetTooltip("knobs changed: restart to apply them");
-    }
+    if (ImGui::Button("restart")) s.restart_or_explain();
+    if (s.params_dirty) ImGui::PopStyleColor();
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("%s", s.params_dirty ? "knobs changed: restart to apply them (R)" : "restart the run (R)");
     ImGui::EndDisabled();
     ImGui::SameLine(0, 16);
     ImGui::TextUnformatted("speed");

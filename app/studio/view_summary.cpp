@@ -43,7 +43,9 @@ void draw_summary(Studio& s, const Rect& r) {
     const RunHistory& h   = run->history;
     const RunSummary  sum = h.summary(s.view_step);
     ImGui::SameLine();
-    ImGui::TextDisabled("%s, %s%s", run_label(h).c_str(), h.finished() ? "finished" : "running",
+    // The live run's state is the worker's, word for word the top bar's ("paused", "playing").
+    const char* state = h.finished() ? "finished" : run == s.live() ? worker_state_name(s.status.state) : "unfinished";
+    ImGui::TextDisabled("%s, %s%s", run_label(h).c_str(), state,
                         s.view_step < h.step_count() ? " (up to the shown step)" : "");
     // The answer first: it is what a class looks at.
     const bool         has_text = h.finished() && !h.run_end().texts.empty();
@@ -97,7 +99,7 @@ void draw_summary(Studio& s, const Rect& r) {
                 row("speed-up", "%.2fx vs %s (%.1f tok/s)", x, name.c_str(), b.tokens_per_s);
             if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tip);
         } else {
-            row("speed-up", "%s", "no matching baseline (run Compare)");
+            row("speed-up", "%s", narrow ? "no match (Compare)" : "no matching baseline (run Compare)");
             if (ImGui::IsItemHovered())
                 ImGui::SetTooltip(
                     "a speed-up needs a finished original run with the same model, prompt, lengths, steps,\n"
@@ -113,7 +115,9 @@ void draw_summary(Studio& s, const Rect& r) {
         details(tip);
         std::snprintf(tip, sizeof tip, "FFN rows x layers, over what a dense forward would process: %lld / %lld",
                       (long long)sum.ffn_rows, (long long)sum.dense_rows);
-        if (narrow)
+        if (no_step)
+            row("rows recomputed", "%s", "-");
+        else if (narrow)
             row("rows recomputed", "%.1f%% of dense", 100.0 * sum.recompute_fraction);
         else
             row("rows recomputed", "%.1f%% of dense (%lld / %lld)", 100.0 * sum.recompute_fraction,
@@ -121,7 +125,9 @@ void draw_summary(Studio& s, const Rect& r) {
         if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tip);
         std::snprintf(tip, sizeof tip, "%s done vs %s dense", fmt_si(sum.flops).c_str(),
                       fmt_si(sum.dense_flops).c_str());
-        if (narrow)
+        if (no_step)
+            row("FLOPs", "%s", "-");
+        else if (narrow)
             row("FLOPs", "%s (%.1f%%)", fmt_si(sum.flops).c_str(), 100.0 * sum.flops_fraction);
         else
             row("FLOPs", "%s (%.1f%%)", tip, 100.0 * sum.flops_fraction);
@@ -143,7 +149,7 @@ void draw_summary(Studio& s, const Rect& r) {
     }
     // Per-layer recompute share as a row of tiny bars.
     const int nl = int(sum.layer_recompute_fraction.size());
-    if (nl > 0) {
+    if (nl > 0 && sum.steps > 0) {
         ImGui::TextDisabled("rows recomputed per layer");
         PlotArea    a  = plot_area("##layerfrac", ImGui::GetContentRegionAvail().x, narrow ? 18.f : 28.f);
         ImDrawList* dl = ImGui::GetWindowDrawList();

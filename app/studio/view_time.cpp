@@ -365,12 +365,12 @@ void op_stats_table(Studio& s, const RunHistory& h) {
     ImGui::TableSetupColumn("op", ImGuiTableColumnFlags_DefaultSort, 1.3f, int(StatColumn::Label));
     ImGui::TableSetupColumn("M x N x K", ImGuiTableColumnFlags_NoSort, 1.6f, 100);
     ImGui::TableSetupColumn("n", 0, 0.6f, int(StatColumn::Count));
-    ImGui::TableSetupColumn("total ms", 0, 1.f, int(StatColumn::Total));
-    ImGui::TableSetupColumn("mean ms", 0, 1.f, int(StatColumn::Mean));
+    ImGui::TableSetupColumn("total", 0, 1.f, int(StatColumn::Total));
+    ImGui::TableSetupColumn("mean", 0, 1.f, int(StatColumn::Mean));
     ImGui::TableSetupColumn("median", 0, 1.f, int(StatColumn::Median));
     ImGui::TableSetupColumn("min", 0, 1.f, int(StatColumn::Min));
     ImGui::TableSetupColumn("max", 0, 1.f, int(StatColumn::Max));
-    ImGui::TableSetupColumn("cpu ms", 0, 1.f, int(StatColumn::CpuMean));
+    ImGui::TableSetupColumn("cpu", 0, 1.f, int(StatColumn::CpuMean));
     ImGui::TableSetupColumn("pre", 0, 0.6f, int(StatColumn::Preempted));
     ImGui::TableSetupColumn("share %", 0, 0.9f, int(StatColumn::Share));
     ImGui::TableSetupColumn("GFLOP/s", 0, 1.f, int(StatColumn::GFlops));
@@ -396,13 +396,14 @@ void op_stats_table(Studio& s, const RunHistory& h) {
         if (st.m > 0) ImGui::Text("%lldx%lldx%lld", (long long)st.m, (long long)st.n, (long long)st.k);
         ImGui::TableNextColumn();
         ImGui::Text("%d", st.count);
+        // With their units (ms, or µs below a millisecond): a sub-microsecond op read "0.000" in a ms column.
         for (double v : {st.total_s, st.mean_s, st.median_s, st.min_s, st.max_s}) {
             ImGui::TableNextColumn();
-            ImGui::Text("%.3f", v * 1e3);
+            ImGui::TextUnformatted(fmt_ms(v).c_str());
         }
         ImGui::TableNextColumn();  // mean thread CPU time; "*" when some samples were split over the pool
         if (st.cpu_count > 0) {
-            ImGui::Text("%.3f%s", st.cpu_mean_s() * 1e3, st.split > 0 ? "*" : "");
+            ImGui::Text("%s%s", fmt_ms(st.cpu_mean_s()).c_str(), st.split > 0 ? "*" : "");
             if (ImGui::IsItemHovered())
                 ImGui::SetTooltip(
                     "mean CPU time of the thread that ran the op (%d samples: its runs of 0.2 ms or "
@@ -640,8 +641,16 @@ void draw_time(Studio& s, const Rect& r) {
         if (h) op_stats_table(s, *h);
         ImGui::EndTabItem();
     }
-    if (on_gpu(s) && tab(BottomTab::Kernels)) {
-        kernels_tab(s);
+    // The tab is there on every backend (--tab gpu-kernels on a CPU build opened Time without a word): off the GPU it
+    // says why it is empty.
+    if (tab(BottomTab::Kernels)) {
+        if (on_gpu(s))
+            kernels_tab(s);
+        else
+            ImGui::TextWrapped(
+                "No GPU kernels: this run is on %s. CUPTI kernel records need the cuda backend (a build with CUDA "
+                "and CUPTI, a GPU, --backend cuda or the backend box); the Time and Op stats tabs show the CPU ops.",
+                s.status.backend.empty() ? "no backend yet" : s.status.backend.c_str());
         ImGui::EndTabItem();
     }
     if (tab(BottomTab::Tune)) {

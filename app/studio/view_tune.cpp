@@ -26,7 +26,14 @@ void load_tau(Studio& s, float tau) {
     s.ui.tau     = tau;
     s.ui.tau_set = true;
     s.worker.set_tau(tau);  // live: from the next step of the current run, and every later run
-    s.show_notice("tau " + std::to_string(tau).substr(0, 6) + " loaded into the live run");
+    // After the run ended a live tau changes nothing on screen: say so, and light the restart button.
+    const bool running = s.status.state == WorkerState::Playing || s.status.state == WorkerState::Paused;
+    if (running) {
+        s.show_notice("tau " + tau_text(tau) + " loaded into the live run (from its next step)");
+    } else {
+        s.params_dirty = true;
+        s.show_notice("tau " + tau_text(tau) + " set in the Controls bar: restart (R) runs it");
+    }
 }
 
 void sweep_plot(Studio& s, const std::vector<SweepPoint>& pts, float w, float h) {

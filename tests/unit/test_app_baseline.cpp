@@ -155,3 +155,16 @@ TEST_CASE("step gaps: the stretches of a step no op covers, overlapping ops merg
     CHECK(running.gap_ns == 150);
     CHECK(step_gaps(StepData{}).span.dur() == 0);
 }
+
+TEST_CASE("run context: model and the start of the prompt, cut on a character boundary", "[app_model]") {
+    RunList list;
+    RunSpec r;
+    r.prompt          = "Q: add 477+298\nthen explain";
+    const RunEntry& e = add(list, r);
+    CHECK(run_context(e) == "tiny-llada, \"Q: add 477+298 then explain\"");
+    CHECK(run_context(e, 6) == "tiny-llada, \"Q: add...\"");
+    r.prompt           = "\xC3\xA9\xC3\xA9\xC3\xA9";  // three two-byte characters
+    r.model            = "tiny-dream";
+    const RunEntry& e2 = add(list, r);
+    CHECK(run_context(e2, 3) == "tiny-dream, \"\xC3\xA9...\"");  // never half a character
+}
