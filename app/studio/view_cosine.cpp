@@ -201,8 +201,11 @@ void draw_cosine(Studio& s, const Rect& r) {
         ImGui::SetCursorScreenPos(ImVec2(c0.x + 4, c0.y + title_h));
         char id[16];
         std::snprintf(id, sizeof id, "##h%d", l);
-        PlotArea a    = plot_area(id, hw - 10, chh - title_h - 6);
-        auto     x_of = [&](float xv) { return a.p0.x + (xv - kXMin) / (kXMax - kXMin) * a.w(); };
+        // The bottom row carries the x tick labels (1 - cos at 1e-6, 1e-4, 0.01, 1) when its cells have the room.
+        const float lh    = ImGui::GetTextLineHeight();
+        const bool  ticks = cy == rows - 1 && chh - title_h - 6 - lh > 2.5f * lh;
+        PlotArea    a     = plot_area(id, hw - 10, chh - title_h - 6 - (ticks ? lh : 0.f));
+        auto        x_of  = [&](float xv) { return a.p0.x + (xv - kXMin) / (kXMax - kXMin) * a.w(); };
         // Salient side of tau (1 - cos > 1 - tau) shaded in the salient colour; bins in the stable / salient colours.
         draw_frame(dl, a, x_tau, (kColSalient & 0x00FFFFFFu) | (28u << 24));
         if (rec)
@@ -211,6 +214,18 @@ void draw_cosine(Studio& s, const Rect& r) {
             empty_note(a, "not tested");
         dl->AddLine(ImVec2(x_of(x_tau), a.p0.y), ImVec2(x_of(x_tau), a.p1.y), kColTau, 2.f);
         dl->AddRect(a.p0, a.p1, kColAxis);
+        if (ticks) {
+            const std::pair<float, const char*> kTicks[] = {{-6.f, "1e-6"}, {-4.f, "1e-4"}, {-2.f, "0.01"}, {0.f, "1"}};
+            const bool                          room     = a.w() > 4 * (ImGui::CalcTextSize("1e-6").x + 6);
+            for (const auto& [xv, txt] : kTicks) {
+                if (!room && xv != -6.f && xv != 0.f) continue;  // narrow cells: the ends only
+                const float tw = ImGui::CalcTextSize(txt).x;
+                const float x  = x_of(xv);
+                dl->AddLine(ImVec2(x, a.p1.y), ImVec2(x, a.p1.y + 3), kColAxis);
+                dl->AddText(ImVec2(std::clamp(x - tw * 0.5f, a.p0.x, a.p1.x - tw), a.p1.y + 1),
+                            IM_COL32(160, 160, 160, 255), txt);
+            }
+        }
 
         // Drag anywhere in a histogram to move tau; it is sent to the engine on release (applies next step).
         if (a.active) {

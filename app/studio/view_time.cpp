@@ -241,6 +241,7 @@ void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
     const double vis0 = v.offset * span * 1e-6, vis1 = (v.offset + 1.0 / v.zoom) * span * 1e-6;  // ms
     const int    max_ticks = std::max(2, int(a.w() / 70));
     for (double t : range_ticks(vis0, vis1, max_ticks)) {
+        if (std::fabs(t) < (vis1 - vis0) * 1e-6) t = 0;  // rounding left "-0 ms" at the start
         const float x = x_of(t * 1e6);
         dl->AddLine(ImVec2(x, y_top - 4), ImVec2(x, a.p1.y), kColGrid);
         dl->AddText(ImVec2(x + 2, a.p0.y + 1), IM_COL32(170, 170, 170, 255), (tick_label(t) + " ms").c_str());
@@ -251,7 +252,9 @@ void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
     for (const Gap& gp : gaps) {
         const float x0 = x_of(double(gp.x0)), x1 = std::max(x_of(double(gp.x0 + gp.dur)), x0 + 1.f);
         if (x1 < a.p0.x || x0 > a.p1.x) continue;
-        dl->AddRectFilled(ImVec2(x0, y_top), ImVec2(x1, a.p1.y), (kColOutsideOps & 0x00FFFFFFu) | (40u << 24));
+        // Across the layer lanes only where the gap is wide enough to read: hairlines between small ops are noise.
+        if (x1 - x0 >= 3.f)
+            dl->AddRectFilled(ImVec2(x0, y_top), ImVec2(x1, a.p1.y), (kColOutsideOps & 0x00FFFFFFu) | (40u << 24));
         dl->AddRectFilled(ImVec2(x0, y_top + 1), ImVec2(x1, y_top + lane_h - 1), kColOutsideOps);
         if (a.hovered && a.mouse.x >= x0 && a.mouse.x < x1 && a.mouse.y >= y_top) hovered_gap = &gp;
     }
@@ -295,17 +298,21 @@ void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
     }
     dl->PopClipRect();
     dl->AddRect(a.p0, a.p1, kColAxis);
-    char lbl[256];
-    if (lo == hi && h.step(hi))
+    char lbl[256], brief[128];
+    if (lo == hi && h.step(hi)) {
         std::snprintf(lbl, sizeof lbl, "step %d: %s wall, %s outside ops; %s", hi, fmt_ms(span * 1e-9).c_str(),
                       fmt_ms(h.step(hi)->outside_ops_seconds()).c_str(),
                       step_rates_text(*h.step(hi), n_embd, true).c_str());
-    else
+        std::snprintf(brief, sizeof brief, "step %d: %s wall, %s outside ops", hi, fmt_ms(span * 1e-9).c_str(),
+                      fmt_ms(h.step(hi)->outside_ops_seconds()).c_str());
+    } else {
         std::snprintf(lbl, sizeof lbl, "steps %d-%d back to back (the wait between steps left out): %s wall", lo, hi,
                       fmt_ms(span * 1e-9).c_str());
-    // The header line under the plot, clipped to it (the top-ops column starts right of it).
+        std::snprintf(brief, sizeof brief, "steps %d-%d: %s wall", lo, hi, fmt_ms(span * 1e-9).c_str());
+    }
+    // The footer under the plot: the longest form that fits, clipped to it (the top-ops column starts right of it).
     dl->PushClipRect(ImVec2(a.p0.x, a.p1.y), ImVec2(a.p1.x, a.p1.y + ImGui::GetTextLineHeight() + 2), true);
-    dl->AddText(ImVec2(a.p0.x, a.p1.y + 1), IM_COL32(150, 150, 150, 255), lbl);
+    fit_text(dl, ImVec2(a.p0.x, a.p1.y + 1), a.w(), IM_COL32(150, 150, 150, 255), {lbl, brief});
     dl->PopClipRect();
     if (hovered) {
         const OpTiming&  o  = *hovered->op;
@@ -621,10 +628,12 @@ void draw_time(Studio& s, const Rect& r) {
             const float  ph = avail.y - ImGui::GetTextLineHeight() - 2;
             ImGui::BeginGroup();
             stacked_bars(s, *h, w1, ph);
-            ImGui::GetWindowDrawList()->AddText(ImVec2(ImGui::GetItemRectMin().x, ImGui::GetItemRectMax().y + 1),
-                                                IM_COL32(150, 150, 150, 255),
-                                                s.time_log_y ? "ms per step (log): op classes + outside ops"
-                                                             : "ms per step: op classes + outside ops = wall");
+            // The footer in the bars' own width (at 1280x720 and UI scale 1.4 it ran into the timeline's).
+            fit_text(ImGui::GetWindowDrawList(), ImVec2(ImGui::GetItemRectMin().x, ImGui::GetItemRectMax().y + 1),
+                     w1 - 4, IM_COL32(150, 150, 150, 255),
+                     {s.time_log_y ? "ms per step (log): op classes + outside ops"
+                                   : "ms per step: op classes + outside ops = wall",
+                      "ms/step: ops + outside ops", "ms per step", ""});
             ImGui::EndGroup();
             ImGui::SameLine();
             ImGui::BeginGroup();
