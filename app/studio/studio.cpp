@@ -198,7 +198,8 @@ void Studio::restart(bool autoplay) {
         compare_replay_pending = false;
         worker.set_speed(ui.speed);
     }
-    compare_queued = false;                    // a restart replaces a comparison still waiting for its run B
+    compare_queued      = false;               // a restart replaces a comparison still waiting for its run B
+    compare_reps_active = 0;                   // and its pairs still to come
     if (suite.running()) suite.job->cancel();  // and a suite sweep holding the engine (its points stay)
     if (sweep.active()) {                      // and a sweep
         sweep.cancel();
@@ -247,11 +248,17 @@ void Studio::start_compare(bool original_a, float tau_b) {
     else
         compare_second.params.tau = tau_b;
     message.clear();
-    RunRequest what   = make_run_request("compare-a");
-    what.prompt       = a.prompt;
-    a.label           = runs.expect(std::move(what));
-    compare_labels[0] = a.label;
+    RunRequest what       = make_run_request("compare-a");
+    what.prompt           = a.prompt;
+    compare_first         = a;
+    compare_first_request = what;
+    compare_rep           = 0;
+    compare_reps          = std::clamp(compare_reps, 1, 10);
+    compare_reps_active   = compare_reps;
+    a.label               = runs.expect(std::move(what));
+    compare_labels[0]     = a.label;
     compare_labels[1].clear();
+    compare_rep_labels.assign(1, {a.label, ""});
     cmp_pick.start_pair(compare_labels[0]);  // shown as soon as its runs begin, never older runs meanwhile
     // A comparison is for its figures and its replay, not for waiting: both runs at full speed, then (when the play
     // speed is limited, i.e. someone watches) the pair replays at that speed.
@@ -266,7 +273,8 @@ void Studio::start_compare(bool original_a, float tau_b) {
 
 void Studio::start_sweep() {
     message.clear();
-    compare_queued = false;
+    compare_queued      = false;
+    compare_reps_active = 0;
     sweep.begin(default_sweep_taus());
     sweep_label.clear();
     worker.set_speed(0);  // the sweep is for its points, not for watching
@@ -377,7 +385,8 @@ void Studio::begin_frame() {
                 StartRequest b    = compare_second;
                 b.label           = runs.expect(compare_second_request);
                 compare_labels[1] = b.label;
-                cmp_pick.pair_b_started(b.label);
+                if (!compare_rep_labels.empty()) compare_rep_labels.back().second = b.label;
+                if (compare_rep == 0) cmp_pick.pair_b_started(b.label);  // Compare shows the first pair
                 worker.start(std::move(b));
             } else {
                 cmp_pick.drop_pair();
@@ -396,8 +405,24 @@ void Studio::begin_frame() {
             compare_replay_pending = false;
         }
     }
-    // Both runs of the comparison are in: the play speed comes back and the pair replays from step 0.
-    if (compare_replay_pending && !compare_queued && compare_finished()) {
+    // Run B of a pair ended and more pairs are asked for: the next pair's run A.
+    if (!compare_queued && compare_more_reps() && !compare_labels[1].empty() && compare_finished()) {
+        const RunEntry* b = runs.find(compare_labels[1]);
+        if (b && b->history.run_end().cancelled) {
+            compare_reps_active = 0;  // a cancelled pair ends the repetitions
+        } else {
+            ++compare_rep;
+            StartRequest a    = compare_first;
+            a.label           = runs.expect(compare_first_request);
+            compare_labels[0] = a.label;
+            compare_labels[1].clear();
+            compare_rep_labels.emplace_back(a.label, "");
+            worker.start(std::move(a));
+            compare_queued = true;
+        }
+    }
+    // Both runs of the comparison's last pair are in: the play speed comes back and the first pair replays from 0.
+    if (compare_replay_pending && !compare_queued && !compare_more_reps() && compare_finished()) {
         compare_replay_pending = false;
         worker.set_speed(ui.speed);
         cmp_follow  = false;

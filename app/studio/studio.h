@@ -213,6 +213,15 @@ struct Studio {
     // watches), the pair then replays in lock step at that speed.
     void start_compare(bool original_a, float tau_b);
     bool compare_replay_pending = false;  // the comparison runs at full speed; replay it once run B has ended
+    // Repetitions: the pair runs compare_reps times (A, B, A, B, ...); Compare shows the first pair and the median
+    // and range of every pair's speed-up (app/model/compare_reps.h).
+    int compare_reps        = 3;
+    int compare_rep         = 0;  // the pair running now (0-based)
+    int compare_reps_active = 0;  // pairs of the comparison running now (0: none more; a restart or sweep ends it)
+    StartRequest                                     compare_first;  // run A's request, for the next pair
+    RunRequest                                       compare_first_request;
+    std::vector<std::pair<std::string, std::string>> compare_rep_labels;  // (A, B) labels of every pair begun
+    bool compare_more_reps() const { return compare_rep + 1 < compare_reps_active; }
     // Tau sweep of the current prompt at full speed (the play speed comes back when it ends); advance_sweep() runs
     // in begin_frame and starts each run once the previous one has ended.
     void start_sweep();

@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "app/model/canvas_chips.h"
+#include "app/model/compare_reps.h"
 #include "app/model/op_diff.h"
 #include "app/model/run_compare.h"
 #include "app/studio/plot.h"
@@ -168,7 +169,9 @@ void op_times_tab(const RunHistory& A, const RunHistory& B) {
     ImGui::EndTable();
 }
 
-void summary_tab(const RunCompare& c, const RunHistory& A, const RunHistory& B) {
+void summary_tab(Studio& s, const RunCompare& c, const RunEntry& EA, const RunEntry& EB) {
+    const RunHistory& A = EA.history;
+    const RunHistory& B = EB.history;
     if (!ImGui::BeginTable("##cmp", 3, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV)) return;
     ImGui::TableSetupColumn("");
     ImGui::TableSetupColumn(run_label(A).c_str());
@@ -195,7 +198,24 @@ void summary_tab(const RunCompare& c, const RunHistory& A, const RunHistory& B) 
     ImGui::TextDisabled("speed-up B/A");
     ImGui::TableNextColumn();
     ImGui::TableNextColumn();
-    if (c.speedup_valid())
+    // The first pair of a repeated comparison: the median and range over every pair that ended.
+    const bool repeated = s.compare_rep_labels.size() > 1 && s.compare_rep_labels.front().first == EA.label &&
+                          s.compare_rep_labels.front().second == EB.label;
+    const RepeatedSpeedup rep = repeated ? repeated_speedup(s.runs, s.compare_rep_labels) : RepeatedSpeedup{};
+    if (rep.counted > 1) {
+        ImGui::Text("%.2fx median, range %.2f-%.2fx over %d pairs", rep.median, rep.lo, rep.hi, rep.counted);
+        if (ImGui::IsItemHovered()) {
+            std::string each;
+            for (double v : rep.speedups) {
+                char t[24];
+                std::snprintf(t, sizeof t, "%s%.2fx", each.empty() ? "" : ", ", v);
+                each += t;
+            }
+            ImGui::SetTooltip("each pair (A then B, at full speed): %s\nthis pair alone: %.2fx%s", each.c_str(),
+                              c.speedup,
+                              rep.counted < rep.pairs ? "\n(pairs still running or aborted are left out)" : "");
+        }
+    } else if (c.speedup_valid())
         ImGui::Text("%.2fx", c.speedup);
     else if (c.speedup > 0)
         ImGui::TextDisabled("(%.2fx) %s: no speed-up", c.speedup, c.speedup_note.c_str());
@@ -324,9 +344,22 @@ void draw_compare(Studio& s) {
     if (!tau_error.empty()) s.message = tau_error;
     ImGui::EndDisabled();
     if (s.cmp_follow) s.cmp_step = -1;
-    if (s.compare_queued) {
+    ImGui::SameLine();
+    ImGui::BeginDisabled(!idle);
+    ImGui::TextUnformatted("pairs");
+    ImGui::SameLine(0, 4);
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5.5f);
+    if (ImGui::InputInt("##reps", &s.compare_reps)) s.compare_reps = std::clamp(s.compare_reps, 1, 10);
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip(
+            "repetitions: the pair runs this many times (A, B, A, B...) at full speed; the Summary shows the\n         "
+            "   "
+            "median speed-up and its range over the pairs, the replay and the other tabs the first pair");
+    ImGui::EndDisabled();
+    if (s.compare_queued || s.compare_more_reps()) {
         ImGui::SameLine();
-        ImGui::TextDisabled("running A, then B...");
+        ImGui::TextDisabled("pair %d of %d: %s...", s.compare_rep + 1, s.compare_reps_active,
+                            s.compare_queued ? "running A" : "running B");
     }
 
     // ---- the two runs: the comparison just started (as its runs begin), a pair picked by hand, or the newest pair
@@ -395,7 +428,7 @@ void draw_compare(Studio& s) {
             ImGui::EndTabItem();
         }
         if (ImGui::BeginTabItem("Summary")) {
-            summary_tab(compare_runs(A.history, B.history, s.seq), A.history, B.history);
+            summary_tab(s, compare_runs(A.history, B.history, s.seq), A, B);
             ImGui::EndTabItem();
         }
         ImGui::EndTabBar();

@@ -1,10 +1,12 @@
 // Speed-up baselines (app/model/baseline_match.h): only a finished original run with the same model, prompt, lengths,
-// steps, block, backend and threads; and the time outside ops a step leaves uncovered (app/model/step_gaps.h).
+// steps, block, backend and threads; the time outside ops a step leaves uncovered (app/model/step_gaps.h); the
+// speed-up of a repeated comparison (app/model/compare_reps.h).
 #include <catch2/catch.hpp>
 
 #include <string>
 
 #include "app/model/baseline_match.h"
+#include "app/model/compare_reps.h"
 #include "app/model/step_gaps.h"
 #include "app/model/run_list.h"
 
@@ -167,4 +169,64 @@ TEST_CASE("run context: model and the start of the prompt, cut on a character bo
     r.model            = "tiny-dream";
     const RunEntry& e2 = add(list, r);
     CHECK(run_context(e2, 3) == "tiny-dream, \"\xC3\xA9...\"");  // never half a character
+}
+
+namespace {
+
+// A finished run of one step whose wall time gives it `tokens_per_s` (gen 64 tokens).
+std::string timed_run(RunList& list, const char* method, double tokens_per_s, bool cancelled = false) {
+    RunSpec r;
+    r.method                = method;
+    r.steps                 = 1;
+    r.finished              = false;
+    r.cancelled             = cancelled;
+    const std::string label = list.expect({"", r.prompt, ""});
+    for (const auto& e : events_of(r, label)) list.apply(e);
+    StepBegin sb;
+    sb.step = 1;
+    list.apply(sb);
+    StepEnd se;
+    se.step             = 1;
+    se.wall_ns          = int64_t(64 / tokens_per_s * 1e9);
+    se.tokens_committed = 64;
+    list.apply(se);
+    RunEnd re;
+    re.steps     = 1;
+    re.cancelled = cancelled;
+    list.apply(re);
+    return label;
+}
+
+}  // namespace
+
+TEST_CASE("repeated comparison: the speed-up of each pair, median and range", "[app_model]") {
+    double m = 0, lo = 0, hi = 0;
+    median_range({3, 1, 2}, &m, &lo, &hi);
+    CHECK(m == 2);
+    CHECK(lo == 1);
+    CHECK(hi == 3);
+    median_range({4, 1, 2, 3}, &m, &lo, &hi);
+    CHECK(m == Approx(2.5));
+    median_range({}, &m, &lo, &hi);
+    CHECK((m == 0 && lo == 0 && hi == 0));
+
+    RunList                                          list;
+    std::vector<std::pair<std::string, std::string>> pairs;
+    // Three pairs: 2x, 1.5x (a noisy one) and 2.2x; the median is not the noisy pair's.
+    for (double b : {200.0, 150.0, 220.0})
+        pairs.emplace_back(timed_run(list, "original", 100), timed_run(list, "dyllm", b));
+    RepeatedSpeedup r = repeated_speedup(list, pairs);
+    CHECK(r.pairs == 3);
+    REQUIRE(r.counted == 3);
+    CHECK(r.speedups[0] == Approx(2.0));
+    CHECK(r.median == Approx(2.0));
+    CHECK(r.lo == Approx(1.5));
+    CHECK(r.hi == Approx(2.2));
+    // An aborted run and a label no longer in the list leave their pair out.
+    pairs.emplace_back(timed_run(list, "original", 100), timed_run(list, "dyllm", 300, true));
+    pairs.emplace_back("#999", "#1000");
+    r = repeated_speedup(list, pairs);
+    CHECK(r.pairs == 5);
+    CHECK(r.counted == 3);
+    CHECK(r.hi == Approx(2.2));
 }
