@@ -259,6 +259,7 @@ void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
         if (a.hovered && a.mouse.x >= x0 && a.mouse.x < x1 && a.mouse.y >= y_top) hovered_gap = &gp;
     }
     const Placed* hovered = nullptr;
+    const bool    find_on = s.op_filter[0] != '\0';
     for (const auto& p : placed) {
         const OpTiming& o    = *p.op;
         const int       lane = o.layer < 0 ? 0 : std::min(o.layer + 1, nl);
@@ -266,6 +267,8 @@ void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
         if (x1 < a.p0.x || x0 > a.p1.x) continue;
         const float y0 = y_top + lane * lane_h;
         dl->AddRectFilled(ImVec2(x0, y0 + 1), ImVec2(x1, y0 + lane_h - 1), op_class_color(int(o.op)));
+        if (find_on && op_matches(p.name.name, o.layer, s.op_filter))  // the Op stats find box, highlighted here
+            dl->AddRect(ImVec2(x0 - 1, y0), ImVec2(x1 + 1, y0 + lane_h), IM_COL32(255, 255, 255, 255), 0.f, 0, 2.f);
         if (op_preempted(o)) {  // red corner: this op lost the CPU, its time is the machine's, not the op's
             const float c = std::min(std::max(lane_h * 0.5f, 5.f), 10.f);
             dl->AddTriangleFilled(ImVec2(x0, y0 + 1), ImVec2(x0 + c, y0 + 1), ImVec2(x0, y0 + 1 + c), kColPreempted);
@@ -359,15 +362,22 @@ void op_stats_table(Studio& s, const RunHistory& h) {
         ImGui::SetTooltip(
             "leave out samples of ops that ran on one thread but whose wall time exceeds that thread's\n"
             "CPU time by > 1.5x + 0.2 ms (preempted, or waiting on a page fault); 'pre' counts them");
+    const int           lo = s.stats_whole_run ? 1 : s.view_step, hi = s.stats_whole_run ? h.step_count() : s.view_step;
+    std::vector<OpStat> stats = op_stats(h, lo, hi, s.stats_by_layer, s.stats_exclude_preempted, true);
+    ImGui::SameLine();
+    if (ImGui::SmallButton("copy CSV")) {
+        ImGui::SetClipboardText(op_stats_csv(stats).c_str());
+        s.show_notice("Op stats copied as CSV (" + std::to_string(stats.size()) + " rows)");
+    }
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("the table as shown (range, grouping, preempted samples) as CSV");
     ImGui::SameLine();
     ImGui::TextDisabled(
-        "share: of the step wall time (ops + outside ops); GFLOP/s, GB/s: engine FLOPs and bytes over summed time");
-    const int           lo = s.stats_whole_run ? 1 : s.view_step, hi = s.stats_whole_run ? h.step_count() : s.view_step;
-    std::vector<OpStat> stats        = op_stats(h, lo, hi, s.stats_by_layer, s.stats_exclude_preempted, true);
+        "share: of the step wall time (ops + outside ops); GFLOP/s, GB/s: engine FLOPs and bytes over summed time; "
+        "click a row: its slowest step");
     constexpr ImGuiTableFlags kFlags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollY |
                                        ImGuiTableFlags_Sortable | ImGuiTableFlags_SizingStretchProp |
                                        ImGuiTableFlags_Resizable;
-    if (!ImGui::BeginTable("##opstats", 13, kFlags, ImVec2(0, ImGui::GetContentRegionAvail().y))) return;
+    if (!ImGui::BeginTable("##opstats", 15, kFlags, ImVec2(0, ImGui::GetContentRegionAvail().y))) return;
     ImGui::TableSetupScrollFreeze(0, 1);
     ImGui::TableSetupColumn("op", ImGuiTableColumnFlags_DefaultSort, 1.3f, int(StatColumn::Label));
     ImGui::TableSetupColumn("M x N x K", ImGuiTableColumnFlags_NoSort, 1.6f, 100);
@@ -377,6 +387,8 @@ void op_stats_table(Studio& s, const RunHistory& h) {
     ImGui::TableSetupColumn("median", 0, 1.f, int(StatColumn::Median));
     ImGui::TableSetupColumn("min", 0, 1.f, int(StatColumn::Min));
     ImGui::TableSetupColumn("max", 0, 1.f, int(StatColumn::Max));
+    ImGui::TableSetupColumn("sigma", 0, 1.f, int(StatColumn::Sigma));
+    ImGui::TableSetupColumn("p90", 0, 1.f, int(StatColumn::P90));
     ImGui::TableSetupColumn("cpu", 0, 1.f, int(StatColumn::CpuMean));
     ImGui::TableSetupColumn("pre", 0, 0.6f, int(StatColumn::Preempted));
     ImGui::TableSetupColumn("share %", 0, 0.9f, int(StatColumn::Share));
@@ -398,13 +410,24 @@ void op_stats_table(Studio& s, const RunHistory& h) {
             ImGui::ColorConvertU32ToFloat4(outside ? kColOutsideOps : op_class_color(int(op_name_class(st.name)))),
             ImGuiColorEditFlags_NoTooltip, ImVec2(10, 10));
         ImGui::SameLine();
-        ImGui::TextUnformatted(st.label.c_str());
+        // A click jumps to the step of the slowest sample (Time tab, the op highlighted in the timeline).
+        ImGui::PushID(st.label.c_str());
+        if (ImGui::Selectable(st.label.c_str(), false, ImGuiSelectableFlags_SpanAllColumns) && st.max_step > 0) {
+            s.follow_live = false;
+            s.view_step   = st.max_step;
+            std::snprintf(s.op_filter, sizeof s.op_filter, "%s", outside ? "" : st.label.c_str());
+            s.select_tab(BottomTab::Time);
+        }
+        ImGui::PopID();
+        if (ImGui::IsItemHovered() && st.max_step > 0)
+            ImGui::SetTooltip("click: show step %d, the slowest %s (%s), highlighted in the timeline", st.max_step,
+                              st.label.c_str(), fmt_ms(st.max_s).c_str());
         ImGui::TableNextColumn();
         if (st.m > 0) ImGui::Text("%lldx%lldx%lld", (long long)st.m, (long long)st.n, (long long)st.k);
         ImGui::TableNextColumn();
         ImGui::Text("%d", st.count);
         // With their units (ms, or µs below a millisecond): a sub-microsecond op read "0.000" in a ms column.
-        for (double v : {st.total_s, st.mean_s, st.median_s, st.min_s, st.max_s}) {
+        for (double v : {st.total_s, st.mean_s, st.median_s, st.min_s, st.max_s, st.sigma_s, st.p90_s}) {
             ImGui::TableNextColumn();
             ImGui::TextUnformatted(fmt_ms(v).c_str());
         }
@@ -605,6 +628,13 @@ void draw_time(Studio& s, const Rect& r) {
         ImGui::SameLine();
         ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5);
         ImGui::SliderInt("steps in timeline", &s.time_steps, 1, 8);
+        if (s.op_filter[0] != '\0') {  // the Op stats find box outlines its ops in the timeline
+            ImGui::SameLine();
+            ImGui::TextColored(ImVec4(1, 1, 1, 1), "found: %s", s.op_filter);
+            ImGui::SameLine(0, 4);
+            if (ImGui::SmallButton("x##clearfind")) s.op_filter[0] = '\0';
+            if (ImGui::IsItemHovered()) ImGui::SetTooltip("clear the highlight (the Op stats find box)");
+        }
         if (h) {
             // Legend of op classes that occur in this run.
             const RunSummary sum = h->summary();

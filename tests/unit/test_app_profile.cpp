@@ -3,6 +3,7 @@
 // GB/s, CUPTI kernels joined to their ops, the tau slider scale and the sweep's Pareto front.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <vector>
@@ -172,6 +173,20 @@ TEST_CASE("op stats: count, total, mean, median, min, max, share and rates per o
     CHECK(q1->median_s == Approx(4e-6));
     CHECK(q1->min_s == Approx(3e-6));
     CHECK(q1->max_s == Approx(20e-6));
+    // Spread: population sigma of {3, 4, 20} us and the linear 90th percentile (4 + 0.8 x 16 us); the slowest at
+    // step 3, where the table's click jumps.
+    CHECK(q1->sigma_s == Approx(std::sqrt((36.0 + 25.0 + 121.0) / 3.0) * 1e-6));
+    CHECK(q1->p90_s == Approx(16.8e-6));
+    CHECK(q1->max_step == 3);
+    CHECK(op_matches(OpName::Q, 1, "q L1"));
+    CHECK(op_matches(OpName::Q, 1, "Q"));
+    CHECK_FALSE(op_matches(OpName::Q, 0, "q L1"));
+    CHECK_FALSE(op_matches(OpName::K, 1, "q"));
+    CHECK(op_matches(OpName::K, -1, ""));
+    const std::string csv = op_stats_csv(by_layer);
+    CHECK(csv.rfind("op,layer,count,total_ms", 0) == 0);
+    CHECK(size_t(std::count(csv.begin(), csv.end(), '\n')) == by_layer.size() + 1);
+    CHECK(csv.find("\nq,1,3,0.027000,0.009000,0.004000,0.003000,0.020000,") != std::string::npos);
     CHECK((q1->m == 10 && q1->n == kD && q1->k == kD));
     // GFLOP/s from the engine's FLOPs over the summed time: 3 x 2*10*64*64 FLOPs in 27 us.
     CHECK(q1->gflops_per_s() == Approx(3 * 2.0 * 10 * kD * kD / 27e-6 * 1e-9));
