@@ -8,6 +8,7 @@
 #include "app/model/baseline_match.h"
 #include "app/model/compare_reps.h"
 #include "app/model/step_gaps.h"
+#include "app/model/suite_sweep.h"
 #include "app/model/run_list.h"
 
 using namespace dyllm;
@@ -229,4 +230,26 @@ TEST_CASE("repeated comparison: the speed-up of each pair, median and range", "[
     CHECK(r.pairs == 5);
     CHECK(r.counted == 3);
     CHECK(r.hi == Approx(2.2));
+}
+
+TEST_CASE("suite sweep repetitions: tokens/s the median of the runs, with their range", "[app_model]") {
+    auto point = [](double tps) {
+        SuitePoint p;
+        p.items            = 10;
+        p.correct          = 7;
+        p.accuracy         = 0.7;
+        p.generated_tokens = 640;
+        p.tokens_per_s     = tps;
+        p.denoise_s        = 640 / tps;
+        return p;
+    };
+    const SuitePoint m = merge_repetitions({point(100), point(40), point(120)});  // one run on a loaded machine
+    CHECK(m.repetitions == 3);
+    CHECK(m.tokens_per_s == Approx(100));
+    CHECK(m.tokens_per_s_lo == Approx(40));
+    CHECK(m.tokens_per_s_hi == Approx(120));
+    CHECK(m.denoise_s == Approx(6.4));  // tokens over time stays the rate shown
+    CHECK(m.accuracy == Approx(0.7));
+    CHECK(merge_repetitions({point(50), point(70)}).tokens_per_s == Approx(60));
+    CHECK(merge_repetitions({}).repetitions == 1);
 }
