@@ -287,7 +287,9 @@ std::shared_ptr<const PackedWeight> PackedGemm::pack(ConstMat w, ThreadPool& poo
     std::lock_guard<std::mutex> lk(impl_->mu);
     one_omp_thread();
     auto p  = std::make_unique<PackedWeight::Impl>();
-    p->type = w.type, p->m = w.rows, p->k = w.cols;
+    p->type = w.type;
+    p->m    = w.rows;
+    p->k    = w.cols;
     // Slices: two per thread when wide enough (dynamic hand-out evens out a thread the OS delays), 64-column aligned.
     // A narrow weight stays whole: matmul splits x's rows instead (every thread reads the whole weight, which fits in
     // cache), and a product of a few rows runs as one primitive writing y directly instead of one per slice.

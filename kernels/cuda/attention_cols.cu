@@ -71,7 +71,9 @@ static __global__ void __launch_bounds__(kColsWarps * 32) attention_cols_kernel(
                 const float r = expf(m - m_new);
 #pragma unroll
                 for (int c = 0; c < kColsMaxChunks; ++c) o[c] *= r;
-                rest *= r, z_new *= r, m = m_new;
+                rest *= r;
+                z_new *= r;
+                m = m_new;
             }
             const float p = expf(s_new - m), p_old = expf(s_old - m);
             rest -= p_old;

@@ -86,10 +86,13 @@ std::vector<EventRecord> synthetic_run(const char* method = "dyllm", double step
                 ev.push_back(r);
             }
         }
-        UnmaskRecord u;
-        u.step = k, u.seq = 0, u.positions = {order[k - 1]}, u.tokens = {k == 4 ? last_token : 10 + k},
-        u.scores = {0.5f + 0.1f * k};
-        ev.push_back(u);
+        ev.push_back(UnmaskRecord{
+            .step      = k,
+            .seq       = 0,
+            .positions = {order[k - 1]},
+            .tokens    = {k == 4 ? last_token : 10 + k},
+            .scores    = {0.5f + 0.1f * k},
+        });
         StepEnd se;
         se.step             = k;
         se.wall_ns          = int64_t(step_ms * 1e6);

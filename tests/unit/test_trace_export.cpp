@@ -493,8 +493,11 @@ TEST_CASE("jsonl and chrome trace carry thread CPU time; files without it still 
     // With it: measured on every other op, some split; the values come back and the text round-trips.
     int n = 0;
     for (auto& e : ev)
-        if (auto* o = std::get_if<OpTiming>(&e); o && n++ % 2 == 0)
-            o->cpu_ns = 1000 + n, o->split = n % 4 == 1, o->cpu_gap_ns = n % 3 == 0 ? 0 : 250 * n;
+        if (auto* o = std::get_if<OpTiming>(&e); o && n++ % 2 == 0) {
+            o->cpu_ns     = 1000 + n;
+            o->split      = n % 4 == 1;
+            o->cpu_gap_ns = n % 3 == 0 ? 0 : 250 * n;
+        }
     std::ostringstream a;
     write_jsonl(a, ev);
     const auto                                      back = read_back_identical(a.str());
