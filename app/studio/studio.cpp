@@ -258,6 +258,8 @@ void Studio::start_compare(bool original_a, float tau_b) {
     a.label               = runs.expect(std::move(what));
     compare_labels[0]     = a.label;
     compare_labels[1].clear();
+    compare_flight[0] = a.label;
+    compare_flight[1].clear();
     compare_rep_labels.assign(1, {a.label, ""});
     cmp_pick.start_pair(compare_labels[0]);  // shown as soon as its runs begin, never older runs meanwhile
     // A comparison is for its figures and its replay, not for waiting: both runs at full speed, then (when the play
@@ -336,9 +338,13 @@ void Studio::advance_sweep() {
     shown_run_idx = -1;
 }
 
-bool Studio::compare_finished() {
-    const RunEntry* b = compare_labels[1].empty() ? nullptr : runs.find(compare_labels[1]);
+bool Studio::flight_finished() {
+    const RunEntry* b = compare_flight[1].empty() ? nullptr : runs.find(compare_flight[1]);
     return b && b->history.finished();
+}
+
+bool Studio::compare_finished() {
+    return !compare_queued && !compare_more_reps() && flight_finished();
 }
 
 RunEntry* Studio::shown_run() {
@@ -378,19 +384,22 @@ void Studio::begin_frame() {
 
     // Run B of a comparison starts once run A has ended (its RunEnd is in); a cancelled or refused A drops B.
     if (compare_queued) {
-        const RunEntry* a = runs.find(compare_labels[0]);
+        const RunEntry* a = runs.find(compare_flight[0]);
         if (a && a->history.finished()) {
             compare_queued = false;
             if (!a->history.run_end().cancelled) {
                 StartRequest b    = compare_second;
                 b.label           = runs.expect(compare_second_request);
-                compare_labels[1] = b.label;
+                compare_flight[1] = b.label;
                 if (!compare_rep_labels.empty()) compare_rep_labels.back().second = b.label;
-                if (compare_rep == 0) cmp_pick.pair_b_started(b.label);  // Compare shows the first pair
+                if (compare_rep == 0) {  // Compare shows the first pair
+                    compare_labels[1] = b.label;
+                    cmp_pick.pair_b_started(b.label);
+                }
                 worker.start(std::move(b));
             } else {
                 cmp_pick.drop_pair();
-                message = "comparison stopped: run A (" + compare_labels[0] + ") was cancelled before its end";
+                message = "comparison stopped: run A (" + compare_flight[0] + ") was cancelled before its end";
                 if (compare_replay_pending) worker.set_speed(ui.speed);
                 compare_replay_pending = false;
             }
@@ -406,23 +415,23 @@ void Studio::begin_frame() {
         }
     }
     // Run B of a pair ended and more pairs are asked for: the next pair's run A.
-    if (!compare_queued && compare_more_reps() && !compare_labels[1].empty() && compare_finished()) {
-        const RunEntry* b = runs.find(compare_labels[1]);
+    if (!compare_queued && compare_more_reps() && flight_finished()) {
+        const RunEntry* b = runs.find(compare_flight[1]);
         if (b && b->history.run_end().cancelled) {
             compare_reps_active = 0;  // a cancelled pair ends the repetitions
         } else {
             ++compare_rep;
             StartRequest a    = compare_first;
             a.label           = runs.expect(compare_first_request);
-            compare_labels[0] = a.label;
-            compare_labels[1].clear();
+            compare_flight[0] = a.label;
+            compare_flight[1].clear();
             compare_rep_labels.emplace_back(a.label, "");
             worker.start(std::move(a));
             compare_queued = true;
         }
     }
     // Both runs of the comparison's last pair are in: the play speed comes back and the first pair replays from 0.
-    if (compare_replay_pending && !compare_queued && !compare_more_reps() && compare_finished()) {
+    if (compare_replay_pending && compare_finished()) {
         compare_replay_pending = false;
         worker.set_speed(ui.speed);
         cmp_follow  = false;

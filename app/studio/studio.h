@@ -159,7 +159,8 @@ struct Studio {
     bool         compare_queued = false;  // second compare run waits for the first to finish
     StartRequest compare_second;
     RunRequest   compare_second_request;
-    std::string  compare_labels[2];        // labels of the newest comparison's runs A and B
+    std::string  compare_labels[2];        // labels of the newest comparison's (first) pair A and B
+    std::string  compare_flight[2];        // labels of the pair running now (the first, then each repetition)
     int          cmp_step     = -1;        // Compare's lock-step slider; -1 follows the newest step of the pair
     bool         cmp_follow   = true;      // "follow newest" (moving the slider clears it)
     bool         cmp_playing  = false;     // Compare's replay plays the pair from step 0
@@ -198,7 +199,8 @@ struct Studio {
     void         begin_frame();       // status copy, message bar, compare sequencing, follow-live
     void         refresh_status();    // status copy; a new worker error goes to the message bar
     void         end_frame();         // frame time (shown in the scrubber bar)
-    bool         compare_finished();  // run B of the newest comparison has its RunEnd
+    bool         compare_finished();  // the newest comparison's last pair has run B's RunEnd (every pair is in)
+    bool         flight_finished();   // run B of the pair running now has its RunEnd
     std::string  model_spec() const;
     void         show_notice(std::string text);  // green notice for TimedNotice::kDefaultSeconds
     bool         working();                      // engine playing or loading, events queued or a comparison pending
