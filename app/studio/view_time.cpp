@@ -249,15 +249,28 @@ void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
     dl->AddLine(ImVec2(a.p0.x, y_top), ImVec2(a.p1.x, y_top), kColAxis);
     // Gaps: a faint band over every lane and the outside-ops grey in the top lane.
     const Gap* hovered_gap = nullptr;
+    // Gaps closer than a pixel merge into one mark of the top lane (hundreds of sub-pixel gaps between small ops
+    // would each cost a rectangle and show nothing more).
+    float run0 = 0, run1 = -1;
+    auto  flush = [&] {
+        if (run1 >= run0) dl->AddRectFilled(ImVec2(run0, y_top + 1), ImVec2(run1, y_top + lane_h - 1), kColOutsideOps);
+    };
     for (const Gap& gp : gaps) {
         const float x0 = x_of(double(gp.x0)), x1 = std::max(x_of(double(gp.x0 + gp.dur)), x0 + 1.f);
         if (x1 < a.p0.x || x0 > a.p1.x) continue;
         // Across the layer lanes only where the gap is wide enough to read: hairlines between small ops are noise.
         if (x1 - x0 >= 3.f)
             dl->AddRectFilled(ImVec2(x0, y_top), ImVec2(x1, a.p1.y), (kColOutsideOps & 0x00FFFFFFu) | (40u << 24));
-        dl->AddRectFilled(ImVec2(x0, y_top + 1), ImVec2(x1, y_top + lane_h - 1), kColOutsideOps);
+        if (x0 <= run1 + 1.f) {
+            run1 = std::max(run1, x1);
+        } else {
+            flush();
+            run0 = x0;
+            run1 = x1;
+        }
         if (a.hovered && a.mouse.x >= x0 && a.mouse.x < x1 && a.mouse.y >= y_top) hovered_gap = &gp;
     }
+    flush();
     const Placed* hovered = nullptr;
     const bool    find_on = s.op_filter[0] != '\0';
     for (const auto& p : placed) {
