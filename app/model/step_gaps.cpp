@@ -31,4 +31,20 @@ StepGaps step_gaps(const StepData& sd) {
     return g;
 }
 
+RangeStats range_stats(const std::vector<RangeOp>& ops, const std::vector<TimeSpan>& gaps, int64_t t0, int64_t t1) {
+    RangeStats r;
+    if (t1 < t0) std::swap(t0, t1);
+    r.span_ns    = t1 - t0;
+    auto overlap = [&](int64_t a, int64_t b) { return std::max<int64_t>(0, std::min(b, t1) - std::max(a, t0)); };
+    for (const RangeOp& o : ops) {
+        const int64_t d = overlap(o.t0, o.t1);
+        if (d <= 0) continue;
+        ++r.n_ops;
+        r.ops_ns += d;
+        if (size_t(o.op) < kOpClasses) r.by_class[size_t(o.op)] += d;
+    }
+    for (const TimeSpan& g : gaps) r.outside_ns += overlap(g.t0, g.t1);
+    return r;
+}
+
 }  // namespace dyllm::app

@@ -100,8 +100,9 @@ const BottomTabName&           bottom_tab_name(BottomTab t);
 // The Time panel timeline's zoom: the visible fraction [offset, offset + 1/zoom] of the steps it lays out, for the
 // step range [lo, hi] (another range starts unzoomed).
 struct TimelineZoom {
-    float zoom = 1.f, offset = 0.f;
-    int   lo = -1, hi = -1;
+    float  zoom = 1.f, offset = 0.f;
+    int    lo = -1, hi = -1;
+    double sel0 = -1, sel1 = -1;  // Shift+drag: the selected range in laid-out ns (sel0 < 0: none)
 };
 
 struct Studio {

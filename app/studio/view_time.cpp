@@ -228,8 +228,19 @@ void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
         }
         if (ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) v = TimelineZoom{.lo = lo, .hi = hi};
     }
-    if (a.active && ImGui::IsMouseDragging(ImGuiMouseButton_Left))
-        v.offset -= ImGui::GetIO().MouseDelta.x / a.w() / v.zoom;
+    // Drag pans; Shift+drag selects a range (its statistics under the plot), a Shift+click clears it.
+    const bool shift = ImGui::GetIO().KeyShift;
+    auto       ns_at = [&](float mx) { return (v.offset + double((mx - a.p0.x) / a.w()) / v.zoom) * span; };
+    if (a.clicked && shift) {
+        v.sel0 = std::clamp(ns_at(a.mouse.x), 0.0, span);
+        v.sel1 = v.sel0;
+    }
+    if (a.active && ImGui::IsMouseDragging(ImGuiMouseButton_Left)) {
+        if (shift && v.sel0 >= 0)
+            v.sel1 = std::clamp(ns_at(a.mouse.x), 0.0, span);
+        else
+            v.offset -= ImGui::GetIO().MouseDelta.x / a.w() / v.zoom;
+    }
     v.offset            = std::clamp(v.offset, 0.f, 1.f - 1.f / v.zoom);
     const int   nl      = std::max(h.n_layer(), 1);
     const int   n_lanes = nl + 1;  // lane 0: outside the layers (embed, lm_head, sampling)
@@ -312,10 +323,44 @@ void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
         dl->AddText(ImVec2(a.p0.x + 2, y_top + lane * lane_h + std::max(0.f, (lane_h - 13) * 0.5f)),
                     IM_COL32(230, 230, 230, 200), ln);
     }
+    const bool selected = v.sel0 >= 0 && std::fabs(v.sel1 - v.sel0) > 0;
+    if (selected)
+        dl->AddRectFilled(ImVec2(x_of(std::min(v.sel0, v.sel1)), a.p0.y),
+                          ImVec2(x_of(std::max(v.sel0, v.sel1)), a.p1.y), IM_COL32(255, 255, 255, 36));
     dl->PopClipRect();
     dl->AddRect(a.p0, a.p1, kColAxis);
     char lbl[256], brief[128];
-    if (lo == hi && h.step(hi)) {
+    if (selected) {
+        // The selection's statistics take the footer: span, op time (top classes), outside ops.
+        std::vector<RangeOp> rops;
+        rops.reserve(placed.size());
+        for (const auto& p : placed) rops.push_back({p.x0, p.x0 + p.op->dur_ns, p.op->op});
+        std::vector<TimeSpan> rgaps;
+        rgaps.reserve(gaps.size());
+        for (const Gap& g : gaps) rgaps.push_back({g.x0, g.x0 + g.dur});
+        const RangeStats rs     = range_stats(rops, rgaps, int64_t(v.sel0), int64_t(v.sel1));
+        size_t           top[2] = {kOpClasses, kOpClasses};
+        for (size_t c = 0; c < kOpClasses; ++c) {
+            if (rs.by_class[c] <= 0) continue;
+            if (top[0] == kOpClasses || rs.by_class[c] > rs.by_class[top[0]]) {
+                top[1] = top[0];
+                top[0] = c;
+            } else if (top[1] == kOpClasses || rs.by_class[c] > rs.by_class[top[1]]) {
+                top[1] = c;
+            }
+        }
+        auto pct = [&](int64_t x) { return rs.span_ns > 0 ? 100.0 * double(x) / double(rs.span_ns) : 0.0; };
+        int  n =
+            std::snprintf(lbl, sizeof lbl, "selection %s: %d ops %s, outside ops %s (%.0f%%)",
+                          fmt_ms(double(rs.span_ns) * 1e-9).c_str(), rs.n_ops, fmt_ms(double(rs.ops_ns) * 1e-9).c_str(),
+                          fmt_ms(double(rs.outside_ns) * 1e-9).c_str(), pct(rs.outside_ns));
+        for (size_t t : top)
+            if (t < kOpClasses && n > 0 && size_t(n) < sizeof lbl)
+                n += std::snprintf(lbl + n, sizeof lbl - size_t(n), "; %s %.0f%%", op_class_name(OpClass(t)),
+                                   pct(rs.by_class[t]));
+        std::snprintf(brief, sizeof brief, "selection %s, outside ops %.0f%%",
+                      fmt_ms(double(rs.span_ns) * 1e-9).c_str(), pct(rs.outside_ns));
+    } else if (lo == hi && h.step(hi)) {
         std::snprintf(lbl, sizeof lbl, "step %d: %s wall, %s outside ops; %s", hi, fmt_ms(span * 1e-9).c_str(),
                       fmt_ms(h.step(hi)->outside_ops_seconds()).c_str(),
                       step_rates_text(*h.step(hi), n_embd, true).c_str());
@@ -355,7 +400,7 @@ void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
     } else if (a.hovered) {
         ImGui::SetTooltip(
             "lanes: top = outside the layers (grey: outside ops), then L0..L%d; red corner: preempted op\n"
-            "wheel: zoom, drag: pan, double-click: reset",
+            "wheel: zoom, drag: pan, Shift+drag: select a range (its statistics below), double-click: reset",
             nl - 1);
     }
 }

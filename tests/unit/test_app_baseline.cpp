@@ -253,3 +253,18 @@ TEST_CASE("suite sweep repetitions: tokens/s the median of the runs, with their 
     CHECK(merge_repetitions({point(50), point(70)}).tokens_per_s == Approx(60));
     CHECK(merge_repetitions({}).repetitions == 1);
 }
+
+TEST_CASE("timeline range: op time by class clipped to the range, and the outside-ops gaps in it", "[app_model]") {
+    const std::vector<RangeOp>  ops  = {{0, 100, OpClass::Qkv}, {150, 300, OpClass::Ffn}, {400, 500, OpClass::Qkv}};
+    const std::vector<TimeSpan> gaps = {{100, 150}, {300, 400}};
+    const RangeStats            r    = range_stats(ops, gaps, 50, 420);
+    CHECK(r.span_ns == 370);
+    CHECK(r.n_ops == 3);
+    CHECK(r.ops_ns == 50 + 150 + 20);
+    CHECK(r.by_class[size_t(OpClass::Qkv)] == 70);
+    CHECK(r.by_class[size_t(OpClass::Ffn)] == 150);
+    CHECK(r.outside_ns == 50 + 100);
+    CHECK(r.ops_ns + r.outside_ns == r.span_ns);            // inside one step every ns is an op or a gap
+    CHECK(range_stats(ops, gaps, 420, 50).span_ns == 370);  // dragged right to left
+    CHECK(range_stats(ops, gaps, 600, 700).n_ops == 0);
+}
