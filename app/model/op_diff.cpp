@@ -23,20 +23,34 @@ Spread spread_of(std::vector<double> v) {
     return s;
 }
 
+const char* diff_row_name(DiffRow r) {
+    switch (r) {
+        case DiffRow::OutsideOps:
+            return "outside ops";
+        case DiffRow::AllOps:
+            return "all ops";
+        case DiffRow::Wall:
+            return "step wall";
+        default:
+            return "";
+    }
+}
+
 namespace {
 
-// Per-step seconds of each class (index kOpClasses: all ops) over the ended steps where it is > 0.
-std::array<std::vector<double>, kOpClasses + 1> per_step(const RunHistory& h) {
-    std::array<std::vector<double>, kOpClasses + 1> out;
+// Per-step seconds of each class, then outside ops, all ops and the wall (indices kOpClasses + 0..2), over the ended
+// steps where it is > 0.
+constexpr size_t                       kRows = kOpClasses + 3;
+std::array<std::vector<double>, kRows> per_step(const RunHistory& h) {
+    std::array<std::vector<double>, kRows> out;
     for (int k = 1; k <= h.step_count(); ++k) {
         const StepData* sd = h.step(k);
         if (!sd || !sd->ended) continue;
-        double all = 0;
-        for (size_t c = 0; c < kOpClasses; ++c) {
+        for (size_t c = 0; c < kOpClasses; ++c)
             if (sd->op_seconds[c] > 0) out[c].push_back(sd->op_seconds[c]);
-            all += sd->op_seconds[c];
-        }
-        if (all > 0) out[kOpClasses].push_back(all);
+        const double extra[3] = {sd->outside_ops_seconds(), sd->ops_seconds(), sd->wall_seconds()};
+        for (size_t i = 0; i < 3; ++i)
+            if (extra[i] > 0) out[kOpClasses + i].push_back(extra[i]);
     }
     return out;
 }
@@ -52,10 +66,11 @@ double sum(const std::vector<double>& v) {
 std::vector<OpClassDiff> op_class_diff(const RunHistory& a, const RunHistory& b) {
     const auto               sa = per_step(a), sb = per_step(b);
     std::vector<OpClassDiff> out;
-    for (size_t c = 0; c <= kOpClasses; ++c) {
+    for (size_t c = 0; c < kRows; ++c) {
         if (sa[c].empty() && sb[c].empty()) continue;
         OpClassDiff d;
-        d.op           = OpClass(c);
+        d.row          = c < kOpClasses ? DiffRow::Class : DiffRow(c - kOpClasses + 1);
+        d.op           = c < kOpClasses ? OpClass(c) : OpClass::Count;
         d.total_a      = sum(sa[c]);
         d.total_b      = sum(sb[c]);
         d.a            = spread_of(sa[c]);

@@ -14,8 +14,14 @@ struct Spread {
 };
 Spread spread_of(std::vector<double> v);
 
-// One op class in both runs. op == OpClass::Count is the row of every op summed per step.
+// What a row of the diff sums: one op class, the step time outside every timed op (StepData::outside_ops_seconds),
+// every op, or the step wall time (ops + outside ops: the time tokens/s is measured on).
+enum class DiffRow : uint8_t { Class, OutsideOps, AllOps, Wall };
+const char* diff_row_name(DiffRow r);  // "outside ops", "all ops", "step wall"; "" for Class
+
+// One op class in both runs. op == OpClass::Count for the rows that are no single class.
 struct OpClassDiff {
+    DiffRow row     = DiffRow::Class;
     OpClass op      = OpClass::Other;
     double  total_a = 0, total_b = 0;  // seconds over the run's ended steps
     Spread  a, b;                      // per-step seconds over the steps where the class ran (> 0)
@@ -23,7 +29,7 @@ struct OpClassDiff {
     double  median_ratio = 0;          // b.median / a.median; 0 when A has none
 };
 
-// Classes with time in either run, in OpClass order, then the all-ops row.
+// Classes with time in either run, in OpClass order, then the outside-ops, all-ops and step-wall rows.
 std::vector<OpClassDiff> op_class_diff(const RunHistory& a, const RunHistory& b);
 
 }  // namespace dyllm::app

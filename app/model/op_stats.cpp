@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <cstdio>
 #include <map>
 #include <utility>
 
@@ -19,7 +21,8 @@ int run_n_embd(const RunHistory& h) {
     }
 }
 
-std::vector<OpStat> op_stats(const RunHistory& h, int lo, int hi, bool by_layer, bool exclude_preempted) {
+std::vector<OpStat> op_stats(const RunHistory& h, int lo, int hi, bool by_layer, bool exclude_preempted,
+                             bool outside_ops) {
     const int n_embd = run_n_embd(h);
     lo               = std::max(lo, 1);
     hi               = std::min(hi, h.step_count());
@@ -56,7 +59,25 @@ std::vector<OpStat> op_stats(const RunHistory& h, int lo, int hi, bool by_layer,
                 s.k = nm.k;
             }
             durs[key].push_back(t);
+            if (t >
+                s.max_s) {  // max_s is the running maximum here; the final pass sets it again from the sorted samples
+                s.max_s    = t;
+                s.max_step = k;
+            }
             all += t;
+        }
+        if (outside_ops && sd->ended) {
+            const auto key = std::make_pair(int(OpName::Count), -1);
+            OpStat&    s   = acc[key];
+            s.name         = OpName::Count;
+            s.layer        = -1;
+            s.total_s += sd->outside_ops_seconds();
+            if (sd->outside_ops_seconds() > s.max_s) {
+                s.max_s    = sd->outside_ops_seconds();
+                s.max_step = k;
+            }
+            durs[key].push_back(sd->outside_ops_seconds());
+            all += sd->outside_ops_seconds();
         }
     }
     std::vector<OpStat> out;
@@ -69,9 +90,15 @@ std::vector<OpStat> op_stats(const RunHistory& h, int lo, int hi, bool by_layer,
             s.median_s = d.size() % 2 ? d[d.size() / 2] : 0.5 * (d[d.size() / 2 - 1] + d[d.size() / 2]);
             s.min_s    = d.front();
             s.max_s    = d.back();
+            double ss  = 0;
+            for (double x : d) ss += (x - s.mean_s) * (x - s.mean_s);
+            s.sigma_s        = std::sqrt(ss / double(d.size()));
+            const double pos = 0.9 * double(d.size() - 1);  // linear interpolation between order statistics
+            const size_t i   = size_t(pos);
+            s.p90_s          = i + 1 < d.size() ? d[i] + (pos - double(i)) * (d[i + 1] - d[i]) : d[i];
         }
         s.share = all > 0 ? s.total_s / all : 0.0;
-        s.label = op_name_text(s.name);
+        s.label = s.name == OpName::Count ? "outside ops" : op_name_text(s.name);
         if (s.layer >= 0) s.label += " L" + std::to_string(s.layer);
         out.push_back(std::move(s));
     }
@@ -103,6 +130,10 @@ void sort_stats(std::vector<OpStat>& v, StatColumn c, bool ascending) {
                 return s.cpu_mean_s();
             case StatColumn::Preempted:
                 return s.preempted;
+            case StatColumn::Sigma:
+                return s.sigma_s;
+            case StatColumn::P90:
+                return s.p90_s;
             case StatColumn::Label:
                 break;
         }
@@ -125,6 +156,33 @@ bool stat_matches(const OpStat& s, std::string_view filter) {
         return r;
     };
     return lower(s.label).find(lower(filter)) != std::string::npos;
+}
+
+bool op_matches(OpName name, int layer, std::string_view filter) {
+    if (filter.empty()) return true;
+    OpStat s;
+    s.label = op_name_text(name);
+    if (stat_matches(s, filter)) return true;
+    if (layer < 0) return false;
+    s.label += " L" + std::to_string(layer);
+    return stat_matches(s, filter);
+}
+
+std::string op_stats_csv(const std::vector<OpStat>& v) {
+    std::string out =
+        "op,layer,count,total_ms,mean_ms,median_ms,min_ms,max_ms,sigma_ms,p90_ms,cpu_mean_ms,preempted,share,"
+        "gflops_per_s,gbytes_per_s,m,n,k,slowest_step\n";
+    char buf[512];
+    for (const OpStat& s : v) {
+        const std::string name = s.name == OpName::Count ? "outside ops" : op_name_text(s.name);
+        std::snprintf(buf, sizeof buf,
+                      "%s,%d,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%d,%.6f,%.4f,%.4f,%lld,%lld,%lld,%d\n",
+                      name.c_str(), s.layer, s.count, s.total_s * 1e3, s.mean_s * 1e3, s.median_s * 1e3, s.min_s * 1e3,
+                      s.max_s * 1e3, s.sigma_s * 1e3, s.p90_s * 1e3, s.cpu_mean_s() * 1e3, s.preempted, s.share,
+                      s.gflops_per_s(), s.gbytes_per_s(), (long long)s.m, (long long)s.n, (long long)s.k, s.max_step);
+        out += buf;
+    }
+    return out;
 }
 
 }  // namespace dyllm::app

@@ -18,7 +18,9 @@ struct OpStat {
     int         layer   = -2;  // -2: every layer; -1: outside the layers
     int         count   = 0;
     double      total_s = 0, mean_s = 0, median_s = 0, min_s = 0, max_s = 0;
-    double      share = 0;  // of the summed time of every op in the range, 0..1
+    double      sigma_s = 0, p90_s = 0;  // standard deviation (population) and 90th percentile (linear) of the samples
+    int         max_step = 0;            // the step of the slowest sample (the table's jump target)
+    double      share    = 0;  // of the summed time of every op (and outside ops when asked for) in the range, 0..1
     double      flops = 0, bytes = 0;
     int64_t     m = 0, n = 0, k = 0;  // GEMM shape of the largest call (0: not a GEMM)
     double      cpu_s     = 0;        // summed thread CPU time of the samples that have one
@@ -32,7 +34,10 @@ struct OpStat {
 
 // Stats over steps [lo, hi] (clamped to the run), in op-name order (then layer). exclude_preempted: preempted samples
 // are left out of every time, count and rate (a group whose samples were all preempted keeps a row with count 0).
-std::vector<OpStat> op_stats(const RunHistory& h, int lo, int hi, bool by_layer, bool exclude_preempted = false);
+// outside_ops: a last row "outside ops" (name OpName::Count) with one sample per ended step, the step's wall time
+// the ops do not cover (StepData::outside_ops_seconds); the shares are then of the wall time.
+std::vector<OpStat> op_stats(const RunHistory& h, int lo, int hi, bool by_layer, bool exclude_preempted = false,
+                             bool outside_ops = false);
 
 enum class StatColumn : uint8_t {
     Label,
@@ -46,12 +51,19 @@ enum class StatColumn : uint8_t {
     GFlops,
     GBytes,
     CpuMean,
-    Preempted
+    Preempted,
+    Sigma,
+    P90
 };
 void sort_stats(std::vector<OpStat>& v, StatColumn c, bool ascending);
 
 // Case-insensitive substring match of the filter against the label; "" matches everything.
 bool stat_matches(const OpStat& s, std::string_view filter);
+// The same match for one op of the timeline: its name, or its name and layer ("q L3"), contains the filter.
+bool op_matches(OpName name, int layer, std::string_view filter);
+
+// The table as CSV (one header line, one line per row; times in ms), for the clipboard and the exports.
+std::string op_stats_csv(const std::vector<OpStat>& v);
 
 // n_embd from the run's environment (RunBegin env "n_embd"); 0 when absent.
 int run_n_embd(const RunHistory& h);

@@ -216,6 +216,16 @@ TokenSaliencyGrid RunHistory::token_saliency(int seq, int response_pos) const {
     return g;
 }
 
+double StepData::ops_seconds() const {
+    double t = 0;
+    for (double c : op_seconds) t += c;
+    return t;
+}
+
+double StepData::outside_ops_seconds() const {
+    return ended ? std::max(0.0, wall_seconds() - ops_seconds()) : 0.0;
+}
+
 RunSummary RunHistory::summary(int upto_step) const {
     RunSummary          out;
     const int           last = upto_step < 0 ? step_count() : std::min(upto_step, step_count());
@@ -230,6 +240,7 @@ RunSummary RunHistory::summary(int upto_step) const {
         if (size_t(s.kind) < out.steps_by_kind.size()) out.steps_by_kind[size_t(s.kind)] += 1;
         out.tokens_committed += s.end.tokens_committed;
         out.denoise_seconds += s.wall_seconds();
+        out.outside_ops_seconds += s.outside_ops_seconds();
         out.flops += s.end.flops;
         out.dense_flops += s.end.dense_flops;
         out.ffn_rows += s.end.ffn_rows;

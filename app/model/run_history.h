@@ -38,19 +38,25 @@ struct StepData {
     std::vector<OpTiming>                         ops;
     std::array<double, kOpClasses>                op_seconds{};  // summed durations by class
 
-    double                     wall_seconds() const { return ended ? double(end.wall_ns) * 1e-9 : 0.0; }
+    double wall_seconds() const { return ended ? double(end.wall_ns) * 1e-9 : 0.0; }
+    double ops_seconds() const;  // the summed durations of every timed op
+    // "Outside ops": the step's wall time the timed ops do not cover (the scheduler, sampling bookkeeping, waits for
+    // the pool, hand-offs to the event queue); 0 until the step ended. Every table, bar and Compare shows it, so the
+    // shares of the op classes add up to the wall time tokens/s is measured on.
+    double                     outside_ops_seconds() const;
     const LayerSaliencyRecord* layer(int seq, int l) const;
     int32_t                    salient_count(int seq, int l) const;  // -1 when not recorded
 };
 
 // Aggregates over the steps 1..upto of a run.
 struct RunSummary {
-    int32_t             steps            = 0;  // steps ended
-    int32_t             forward_passes   = 0;  // one per step of the batch (engine/README.md §a.3)
-    int64_t             tokens_committed = 0;  // unmasked so far, all sequences
-    int64_t             response_tokens  = 0;  // gen_length x sequences
-    double              denoise_seconds  = 0;  // sum of step wall times
-    double              tokens_per_s     = 0;  // response tokens (committed while running) over denoise time
+    int32_t             steps               = 0;  // steps ended
+    int32_t             forward_passes      = 0;  // one per step of the batch (engine/README.md §a.3)
+    int64_t             tokens_committed    = 0;  // unmasked so far, all sequences
+    int64_t             response_tokens     = 0;  // gen_length x sequences
+    double              denoise_seconds     = 0;  // sum of step wall times (ops + outside ops; no play-speed wait)
+    double              tokens_per_s        = 0;  // response tokens (committed while running) over denoise time
+    double              outside_ops_seconds = 0;  // ended steps' wall time outside every timed op
     double              flops = 0, dense_flops = 0;
     double              flops_fraction = 1;  // flops / dense_flops (1 = dense)
     int64_t             ffn_rows = 0, dense_rows = 0;

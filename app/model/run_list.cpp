@@ -50,4 +50,17 @@ bool RunList::apply(const EventRecord& ev) {
     return rb != nullptr;
 }
 
+std::string run_context(const RunEntry& e, size_t max_prompt_bytes) {
+    std::string p;
+    for (char c : e.request.prompt) p += (c == '\n' || c == '\r' || c == '\t') ? ' ' : c;
+    if (p.size() > max_prompt_bytes) {
+        size_t cut = max_prompt_bytes;
+        while (cut > 0 && (static_cast<unsigned char>(p[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
+        p = p.substr(0, cut) + "...";
+    }
+    std::string out = e.history.has_run() ? e.history.info().model : std::string("?");
+    if (!p.empty()) out += ", \"" + p + "\"";
+    return out;
+}
+
 }  // namespace dyllm::app

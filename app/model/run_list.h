@@ -28,6 +28,10 @@ struct RunEntry {
     RunRequest  request;     // empty for a run nobody asked for under this label
 };
 
+// What a run picker adds to a run's label so two runs of different models or prompts read apart: the model and the
+// start of the prompt, "tiny-llada, \"Q: add 477+298\"" (line breaks as spaces, cut on a UTF-8 boundary with "...").
+std::string run_context(const RunEntry& e, size_t max_prompt_bytes = 28);
+
 class RunList {
 public:
     explicit RunList(size_t keep = 12) : keep_(keep) {}

@@ -225,4 +225,20 @@ CsvTable suite_csv(const std::vector<SuitePoint>& pts, const SuiteContext& c) {
     return t;
 }
 
+SuitePoint merge_repetitions(const std::vector<SuitePoint>& reps) {
+    if (reps.empty()) return SuitePoint{};
+    SuitePoint          p = reps.front();
+    std::vector<double> tps;
+    for (const SuitePoint& r : reps) tps.push_back(r.tokens_per_s);
+    std::sort(tps.begin(), tps.end());
+    const size_t n    = tps.size();
+    p.repetitions     = int(n);
+    p.tokens_per_s    = n % 2 ? tps[n / 2] : 0.5 * (tps[n / 2 - 1] + tps[n / 2]);
+    p.tokens_per_s_lo = tps.front();
+    p.tokens_per_s_hi = tps.back();
+    // The denoising time that goes with the median rate, so tokens_per_s stays tokens over time.
+    if (p.tokens_per_s > 0) p.denoise_s = double(p.generated_tokens) / p.tokens_per_s;
+    return p;
+}
+
 }  // namespace dyllm::app

@@ -63,20 +63,27 @@ struct SuiteOptions {
 struct SuitePoint {
     SuiteRun run;
     int      items = 0, correct = 0;
-    double   accuracy         = 0;  // correct / items
-    double   tokens_per_s     = 0;  // response tokens (gen length x items) over the engine's denoising time
-    double   flops_per_token  = 0;  // the engine's accounted FLOPs per response token
-    double   flops_vs_dense   = 1;  // accounted FLOPs over a dense forward of every step
-    double   denoise_s        = 0;
-    int64_t  generated_tokens = 0, forward_passes = 0;
-    bool     cancelled = false;  // stopped by SuiteOptions::cancel: not a measurement
-    bool     pareto    = false;  // filled by mark_pareto
+    double   accuracy     = 0;  // correct / items
+    double   tokens_per_s = 0;  // response tokens (gen length x items) over the engine's denoising time
+    // Repeated runs (SuiteSweepRequest::repetitions): tokens_per_s is their median, these its range.
+    int     repetitions     = 1;
+    double  tokens_per_s_lo = 0, tokens_per_s_hi = 0;
+    double  flops_per_token  = 0;  // the engine's accounted FLOPs per response token
+    double  flops_vs_dense   = 1;  // accounted FLOPs over a dense forward of every step
+    double  denoise_s        = 0;
+    int64_t generated_tokens = 0, forward_passes = 0;
+    bool    cancelled = false;  // stopped by SuiteOptions::cancel: not a measurement
+    bool    pareto    = false;  // filled by mark_pareto
 };
 
 // Runs `run` on the first o.limit items of each suite through eval_task (the same prompts, sessions and scoring as
 // `dyllm eval`). Throws InputError for settings the engine refuses or prompts that do not fit max_position.
 SuitePoint run_suite_point(const Model& model, const std::vector<TaskSuite>& suites, const SuiteRun& run,
                            const SuiteOptions& o);
+
+// Folds repeated runs of one configuration into the first: tokens/s (and the denoising time) the median of the runs,
+// tokens_per_s_lo/hi their range; accuracy, FLOPs and counts stay the first run's (greedy decoding repeats them).
+SuitePoint merge_repetitions(const std::vector<SuitePoint>& reps);
 
 // Marks the Pareto front over (tokens/s higher, accuracy higher) among the points not cancelled.
 void mark_pareto(std::vector<SuitePoint>& pts);

@@ -2,6 +2,7 @@
 // progress and points under a mutex, stops at the next step when cancelled.
 #include "app/model/suite_sweep_job.h"
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 
@@ -65,15 +66,23 @@ void SuiteSweepJob::run(const Model* model) {
             w.limit        = 1;
             (void)run_suite_point(*model, {suites.front()}, runs.front(), w);
         }
+        const int reps = std::max(1, req_.repetitions);
         for (const auto& r : runs) {
-            {
-                std::lock_guard lk(mutex_);
-                state_.current = r.label();
+            std::vector<SuitePoint> samples;
+            bool                    cancelled = false;
+            for (int k = 0; k < reps && !cancelled; ++k) {
+                {
+                    std::lock_guard lk(mutex_);
+                    state_.current = reps > 1
+                                         ? r.label() + " (" + std::to_string(k + 1) + "/" + std::to_string(reps) + ")"
+                                         : r.label();
+                }
+                samples.push_back(run_suite_point(*model, suites, r, o));
+                cancelled = samples.back().cancelled;
             }
-            SuitePoint      p = run_suite_point(*model, suites, r, o);
             std::lock_guard lk(mutex_);
-            if (p.cancelled) break;  // a partial point is not a measurement
-            state_.points.push_back(std::move(p));
+            if (cancelled) break;  // a partial point is not a measurement
+            state_.points.push_back(merge_repetitions(samples));
             mark_pareto(state_.points);
             state_.done += 1;
         }
@@ -104,6 +113,7 @@ SuiteSweepRequest suite_request(const SuiteTune& t, const DiffusionParams& base)
     q.taus          = t.taus[0] ? parse_sweep_taus("tau list", t.taus) : default_suite_taus();
     q.references    = true;
     q.options.limit = t.limit;
+    q.repetitions   = std::clamp(t.repetitions, 1, 20);
     for (int i = 0; i < 4; ++i)
         if (t.stable_rows[i]) q.methods.push_back({Method::DyLLM, kStableRowNames[i]});
     if (q.methods.empty()) q.methods.push_back({Method::DyLLM, ""});

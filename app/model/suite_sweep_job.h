@@ -20,8 +20,9 @@ struct SuiteSweepRequest {
     DiffusionParams          base;
     std::vector<SweepMethod> methods;
     std::vector<float>       taus;
-    bool                     references = true;
-    SuiteOptions             options;  // limit, shots, batch (cancel is the job's own)
+    bool                     references  = true;
+    int                      repetitions = 1;  // runs per configuration; the point's tokens/s is their median
+    SuiteOptions             options;          // limit, shots, batch (cancel is the job's own)
 };
 
 // What the UI shows: a copy taken under the job's mutex.
@@ -60,6 +61,7 @@ struct SuiteTune {
     static constexpr int kDefaultLimit  = 10;  // items per task: a sweep on tiny-llada takes well under a minute
     int                  task_idx       = 0;   // into kSuiteTasks
     int                  limit          = kDefaultLimit;
+    int                  repetitions    = 3;   // runs per configuration: a point's tokens/s is their median, with range
     char                 taus[128]      = {};  // the tau list as typed; "" = default_suite_taus()
     bool                 stable_rows[4] = {};  // dyllm updates to sweep (kStableRowNames order); none: the base's
     std::shared_ptr<SuiteSweepJob> job;

@@ -95,7 +95,15 @@ std::string fmt_si(double v, const char* unit) {
 std::string fmt_ms(double seconds) {
     char         buf[32];
     const double ms = seconds * 1e3;
-    std::snprintf(buf, sizeof buf, ms >= 100 ? "%.0f ms" : ms >= 1 ? "%.2f ms" : "%.3f ms", ms);
+    // Below a millisecond in microseconds: a sub-microsecond op printed "0.000 ms".
+    if (ms < 1 && ms > 0)
+        std::snprintf(buf, sizeof buf,
+                      ms >= 0.1     ? "%.0f \xC2\xB5s"
+                      : ms >= 0.001 ? "%.1f \xC2\xB5s"
+                                    : "%.3f \xC2\xB5s",
+                      ms * 1e3);
+    else
+        std::snprintf(buf, sizeof buf, ms >= 100 ? "%.0f ms" : ms >= 1 ? "%.2f ms" : "%.3f ms", ms);
     return buf;
 }
 

@@ -27,6 +27,8 @@ constexpr ImU32 kColUntested = IM_COL32(34, 36, 42, 255);
 constexpr ImU32 kColTau      = IM_COL32(255, 90, 70, 255);
 constexpr ImU32 kColCursor   = IM_COL32(255, 255, 255, 170);
 ImU32           op_class_color(int op_class);
+// The step time outside every timed op (app/model/step_gaps.h): a grey no op class uses, in bars, tables, timeline.
+constexpr ImU32 kColOutsideOps = IM_COL32(112, 112, 124, 255);
 
 // Reserves w x h pixels at the cursor (an invisible button, so clicks and hover belong to the plot).
 struct PlotArea {
@@ -44,6 +46,12 @@ void colorbar(ImDrawList* dl, ImVec2 p0, ImVec2 size, Rgb (*map)(float), const c
 void fit_text(ImDrawList* dl, ImVec2 p, float w, ImU32 col, std::initializer_list<const char*> texts);
 // Centered "nothing to show" text in an area.
 void empty_note(const PlotArea& a, const char* text);
+
+// The one definition of tokens/s, stated wherever a tokens/s is shown (Controls, Summary, Compare).
+inline constexpr const char* kTokensPerSecondDefinition =
+    "engine tok/s: response tokens (gen length x sequences; those decoded so far while running)\n"
+    "over the summed wall time of the denoising steps: every op plus the time outside ops,\n"
+    "without the play-speed wait between steps or the model load";
 
 std::string fmt_si(double v, const char* unit = "");  // 1.23 G, 456 k ...
 std::string fmt_ms(double seconds);

@@ -194,7 +194,12 @@ void Studio::start_run(StartRequest req, RunRequest what) {
 
 void Studio::restart(bool autoplay) {
     message.clear();
-    compare_queued = false;                    // a restart replaces a comparison still waiting for its run B
+    if (compare_replay_pending) {  // a comparison at full speed gives the play speed back
+        compare_replay_pending = false;
+        worker.set_speed(ui.speed);
+    }
+    compare_queued      = false;               // a restart replaces a comparison still waiting for its run B
+    compare_reps_active = 0;                   // and its pairs still to come
     if (suite.running()) suite.job->cancel();  // and a suite sweep holding the engine (its points stay)
     if (sweep.active()) {                      // and a sweep
         sweep.cancel();
@@ -208,6 +213,32 @@ void Studio::restart(bool autoplay) {
     selected_token = -1;
 }
 
+bool Studio::explain_no_model() {
+    if (status.state != WorkerState::NoModel) return false;
+    message = "no model loaded: pick tiny-llada or tiny-dream in the model box, or a checkpoint path and Load";
+    return true;
+}
+
+void Studio::play() {
+    if (explain_no_model() || status.state == WorkerState::Loading) return;
+    if (status.state == WorkerState::Done || status.state == WorkerState::Ready || params_dirty)
+        restart(true);
+    else
+        worker.play();
+}
+
+void Studio::step() {
+    if (explain_no_model() || status.state == WorkerState::Loading) return;
+    if (status.state == WorkerState::Done || status.state == WorkerState::Ready || params_dirty) restart(false);
+    worker.step_once();
+    follow_live = true;
+}
+
+void Studio::restart_or_explain() {
+    if (explain_no_model() || status.state == WorkerState::Loading) return;
+    restart(true);
+}
+
 void Studio::start_compare(bool original_a, float tau_b) {
     StartRequest a         = make_request(true);
     compare_second         = make_request(true);
@@ -217,12 +248,24 @@ void Studio::start_compare(bool original_a, float tau_b) {
     else
         compare_second.params.tau = tau_b;
     message.clear();
-    RunRequest what   = make_run_request("compare-a");
-    what.prompt       = a.prompt;
-    a.label           = runs.expect(std::move(what));
-    compare_labels[0] = a.label;
+    RunRequest what       = make_run_request("compare-a");
+    what.prompt           = a.prompt;
+    compare_first         = a;
+    compare_first_request = what;
+    compare_rep           = 0;
+    compare_reps          = std::clamp(compare_reps, 1, 10);
+    compare_reps_active   = compare_reps;
+    a.label               = runs.expect(std::move(what));
+    compare_labels[0]     = a.label;
     compare_labels[1].clear();
+    compare_flight[0] = a.label;
+    compare_flight[1].clear();
+    compare_rep_labels.assign(1, {a.label, ""});
     cmp_pick.start_pair(compare_labels[0]);  // shown as soon as its runs begin, never older runs meanwhile
+    // A comparison is for its figures and its replay, not for waiting: both runs at full speed, then (when the play
+    // speed is limited, i.e. someone watches) the pair replays at that speed.
+    compare_replay_pending = ui.speed > 0;
+    if (compare_replay_pending) worker.set_speed(0);
     worker.start(std::move(a));
     compare_queued = true;
     follow_live    = true;
@@ -232,7 +275,8 @@ void Studio::start_compare(bool original_a, float tau_b) {
 
 void Studio::start_sweep() {
     message.clear();
-    compare_queued = false;
+    compare_queued      = false;
+    compare_reps_active = 0;
     sweep.begin(default_sweep_taus());
     sweep_label.clear();
     worker.set_speed(0);  // the sweep is for its points, not for watching
@@ -294,9 +338,13 @@ void Studio::advance_sweep() {
     shown_run_idx = -1;
 }
 
-bool Studio::compare_finished() {
-    const RunEntry* b = compare_labels[1].empty() ? nullptr : runs.find(compare_labels[1]);
+bool Studio::flight_finished() {
+    const RunEntry* b = compare_flight[1].empty() ? nullptr : runs.find(compare_flight[1]);
     return b && b->history.finished();
+}
+
+bool Studio::compare_finished() {
+    return !compare_queued && !compare_more_reps() && flight_finished();
 }
 
 RunEntry* Studio::shown_run() {
@@ -336,18 +384,24 @@ void Studio::begin_frame() {
 
     // Run B of a comparison starts once run A has ended (its RunEnd is in); a cancelled or refused A drops B.
     if (compare_queued) {
-        const RunEntry* a = runs.find(compare_labels[0]);
+        const RunEntry* a = runs.find(compare_flight[0]);
         if (a && a->history.finished()) {
             compare_queued = false;
             if (!a->history.run_end().cancelled) {
                 StartRequest b    = compare_second;
                 b.label           = runs.expect(compare_second_request);
-                compare_labels[1] = b.label;
-                cmp_pick.pair_b_started(b.label);
+                compare_flight[1] = b.label;
+                if (!compare_rep_labels.empty()) compare_rep_labels.back().second = b.label;
+                if (compare_rep == 0) {  // Compare shows the first pair
+                    compare_labels[1] = b.label;
+                    cmp_pick.pair_b_started(b.label);
+                }
                 worker.start(std::move(b));
             } else {
                 cmp_pick.drop_pair();
-                message = "comparison stopped: run A (" + compare_labels[0] + ") was cancelled before its end";
+                message = "comparison stopped: run A (" + compare_flight[0] + ") was cancelled before its end";
+                if (compare_replay_pending) worker.set_speed(ui.speed);
+                compare_replay_pending = false;
             }
         } else if (!a && !worker.busy() && worker.sink().queued() == 0) {
             // The worker finished the start (busy() is read first) and no RunBegin came: A was refused. The worker
@@ -356,7 +410,34 @@ void Studio::begin_frame() {
             compare_queued = false;
             cmp_pick.drop_pair();
             refresh_status();
+            if (compare_replay_pending) worker.set_speed(ui.speed);
+            compare_replay_pending = false;
         }
+    }
+    // Run B of a pair ended and more pairs are asked for: the next pair's run A.
+    if (!compare_queued && compare_more_reps() && flight_finished()) {
+        const RunEntry* b = runs.find(compare_flight[1]);
+        if (b && b->history.run_end().cancelled) {
+            compare_reps_active = 0;  // a cancelled pair ends the repetitions
+        } else {
+            ++compare_rep;
+            StartRequest a    = compare_first;
+            a.label           = runs.expect(compare_first_request);
+            compare_flight[0] = a.label;
+            compare_flight[1].clear();
+            compare_rep_labels.emplace_back(a.label, "");
+            worker.start(std::move(a));
+            compare_queued = true;
+        }
+    }
+    // Both runs of the comparison's last pair are in: the play speed comes back and the first pair replays from 0.
+    if (compare_replay_pending && compare_finished()) {
+        compare_replay_pending = false;
+        worker.set_speed(ui.speed);
+        cmp_follow  = false;
+        cmp_step    = 0;
+        cmp_playing = true;
+        cmp_play_t  = 0;
     }
     advance_sweep();
     if (RunEntry* r = shown_run()) {

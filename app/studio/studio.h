@@ -100,8 +100,9 @@ const BottomTabName&           bottom_tab_name(BottomTab t);
 // The Time panel timeline's zoom: the visible fraction [offset, offset + 1/zoom] of the steps it lays out, for the
 // step range [lo, hi] (another range starts unzoomed).
 struct TimelineZoom {
-    float zoom = 1.f, offset = 0.f;
-    int   lo = -1, hi = -1;
+    float  zoom = 1.f, offset = 0.f;
+    int    lo = -1, hi = -1;
+    double sel0 = -1, sel1 = -1;  // Shift+drag: the selected range in laid-out ns (sel0 < 0: none)
 };
 
 struct Studio {
@@ -159,12 +160,14 @@ struct Studio {
     bool         compare_queued = false;  // second compare run waits for the first to finish
     StartRequest compare_second;
     RunRequest   compare_second_request;
-    std::string  compare_labels[2];        // labels of the newest comparison's runs A and B
-    int          cmp_step    = -1;         // Compare's lock-step slider; -1 follows the newest step of the pair
-    bool         cmp_follow  = true;       // "follow newest" (moving the slider clears it)
-    bool         cmp_playing = false;      // Compare's replay plays the pair from step 0
-    double       cmp_play_t  = 0;          // now_s() of the last replay advance
-    float        tau_drag    = NAN;        // tau while a histogram line is being dragged
+    std::string  compare_labels[2];        // labels of the newest comparison's (first) pair A and B
+    std::string  compare_flight[2];        // labels of the pair running now (the first, then each repetition)
+    int          cmp_step     = -1;        // Compare's lock-step slider; -1 follows the newest step of the pair
+    bool         cmp_follow   = true;      // "follow newest" (moving the slider clears it)
+    bool         cmp_playing  = false;     // Compare's replay plays the pair from step 0
+    double       cmp_play_t   = 0;         // now_s() of the last replay advance
+    float        tau_drag     = NAN;       // tau while a histogram line is being dragged
+    bool         arrows_taken = false;     // a tau slider took the arrow keys this frame (the scrubber skips them)
     TauSweep     sweep;                    // Tune panel: original + dyllm at a few taus on the current prompt
     std::string  sweep_label;              // label of the sweep run in flight ("" when none)
     int          sweep_run       = -1;     // its index in the sweep (0: the original reference)
@@ -197,13 +200,31 @@ struct Studio {
     void         begin_frame();       // status copy, message bar, compare sequencing, follow-live
     void         refresh_status();    // status copy; a new worker error goes to the message bar
     void         end_frame();         // frame time (shown in the scrubber bar)
-    bool         compare_finished();  // run B of the newest comparison has its RunEnd
+    bool         compare_finished();  // the newest comparison's last pair has run B's RunEnd (every pair is in)
+    bool         flight_finished();   // run B of the pair running now has its RunEnd
     std::string  model_spec() const;
     void         show_notice(std::string text);  // green notice for TimedNotice::kDefaultSeconds
     bool         working();                      // engine playing or loading, events queued or a comparison pending
+    // Transport, shared by the Controls bar's buttons and the keys (view.cpp): play (a finished run, a fresh one or
+    // changed knobs start a new run), one step, restart. Without a model each says so on the message bar.
+    void play();
+    void step();
+    void restart_or_explain();
+    bool explain_no_model();  // true (and a message) when there is no model to run
     // Two runs of the current prompt, B started after A finishes: original vs current settings (original_a), or the
-    // current settings vs the same with tau = tau_b.
+    // current settings vs the same with tau = tau_b. Both run at full speed; when the play speed is limited (someone
+    // watches), the pair then replays in lock step at that speed.
     void start_compare(bool original_a, float tau_b);
+    bool compare_replay_pending = false;  // the comparison runs at full speed; replay it once run B has ended
+    // Repetitions: the pair runs compare_reps times (A, B, A, B, ...); Compare shows the first pair and the median
+    // and range of every pair's speed-up (app/model/compare_reps.h).
+    int compare_reps        = 3;
+    int compare_rep         = 0;  // the pair running now (0-based)
+    int compare_reps_active = 0;  // pairs of the comparison running now (0: none more; a restart or sweep ends it)
+    StartRequest                                     compare_first;  // run A's request, for the next pair
+    RunRequest                                       compare_first_request;
+    std::vector<std::pair<std::string, std::string>> compare_rep_labels;  // (A, B) labels of every pair begun
+    bool compare_more_reps() const { return compare_rep + 1 < compare_reps_active; }
     // Tau sweep of the current prompt at full speed (the play speed comes back when it ends); advance_sweep() runs
     // in begin_frame and starts each run once the previous one has ended.
     void start_sweep();

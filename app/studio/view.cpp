@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include "app/studio/studio.h"
 
@@ -69,12 +70,21 @@ void set_ui_scale(Studio& s, float scale) {
 
 void draw_studio(Studio& s, float width, float height) {
     const ImGuiIO& io = ImGui::GetIO();
+    s.arrows_taken    = false;
     if (io.KeyCtrl) {  // GLFW key codes: the ImGui 1.86 GLFW backend indexes KeysDown by them
         if (ImGui::IsKeyPressed(GLFW_KEY_EQUAL) || ImGui::IsKeyPressed(GLFW_KEY_KP_ADD))
             set_ui_scale(s, s.ui_scale + 0.1f);
         if (ImGui::IsKeyPressed(GLFW_KEY_MINUS) || ImGui::IsKeyPressed(GLFW_KEY_KP_SUBTRACT))
             set_ui_scale(s, s.ui_scale - 0.1f);
         if (ImGui::IsKeyPressed(GLFW_KEY_0)) set_ui_scale(s, 1.f);
+    }
+    // Keys while no text field has focus (Space plays and pauses, Left/Right scrub: view_scrubber.cpp): N one step,
+    // R restart, 1..7 the bottom band's tabs in tab-bar order.
+    if (!io.WantTextInput && !io.KeyCtrl && !io.KeyAlt) {
+        if (ImGui::IsKeyPressed(GLFW_KEY_N, false)) s.step();
+        if (ImGui::IsKeyPressed(GLFW_KEY_R, false)) s.restart_or_explain();
+        for (int i = 0; i < int(std::size(kBottomTabs)) && i < 9; ++i)
+            if (ImGui::IsKeyPressed(GLFW_KEY_1 + i, false)) s.select_tab(kBottomTabs[size_t(i)].tab);
     }
     const StudioLayout L = scaled_layout(s, width, height);
     // A token picked in the Canvas or the Salient map opens its saliency history in the bottom band.

@@ -243,9 +243,24 @@ void draw_token_history(Studio& s) {
         } else {
             const ImVec2 avail = ImGui::GetContentRegionAvail();
             const float  left  = 34.f;
-            PlotArea     a     = plot_area("##tokgrid", avail.x, avail.y - 18);
+            const float  lh    = ImGui::GetTextLineHeight();
+            PlotArea     a     = plot_area("##tokgrid", avail.x, avail.y - 18 - lh);  // a line for the step numbers
             ImDrawList*  dl    = ImGui::GetWindowDrawList();
             const float  cw = (a.w() - left) / g.steps, ch = a.h() / g.layers;
+            // Step numbers under the columns: 1, then every 1/2/5 x 10^k steps, as many as fit.
+            const float num_w = ImGui::CalcTextSize("000").x + 6;
+            int         every = 1;
+            for (int m : {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000})
+                if ((every = m) * cw >= num_w) break;
+            for (int st = 1; st <= g.steps; st = (st == 1 && every > 1) ? every : st + every) {
+                char        num[16];
+                const int   n  = std::snprintf(num, sizeof num, "%d", st);
+                const float tw = ImGui::CalcTextSize(num, num + n).x;
+                const float xc = a.p0.x + left + (st - 0.5f) * cw;
+                dl->AddLine(ImVec2(xc, a.p1.y), ImVec2(xc, a.p1.y + 3), kColAxis);
+                dl->AddText(ImVec2(std::min(xc - tw * 0.5f, a.p1.x - tw), a.p1.y + 2), IM_COL32(170, 170, 170, 255),
+                            num);
+            }
             for (int st = 1; st <= g.steps; ++st) {
                 for (int l = 0; l < g.layers; ++l) {
                     const TokenSal v   = g.at(st, l);
@@ -281,7 +296,10 @@ void draw_token_history(Studio& s) {
                     }
                 }
             }
-            ImGui::TextDisabled("white line: the step that unmasked it.  Click a cell to show that step everywhere.");
+            ImGui::Dummy(ImVec2(1, lh));
+            ImGui::TextDisabled(
+                "columns: steps (numbered below); white line: the step that unmasked it. Click a cell to show that "
+                "step everywhere.");
         }
     }
 }

@@ -8,10 +8,12 @@
 #include <cstdio>
 
 #include "app/model/canvas_chips.h"
+#include "app/model/compare_reps.h"
 #include "app/model/op_diff.h"
 #include "app/model/run_compare.h"
 #include "app/studio/plot.h"
 #include "app/studio/studio.h"
+#include "app/studio/tau_field.h"
 
 namespace dyllm::app {
 
@@ -118,8 +120,8 @@ void op_times_tab(const RunHistory& A, const RunHistory& B) {
         return;
     }
     ImGui::TextDisabled(
-        "time per op class; per step: median [p10-p90] ms over the steps where the class ran. "
-        "B/A below 1: B is faster");
+        "time per op class, outside ops (wall minus ops) and step wall (what tok/s uses); per step: median "
+        "[p10-p90] ms over the steps where it ran. B/A below 1: B is faster");
     const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollY |
                                   ImGuiTableFlags_SizingStretchProp;
     if (!ImGui::BeginTable("##opdiff", 7, flags, ImVec2(0, ImGui::GetContentRegionAvail().y))) return;
@@ -133,11 +135,12 @@ void op_times_tab(const RunHistory& A, const RunHistory& B) {
     ImGui::TableSetupColumn("median B/A", 0, 0.8f);
     ImGui::TableHeadersRow();
     for (const OpClassDiff& d : rows) {
-        const bool all = d.op == OpClass::Count;
         ImGui::TableNextRow();
         ImGui::TableNextColumn();
-        if (all)
-            ImGui::TextUnformatted("all ops");
+        if (d.row == DiffRow::OutsideOps)
+            ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(kColOutsideOps), "%s", diff_row_name(d.row));
+        else if (d.row != DiffRow::Class)
+            ImGui::TextUnformatted(diff_row_name(d.row));
         else
             ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(op_class_color(int(d.op))), "%s", op_class_name(d.op));
         ImGui::TableNextColumn();
@@ -166,7 +169,9 @@ void op_times_tab(const RunHistory& A, const RunHistory& B) {
     ImGui::EndTable();
 }
 
-void summary_tab(const RunCompare& c, const RunHistory& A, const RunHistory& B) {
+void summary_tab(Studio& s, const RunCompare& c, const RunEntry& EA, const RunEntry& EB) {
+    const RunHistory& A = EA.history;
+    const RunHistory& B = EB.history;
     if (!ImGui::BeginTable("##cmp", 3, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV)) return;
     ImGui::TableSetupColumn("");
     ImGui::TableSetupColumn(run_label(A).c_str());
@@ -186,19 +191,40 @@ void summary_tab(const RunCompare& c, const RunHistory& A, const RunHistory& B) 
     std::snprintf(a, sizeof a, "%.1f", c.a.tokens_per_s);
     std::snprintf(b, sizeof b, "%.1f", c.b.tokens_per_s);
     line("engine tok/s", a, b);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", kTokensPerSecondDefinition);
     // The speed-up only between two complete runs; otherwise greyed, with the reason.
     ImGui::TableNextRow();
     ImGui::TableNextColumn();
     ImGui::TextDisabled("speed-up B/A");
     ImGui::TableNextColumn();
     ImGui::TableNextColumn();
-    if (c.speedup_valid())
+    // The first pair of a repeated comparison: the median and range over every pair that ended.
+    const bool repeated = s.compare_rep_labels.size() > 1 && s.compare_rep_labels.front().first == EA.label &&
+                          s.compare_rep_labels.front().second == EB.label;
+    const RepeatedSpeedup rep = repeated ? repeated_speedup(s.runs, s.compare_rep_labels) : RepeatedSpeedup{};
+    if (rep.counted > 1) {
+        ImGui::Text("%.2fx median, range %.2f-%.2fx over %d pairs", rep.median, rep.lo, rep.hi, rep.counted);
+        if (ImGui::IsItemHovered()) {
+            std::string each;
+            for (double v : rep.speedups) {
+                char t[24];
+                std::snprintf(t, sizeof t, "%s%.2fx", each.empty() ? "" : ", ", v);
+                each += t;
+            }
+            ImGui::SetTooltip("each pair (A then B, at full speed): %s\nthis pair alone: %.2fx%s", each.c_str(),
+                              c.speedup,
+                              rep.counted < rep.pairs ? "\n(pairs still running or aborted are left out)" : "");
+        }
+    } else if (c.speedup_valid())
         ImGui::Text("%.2fx", c.speedup);
     else if (c.speedup > 0)
         ImGui::TextDisabled("(%.2fx) %s: no speed-up", c.speedup, c.speedup_note.c_str());
     else
         ImGui::TextDisabled("%s", c.speedup_note.empty() ? "-" : c.speedup_note.c_str());
     line("denoise time", fmt_ms(c.a.denoise_seconds), fmt_ms(c.b.denoise_seconds));
+    line("  outside ops", fmt_ms(c.a.outside_ops_seconds), fmt_ms(c.b.outside_ops_seconds));
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("of the denoise time, the part no timed op covers (scheduler, waits, hand-offs)");
     std::snprintf(a, sizeof a, "%.1f%%", 100.0 * c.a.recompute_fraction);
     std::snprintf(b, sizeof b, "%.1f%%", 100.0 * c.b.recompute_fraction);
     line("rows recomputed", a, b);
@@ -271,6 +297,8 @@ void replay_tab(Studio& s, const RunEntry& A, const RunEntry& B) {
         const std::string note = run_state_note(e.history);
         ImGui::TextColored(which == 'A' ? ImVec4(0.6f, 0.8f, 1, 1) : ImVec4(1, 0.8f, 0.55f, 1), "%c: %s", which,
                            run_label(e.history).c_str());
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("#%llu %s", (unsigned long long)e.serial, run_context(e, 120).c_str());
         ImGui::SameLine();
         if (step < k)
             ImGui::TextDisabled("at its last step %d%s%s", step, note.empty() ? "" : ", ", note.c_str());
@@ -309,13 +337,29 @@ void draw_compare(Studio& s) {
         s.cmp_follow = true;
     }
     ImGui::SameLine();
-    ImGui::SetNextItemWidth(120);
-    ImGui::SliderFloat("tau B", &tau_b, 0.9f, 0.99999f, "%.5f");
+    ImGui::TextUnformatted("tau B");
+    ImGui::SameLine(0, 4);
+    std::string tau_error;
+    tau_field("tauB", &tau_b, 64, 90, &tau_error, &s.arrows_taken);
+    if (!tau_error.empty()) s.message = tau_error;
     ImGui::EndDisabled();
     if (s.cmp_follow) s.cmp_step = -1;
-    if (s.compare_queued) {
+    ImGui::SameLine();
+    ImGui::BeginDisabled(!idle);
+    ImGui::TextUnformatted("pairs");
+    ImGui::SameLine(0, 4);
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5.5f);
+    if (ImGui::InputInt("##reps", &s.compare_reps)) s.compare_reps = std::clamp(s.compare_reps, 1, 10);
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip(
+            "repetitions: the pair runs this many times (A, B, A, B...) at full speed; the Summary shows the\n         "
+            "   "
+            "median speed-up and its range over the pairs, the replay and the other tabs the first pair");
+    ImGui::EndDisabled();
+    if (s.compare_queued || s.compare_more_reps()) {
         ImGui::SameLine();
-        ImGui::TextDisabled("running A, then B...");
+        ImGui::TextDisabled("pair %d of %d: %s...", s.compare_rep + 1, s.compare_reps_active,
+                            s.compare_queued ? "running A" : "running B");
     }
 
     // ---- the two runs: the comparison just started (as its runs begin), a pair picked by hand, or the newest pair
@@ -342,6 +386,7 @@ void draw_compare(Studio& s) {
         t += run_label(e.history);
         if (!e.request.tag.empty()) t += " " + e.request.tag;
         if (!note.empty()) t += "  [" + note + "]";
+        t += "  (" + run_context(e) + ")";  // model and prompt: two runs of different models read apart
         return t;
     };
     auto run_combo = [&](const char* label, int idx, bool is_a) {
@@ -383,7 +428,7 @@ void draw_compare(Studio& s) {
             ImGui::EndTabItem();
         }
         if (ImGui::BeginTabItem("Summary")) {
-            summary_tab(compare_runs(A.history, B.history, s.seq), A.history, B.history);
+            summary_tab(s, compare_runs(A.history, B.history, s.seq), A, B);
             ImGui::EndTabItem();
         }
         ImGui::EndTabBar();

@@ -14,6 +14,7 @@
 #include "app/studio/plot.h"
 #include "engine/params.h"
 #include "app/studio/studio.h"
+#include "app/studio/tau_field.h"
 
 namespace dyllm::app {
 
@@ -124,26 +125,26 @@ void draw_controls(Studio& s, const Rect& r) {
     ImGui::SameLine(0, 16);
     ImGui::TextUnformatted("tau");
     ImGui::SameLine();
-    ImGui::SetNextItemWidth(170);
-    // On log(1 - tau) (app/model/tau_scale.h): 0.9, 0.99, 0.999 evenly apart. Range: 0.9 is already far below the
-    // paper's settings (0.98-0.9975); 0.99999 makes nearly every token salient.
-    float u = tau_to_slider(s.ui.tau);
-    char  shown[32];
-    std::snprintf(shown, sizeof shown, "%.5f", s.ui.tau);  // no '%' left: ImGui prints it as the label
-    if (ImGui::SliderFloat("##tau", &u, kTauSliderMin, kTauSliderMax, shown)) {
-        s.ui.tau     = slider_to_tau(u);
+    // Typed values go to tau itself; the slider beside it is on log(1 - tau) (app/model/tau_scale.h): 0.9, 0.99,
+    // 0.999 evenly apart. Range: 0.9 is already far below the paper's settings (0.98-0.9975); 0.99999 makes nearly
+    // every token salient.
+    std::string tau_error;
+    if (tau_field("tau", &s.ui.tau, 64, 110, &tau_error, &s.arrows_taken)) {
         s.ui.tau_set = true;
         s.worker.set_tau(s.ui.tau);  // live: applies from the next step
     }
+    if (!tau_error.empty()) s.message = tau_error;
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip(
             "cosine threshold: a token whose attention context moved (cos < tau) is salient and\n"
-            "recomputed. Live: applies from the next step. Drag the red line in a histogram too.");
+            "recomputed. Live: applies from the next step. Drag the red line in a histogram too.\n"
+            "Left/Right step tau exactly on this log axis (Shift: finer); type a value in the field.");
 
     ImGui::SameLine(0, 16);
     if (knob_int("T_full", &s.ui.full_steps, 1, 1024, 44,
-                 "T_full: DyLLM runs a FULL (dense) step every T_full steps to refresh its caches;\n"
-                 "the steps between are sparse: only salient tokens are recomputed"))
+                 "T_full: DyLLM runs the FIRST T_full steps dense (FULL: every row recomputed, the caches\n"
+                 "filled); every later step is sparse: only salient tokens are recomputed (a full-query\n"
+                 "sparse step every fullq_every steps re-tests every row)"))
         s.params_dirty = true;
     ImGui::SameLine();
     if (knob_int("gen", &s.ui.gen_length, 1, 4096, 48, "gen: response length in tokens (all start as [MASK])"))
@@ -197,28 +198,20 @@ void draw_controls(Studio& s, const Rect& r) {
     ImGui::BeginDisabled(busy_loading);
     if (playing) {
         if (ImGui::Button("|| pause", ImVec2(72, 0))) s.worker.pause();
+        if (ImGui::IsItemHovered()) ImGui::SetTooltip("pause (Space)");
     } else {
-        if (ImGui::Button("> play", ImVec2(72, 0))) {
-            if (s.status.state == WorkerState::Done || s.status.state == WorkerState::Ready || s.params_dirty)
-                s.restart(true);
-            else
-                s.worker.play();
-        }
+        if (ImGui::Button("> play", ImVec2(72, 0))) s.play();
+        if (ImGui::IsItemHovered()) ImGui::SetTooltip("play (Space); a finished run or changed knobs start a new run");
     }
     ImGui::SameLine();
-    if (ImGui::Button(">| step")) {
-        if (s.status.state == WorkerState::Done || s.status.state == WorkerState::Ready || s.params_dirty)
-            s.restart(false);
-        s.worker.step_once();
-        s.follow_live = true;
-    }
+    if (ImGui::Button(">| step")) s.step();
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("one denoising step (N)");
     ImGui::SameLine();
     if (s.params_dirty) ImGui::PushStyleColor(ImGuiCol_Button, ImVec4(0.55f, 0.35f, 0.08f, 1.f));
-    if (ImGui::Button("restart")) s.restart(true);
-    if (s.params_dirty) {
-        ImGui::PopStyleColor();
-        if (ImGui::IsItemHovered()) ImGui::SetTooltip("knobs changed: restart to apply them");
-    }
+    if (ImGui::Button("restart")) s.restart_or_explain();
+    if (s.params_dirty) ImGui::PopStyleColor();
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("%s", s.params_dirty ? "knobs changed: restart to apply them (R)" : "restart the run (R)");
     ImGui::EndDisabled();
     ImGui::SameLine(0, 16);
     ImGui::TextUnformatted("speed");
@@ -254,8 +247,9 @@ void draw_controls(Studio& s, const Rect& r) {
     ImGui::SameLine(std::max(after, r.w - tw - 14));
     ImGui::TextUnformatted(right);
     if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("backend: %s%s%s", s.status.backend.empty() ? "-" : s.status.backend.c_str(),
-                          s.status.backend_note.empty() ? "" : "\n", s.status.backend_note.c_str());
+        ImGui::SetTooltip("backend: %s%s%s\n%s", s.status.backend.empty() ? "-" : s.status.backend.c_str(),
+                          s.status.backend_note.empty() ? "" : "\n", s.status.backend_note.c_str(),
+                          kTokensPerSecondDefinition);
 
     // ---- message bar ----
     if (!s.message.empty()) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "app/model/tau_scale.h"
 #include "app/studio/plot.h"
 #include "app/studio/studio.h"
 
@@ -142,10 +143,10 @@ void draw_cosine(Studio& s, const Rect& r) {
         ImGui::TextDisabled("showing step %d (step %d is a %s step without a cosine test)", k, s.view_step,
                             h.step(s.view_step) ? step_kind_name(h.step(s.view_step)->kind) : "?");
     else if (std::fabs(h.step(k)->tau - tau) > 1e-7f)
-        ImGui::TextDisabled("step %d (%s) ran with tau %.5f; red line = new tau %.5f (from the next step)", k,
-                            step_kind_name(h.step(k)->kind), double(h.step(k)->tau), double(tau));
+        ImGui::TextDisabled("step %d (%s) ran with tau %s; red line = new tau %s (from the next step)", k,
+                            step_kind_name(h.step(k)->kind), tau_text(h.step(k)->tau).c_str(), tau_text(tau).c_str());
     else
-        ImGui::TextDisabled("step %d (%s)  tau %.5f", k, step_kind_name(h.step(k)->kind), double(tau));
+        ImGui::TextDisabled("step %d (%s)  tau %s", k, step_kind_name(h.step(k)->kind), tau_text(tau).c_str());
     // The axis note only where it fits (at 1280x720 it ran out of the panel); the tooltip of (?) says it too.
     const char* axis_note = "   x: 1-cos, 1e-7 (left) .. 1 (right); red = tau, drag it to set tau";
     ImGui::SameLine();
@@ -200,8 +201,11 @@ void draw_cosine(Studio& s, const Rect& r) {
         ImGui::SetCursorScreenPos(ImVec2(c0.x + 4, c0.y + title_h));
         char id[16];
         std::snprintf(id, sizeof id, "##h%d", l);
-        PlotArea a    = plot_area(id, hw - 10, chh - title_h - 6);
-        auto     x_of = [&](float xv) { return a.p0.x + (xv - kXMin) / (kXMax - kXMin) * a.w(); };
+        // The bottom row carries the x tick labels (1 - cos at 1e-6, 1e-4, 0.01, 1) when its cells have the room.
+        const float lh    = ImGui::GetTextLineHeight();
+        const bool  ticks = cy == rows - 1 && chh - title_h - 6 - lh > 2.5f * lh;
+        PlotArea    a     = plot_area(id, hw - 10, chh - title_h - 6 - (ticks ? lh : 0.f));
+        auto        x_of  = [&](float xv) { return a.p0.x + (xv - kXMin) / (kXMax - kXMin) * a.w(); };
         // Salient side of tau (1 - cos > 1 - tau) shaded in the salient colour; bins in the stable / salient colours.
         draw_frame(dl, a, x_tau, (kColSalient & 0x00FFFFFFu) | (28u << 24));
         if (rec)
@@ -210,6 +214,18 @@ void draw_cosine(Studio& s, const Rect& r) {
             empty_note(a, "not tested");
         dl->AddLine(ImVec2(x_of(x_tau), a.p0.y), ImVec2(x_of(x_tau), a.p1.y), kColTau, 2.f);
         dl->AddRect(a.p0, a.p1, kColAxis);
+        if (ticks) {
+            const std::pair<float, const char*> kTicks[] = {{-6.f, "1e-6"}, {-4.f, "1e-4"}, {-2.f, "0.01"}, {0.f, "1"}};
+            const bool                          room     = a.w() > 4 * (ImGui::CalcTextSize("1e-6").x + 6);
+            for (const auto& [xv, txt] : kTicks) {
+                if (!room && xv != -6.f && xv != 0.f) continue;  // narrow cells: the ends only
+                const float tw = ImGui::CalcTextSize(txt).x;
+                const float x  = x_of(xv);
+                dl->AddLine(ImVec2(x, a.p1.y), ImVec2(x, a.p1.y + 3), kColAxis);
+                dl->AddText(ImVec2(std::clamp(x - tw * 0.5f, a.p0.x, a.p1.x - tw), a.p1.y + 1),
+                            IM_COL32(160, 160, 160, 255), txt);
+            }
+        }
 
         // Drag anywhere in a histogram to move tau; it is sent to the engine on release (applies next step).
         if (a.active) {

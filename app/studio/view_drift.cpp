@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "app/model/tau_scale.h"
 #include "app/studio/plot.h"
 #include "app/studio/studio.h"
 
@@ -148,7 +149,7 @@ void draw_drift(Studio& s, const Rect& r) {
     if (a.hovered && ns > 0) {
         const int j = std::clamp(1 + int(std::lround((a.mouse.x - a.p0.x) / a.w() * (n_x - 1))), 1, ns);
         ImGui::BeginTooltip();
-        ImGui::Text("step %d (%s), tau %.5f", j, step_kind_name(h.step(j)->kind), double(h.step(j)->tau));
+        ImGui::Text("step %d (%s), tau %s", j, step_kind_name(h.step(j)->kind), tau_text(h.step(j)->tau).c_str());
         bool listed = false;
         for (int l = 0; l < nl; ++l) {
             const LayerSaliencyRecord* rec = h.step(j)->layer(s.seq, l);

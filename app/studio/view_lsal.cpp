@@ -81,6 +81,32 @@ void draw_lsal(Studio& s, const Rect& r) {
     }
     if (k >= 1) dl->AddLine(ImVec2(x_of(k), b.p0.y), ImVec2(x_of(k), b.p1.y), kColCursor);
     dl->AddRect(b.p0, b.p1, kColAxis);
+    // Layer legend in the lines' colours, top left: every layer where it fits, else the two ends of the colour ramp.
+    {
+        auto  layer_col = [&](int l) { return to_col(viridis_on_dark(nl > 1 ? float(l) / (nl - 1) : 0.f)); };
+        float all_w     = 0;
+        char  t[16];
+        for (int l = 0; l < nl; ++l) {
+            std::snprintf(t, sizeof t, "L%d ", l);
+            all_w += ImGui::CalcTextSize(t).x;
+        }
+        ImVec2 p(b.p0.x + 4, b.p0.y + 2);
+        if (all_w < b.w() - 8) {
+            for (int l = 0; l < nl; ++l) {
+                std::snprintf(t, sizeof t, "L%d ", l);
+                dl->AddText(p, layer_col(l), t);
+                p.x += ImGui::CalcTextSize(t).x;
+            }
+        } else if (nl > 1) {
+            std::snprintf(t, sizeof t, "L0");
+            dl->AddText(p, layer_col(0), t);
+            p.x += ImGui::CalcTextSize("L0 ").x;
+            dl->AddText(p, IM_COL32(170, 170, 170, 255), "..");
+            p.x += ImGui::CalcTextSize(".. ").x;
+            std::snprintf(t, sizeof t, "L%d", nl - 1);
+            dl->AddText(p, layer_col(nl - 1), t);
+        }
+    }
     std::snprintf(lbl, sizeof lbl, "|S_l| over steps 1..%d (max %d)%s", ns, maxc, s.lsal_log_y ? ", log" : "");
     std::snprintf(lbl_short, sizeof lbl_short, "|S_l|, max %d", maxc);
     fit_text(dl, ImVec2(b.p0.x, b.p1.y + 1), b.w(), IM_COL32(150, 150, 150, 255), {lbl, lbl_short, ""});

@@ -42,13 +42,14 @@ void draw_scrubber(Studio& s, const Rect& r) {
         s.follow_live = false;
         ++s.view_step;
     }
-    // Keyboard: left/right scrub, space play/pause (when no text field has focus).
+    // Keyboard: left/right scrub (unless a tau slider under the mouse took them), space play/pause (when no text field
+    // has focus).
     if (!ImGui::GetIO().WantTextInput) {
-        if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow)) && s.view_step > 0) {
+        if (!s.arrows_taken && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow)) && s.view_step > 0) {
             s.follow_live = false;
             --s.view_step;
         }
-        if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow)) && s.view_step < n) {
+        if (!s.arrows_taken && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow)) && s.view_step < n) {
             s.follow_live = false;
             ++s.view_step;
         }
@@ -56,24 +57,27 @@ void draw_scrubber(Studio& s, const Rect& r) {
             if (s.status.state == WorkerState::Playing)
                 s.worker.pause();
             else
-                s.worker.play();
+                s.play();
         }
     }
     ImGui::SameLine();
     ImGui::SetNextItemWidth(run_w);
-    const std::string preview = run ? run_label(run->history) + (s.shown_run_idx < 0 ? " (live)" : "") : "no run";
-    if (ImGui::BeginCombo("##run", preview.c_str())) {
+    const std::string preview   = run ? run_label(run->history) + (s.shown_run_idx < 0 ? " (live)" : "") : "no run";
+    const bool        open_runs = ImGui::BeginCombo("##run", preview.c_str());
+    if (run && ImGui::IsItemHovered())
+        ImGui::SetTooltip("#%llu %s", (unsigned long long)run->serial, run_context(*run).c_str());
+    if (open_runs) {
         if (ImGui::Selectable("live run", s.shown_run_idx < 0)) {
             s.shown_run_idx = -1;
             s.follow_live   = true;
         }
         for (size_t i = 0; i < s.runs.size(); ++i) {
-            char              label[128];
+            char              label[256];
             const RunEntry&   e    = s.runs[i];
             const std::string note = run_state_note(e.history);
-            std::snprintf(label, sizeof label, "#%llu %s%s%s%s%s%s", (unsigned long long)e.serial,
+            std::snprintf(label, sizeof label, "#%llu %s%s%s%s%s%s  (%s)", (unsigned long long)e.serial,
                           run_label(e.history).c_str(), e.request.tag.empty() ? "" : " ", e.request.tag.c_str(),
-                          note.empty() ? "" : "  [", note.c_str(), note.empty() ? "" : "]");
+                          note.empty() ? "" : "  [", note.c_str(), note.empty() ? "" : "]", run_context(e).c_str());
             if (ImGui::Selectable(label, int(i) == s.shown_run_idx)) {
                 s.shown_run_idx  = int(i);
                 s.follow_live    = false;

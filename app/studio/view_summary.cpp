@@ -1,4 +1,4 @@
-// Summary panel: tokens/s, speed-up against an original run of the same prompt, rows recomputed (overall and per
+// Summary panel: tokens/s, speed-up against an original run of the same settings, rows recomputed (overall and per
 // layer), FLOPs done vs dense, forward passes by step kind, cache memory, decoded text and accuracy for task-suite
 // prompts.
 #include <imgui.h>
@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "app/model/baseline_match.h"
 #include "app/model/run_compare.h"
 #include "app/studio/plot.h"
 #include "app/studio/studio.h"
@@ -16,16 +17,6 @@
 namespace dyllm::app {
 
 namespace {
-
-// Newest finished "original" run of the same prompt and length (the baseline every speed-up is measured against).
-const RunEntry* find_baseline(const Studio& s, const RunEntry& run) {
-    for (size_t i = s.runs.size(); i-- > 0;) {
-        const RunEntry& e = s.runs[i];
-        if (&e == &run || !run_state_note(e.history).empty() || e.history.info().method != "original") continue;
-        if (e.request.prompt == run.request.prompt && e.history.gen_length() == run.history.gen_length()) return &e;
-    }
-    return nullptr;
-}
 
 void row(const char* label, const char* fmt, ...) IM_FMTARGS(2);
 void row(const char* label, const char* fmt, ...) {
@@ -54,7 +45,9 @@ void draw_summary(Studio& s, const Rect& r) {
     const RunHistory& h   = run->history;
     const RunSummary  sum = h.summary(s.view_step);
     ImGui::SameLine();
-    ImGui::TextDisabled("%s, %s%s", run_label(h).c_str(), h.finished() ? "finished" : "running",
+    // The live run's state is the worker's, word for word the top bar's ("paused", "playing").
+    const char* state = h.finished() ? "finished" : run == s.live() ? worker_state_name(s.status.state) : "unfinished";
+    ImGui::TextDisabled("%s, %s%s", run_label(h).c_str(), state,
                         s.view_step < h.step_count() ? " (up to the shown step)" : "");
     // The answer first: it is what a class looks at.
     const bool         has_text = h.finished() && !h.run_end().texts.empty();
@@ -67,7 +60,7 @@ void draw_summary(Studio& s, const Rect& r) {
     }
     // A narrow panel (1280x720) keeps one line per row: the details move to the row's tooltip.
     const bool narrow = r.w < 380.f * s.ui_scale;
-    char       tip[256];
+    char       tip[384];
     auto       details = [&](const char* t) {
         if (narrow && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", t);
     };
@@ -75,28 +68,44 @@ void draw_summary(Studio& s, const Rect& r) {
         // Labels at their full width (they were cut at 1280x720); values take the rest and wrap.
         ImGui::TableSetupColumn("k", ImGuiTableColumnFlags_WidthFixed, ImGui::CalcTextSize("rows recomputed").x + 4);
         ImGui::TableSetupColumn("v", ImGuiTableColumnFlags_WidthStretch);
-        std::snprintf(tip, sizeof tip, "%d tokens in %s of denoising steps", int(sum.tokens_committed),
-                      fmt_ms(sum.denoise_seconds).c_str());
-        if (narrow)
+        std::snprintf(tip, sizeof tip, "%d tokens in %s of denoising steps, %s of it outside ops",
+                      int(sum.tokens_committed), fmt_ms(sum.denoise_seconds).c_str(),
+                      fmt_ms(sum.outside_ops_seconds).c_str());
+        // Before the first step ends there is nothing to rate: a placeholder, not "0.0" or "100% of dense (0 / 0)".
+        const bool no_step = sum.steps == 0;
+        if (no_step)
+            row("engine tok/s", "%s", "- (no step yet)");
+        else if (narrow)
             row("engine tok/s", "%.1f", sum.tokens_per_s);
         else
             row("engine tok/s", "%.1f  (%s)", sum.tokens_per_s, tip);
-        details(tip);
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("%s%s%s", narrow ? tip : "", narrow ? "\n" : "", kTokensPerSecondDefinition);
         const std::string note = run_state_note(h);
         if (h.finished() && h.run_end().cancelled) {
             row("speed-up", "%s", ("none: this run was " + note).c_str());  // a partial run's tok/s is no speed
-        } else if (const RunEntry* base = find_baseline(s, *run); base && h.info().method != "original") {
-            const RunSummary b = base->history.summary();
-            std::snprintf(tip, sizeof tip, "the newest original run of this prompt: %.1f tok/s", b.tokens_per_s);
-            row("speed-up", narrow ? "%.2fx vs original" : "%.2fx vs original (%.1f tok/s)",
-                b.tokens_per_s > 0 ? sum.tokens_per_s / b.tokens_per_s : 0.0, b.tokens_per_s);
-            details(tip);
+        } else if (h.info().method == "original") {
+            row("speed-up", "%s", "baseline run");
+        } else if (const RunEntry* base = find_baseline(s.runs, *run)) {
+            // Only against an original run of the same model, prompt, lengths, steps, block, backend and threads
+            // (app/model/baseline_match.h), and named, so a figure never borrows another model's baseline.
+            const RunSummary  b    = base->history.summary();
+            const std::string name = baseline_name(*base);
+            std::snprintf(tip, sizeof tip,
+                          "against %s: %.1f tok/s\nthe same model, prompt, lengths, steps, block and backend:\n%s",
+                          name.c_str(), b.tokens_per_s, base->history.info().backend.c_str());
+            const double x = b.tokens_per_s > 0 ? sum.tokens_per_s / b.tokens_per_s : 0.0;
+            if (narrow)
+                row("speed-up", "%.2fx vs #%llu", x, (unsigned long long)base->serial);
+            else
+                row("speed-up", "%.2fx vs %s (%.1f tok/s)", x, name.c_str(), b.tokens_per_s);
+            if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tip);
         } else {
-            row("speed-up", "%s",
-                h.info().method == "original" ? "baseline run"
-                : narrow                      ? "run Compare"
-                                              : "run Compare for a baseline");
-            details("Compare runs the original method on this prompt: the baseline of the speed-up");
+            row("speed-up", "%s", narrow ? "no match (Compare)" : "no matching baseline (run Compare)");
+            if (ImGui::IsItemHovered())
+                ImGui::SetTooltip(
+                    "a speed-up needs a finished original run with the same model, prompt, lengths, steps,\n"
+                    "block, backend and threads; Compare runs one");
         }
         int full = 0;
         for (int k = 0; k < int(StepKind::Count); ++k)
@@ -109,7 +118,9 @@ void draw_summary(Studio& s, const Rect& r) {
         details(tip);
         std::snprintf(tip, sizeof tip, "FFN rows x layers, over what a dense forward would process: %lld / %lld",
                       (long long)sum.ffn_rows, (long long)sum.dense_rows);
-        if (narrow)
+        if (no_step)
+            row("rows recomputed", "%s", "-");
+        else if (narrow)
             row("rows recomputed", "%.1f%% of dense", 100.0 * sum.recompute_fraction);
         else
             row("rows recomputed", "%.1f%% of dense (%lld / %lld)", 100.0 * sum.recompute_fraction,
@@ -117,7 +128,9 @@ void draw_summary(Studio& s, const Rect& r) {
         if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tip);
         std::snprintf(tip, sizeof tip, "%s done vs %s dense", fmt_si(sum.flops).c_str(),
                       fmt_si(sum.dense_flops).c_str());
-        if (narrow)
+        if (no_step)
+            row("FLOPs", "%s", "-");
+        else if (narrow)
             row("FLOPs", "%s (%.1f%%)", fmt_si(sum.flops).c_str(), 100.0 * sum.flops_fraction);
         else
             row("FLOPs", "%s (%.1f%%)", tip, 100.0 * sum.flops_fraction);
@@ -150,7 +163,7 @@ void draw_summary(Studio& s, const Rect& r) {
     }
     // Per-layer recompute share as a row of tiny bars.
     const int nl = int(sum.layer_recompute_fraction.size());
-    if (nl > 0) {
+    if (nl > 0 && sum.steps > 0) {
         ImGui::TextDisabled("rows recomputed per layer");
         PlotArea    a  = plot_area("##layerfrac", ImGui::GetContentRegionAvail().x, narrow ? 18.f : 28.f);
         ImDrawList* dl = ImGui::GetWindowDrawList();

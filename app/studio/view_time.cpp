@@ -19,6 +19,7 @@
 #include "app/model/op_names.h"
 #include "app/model/op_preempt.h"
 #include "app/model/op_stats.h"
+#include "app/model/step_gaps.h"
 #include "app/model/step_rates.h"
 #include "app/studio/plot.h"
 #include "app/studio/studio.h"
@@ -82,9 +83,9 @@ void stacked_bars(Studio& s, const RunHistory& h, float w, float hgt) {
     double maxt = 1e-9, mint = 1e30;
     for (int j = 1; j <= ns; ++j) {
         const StepData* sd = h.step(j);
-        const double    op = std::accumulate(sd->op_seconds.begin(), sd->op_seconds.end(), 0.0);
-        maxt               = std::max({maxt, op, sd->wall_seconds()});
-        if (op > 0) mint = std::min(mint, op);
+        const double    t  = sd->ops_seconds() + sd->outside_ops_seconds();
+        maxt               = std::max(maxt, t);
+        if (t > 0) mint = std::min(mint, t);
     }
     const double max_ms = maxt * 1e3;
     // Log axis from the decade at or below half the smallest bar (so every bar shows) to the largest.
@@ -112,8 +113,9 @@ void stacked_bars(Studio& s, const RunHistory& h, float w, float hgt) {
     }
     const float bw = a.w() / ns;
     for (int j = 1; j <= ns; ++j) {
-        const StepData* sd    = h.step(j);
-        const double    total = std::accumulate(sd->op_seconds.begin(), sd->op_seconds.end(), 0.0) * 1e3;
+        const StepData* sd      = h.step(j);
+        const double    outside = sd->outside_ops_seconds() * 1e3;
+        const double    total   = sd->ops_seconds() * 1e3 + outside;  // the wall time once the step ended
         if (total <= 0) continue;
         const float x0 = a.p0.x + (j - 1) * bw, x1 = x0 + std::max(bw - (bw > 3 ? 1.f : 0.f), 1.f);
         const float y_top = y_of_ms(total), bar_h = a.p1.y - y_top;
@@ -124,10 +126,8 @@ void stacked_bars(Studio& s, const RunHistory& h, float w, float hgt) {
             dl->AddRectFilled(ImVec2(x0, y - seg), ImVec2(x1, y), op_class_color(int(c)));
             y -= seg;
         }
-        if (sd->ended) {  // wall time tick: the part not covered by timed ops is host overhead
-            const float yw = y_of_ms(sd->wall_seconds() * 1e3);
-            dl->AddLine(ImVec2(x0, yw), ImVec2(x1, yw), IM_COL32(255, 255, 255, 160));
-        }
+        if (outside > 0)  // on top: the step's wall time no op covers (scheduler, waits, hand-offs)
+            dl->AddRectFilled(ImVec2(x0, y_top), ImVec2(x1, y), kColOutsideOps);
     }
     if (s.view_step >= 1) {
         const float xs = a.p0.x + (s.view_step - 0.5f) * bw;
@@ -154,6 +154,13 @@ void stacked_bars(Studio& s, const RunHistory& h, float w, float hgt) {
                 ImGui::SameLine();
                 ImGui::Text("%-14s %s", op_class_name(OpClass(c)), fmt_ms(sd->op_seconds[c]).c_str());
             }
+        if (sd->ended) {
+            ImGui::ColorButton("##c", ImGui::ColorConvertU32ToFloat4(kColOutsideOps), ImGuiColorEditFlags_NoTooltip,
+                               ImVec2(10, 10));
+            ImGui::SameLine();
+            ImGui::Text("%-14s %s (wall minus ops: scheduler, waits, hand-offs)", "outside ops",
+                        fmt_ms(sd->outside_ops_seconds()).c_str());
+        }
         ImGui::TextDisabled("click: show this step everywhere");
         ImGui::EndTooltip();
         if (a.clicked) {
@@ -190,23 +197,26 @@ void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
         NamedOp         name;
         int64_t         x0;  // ns from the start of the laid-out range
     };
+    struct Gap {
+        int64_t x0, dur;  // ns from the start of the laid-out range
+    };
     std::vector<Placed>                  placed;
+    std::vector<Gap>                     gaps;    // outside ops: no op running inside the step's wall time
     std::vector<std::pair<int64_t, int>> bounds;  // (ns, step) where each step starts
     int64_t                              offset = 0;
     const int                            n_embd = run_n_embd(h);
     for (int k = lo; k <= hi; ++k) {
         const StepData* sd = h.step(k);
         if (!sd || sd->ops.empty()) continue;
-        int64_t t0 = sd->ops.front().t_begin_ns, t1 = t0;
-        for (const auto& o : sd->ops) {
-            t0 = std::min(t0, o.t_begin_ns);
-            t1 = std::max(t1, o.t_begin_ns + o.dur_ns);
-        }
+        // Each step over its whole wall time, so the stretches no op covers show as gaps.
+        const StepGaps g  = step_gaps(*sd);
+        const int64_t  t0 = g.span.t0;
         bounds.emplace_back(offset, k);
         const auto names = name_ops(sd->ops, n_embd);
         for (size_t i = 0; i < sd->ops.size(); ++i)
             placed.push_back({&sd->ops[i], names[i], offset + sd->ops[i].t_begin_ns - t0});
-        offset += std::max<int64_t>(t1 - t0, 1);
+        for (const TimeSpan& gp : g.gaps) gaps.push_back({offset + gp.t0 - t0, gp.dur()});
+        offset += std::max<int64_t>(g.span.dur(), 1);
     }
     if (placed.empty()) {
         empty_note(a, h.step(s.view_step) ? "no op timings for this step" : "no step selected");
@@ -223,8 +233,19 @@ void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
         }
         if (ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) v = TimelineZoom{.lo = lo, .hi = hi};
     }
-    if (a.active && ImGui::IsMouseDragging(ImGuiMouseButton_Left))
-        v.offset -= ImGui::GetIO().MouseDelta.x / a.w() / v.zoom;
+    // Drag pans; Shift+drag selects a range (its statistics under the plot), a Shift+click clears it.
+    const bool shift = ImGui::GetIO().KeyShift;
+    auto       ns_at = [&](float mx) { return (v.offset + double((mx - a.p0.x) / a.w()) / v.zoom) * span; };
+    if (a.clicked && shift) {
+        v.sel0 = std::clamp(ns_at(a.mouse.x), 0.0, span);
+        v.sel1 = v.sel0;
+    }
+    if (a.active && ImGui::IsMouseDragging(ImGuiMouseButton_Left)) {
+        if (shift && v.sel0 >= 0)
+            v.sel1 = std::clamp(ns_at(a.mouse.x), 0.0, span);
+        else
+            v.offset -= ImGui::GetIO().MouseDelta.x / a.w() / v.zoom;
+    }
     v.offset            = std::clamp(v.offset, 0.f, 1.f - 1.f / v.zoom);
     const int   nl      = std::max(h.n_layer(), 1);
     const int   n_lanes = nl + 1;  // lane 0: outside the layers (embed, lm_head, sampling)
@@ -236,12 +257,38 @@ void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
     const double vis0 = v.offset * span * 1e-6, vis1 = (v.offset + 1.0 / v.zoom) * span * 1e-6;  // ms
     const int    max_ticks = std::max(2, int(a.w() / 70));
     for (double t : range_ticks(vis0, vis1, max_ticks)) {
+        if (std::fabs(t) < (vis1 - vis0) * 1e-6) t = 0;  // rounding left "-0 ms" at the start
         const float x = x_of(t * 1e6);
         dl->AddLine(ImVec2(x, y_top - 4), ImVec2(x, a.p1.y), kColGrid);
         dl->AddText(ImVec2(x + 2, a.p0.y + 1), IM_COL32(170, 170, 170, 255), (tick_label(t) + " ms").c_str());
     }
     dl->AddLine(ImVec2(a.p0.x, y_top), ImVec2(a.p1.x, y_top), kColAxis);
+    // Gaps: a faint band over every lane and the outside-ops grey in the top lane.
+    const Gap* hovered_gap = nullptr;
+    // Gaps closer than a pixel merge into one mark of the top lane (hundreds of sub-pixel gaps between small ops
+    // would each cost a rectangle and show nothing more).
+    float run0 = 0, run1 = -1;
+    auto  flush = [&] {
+        if (run1 >= run0) dl->AddRectFilled(ImVec2(run0, y_top + 1), ImVec2(run1, y_top + lane_h - 1), kColOutsideOps);
+    };
+    for (const Gap& gp : gaps) {
+        const float x0 = x_of(double(gp.x0)), x1 = std::max(x_of(double(gp.x0 + gp.dur)), x0 + 1.f);
+        if (x1 < a.p0.x || x0 > a.p1.x) continue;
+        // Across the layer lanes only where the gap is wide enough to read: hairlines between small ops are noise.
+        if (x1 - x0 >= 3.f)
+            dl->AddRectFilled(ImVec2(x0, y_top), ImVec2(x1, a.p1.y), (kColOutsideOps & 0x00FFFFFFu) | (40u << 24));
+        if (x0 <= run1 + 1.f) {
+            run1 = std::max(run1, x1);
+        } else {
+            flush();
+            run0 = x0;
+            run1 = x1;
+        }
+        if (a.hovered && a.mouse.x >= x0 && a.mouse.x < x1 && a.mouse.y >= y_top) hovered_gap = &gp;
+    }
+    flush();
     const Placed* hovered = nullptr;
+    const bool    find_on = s.op_filter[0] != '\0';
     for (const auto& p : placed) {
         const OpTiming& o    = *p.op;
         const int       lane = o.layer < 0 ? 0 : std::min(o.layer + 1, nl);
@@ -249,6 +296,8 @@ void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
         if (x1 < a.p0.x || x0 > a.p1.x) continue;
         const float y0 = y_top + lane * lane_h;
         dl->AddRectFilled(ImVec2(x0, y0 + 1), ImVec2(x1, y0 + lane_h - 1), op_class_color(int(o.op)));
+        if (find_on && op_matches(p.name.name, o.layer, s.op_filter))  // the Op stats find box, highlighted here
+            dl->AddRect(ImVec2(x0 - 1, y0), ImVec2(x1 + 1, y0 + lane_h), IM_COL32(255, 255, 255, 255), 0.f, 0, 2.f);
         if (op_preempted(o)) {  // red corner: this op lost the CPU, its time is the machine's, not the op's
             const float c = std::min(std::max(lane_h * 0.5f, 5.f), 10.f);
             dl->AddTriangleFilled(ImVec2(x0, y0 + 1), ImVec2(x0 + c, y0 + 1), ImVec2(x0, y0 + 1 + c), kColPreempted);
@@ -279,18 +328,57 @@ void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
         dl->AddText(ImVec2(a.p0.x + 2, y_top + lane * lane_h + std::max(0.f, (lane_h - 13) * 0.5f)),
                     IM_COL32(230, 230, 230, 200), ln);
     }
+    const bool selected = v.sel0 >= 0 && std::fabs(v.sel1 - v.sel0) > 0;
+    if (selected)
+        dl->AddRectFilled(ImVec2(x_of(std::min(v.sel0, v.sel1)), a.p0.y),
+                          ImVec2(x_of(std::max(v.sel0, v.sel1)), a.p1.y), IM_COL32(255, 255, 255, 36));
     dl->PopClipRect();
     dl->AddRect(a.p0, a.p1, kColAxis);
-    char lbl[256];
-    if (lo == hi && h.step(hi))
-        std::snprintf(lbl, sizeof lbl, "step %d: %s of ops; %s", hi, fmt_ms(span * 1e-9).c_str(),
+    char lbl[256], brief[128];
+    if (selected) {
+        // The selection's statistics take the footer: span, op time (top classes), outside ops.
+        std::vector<RangeOp> rops;
+        rops.reserve(placed.size());
+        for (const auto& p : placed) rops.push_back({p.x0, p.x0 + p.op->dur_ns, p.op->op});
+        std::vector<TimeSpan> rgaps;
+        rgaps.reserve(gaps.size());
+        for (const Gap& g : gaps) rgaps.push_back({g.x0, g.x0 + g.dur});
+        const RangeStats rs     = range_stats(rops, rgaps, int64_t(v.sel0), int64_t(v.sel1));
+        size_t           top[2] = {kOpClasses, kOpClasses};
+        for (size_t c = 0; c < kOpClasses; ++c) {
+            if (rs.by_class[c] <= 0) continue;
+            if (top[0] == kOpClasses || rs.by_class[c] > rs.by_class[top[0]]) {
+                top[1] = top[0];
+                top[0] = c;
+            } else if (top[1] == kOpClasses || rs.by_class[c] > rs.by_class[top[1]]) {
+                top[1] = c;
+            }
+        }
+        auto pct = [&](int64_t x) { return rs.span_ns > 0 ? 100.0 * double(x) / double(rs.span_ns) : 0.0; };
+        int  n =
+            std::snprintf(lbl, sizeof lbl, "selection %s: %d ops %s, outside ops %s (%.0f%%)",
+                          fmt_ms(double(rs.span_ns) * 1e-9).c_str(), rs.n_ops, fmt_ms(double(rs.ops_ns) * 1e-9).c_str(),
+                          fmt_ms(double(rs.outside_ns) * 1e-9).c_str(), pct(rs.outside_ns));
+        for (size_t t : top)
+            if (t < kOpClasses && n > 0 && size_t(n) < sizeof lbl)
+                n += std::snprintf(lbl + n, sizeof lbl - size_t(n), "; %s %.0f%%", op_class_name(OpClass(t)),
+                                   pct(rs.by_class[t]));
+        std::snprintf(brief, sizeof brief, "selection %s, outside ops %.0f%%",
+                      fmt_ms(double(rs.span_ns) * 1e-9).c_str(), pct(rs.outside_ns));
+    } else if (lo == hi && h.step(hi)) {
+        std::snprintf(lbl, sizeof lbl, "step %d: %s wall, %s outside ops; %s", hi, fmt_ms(span * 1e-9).c_str(),
+                      fmt_ms(h.step(hi)->outside_ops_seconds()).c_str(),
                       step_rates_text(*h.step(hi), n_embd, true).c_str());
-    else
-        std::snprintf(lbl, sizeof lbl, "steps %d-%d back to back (idle gaps left out): %s of ops", lo, hi,
+        std::snprintf(brief, sizeof brief, "step %d: %s wall, %s outside ops", hi, fmt_ms(span * 1e-9).c_str(),
+                      fmt_ms(h.step(hi)->outside_ops_seconds()).c_str());
+    } else {
+        std::snprintf(lbl, sizeof lbl, "steps %d-%d back to back (the wait between steps left out): %s wall", lo, hi,
                       fmt_ms(span * 1e-9).c_str());
-    // The header line under the plot, clipped to it (the top-ops column starts right of it).
+        std::snprintf(brief, sizeof brief, "steps %d-%d: %s wall", lo, hi, fmt_ms(span * 1e-9).c_str());
+    }
+    // The footer under the plot: the longest form that fits, clipped to it (the top-ops column starts right of it).
     dl->PushClipRect(ImVec2(a.p0.x, a.p1.y), ImVec2(a.p1.x, a.p1.y + ImGui::GetTextLineHeight() + 2), true);
-    dl->AddText(ImVec2(a.p0.x, a.p1.y + 1), IM_COL32(150, 150, 150, 255), lbl);
+    fit_text(dl, ImVec2(a.p0.x, a.p1.y + 1), a.w(), IM_COL32(150, 150, 150, 255), {lbl, brief});
     dl->PopClipRect();
     if (hovered) {
         const OpTiming&  o  = *hovered->op;
@@ -309,10 +397,15 @@ void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
         else
             ImGui::TextDisabled("%s", op_cpu_state_text(st));
         ImGui::EndTooltip();
+    } else if (hovered_gap) {
+        ImGui::SetTooltip(
+            "outside ops: %s with no timed op running\n(the scheduler, sampling bookkeeping, waits for the\n"
+            "thread pool, hand-offs to the event queue)",
+            fmt_ms(double(hovered_gap->dur) * 1e-9).c_str());
     } else if (a.hovered) {
         ImGui::SetTooltip(
-            "lanes: top = outside the layers, then L0..L%d; red corner: preempted op\n"
-            "wheel: zoom, drag: pan, double-click: reset",
+            "lanes: top = outside the layers (grey: outside ops), then L0..L%d; red corner: preempted op\n"
+            "wheel: zoom, drag: pan, Shift+drag: select a range (its statistics below), double-click: reset",
             nl - 1);
     }
 }
@@ -332,24 +425,34 @@ void op_stats_table(Studio& s, const RunHistory& h) {
         ImGui::SetTooltip(
             "leave out samples of ops that ran on one thread but whose wall time exceeds that thread's\n"
             "CPU time by > 1.5x + 0.2 ms (preempted, or waiting on a page fault); 'pre' counts them");
-    ImGui::SameLine();
-    ImGui::TextDisabled("GFLOP/s, GB/s: engine FLOPs and bytes over summed time (attention records no bytes)");
     const int           lo = s.stats_whole_run ? 1 : s.view_step, hi = s.stats_whole_run ? h.step_count() : s.view_step;
-    std::vector<OpStat> stats        = op_stats(h, lo, hi, s.stats_by_layer, s.stats_exclude_preempted);
+    std::vector<OpStat> stats = op_stats(h, lo, hi, s.stats_by_layer, s.stats_exclude_preempted, true);
+    ImGui::SameLine();
+    if (ImGui::SmallButton("copy CSV")) {
+        ImGui::SetClipboardText(op_stats_csv(stats).c_str());
+        s.show_notice("Op stats copied as CSV (" + std::to_string(stats.size()) + " rows)");
+    }
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("the table as shown (range, grouping, preempted samples) as CSV");
+    ImGui::SameLine();
+    ImGui::TextDisabled(
+        "share: of the step wall time (ops + outside ops); GFLOP/s, GB/s: engine FLOPs and bytes over summed time; "
+        "click a row: its slowest step");
     constexpr ImGuiTableFlags kFlags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollY |
                                        ImGuiTableFlags_Sortable | ImGuiTableFlags_SizingStretchProp |
                                        ImGuiTableFlags_Resizable;
-    if (!ImGui::BeginTable("##opstats", 13, kFlags, ImVec2(0, ImGui::GetContentRegionAvail().y))) return;
+    if (!ImGui::BeginTable("##opstats", 15, kFlags, ImVec2(0, ImGui::GetContentRegionAvail().y))) return;
     ImGui::TableSetupScrollFreeze(0, 1);
     ImGui::TableSetupColumn("op", ImGuiTableColumnFlags_DefaultSort, 1.3f, int(StatColumn::Label));
     ImGui::TableSetupColumn("M x N x K", ImGuiTableColumnFlags_NoSort, 1.6f, 100);
     ImGui::TableSetupColumn("n", 0, 0.6f, int(StatColumn::Count));
-    ImGui::TableSetupColumn("total ms", 0, 1.f, int(StatColumn::Total));
-    ImGui::TableSetupColumn("mean ms", 0, 1.f, int(StatColumn::Mean));
+    ImGui::TableSetupColumn("total", 0, 1.f, int(StatColumn::Total));
+    ImGui::TableSetupColumn("mean", 0, 1.f, int(StatColumn::Mean));
     ImGui::TableSetupColumn("median", 0, 1.f, int(StatColumn::Median));
     ImGui::TableSetupColumn("min", 0, 1.f, int(StatColumn::Min));
     ImGui::TableSetupColumn("max", 0, 1.f, int(StatColumn::Max));
-    ImGui::TableSetupColumn("cpu ms", 0, 1.f, int(StatColumn::CpuMean));
+    ImGui::TableSetupColumn("sigma", 0, 1.f, int(StatColumn::Sigma));
+    ImGui::TableSetupColumn("p90", 0, 1.f, int(StatColumn::P90));
+    ImGui::TableSetupColumn("cpu", 0, 1.f, int(StatColumn::CpuMean));
     ImGui::TableSetupColumn("pre", 0, 0.6f, int(StatColumn::Preempted));
     ImGui::TableSetupColumn("share %", 0, 0.9f, int(StatColumn::Share));
     ImGui::TableSetupColumn("GFLOP/s", 0, 1.f, int(StatColumn::GFlops));
@@ -364,21 +467,36 @@ void op_stats_table(Studio& s, const RunHistory& h) {
         if (!stat_matches(st, s.op_filter)) continue;
         ImGui::TableNextRow();
         ImGui::TableNextColumn();
-        ImGui::ColorButton("##c", ImGui::ColorConvertU32ToFloat4(op_class_color(int(op_name_class(st.name)))),
-                           ImGuiColorEditFlags_NoTooltip, ImVec2(10, 10));
+        const bool outside = st.name == OpName::Count;  // the row of the time outside every op
+        ImGui::ColorButton(
+            "##c",
+            ImGui::ColorConvertU32ToFloat4(outside ? kColOutsideOps : op_class_color(int(op_name_class(st.name)))),
+            ImGuiColorEditFlags_NoTooltip, ImVec2(10, 10));
         ImGui::SameLine();
-        ImGui::TextUnformatted(st.label.c_str());
+        // A click jumps to the step of the slowest sample (Time tab, the op highlighted in the timeline).
+        ImGui::PushID(st.label.c_str());
+        if (ImGui::Selectable(st.label.c_str(), false, ImGuiSelectableFlags_SpanAllColumns) && st.max_step > 0) {
+            s.follow_live = false;
+            s.view_step   = st.max_step;
+            std::snprintf(s.op_filter, sizeof s.op_filter, "%s", outside ? "" : st.label.c_str());
+            s.select_tab(BottomTab::Time);
+        }
+        ImGui::PopID();
+        if (ImGui::IsItemHovered() && st.max_step > 0)
+            ImGui::SetTooltip("click: show step %d, the slowest %s (%s), highlighted in the timeline", st.max_step,
+                              st.label.c_str(), fmt_ms(st.max_s).c_str());
         ImGui::TableNextColumn();
         if (st.m > 0) ImGui::Text("%lldx%lldx%lld", (long long)st.m, (long long)st.n, (long long)st.k);
         ImGui::TableNextColumn();
         ImGui::Text("%d", st.count);
-        for (double v : {st.total_s, st.mean_s, st.median_s, st.min_s, st.max_s}) {
+        // With their units (ms, or µs below a millisecond): a sub-microsecond op read "0.000" in a ms column.
+        for (double v : {st.total_s, st.mean_s, st.median_s, st.min_s, st.max_s, st.sigma_s, st.p90_s}) {
             ImGui::TableNextColumn();
-            ImGui::Text("%.3f", v * 1e3);
+            ImGui::TextUnformatted(fmt_ms(v).c_str());
         }
         ImGui::TableNextColumn();  // mean thread CPU time; "*" when some samples were split over the pool
         if (st.cpu_count > 0) {
-            ImGui::Text("%.3f%s", st.cpu_mean_s() * 1e3, st.split > 0 ? "*" : "");
+            ImGui::Text("%s%s", fmt_ms(st.cpu_mean_s()).c_str(), st.split > 0 ? "*" : "");
             if (ImGui::IsItemHovered())
                 ImGui::SetTooltip(
                     "mean CPU time of the thread that ran the op (%d samples: its runs of 0.2 ms or "
@@ -409,9 +527,11 @@ void top_ops(Studio& s, const RunHistory& h) {
     std::array<size_t, kOpClasses> order;
     std::iota(order.begin(), order.end(), size_t(0));
     std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return sum.op_seconds[x] > sum.op_seconds[y]; });
-    const double run_total  = std::accumulate(sum.op_seconds.begin(), sum.op_seconds.end(), 0.0);
-    const double step_total = sd ? std::accumulate(sd->op_seconds.begin(), sd->op_seconds.end(), 0.0) : 0.0;
-    const float  table_h    = ImGui::GetContentRegionAvail().y - ImGui::GetTextLineHeightWithSpacing() * 1.3f;
+    // Shares of the run's step wall time (ops + outside ops), the time tokens/s is measured on.
+    const double run_total = sum.denoise_seconds > 0
+                                 ? sum.denoise_seconds
+                                 : std::accumulate(sum.op_seconds.begin(), sum.op_seconds.end(), 0.0);
+    const float  table_h   = ImGui::GetContentRegionAvail().y - ImGui::GetTextLineHeightWithSpacing() * 1.3f;
     if (ImGui::BeginTable("##topops", 5,
                           ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollY |
                               ImGuiTableFlags_SizingStretchProp,
@@ -423,6 +543,8 @@ void top_ops(Studio& s, const RunHistory& h) {
         ImGui::TableSetupColumn("run ms", 0, 1.f);
         ImGui::TableSetupColumn("run %", 0, 0.8f);
         ImGui::TableHeadersRow();
+        if (ImGui::TableGetColumnFlags(4) & ImGuiTableColumnFlags_IsHovered)
+            ImGui::SetTooltip("share of the run's step wall time (ops + outside ops)");
         for (size_t c : order) {
             if (sum.op_seconds[c] <= 0) continue;
             ImGui::TableNextRow();
@@ -440,9 +562,27 @@ void top_ops(Studio& s, const RunHistory& h) {
             ImGui::TableNextColumn();
             ImGui::Text("%.1f", run_total > 0 ? 100.0 * sum.op_seconds[c] / run_total : 0.0);
         }
+        if (sum.outside_ops_seconds > 0) {
+            ImGui::TableNextRow();
+            ImGui::TableNextColumn();
+            ImGui::ColorButton("##c", ImGui::ColorConvertU32ToFloat4(kColOutsideOps), ImGuiColorEditFlags_NoTooltip,
+                               ImVec2(10, 10));
+            ImGui::SameLine();
+            ImGui::TextUnformatted("outside ops");
+            if (ImGui::IsItemHovered())
+                ImGui::SetTooltip(
+                    "step wall time no timed op covers: the scheduler, sampling bookkeeping,\n"
+                    "waits for the thread pool, hand-offs to the event queue");
+            ImGui::TableNextColumn();
+            if (sd) ImGui::Text("%.3f", sd->outside_ops_seconds() * 1e3);
+            ImGui::TableNextColumn();
+            ImGui::TableNextColumn();
+            ImGui::Text("%.1f", sum.outside_ops_seconds * 1e3);
+            ImGui::TableNextColumn();
+            ImGui::Text("%.1f", run_total > 0 ? 100.0 * sum.outside_ops_seconds / run_total : 0.0);
+        }
         ImGui::EndTable();
     }
-    (void)step_total;
     // CUPTI kernel records need a GPU; the line stays visible (greyed) so users know they exist.
     if (!on_gpu(s)) {
         ImGui::TextDisabled("CUPTI kernels: unavailable (no GPU)");
@@ -551,6 +691,13 @@ void draw_time(Studio& s, const Rect& r) {
         ImGui::SameLine();
         ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5);
         ImGui::SliderInt("steps in timeline", &s.time_steps, 1, 8);
+        if (s.op_filter[0] != '\0') {  // the Op stats find box outlines its ops in the timeline
+            ImGui::SameLine();
+            ImGui::TextColored(ImVec4(1, 1, 1, 1), "found: %s", s.op_filter);
+            ImGui::SameLine(0, 4);
+            if (ImGui::SmallButton("x##clearfind")) s.op_filter[0] = '\0';
+            if (ImGui::IsItemHovered()) ImGui::SetTooltip("clear the highlight (the Op stats find box)");
+        }
         if (h) {
             // Legend of op classes that occur in this run.
             const RunSummary sum = h->summary();
@@ -562,15 +709,24 @@ void draw_time(Studio& s, const Rect& r) {
                 ImGui::SameLine(0, 3);
                 ImGui::TextUnformatted(op_class_name(OpClass(c)));
             }
+            if (sum.outside_ops_seconds > 0) {
+                ImGui::SameLine();
+                ImGui::ColorButton("##lg", ImGui::ColorConvertU32ToFloat4(kColOutsideOps),
+                                   ImGuiColorEditFlags_NoTooltip, ImVec2(10, 10));
+                ImGui::SameLine(0, 3);
+                ImGui::TextUnformatted("outside ops");
+            }
             const ImVec2 avail = ImGui::GetContentRegionAvail();
             const float  w1 = avail.x * 0.30f, w2 = avail.x * 0.46f, w3 = avail.x - w1 - w2 - 16;
             const float  ph = avail.y - ImGui::GetTextLineHeight() - 2;
             ImGui::BeginGroup();
             stacked_bars(s, *h, w1, ph);
-            ImGui::GetWindowDrawList()->AddText(ImVec2(ImGui::GetItemRectMin().x, ImGui::GetItemRectMax().y + 1),
-                                                IM_COL32(150, 150, 150, 255),
-                                                s.time_log_y ? "ms per step (log), by op class; white tick: wall"
-                                                             : "ms per step by op class; white tick: wall time");
+            // The footer in the bars' own width (at 1280x720 and UI scale 1.4 it ran into the timeline's).
+            fit_text(ImGui::GetWindowDrawList(), ImVec2(ImGui::GetItemRectMin().x, ImGui::GetItemRectMax().y + 1),
+                     w1 - 4, IM_COL32(150, 150, 150, 255),
+                     {s.time_log_y ? "ms per step (log): op classes + outside ops"
+                                   : "ms per step: op classes + outside ops = wall",
+                      "ms/step: ops + outside ops", "ms per step", ""});
             ImGui::EndGroup();
             ImGui::SameLine();
             ImGui::BeginGroup();
@@ -587,8 +743,16 @@ void draw_time(Studio& s, const Rect& r) {
         if (h) op_stats_table(s, *h);
         ImGui::EndTabItem();
     }
-    if (on_gpu(s) && tab(BottomTab::Kernels)) {
-        kernels_tab(s);
+    // The tab is there on every backend (--tab gpu-kernels on a CPU build opened Time without a word): off the GPU it
+    // says why it is empty.
+    if (tab(BottomTab::Kernels)) {
+        if (on_gpu(s))
+            kernels_tab(s);
+        else
+            ImGui::TextWrapped(
+                "No GPU kernels: this run is on %s. CUPTI kernel records need the cuda backend (a build with CUDA "
+                "and CUPTI, a GPU, --backend cuda or the backend box); the Time and Op stats tabs show the CPU ops.",
+                s.status.backend.empty() ? "no backend yet" : s.status.backend.c_str());
         ImGui::EndTabItem();
     }
     if (tab(BottomTab::Tune)) {

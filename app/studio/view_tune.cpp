@@ -10,6 +10,7 @@
 
 #include "app/model/axis_ticks.h"
 #include "app/model/pareto_front.h"
+#include "app/model/tau_scale.h"
 #include "app/studio/plot.h"
 #include "app/studio/studio.h"
 
@@ -25,7 +26,14 @@ void load_tau(Studio& s, float tau) {
     s.ui.tau     = tau;
     s.ui.tau_set = true;
     s.worker.set_tau(tau);  // live: from the next step of the current run, and every later run
-    s.show_notice("tau " + std::to_string(tau).substr(0, 6) + " loaded into the live run");
+    // After the run ended a live tau changes nothing on screen: say so, and light the restart button.
+    const bool running = s.status.state == WorkerState::Playing || s.status.state == WorkerState::Paused;
+    if (running) {
+        s.show_notice("tau " + tau_text(tau) + " loaded into the live run (from its next step)");
+    } else {
+        s.params_dirty = true;
+        s.show_notice("tau " + tau_text(tau) + " set in the Controls bar: restart (R) runs it");
+    }
 }
 
 void sweep_plot(Studio& s, const std::vector<SweepPoint>& pts, float w, float h) {
@@ -84,7 +92,7 @@ void sweep_plot(Studio& s, const std::vector<SweepPoint>& pts, float w, float h)
         if (hovered->reference)
             ImGui::TextUnformatted("original (every step dense): the reference");
         else
-            ImGui::Text("dyllm tau %.5f", hovered->tau);
+            ImGui::Text("dyllm tau %s", tau_text(hovered->tau).c_str());
         ImGui::Text("FLOPs vs dense %.1f%%   tokens as original %.1f%%   %.1f tok/s", hovered->flops_fraction * 100,
                     hovered->agreement * 100, hovered->tokens_per_s);
         ImGui::Text("answer: %s%s", hovered->text.substr(0, 60).c_str(), hovered->same_answer ? "" : "  (changed)");
@@ -181,6 +189,9 @@ void suite_tooltip(const Studio& s, const SuitePoint& p, const SuitePoint* orig)
     if (p.run.method == Method::DyLLM && stable_update_of(p.run.params) != StableUpdateUi::Authors)
         ImGui::TextDisabled("stable-row update: %s", p.run.stable_rows.c_str());
     ImGui::Text("accuracy %.1f%% (%d of %d)   engine tok/s %.1f", p.accuracy * 100, p.correct, p.items, p.tokens_per_s);
+    if (p.repetitions > 1)
+        ImGui::TextDisabled("tok/s: median of %d runs, range %.1f-%.1f", p.repetitions, p.tokens_per_s_lo,
+                            p.tokens_per_s_hi);
     if (orig && orig->tokens_per_s > 0 && &p != orig)
         ImGui::Text("%.2fx the tokens/s of original", p.tokens_per_s / orig->tokens_per_s);
     ImGui::Text("FLOPs vs dense %.1f%%   %s FLOP per token", p.flops_vs_dense * 100, fmt_si(p.flops_per_token).c_str());
@@ -242,7 +253,23 @@ void suite_plot(Studio& s, const SuiteSweepState& st, float w, float h) {
         dl->AddText(ImVec2(a.p0.x - 4 - ImGui::CalcTextSize(lbl.c_str()).x, y_of(t) - lh * 0.5f), kColTick,
                     lbl.c_str());
     }
+    // Accuracy moves in steps of one item: with few items, each possible value gets a faint line, so two points one
+    // step apart read as one item apart, not as a trend.
+    const int items = pts.front().items;
+    if (items > 0 && items <= 40)
+        for (int k = 0; k <= items; ++k) {
+            const double g = double(k) / items;
+            if (g < y_lo - 1e-9) continue;
+            dl->AddLine(ImVec2(a.p0.x + 1, y_of(g)), ImVec2(a.p0.x + 7, y_of(g)), kColTick);
+            dl->AddLine(ImVec2(a.p0.x + 7, y_of(g)), ImVec2(a.p1.x, y_of(g)), (kColGrid & 0x00FFFFFFu) | (14u << 24));
+        }
     dl->AddRect(a.p0, a.p1, kColAxis);
+    if (items > 0) {
+        char step_note[64];
+        std::snprintf(step_note, sizeof step_note, "one item = %.3g%% (%d items)", 100.0 / items, items);
+        // Bottom left: the plot keeps a tenth of accuracy below its lowest point free, so no point sits there.
+        fit_text(dl, ImVec2(a.p0.x + 10, a.p1.y - lh - 2), a.w() * 0.5f, kColTick, {step_note, ""});
+    }
     // Axis titles: x centred under the tick labels, y at the top of the tick labels' column.
     const char* xt_title = "engine tokens/s (response tokens over denoising time)";
     dl->AddText(ImVec2(a.p0.x + (a.w() - ImGui::CalcTextSize(xt_title).x) * 0.5f, a.p1.y + lh + 2), kColTick, xt_title);
@@ -290,6 +317,12 @@ void suite_plot(Studio& s, const SuiteSweepState& st, float w, float h) {
         const SuitePoint& p = *pp;
         const ImVec2      c(x_of(p.tokens_per_s), y_of(p.accuracy));
         const ImU32       col = point_col(p);
+        if (p.repetitions > 1 && p.tokens_per_s_hi > p.tokens_per_s_lo) {  // the range of the repeated runs
+            const float x0 = x_of(p.tokens_per_s_lo), x1 = x_of(p.tokens_per_s_hi);
+            dl->AddLine(ImVec2(x0, c.y), ImVec2(x1, c.y), col, 1.5f);
+            dl->AddLine(ImVec2(x0, c.y - 4), ImVec2(x0, c.y + 4), col, 1.5f);
+            dl->AddLine(ImVec2(x1, c.y - 4), ImVec2(x1, c.y + 4), col, 1.5f);
+        }
         if (p.run.method == Method::Original) {
             dl->AddRectFilled(ImVec2(c.x - 5, c.y - 5), ImVec2(c.x + 5, c.y + 5), col);
         } else if (p.run.method == Method::FastDual) {
@@ -337,7 +370,10 @@ void suite_table(Studio& s, const std::vector<SuitePoint>& pts) {
         ImGui::TableNextColumn();
         ImGui::Text("%.0f%% (%d/%d)", p.accuracy * 100, p.correct, p.items);
         ImGui::TableNextColumn();
-        ImGui::Text("%.1f", p.tokens_per_s);
+        if (p.repetitions > 1)
+            ImGui::Text("%.1f [%.0f-%.0f]", p.tokens_per_s, p.tokens_per_s_lo, p.tokens_per_s_hi);
+        else
+            ImGui::Text("%.1f", p.tokens_per_s);
         ImGui::TableNextColumn();
         if (orig && orig->tokens_per_s > 0)
             ImGui::Text("%.2fx", p.tokens_per_s / orig->tokens_per_s);
@@ -366,6 +402,13 @@ void draw_suite_sweep(Studio& s) {
         ImGui::SetTooltip(
             "items per task (the first N of assets/tasks/<task>.jsonl); 10 keeps a sweep of tiny-llada\n"
             "well under a minute, and each point's accuracy is then a multiple of 10%%");
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(em * 5.5f);
+    if (ImGui::InputInt("reps", &t.repetitions)) t.repetitions = std::clamp(t.repetitions, 1, 20);
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+        ImGui::SetTooltip(
+            "runs per configuration: a point's tokens/s is their median and its bar their range (one\n"
+            "sample of a loaded machine moved a point on and off the front); accuracy repeats (greedy)");
     ImGui::SameLine();
     ImGui::SetNextItemWidth(em * 9);
     ImGui::InputTextWithHint("tau", "0.9,0.98,0.99,0.995,0.999", t.taus, sizeof t.taus);

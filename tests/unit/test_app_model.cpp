@@ -773,7 +773,7 @@ TEST_CASE("op class diff: totals, per-step spread and ratio B/A", "[app_model]")
     const RunHistory a = fold(synthetic_run("original"));
     const RunHistory b = fold(eb);
     const auto       d = op_class_diff(a, b);
-    REQUIRE(d.size() == 3);  // ffn, attn_exact, all ops
+    REQUIRE(d.size() == 5);  // attn_exact, ffn, outside ops, all ops, step wall
     CHECK(d[0].op == OpClass::AttnExact);
     CHECK(d[0].ratio == Approx(1.0));
     CHECK(d[1].op == OpClass::Ffn);
@@ -783,8 +783,30 @@ TEST_CASE("op class diff: totals, per-step spread and ratio B/A", "[app_model]")
     CHECK(d[1].b.median == Approx(3e-3));
     CHECK(d[1].median_ratio == Approx(0.5));
     CHECK(d[1].b.p90 > 30e-3);
-    CHECK(d[2].op == OpClass::Count);
-    CHECK(d[2].total_a == Approx(4 * 8e-3));
+    // Each 10 ms step holds 8 ms of ops in A: 2 ms per step outside them, shown as its own row.
+    CHECK(d[2].row == DiffRow::OutsideOps);
+    CHECK(d[2].total_a == Approx(4 * 2e-3));
+    CHECK(d[3].row == DiffRow::AllOps);
+    CHECK(d[3].op == OpClass::Count);
+    CHECK(d[3].total_a == Approx(4 * 8e-3));
+    CHECK(d[4].row == DiffRow::Wall);
+    CHECK(d[4].total_a == Approx(d[2].total_a + d[3].total_a));
+    // B's ops outran the preempted step's wall: never a negative time outside ops.
+    CHECK(d[2].b.n == 3);
+}
+
+TEST_CASE("outside ops: step wall time minus the summed op times, in every summary", "[app_model]") {
+    const RunHistory h = fold(synthetic_run("dyllm", 10.0));
+    REQUIRE(h.step(1));
+    CHECK(h.step(1)->ops_seconds() == Approx(8e-3));
+    CHECK(h.step(1)->outside_ops_seconds() == Approx(2e-3));
+    const RunSummary s = h.summary();
+    CHECK(s.outside_ops_seconds == Approx(4 * 2e-3));
+    double ops = 0;
+    for (double c : s.op_seconds) ops += c;
+    // Ops plus outside ops is the wall time tokens/s is measured on.
+    CHECK(ops + s.outside_ops_seconds == Approx(s.denoise_seconds));
+    CHECK(s.tokens_per_s == Approx(4 / s.denoise_seconds));
 }
 
 TEST_CASE("decoded text so far: masks as boxes, long mask runs counted, end of text and specials left out",

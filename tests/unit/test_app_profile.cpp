@@ -3,7 +3,9 @@
 // GB/s, CUPTI kernels joined to their ops, the tau slider scale and the sweep's Pareto front.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <vector>
 
 #include "app/model/axis_ticks.h"
@@ -171,6 +173,20 @@ TEST_CASE("op stats: count, total, mean, median, min, max, share and rates per o
     CHECK(q1->median_s == Approx(4e-6));
     CHECK(q1->min_s == Approx(3e-6));
     CHECK(q1->max_s == Approx(20e-6));
+    // Spread: population sigma of {3, 4, 20} us and the linear 90th percentile (4 + 0.8 x 16 us); the slowest at
+    // step 3, where the table's click jumps.
+    CHECK(q1->sigma_s == Approx(std::sqrt((36.0 + 25.0 + 121.0) / 3.0) * 1e-6));
+    CHECK(q1->p90_s == Approx(16.8e-6));
+    CHECK(q1->max_step == 3);
+    CHECK(op_matches(OpName::Q, 1, "q L1"));
+    CHECK(op_matches(OpName::Q, 1, "Q"));
+    CHECK_FALSE(op_matches(OpName::Q, 0, "q L1"));
+    CHECK_FALSE(op_matches(OpName::K, 1, "q"));
+    CHECK(op_matches(OpName::K, -1, ""));
+    const std::string csv = op_stats_csv(by_layer);
+    CHECK(csv.rfind("op,layer,count,total_ms", 0) == 0);
+    CHECK(size_t(std::count(csv.begin(), csv.end(), '\n')) == by_layer.size() + 1);
+    CHECK(csv.find("\nq,1,3,0.027000,0.009000,0.004000,0.003000,0.020000,") != std::string::npos);
     CHECK((q1->m == 10 && q1->n == kD && q1->k == kD));
     // GFLOP/s from the engine's FLOPs over the summed time: 3 x 2*10*64*64 FLOPs in 27 us.
     CHECK(q1->gflops_per_s() == Approx(3 * 2.0 * 10 * kD * kD / 27e-6 * 1e-9));
@@ -201,6 +217,20 @@ TEST_CASE("op stats: count, total, mean, median, min, max, share and rates per o
     for (const auto& s : by_name) shown += stat_matches(s, "ATTN");
     CHECK(shown == 1);  // attn_exact only
     CHECK(stat_matches(by_name.front(), ""));
+
+    // With the time outside ops: one sample per step (1 ms wall minus its ops), shares of the wall time.
+    const auto    with_outside = op_stats(h, 1, 3, false, false, true);
+    const OpStat* out          = find(with_outside, "outside ops");
+    REQUIRE(out);
+    CHECK(out->count == 3);
+    double ops = 0;
+    for (const auto& s : by_name) ops += s.total_s;
+    CHECK(out->total_s == Approx(3e-3 - ops));
+    CHECK(out->share == Approx(out->total_s / 3e-3));
+    CHECK(find(with_outside, "q")->share == Approx(30e-6 / 3e-3));
+    share = 0;
+    for (const auto& s : with_outside) share += s.share;
+    CHECK(share == Approx(1.0));
 }
 
 TEST_CASE("roofline: steps split into dense and cached by kind", "[app][profile]") {
@@ -336,6 +366,56 @@ TEST_CASE("tau slider: log(1 - tau) puts 0.9, 0.99, 0.999 evenly apart", "[app][
     CHECK(tau_to_slider(1.0f) == kTauSliderMax);
     CHECK(tau_to_slider(NAN) == kTauSliderMax);
     CHECK(slider_to_tau(99.f) == Approx(0.99999f));
+}
+
+TEST_CASE("tau control: typed values are tau itself, shown so 0.9999 and 0.99999 read apart", "[app][profile]") {
+    float       tau = 0;
+    std::string err;
+    // The typed number is tau, never the slider's log position (typing 0.99 once gave tau 0.90).
+    REQUIRE(parse_tau("0.99", &tau, &err));
+    CHECK(tau == 0.99f);
+    REQUIRE(parse_tau(" 0.99999 ", &tau, &err));
+    CHECK(tau == 0.99999f);
+    // The whole parameter-table range, beyond the slider's [0.9, 0.99999].
+    REQUIRE(parse_tau("-1", &tau, &err));
+    CHECK(tau == -1.f);
+    REQUIRE(parse_tau("1.5", &tau, &err));
+    CHECK(tau == 1.5f);
+    tau = 0.5f;
+    CHECK_FALSE(parse_tau("2.5", &tau, &err));
+    CHECK(err.find("tau") == 0);
+    CHECK(err.find("[-1, 2]") != std::string::npos);
+    CHECK_FALSE(parse_tau("0.9x", &tau, &err));
+    CHECK_FALSE(parse_tau("", &tau, &err));
+    CHECK_FALSE(parse_tau("nan", &tau, &err));
+    CHECK(tau == 0.5f);  // a refused text leaves tau alone
+
+    CHECK(tau_text(0.99f) == "0.99");
+    CHECK(tau_text(0.9999f) == "0.9999");
+    CHECK(tau_text(0.99999f) == "0.99999");
+    CHECK(tau_text(0.9975f) == "0.9975");
+    CHECK(tau_text(1.f) == "1");
+    for (float t : {0.9f, 0.98f, 0.995f, 0.99991f, 0.123456789f, -1.f})
+        CHECK(std::strtof(tau_text(t).c_str(), nullptr) == t);  // the text gives the same float back
+}
+
+TEST_CASE("tau control: arrow-key steps land on exact values of the log axis", "[app][profile]") {
+    CHECK(tau_step(0.99f, +1) == 0.991f);
+    CHECK(tau_step(0.991f, -1) == 0.99f);
+    CHECK(tau_step(0.99f, -1) == 0.98f);
+    CHECK(tau_step(0.999f, +1) == 0.9991f);
+    CHECK(tau_step(0.995f, +1, true) == 0.9951f);
+    CHECK(tau_step(0.9975f, +1) == 0.998f);  // off the coarse grid: to the next grid value, not past it
+    CHECK(tau_step(0.9975f, -1) == 0.997f);
+    // 0.995 is five steps up from 0.99, exactly.
+    float t = 0.99f;
+    for (int i = 0; i < 5; ++i) t = tau_step(t, +1);
+    CHECK(t == 0.995f);
+    // The ends of the slider hold.
+    CHECK(tau_step(0.99999f, +1) == 0.99999f);
+    CHECK(tau_step(0.9f, -1) == 0.9f);
+    // Up then down is the identity along the whole grid.
+    for (float v : {0.9f, 0.95f, 0.99f, 0.996f, 0.9993f, 0.99995f}) CHECK(tau_step(tau_step(v, +1), -1) == v);
 }
 
 TEST_CASE("tau sweep: reference first, one run per tau, answers scored, Pareto front marked", "[app][profile]") {

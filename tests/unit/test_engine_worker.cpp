@@ -10,6 +10,7 @@
 #include <functional>
 #include <thread>
 
+#include "app/model/compare_reps.h"
 #include "app/studio/studio.h"
 #include "engine/engine.h"
 #include "tests/support/tiny_models.h"
@@ -156,6 +157,7 @@ TEST_CASE("studio: a compare pair runs A then B, each with its own record", "[st
     DiffusionParams       pa = pb;
     pa.method                = Method::Original;
     s.load_selected_model();
+    s.compare_reps = 1;  // one pair (repetitions: the next test case)
     s.start_compare(true, NAN);
     CHECK(s.bottom_tab == BottomTab::Compare);  // Compare is a tab of the layout, selected when a pair starts
     CHECK(s.tab_request == int(BottomTab::Compare));
@@ -179,6 +181,30 @@ TEST_CASE("studio: a compare pair runs A then B, each with its own record", "[st
     REQUIRE(ra.cache_bytes != rb.cache_bytes);
     check_against_direct(a, ra);
     check_against_direct(b, rb);
+}
+
+TEST_CASE("studio: a repeated comparison runs its pairs in turn and shows the first", "[studio_runs]") {
+    Studio s(tiny_options());
+    set_prompt(s, "compare me twice");
+    s.load_selected_model();
+    s.compare_reps = 2;
+    s.start_compare(true, NAN);
+    REQUIRE(frames_until(s, [&] { return s.compare_finished(); }));
+    REQUIRE(s.runs.size() == 4);  // A, B, A, B
+    REQUIRE(s.compare_rep_labels.size() == 2);
+    for (size_t i = 0; i < 4; ++i) {
+        CHECK(s.runs[i].request.tag == (i % 2 ? "compare-b" : "compare-a"));
+        CHECK(s.runs[i].history.finished());
+    }
+    CHECK(s.compare_rep_labels[1].first == s.runs[2].label);
+    CHECK(s.compare_rep_labels[1].second == s.runs[3].label);
+    // The panel keeps the first pair; the speed-up spread covers both.
+    CHECK(s.compare_labels[0] == s.runs[0].label);
+    CHECK(s.compare_labels[1] == s.runs[1].label);
+    const ComparePair p = s.compare_pair();
+    REQUIRE(p.a == 0);
+    CHECK(p.b == 1);
+    CHECK(repeated_speedup(s.runs, s.compare_rep_labels).counted == 2);
 }
 
 TEST_CASE("studio: a comparison whose run A is refused does not wait forever", "[studio_runs]") {
