@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "kernels/common/dtype_convert.h"
@@ -252,20 +253,27 @@ TEST_CASE("quant_matmul gives the same bits at any thread count and instruction 
                                                 pool);
                 return y;
             };
-            const auto one = run(1);
-            CHECK(run(2) == one);
-            CHECK(run(3) == one);
             // The block decoders compiled per instruction set give dequantize_row's values exactly (each decoded value
-            // is the same fp32 products in the same order), and the integer dot products give the same exact integer
+            // is the same fp32 products in the same order), and the 8-lane integer kernels give the same exact integer
             // lanes (vpdpbusd and pmaddubsw + pmaddwd group the same 4 bytes per lane) followed by the same fp32
-            // operations, so the products agree bit for bit. Baseline has no integer path.
+            // operations, so the products agree bit for bit. The AVX-512 K-quant kernels sum 16 lanes: the same bits
+            // at any thread count, and the integer-path test below bounds them. Baseline has no integer path.
+            const auto wide_lanes = [&](cpu::QuantIsa isa) {
+                return dot && isa == cpu::QuantIsa::Avx512 && (t == QuantType::Q4_K || t == QuantType::Q6_K);
+            };
+            if (dot && !isa_available(cpu::QuantIsa::Avx2)) continue;
+            cpu::quant_force_isa(dot ? cpu::QuantIsa::Avx2 : cpu::QuantIsa::Auto);
+            const auto one = run(1);
             for (cpu::QuantIsa isa :
                  {cpu::QuantIsa::Avx512, cpu::QuantIsa::AvxVnni, cpu::QuantIsa::Avx2, cpu::QuantIsa::Baseline}) {
                 if (!isa_available(isa) || (dot && isa == cpu::QuantIsa::Baseline)) continue;
                 INFO(cpu::quant_isa_name(isa));
                 cpu::quant_force_isa(isa);
                 CHECK(cpu::quant_isa() == isa);
-                CHECK(run(2) == one);
+                const auto two = run(2);
+                CHECK(run(3) == two);
+                CHECK(run(1) == two);
+                if (!wide_lanes(isa)) CHECK(two == one);
                 std::vector<float> rows(size_t(3 * k));
                 const int32_t      ids[3] = {int32_t(m - 1), 0, 42};
                 cpu::quant_gather_rows(w.mat, ids, cpu::MatF{rows.data(), 3, k, k});
@@ -422,14 +430,21 @@ TEST_CASE("activations quantize per block to int8 within half a step", "[quant]"
 
 TEST_CASE("the integer path matches the fp64 reference within its activation rounding", "[quant]") {
     const int64_t shapes[][3] = {{1, 1, 256}, {1, 7, 768}, {3, 33, 512}, {17, 130, 256}, {40, 19, 1280}, {5, 60, 4096}};
-    for (int threads : {1, 2, 3}) {
+    // Every instruction set with an integer path, the default one at 1, 2 and 3 threads.
+    const std::pair<cpu::QuantIsa, int> configs[] = {{cpu::QuantIsa::Auto, 1},    {cpu::QuantIsa::Auto, 2},
+                                                     {cpu::QuantIsa::Auto, 3},    {cpu::QuantIsa::Avx512, 2},
+                                                     {cpu::QuantIsa::AvxVnni, 2}, {cpu::QuantIsa::Avx2, 2}};
+    for (const auto& [isa, threads] : configs) {
+        if (isa == cpu::QuantIsa::Auto ? !isa_available(cpu::QuantIsa::Avx2) : !isa_available(isa)) continue;
+        cpu::quant_force_isa(isa);
         cpu::ThreadPool pool(threads);
         cpu::quant_force_path(cpu::QuantPath::Dot);
         for (QuantType t : kAllQuant) {
             if (!cpu::quant_dot_supported(t)) continue;
             for (const auto& sh : shapes) {
                 const int64_t n = sh[0], m = sh[1], k = sh[2], be = cpu::quant_block_elems(t), nb = k / be;
-                INFO(cpu::quant_name(t) << " n " << n << " m " << m << " k " << k << " threads " << threads);
+                INFO(cpu::quant_name(t) << " n " << n << " m " << m << " k " << k << " threads " << threads << " "
+                                        << cpu::quant_isa_name(cpu::quant_isa()));
                 const QuantWeights  w = make_weights(t, m, k, uint32_t(n * 7 + m));
                 const auto          x = test::random_floats(size_t(n * k), 5);
                 const auto          b = test::random_floats(size_t(m), 6);
@@ -499,5 +514,6 @@ TEST_CASE("the integer path matches the fp64 reference within its activation rou
             }
         }
     }
+    cpu::quant_force_isa(cpu::QuantIsa::Auto);
     cpu::quant_force_path(cpu::QuantPath::Auto);
 }
