@@ -90,7 +90,7 @@ inline __m256i dot4s(__m256i u, __m256i s, __m256i sv) {
 // The K-quants in 64-byte vectors: a zmm holds 64 levels (two Q4_K sub-blocks, four Q6_K ones) and tiles are up to 8
 // x rows by one W row, so a W block's unpacked levels and scale vectors (kept in registers) serve 8 rows. pmaddubsw's
 // int16 pairs (no saturation: levels <= 63) go through vpdpwssd with the sub-blocks' int16 scales, which multiplies
-// and accumulates in one instruction: vpdpbusd followed by a vpmulld per sub-block measured about 1.5x slower on the
+// and accumulates in one instruction: vpdpbusd followed by a vpmulld per sub-block measured about 1.2x slower on the
 // dense product (vpmulld is two uops on the port vpdpbusd uses). The lanes
 // differ from the 8-lane kernels above (16 lanes, then _mm512_reduce_add_ps): within the same bound of the exact
 // integer sums, not their bits.

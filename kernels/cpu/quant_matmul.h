@@ -37,7 +37,8 @@ int64_t quant_dot_max_rows(QuantType t);
 // x: [n, k] fp32; w: [m, k] quantized; bias: [1, m] (any type) or bias.data == nullptr; y: [n, m] fp32, not aliasing
 // x. Either path's results are the same at any thread count: the integer path sums each output in a fixed order of its
 // own, the decode path's panels (quant_panel_rows) and sgemm calls do not depend on the thread count.
-void quant_matmul(CMatF x, QuantMat w, ConstMat bias, MatF y, ThreadPool& pool);
+// f32_x (--compute f32): x is never rounded, the decode path runs whatever the row count.
+void quant_matmul(CMatF x, QuantMat w, ConstMat bias, MatF y, ThreadPool& pool, bool f32_x = false);
 
 // Rows of a quantized table widened to fp32 (the embedding lookup): out[i, :] = table[ids[i], :].
 void quant_gather_rows(QuantMat table, const int32_t* ids, MatF out);

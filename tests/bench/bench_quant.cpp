@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     std::vector<float>                    wf(size_t(256 * k));
     for (float& v : wf) v = u(rng);
-    const int64_t      rows_list[] = {1, 2, 4, 8, 16, 33, 64};
+    const int64_t      rows_list[] = {1, 2, 4, 8, 16, 33, 64, 128, 256};
     std::vector<float> x(size_t(256 * k)), y(size_t(256 * m));
     for (float& v : x) v = u(rng);
 
