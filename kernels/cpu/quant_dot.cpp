@@ -10,6 +10,7 @@
 #include "kernels/cpu/simd.h"
 
 #if defined(__GNUC__) && defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define DYLLM_QUANT_DOT_X86 1
 #endif
@@ -73,8 +74,14 @@ void quantize_act_row(QuantType t, const float* x, void* dst, int64_t k) {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpsabi"
 
+// GCC takes a target for the functions up to pop_options, clang one attribute applied to each function.
+#if defined(__clang__)
+#pragma clang attribute push( \
+    __attribute__((target("avx2,fma,bmi2,f16c,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("arch=x86-64-v4,avx512vnni")
+#endif
 namespace vnni512 {
 inline __m256i dot4(__m256i u, __m256i s) {
     return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
@@ -222,10 +229,18 @@ void rows512(const void* xq, size_t xs, int64_t n, QuantMat w, int64_t o0, int64
     }
 }
 }  // namespace vnni512
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,bmi2,f16c,avxvnni"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("arch=x86-64-v3,avxvnni")
+#endif
 namespace avxvnni {
 inline __m256i dot4(__m256i u, __m256i s) {
     return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, s);
@@ -238,10 +253,18 @@ inline __m256i dot4s(__m256i u, __m256i s, __m256i sv) {
 }
 #include "kernels/cpu/quant_dot_kernels.inc"
 }  // namespace avxvnni
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,bmi2,f16c"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("arch=x86-64-v3")
+#endif
 namespace avx2 {
 // pmaddubsw's pairwise int16 sums: |u| <= 128 (signed weights) or <= 63 (Q6_K levels), |s| <= 127, so a pair stays
 // within 2 * 128 * 127 < 2^15 and never saturates; pmaddwd then sums pairs into the same 4-byte lanes as vpdpbusd.
@@ -256,21 +279,57 @@ inline __m256i dot4s(__m256i u, __m256i s, __m256i sv) {
 }
 #include "kernels/cpu/quant_dot_kernels.inc"
 }  // namespace avx2
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 #pragma GCC diagnostic pop
 
 #endif
 
+#ifdef DYLLM_QUANT_DOT_X86
+namespace {
+// CPUID bits the builtin does not name: F16C (leaf 1 ECX bit 29), AVX-VNNI (leaf 7 sub-leaf 1 EAX bit 4).
+bool cpuid_bit(unsigned leaf, unsigned sub, int reg, int bit) {
+    unsigned r[4] = {};
+    if (!__get_cpuid_count(leaf, sub, &r[0], &r[1], &r[2], &r[3])) return false;
+    return (r[reg] >> bit) & 1u;
+}
+}  // namespace
+#endif
+
+bool cpu_has_x86_64_v3() {
+#ifdef DYLLM_QUANT_DOT_X86
+    static const bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                           __builtin_cpu_supports("bmi2") && cpuid_bit(1, 0, 2, 29);
+    return v3;
+#else
+    return false;
+#endif
+}
+
+bool cpu_has_x86_64_v4() {
+#ifdef DYLLM_QUANT_DOT_X86
+    static const bool v4 = cpu_has_x86_64_v3() && __builtin_cpu_supports("avx512f") &&
+                           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+                           __builtin_cpu_supports("avx512vl");
+    return v4;
+#else
+    return false;
+#endif
+}
+
 bool dot_isa_available(DotIsa isa) {
 #ifdef DYLLM_QUANT_DOT_X86
     switch (isa) {
         case DotIsa::Vnni512:
-            return __builtin_cpu_supports("x86-64-v4") && __builtin_cpu_supports("avx512vnni");
+            return cpu_has_x86_64_v4() && __builtin_cpu_supports("avx512vnni");
         case DotIsa::AvxVnni:
-            return __builtin_cpu_supports("x86-64-v3") && __builtin_cpu_supports("avxvnni");
+            return cpu_has_x86_64_v3() && cpuid_bit(7, 1, 0, 4);
         case DotIsa::Avx2:
-            return __builtin_cpu_supports("x86-64-v3");
+            return cpu_has_x86_64_v3();
     }
 #endif
     (void)isa;

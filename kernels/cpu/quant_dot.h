@@ -33,6 +33,11 @@ size_t quant_act_row_bytes(QuantType t, int64_t k);
 // product); an all-zero block has d = 0, q = 0.
 void quantize_act_row(QuantType t, const float* x, void* dst, int64_t k);
 
+// CPU checks of the quantized kernels' instruction sets (x86-64-v3: AVX2, FMA, BMI2, F16C; v4: v3 and AVX-512
+// F/BW/DQ/VL), spelled as features clang's __builtin_cpu_supports also knows (it lacks the level names and avxvnni).
+bool cpu_has_x86_64_v3();
+bool cpu_has_x86_64_v4();
+
 // The instruction set of the integer dot products.
 enum class DotIsa : uint8_t { Vnni512, AvxVnni, Avx2 };
 bool        dot_isa_available(DotIsa isa);

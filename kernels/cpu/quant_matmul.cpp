@@ -37,9 +37,8 @@ void decode_rows_base(QuantMat w, int64_t r0, int64_t r1, float* dst) {
 
 QuantIsa detect_isa() {
 #ifdef DYLLM_QUANT_HAVE_ISA
-    if (__builtin_cpu_supports("x86-64-v4")) return QuantIsa::Avx512;
-    if (__builtin_cpu_supports("x86-64-v3"))
-        return __builtin_cpu_supports("avxvnni") ? QuantIsa::AvxVnni : QuantIsa::Avx2;
+    if (cpu_has_x86_64_v4()) return QuantIsa::Avx512;
+    if (cpu_has_x86_64_v3()) return dot_isa_available(DotIsa::AvxVnni) ? QuantIsa::AvxVnni : QuantIsa::Avx2;
 #endif
     return QuantIsa::Baseline;
 }
@@ -105,6 +104,21 @@ void add_bias(ConstMat bias, MatF y) {
 int64_t quant_panel_rows(int64_t k) {
     const int64_t r = k > 0 ? kQuantPanelElems / k / 16 * 16 : 256;
     return std::clamp<int64_t>(r, 16, 256);
+}
+
+bool quant_isa_available(QuantIsa isa) {
+    switch (isa) {
+        case QuantIsa::Auto:
+        case QuantIsa::Baseline:
+            return true;
+        case QuantIsa::Avx512:
+            return detect_isa() == QuantIsa::Avx512;
+        case QuantIsa::AvxVnni:
+            return detect_isa() != QuantIsa::Baseline && dot_isa_available(DotIsa::AvxVnni);
+        case QuantIsa::Avx2:
+            return detect_isa() != QuantIsa::Baseline;
+    }
+    return false;
 }
 
 void quant_force_isa(QuantIsa isa) {

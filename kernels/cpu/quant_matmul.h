@@ -22,6 +22,7 @@ int64_t           quant_panel_rows(int64_t k);
 // AVX512-VNNI dot products (AVX2 ones without VNNI); AvxVnni: AVX2 decoders, AVX-VNNI dot products; Avx2: AVX2 both;
 // Baseline: decoders only (no integer path). Forcing one the CPU lacks is the caller's error.
 enum class QuantIsa : uint8_t { Auto, Avx512, AvxVnni, Avx2, Baseline };
+bool        quant_isa_available(QuantIsa isa);  // whether this CPU runs it
 void        quant_force_isa(QuantIsa isa);
 QuantIsa    quant_isa();  // the one in use (never Auto)
 const char* quant_isa_name(QuantIsa isa);

@@ -113,9 +113,7 @@ int main(int argc, char** argv) {
             std::printf("%-5s n=%-3lld bf16 %7.2f ms  decode+sgemm %7.2f", quant_name(t), (long long)n, bf16_ms[j],
                         dec);
             for (QuantIsa isa : {QuantIsa::Avx512, QuantIsa::AvxVnni, QuantIsa::Avx2}) {
-                const bool ok = isa == QuantIsa::Avx512    ? __builtin_cpu_supports("x86-64-v4")
-                                : isa == QuantIsa::AvxVnni ? __builtin_cpu_supports("avxvnni")
-                                                           : __builtin_cpu_supports("x86-64-v3");
+                const bool ok = quant_isa_available(isa);
                 if (!ok) continue;
                 quant_force_isa(isa);
                 const double dot = run(QuantPath::Dot);

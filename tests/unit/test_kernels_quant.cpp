@@ -190,10 +190,7 @@ QuantWeights make_weights(QuantType t, int64_t m, int64_t k, uint32_t seed) {
 }
 
 bool isa_available(cpu::QuantIsa isa) {
-    if (isa == cpu::QuantIsa::Avx512) return __builtin_cpu_supports("x86-64-v4");
-    if (isa == cpu::QuantIsa::AvxVnni) return __builtin_cpu_supports("x86-64-v3") && __builtin_cpu_supports("avxvnni");
-    if (isa == cpu::QuantIsa::Avx2) return __builtin_cpu_supports("x86-64-v3");
-    return true;
+    return cpu::quant_isa_available(isa);
 }
 
 }  // namespace
