@@ -120,17 +120,11 @@ void tile512_q4_k(const uint8_t* const* xr, const uint8_t* w, int64_t nb, float*
     for (int r = 0; r < NR; ++r) acc[r] = _mm512_setzero_ps();
     const __m512i m4 = _mm512_set1_epi8(15);
     for (int64_t b = 0; b < nb; ++b) {
-        const BlockQ4_K*    wb = reinterpret_cast<const BlockQ4_K*>(w) + b;
-        alignas(32) uint8_t sc[16];
-        alignas(32) int16_t mins[16];
-        for (int j = 0; j < 8; ++j) {
-            uint8_t s, m;
-            quant_k_scale_min(j, wb->scales, &s, &m);
-            sc[j]           = s;
-            mins[2 * j]     = int16_t(m);
-            mins[2 * j + 1] = int16_t(m);
-        }
-        const __m256i scv = _mm256_broadcastsi128_si256(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc)));
+        const BlockQ4_K* wb = reinterpret_cast<const BlockQ4_K*>(w) + b;
+        uint64_t         sc8;
+        __m128i          mn8;
+        q4k_scales_mins(wb->scales, &sc8, &mn8);
+        const __m256i scv = _mm256_broadcastsi128_si256(_mm_cvtsi64_si128(int64_t(sc8)));
         __m512i       lv[4], sv[4];
         for (int g = 0; g < 4; ++g) {
             const __m256i q = load32(wb->qs + 32 * g);
@@ -139,7 +133,7 @@ void tile512_q4_k(const uint8_t* const* xr, const uint8_t* w, int64_t nb, float*
             const __m256i idx = _mm256_setr_m128i(_mm_set1_epi8(char(2 * g)), _mm_set1_epi8(char(2 * g + 1)));
             sv[g]             = _mm512_cvtepu8_epi16(_mm256_shuffle_epi8(scv, idx));
         }
-        const __m256i mv = load32(mins);
+        const __m256i mv = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mn8, mn8));  // m0 m0 m1 m1 .. m7 m7
         const __m512  dw = _mm512_set1_ps(h2f(wb->d)), dm = _mm512_set1_ps(h2f(wb->dmin));
         for (int r = 0; r < NR; ++r) {
             const ActBlock256* xb = reinterpret_cast<const ActBlock256*>(xr[r]) + b;
