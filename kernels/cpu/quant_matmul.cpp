@@ -156,9 +156,9 @@ void quant_force_path(QuantPath path) {
 
 // Measured with tests/bench/bench_quant.cpp (W 4096 x 4096, one thread, best CPU time; an AVX-512 Xeon with
 // AVX512-VNNI shared with other jobs, so rough figures, ratios from one run): the integer path beats decode + sgemm at
-// every row count up to 256 for the K-quants (Q4_K 1 row 0.98 vs 3.2 ms, 33 rows 11.4 vs 21.6, 256 rows 90 vs 104;
-// Q6_K 0.78 vs 8.0, 10.4 vs 27.2, 71 vs 156) and up to 128 for Q8_0 / Q4_0 (Q8_0 128 rows 53.8 vs 55.7, 256 rows 108
-// vs 99; Q4_0 55.4 vs 57.0, 112 vs 101), whose 8-lane kernels gain less per row from the tile.
+// every row count up to 256 for the K-quants (Q4_K 1 row 0.57 vs 3.5 ms, 33 rows 9.3 vs 22.5, 256 rows 74 vs 99;
+// Q6_K 0.75 vs 8.2, 10.7 vs 26.7, 78 vs 113) and up to 128 for Q8_0 / Q4_0 (Q8_0 128 rows 56 vs 59, 256 rows 113 vs
+// 117; Q4_0 59.5 vs 60.1, 124 vs 119), whose 8-lane kernels gain less per row from the tile.
 int64_t quant_dot_max_rows(QuantType t) {
     switch (t) {
         case QuantType::Q4_K:
