@@ -46,7 +46,8 @@ const char* dot_isa_name(DotIsa isa);
 // y[i, o - o0] for x rows i < n (quantized by quantize_act_row, row stride xq_stride bytes) and W rows o in [o0, o1):
 // per block an integer sum, scaled by d_x * d_w (and the mins by d_x * dmin_w) into 8 fp32 lanes in block order, the
 // lanes summed at the end in a fixed order. Each output depends only on its own x row and W row, never on n, the
-// tiling or the thread that computes it; every DotIsa gives the same bits (the integer lanes are exact).
+// tiling or the thread that computes it. The 8-lane kernels (AVX2, AVX-VNNI, and AVX512-VNNI for Q8_0 / Q4_0) give
+// the same bits (the integer lanes are exact); AVX512-VNNI's K-quant kernels sum 16 lanes, another fp32 order.
 void quant_dot_rows(DotIsa isa, const void* xq, size_t xq_stride, int64_t n, QuantMat w, int64_t o0, int64_t o1,
                     MatF y);
 
