@@ -226,7 +226,7 @@ protected:
             bm.rows = 1;
             bm.cols = w.rows();
         }
-        if (is_quantized(w.dtype)) return cpu::quant_matmul(cmat(x), qmat(w), bm, mat(y), pool_);
+        if (is_quantized(w.dtype)) return cpu::quant_matmul(cmat(x), qmat(w), bm, mat(y), pool_, compute_f32_);
         const ConstMat wm = any_mat(w);
         // Weights packed at prepare_weight (oneDNN, kernels/cpu/packed_gemm.h) slice themselves over the pool.
         if (const cpu::PackedWeight* pw = packed(w); pw && !(compute_f32_ && pw->type() != ElemType::F32))

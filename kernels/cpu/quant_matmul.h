@@ -1,7 +1,7 @@
 // Optimised y = x W^T + b for block-quantized weights (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K), W kept in its stored blocks:
-// fixed panels of W rows are decoded to fp32 in a per-thread buffer and multiplied with sgemm, whatever the row count
-// of x (a decode-and-dot path for few rows measured slower at every row count, kernels/README.md "Quantized
-// weights").
+// up to quant_dot_max_rows(type) rows of x, x is quantized per block to int8 and multiplied in integer block dot
+// products (kernels/cpu/quant_dot.h); otherwise fixed panels of W rows are decoded to fp32 in a per-thread buffer and
+// multiplied with sgemm (kernels/README.md "Quantized weights").
 #pragma once
 #include <cstdint>
 
@@ -17,16 +17,29 @@ namespace dyllm::cpu {
 constexpr int64_t kQuantPanelElems = int64_t(1) << 17;
 int64_t           quant_panel_rows(int64_t k);
 
-// The instruction set the block decoders are compiled for, chosen once from the CPU (Auto) or forced (tests: the
-// AVX2 and baseline versions run on an AVX-512 machine too). Forcing one the CPU lacks is the caller's error.
-enum class QuantIsa : uint8_t { Auto, Avx512, Avx2, Baseline };
+// The instruction set of the block decoders and integer dot products, chosen once from the CPU (Auto) or forced
+// (tests: the AVX-VNNI, AVX2 and baseline versions run on an AVX-512 machine too). Avx512: AVX-512 decoders and
+// AVX512-VNNI dot products (AVX2 ones without VNNI); AvxVnni: AVX2 decoders, AVX-VNNI dot products; Avx2: AVX2 both;
+// Baseline: decoders only (no integer path). Forcing one the CPU lacks is the caller's error.
+enum class QuantIsa : uint8_t { Auto, Avx512, AvxVnni, Avx2, Baseline };
+bool        quant_isa_available(QuantIsa isa);  // whether this CPU runs it
 void        quant_force_isa(QuantIsa isa);
 QuantIsa    quant_isa();  // the one in use (never Auto)
 const char* quant_isa_name(QuantIsa isa);
 
+// Which product runs: Auto picks by row count (quant_dot_max_rows); Dot and Decode force one (tests, benchmarks; Dot
+// falls back to Decode for a type or instruction set without an integer path).
+enum class QuantPath : uint8_t { Auto, Dot, Decode };
+void quant_force_path(QuantPath path);
+
+// The most rows of x for which Auto takes the integer path, per weight type (0: never); measured, see the definition.
+int64_t quant_dot_max_rows(QuantType t);
+
 // x: [n, k] fp32; w: [m, k] quantized; bias: [1, m] (any type) or bias.data == nullptr; y: [n, m] fp32, not aliasing
-// x. The panels (quant_panel_rows) and their sgemm calls are the same at any thread count, so are the results.
-void quant_matmul(CMatF x, QuantMat w, ConstMat bias, MatF y, ThreadPool& pool);
+// x. Either path's results are the same at any thread count: the integer path sums each output in a fixed order of its
+// own, the decode path's panels (quant_panel_rows) and sgemm calls do not depend on the thread count.
+// f32_x (--compute f32): x is never rounded, the decode path runs whatever the row count.
+void quant_matmul(CMatF x, QuantMat w, ConstMat bias, MatF y, ThreadPool& pool, bool f32_x = false);
 
 // Rows of a quantized table widened to fp32 (the embedding lookup): out[i, :] = table[ids[i], :].
 void quant_gather_rows(QuantMat table, const int32_t* ids, MatF out);

@@ -374,19 +374,43 @@ inline bool run_quant_matmul(Backend& be, const OpBackend& ob, const MatMulCase&
     be.matmul(x, w->view, c.bias ? b.view() : TensorView{}, y);
     std::vector<float> ref(size_t(c.n * c.m));
     cpu::ref::quant_matmul(cm(xv, c.n, c.k), w->qm, c.bias ? cmat_any(bv, 1, c.m) : cpu::ConstMat{}, mm(ref, c.n, c.m));
-    // x stays F32 and the decoded weights are the reference's exact values, so only the fp32 accumulation over k
-    // terms plus the bias differs from the fp64 sum: (k + 2) u_32 of S = sum_c |x_c w_c| + |b|.
-    const double        rel = double(c.k + 2) * kU32;
+    // The decoded weights are the reference's exact values. The CPU backend may quantize x per block to int8 (its
+    // integer path, kernels/cpu/quant_dot.h): x_c becomes d q_c with |x_c - d q_c| <= (0.5 + 1e-4) d, d = max|x| / 127
+    // over the block, an error of at most that times sum |w| over the block. Then fp32 accumulation, at most
+    // (k + 2) u_32 (k terms, or fewer block sums, plus the bias) of S = sum_c (|x_c| + d) a_c + |b|, where a_c = |w_c|
+    // + 2 |dmin m_c| bounds the separately summed scale and min terms of Q4_K / Q5_K (|d sc q| <= |w| + |dmin m|).
+    const int64_t      be_el = cpu::quant_block_elems(quant_of(c.dt));
+    const double       rel   = double(c.k + 2) * kU32;
+    std::vector<float> mins(size_t(c.m * c.k), 0.0f);
+    if (c.dt == DType::Q4_K || c.dt == DType::Q5_K) {
+        // The blocks with d zeroed decode to -dmin m_c.
+        std::vector<uint8_t> z  = w->host;
+        const size_t         bb = cpu::quant_block_bytes(quant_of(c.dt)), rb = size_t(w->qm.row_bytes);
+        for (size_t o = 0; o + bb <= z.size(); o += bb) std::memset(z.data() + o, 0, 2);
+        for (int64_t j = 0; j < c.m; ++j)
+            cpu::dequantize_row(quant_of(c.dt), z.data() + size_t(j) * rb, mins.data() + j * c.k, c.k);
+    }
     std::vector<double> s(ref.size(), 0.0);
     for (int64_t i = 0; i < c.n; ++i)
         for (int64_t j = 0; j < c.m; ++j) {
-            double a = c.bias ? std::fabs(double(bv[size_t(j)])) : 0.0;
-            for (int64_t q = 0; q < c.k; ++q)
-                a += std::fabs(double(xv[size_t(i * c.k + q)]) * double(w->held[size_t(j * c.k + q)]));
-            s[size_t(i * c.m + j)] = a;
+            double a = c.bias ? std::fabs(double(bv[size_t(j)])) : 0.0, act = 0.0;
+            for (int64_t b0 = 0; b0 < c.k; b0 += be_el) {
+                double amax = 0, sw = 0;
+                for (int64_t q = b0; q < b0 + be_el; ++q) {
+                    amax = std::max(amax, std::fabs(double(xv[size_t(i * c.k + q)])));
+                    sw += std::fabs(double(w->held[size_t(j * c.k + q)]));
+                }
+                const double d = amax / 127.0;
+                act += (0.5 + 1e-4) * d * sw;
+                for (int64_t q = b0; q < b0 + be_el; ++q)
+                    a += (std::fabs(double(xv[size_t(i * c.k + q)])) + d) *
+                         (std::fabs(double(w->held[size_t(j * c.k + q)])) +
+                          2.0 * std::fabs(double(mins[size_t(j * c.k + q)])));
+            }
+            s[size_t(i * c.m + j)] = rel * a + act;
         }
     return close(case_name("matmul", ob, dims({c.n, c.k, c.m}) + dtype_name(c.dt) + (c.bias ? "_bias" : "")),
-                 get(be, y), ref, [&](size_t e) { return rel * s[e]; });
+                 get(be, y), ref, [&](size_t e) { return s[e]; });
 }
 
 inline std::vector<EmbedCase> quant_embed_cases() {

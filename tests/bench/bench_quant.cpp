@@ -1,0 +1,128 @@
+// Quantized-product benchmark (not a test): per weight type and row count, the integer dot-product path (each
+// instruction set) against decode + sgemm, next to the packed bf16 GEMM on the same shape. One line per row count.
+//   bench_quant [--threads N] [--reps R] [--m M] [--k K]
+// Measured choice recorded in the code (with the figures): quant_dot_max_rows (kernels/cpu/quant_matmul.cpp).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/common/dtype_convert.h"
+#include "kernels/cpu/packed_gemm.h"
+#include "kernels/cpu/quant_dot.h"
+#include "kernels/cpu/quant_matmul.h"
+#include "kernels/cpu/ref/quant.h"
+
+using namespace dyllm;
+using namespace dyllm::cpu;
+
+namespace {
+
+double cpu_s() {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+// Best process CPU time (all threads) of `reps` runs after a warm-up: the shared machine's wall times overstate.
+double best_cpu_ms(int reps, const std::function<void()>& fn) {
+    fn();
+    double best = 1e30;
+    for (int r = 0; r < reps; ++r) {
+        const double c0 = cpu_s();
+        fn();
+        best = std::min(best, cpu_s() - c0);
+    }
+    return best * 1e3;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    int     threads = 1, reps = 10;
+    int64_t m = 4096, k = 4096;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!std::strcmp(argv[i], "--threads"))
+            threads = std::atoi(argv[i + 1]);
+        else if (!std::strcmp(argv[i], "--reps"))
+            reps = std::atoi(argv[i + 1]);
+        else if (!std::strcmp(argv[i], "--m"))
+            m = std::atoll(argv[i + 1]);
+        else if (!std::strcmp(argv[i], "--k"))
+            k = std::atoll(argv[i + 1]);
+        else {
+            std::fprintf(stderr, "bench_quant: unknown flag %s (--threads, --reps, --m, --k)\n", argv[i]);
+            return 2;
+        }
+    }
+    if (k % 256 != 0 || m < 256 || m % 256 != 0) {
+        std::fprintf(stderr, "bench_quant: --k must be a multiple of 256 and --m of 256\n");
+        return 2;
+    }
+    ThreadPool                            pool(threads);
+    std::mt19937                          rng(7);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    std::vector<float>                    wf(size_t(256 * k));
+    for (float& v : wf) v = u(rng);
+    const int64_t      rows_list[] = {1, 2, 4, 8, 16, 33, 64, 128, 256};
+    std::vector<float> x(size_t(256 * k)), y(size_t(256 * m));
+    for (float& v : x) v = u(rng);
+
+    // bf16 through the packed GEMM provider (the 256 rows repeated to m).
+    std::vector<uint16_t> wb(size_t(m * k));
+    for (int64_t r = 0; r < m; ++r)
+        for (int64_t c = 0; c < k; ++c) wb[size_t(r * k + c)] = f32_to_bf16(wf[size_t((r % 256) * k + c)]);
+    PackedGemm                          gemm(threads);
+    std::string                         err;
+    std::shared_ptr<const PackedWeight> pw;
+    if (PackedGemm::supports(ElemType::BF16)) pw = gemm.pack(ConstMat{wb.data(), ElemType::BF16, m, k, k}, pool, &err);
+    double bf16_ms[9] = {};
+    for (int j = 0; j < 9; ++j) {
+        const int64_t n = rows_list[j];
+        if (pw)
+            bf16_ms[j] = best_cpu_ms(reps, [&] {
+                gemm.matmul(CMatF{x.data(), n, k, k}, *pw, ConstMat{}, MatF{y.data(), n, m, m}, pool);
+            });
+    }
+    std::printf("W %lld x %lld, %d thread(s), best CPU ms of %d; bf16: %s\n", (long long)m, (long long)k, threads, reps,
+                pw ? PackedGemm::provider().c_str() : "none");
+
+    for (QuantType t : {QuantType::Q4_K, QuantType::Q6_K, QuantType::Q8_0, QuantType::Q4_0}) {
+        // 256 quantized rows repeated to m: the stream is m rows' bytes, the quantizer's search runs once.
+        const size_t         rb = quant_row_bytes(t, k);
+        std::vector<uint8_t> slab(rb * 256), wq(rb * size_t(m));
+        for (int64_t r = 0; r < 256; ++r) quantize_row(t, wf.data() + r * k, slab.data() + size_t(r) * rb, k);
+        for (int64_t r = 0; r < m; r += 256) std::memcpy(wq.data() + size_t(r) * rb, slab.data(), slab.size());
+        const QuantMat w{wq.data(), t, m, k, int64_t(rb)};
+        for (int j = 0; j < 9; ++j) {
+            const int64_t n   = rows_list[j];
+            auto          run = [&](QuantPath p) {
+                quant_force_path(p);
+                const double ms = best_cpu_ms(reps, [&] {
+                    quant_matmul(CMatF{x.data(), n, k, k}, w, ConstMat{}, MatF{y.data(), n, m, m}, pool);
+                });
+                quant_force_path(QuantPath::Auto);
+                return ms;
+            };
+            const double dec = run(QuantPath::Decode);
+            std::printf("%-5s n=%-3lld bf16 %7.2f ms  decode+sgemm %7.2f", quant_name(t), (long long)n, bf16_ms[j],
+                        dec);
+            for (QuantIsa isa : {QuantIsa::Avx512, QuantIsa::AvxVnni, QuantIsa::Avx2}) {
+                const bool ok = quant_isa_available(isa);
+                if (!ok) continue;
+                quant_force_isa(isa);
+                const double dot = run(QuantPath::Dot);
+                std::printf("  int8 %s %7.2f (%.2fx bf16)", quant_isa_name(isa), dot, pw ? dot / bf16_ms[j] : 0.0);
+            }
+            quant_force_isa(QuantIsa::Auto);
+            std::printf("\n");
+            std::fflush(stdout);
+        }
+    }
+    return 0;
+}
