@@ -31,17 +31,18 @@ int run_quantize(const QuantizeOptions& o) {
     GgufFileType type{};
     if (!parse_gguf_file_type(o.type, &type))
         throw InputError("--type '" + o.type + "' is not one of " + gguf_file_type_choices());
-    const fs::path dir = resolve_model_path(o.model);
+    const fs::path  dir = resolve_model_path(o.model);
     std::error_code ec;
     if (!fs::is_directory(dir, ec))
-        throw InputError("-m " + dir.string() + ": not a checkpoint directory (quantize reads an HF directory or a "
+        throw InputError("-m " + dir.string() +
+                         ": not a checkpoint directory (quantize reads an HF directory or a "
                          "built-in model name)");
     const fs::path out(o.out);
     if (fs::is_directory(out, ec)) throw InputError("-o " + out.string() + ": is a directory (expected a .gguf file)");
-    const auto     ck  = Checkpoint::open(dir);
-    const fs::path tok = dir / "tokenizer.json";
-    const bool     has_tok = fs::exists(tok, ec);
-    const std::string name = o.model.empty() ? dir.filename().string() : fs::path(o.model).filename().string();
+    const auto        ck      = Checkpoint::open(dir);
+    const fs::path    tok     = dir / "tokenizer.json";
+    const bool        has_tok = fs::exists(tok, ec);
+    const std::string name    = o.model.empty() ? dir.filename().string() : fs::path(o.model).filename().string();
 
     ProgressLine line(stderr, ::isatty(fileno(stderr)) != 0);
     export_gguf(*ck, has_tok ? tok : fs::path(), out, type, name, [&](const GgufExportProgress& p) {
@@ -64,8 +65,7 @@ const CommandRegistrar kRegistrar{Command{
         app.description("write a model as a GGUF file (llama.cpp's layout, tokenizer included) at a storage type");
         app.add_option("-m,--model", o->model, "HF checkpoint directory or built-in model name")->required();
         app.add_option("-o,--output", o->out, "the .gguf file to write (replaced atomically)")->required();
-        app.add_option("--type", o->type,
-                       std::string("storage type: ") + gguf_file_type_choices() + " (default q8_0)");
+        app.add_option("--type", o->type, std::string("storage type: ") + gguf_file_type_choices() + " (default q8_0)");
         return [o] { return run_quantize(*o); };
     }}};
 

@@ -33,7 +33,8 @@ int parse_options(int argc, char** argv, StudioOptions& opt) {
     std::string size;
     CLI::App    cli{"dyllm-studio: live visualizer and profiler of masked-diffusion LMs with DyLLM"};
     cli.set_version_flag("--version", std::string("dyllm-studio ") + DYLLM_VERSION);  // project version, from CMake
-    cli.add_option("-m,--model", opt.model, "checkpoint directory, .gguf file or built-in name (tiny-llada, tiny-dream)");
+    cli.add_option("-m,--model", opt.model,
+                   "checkpoint directory, .gguf file or built-in name (tiny-llada, tiny-dream)");
     cli.add_option("--backend", opt.backend, "cpu|cuda|auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}));
     cli.add_option("-p,--prompt", opt.prompt, "prompt (user message)");
     cli::DiffusionOptions diffusion;  // every diffusion setting, from the engine's parameter table

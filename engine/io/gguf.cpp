@@ -23,17 +23,17 @@ struct GgmlTypeRow {
 };
 // The ggml type table (ids as in ggml.h); `known` marks the ones this project reads.
 constexpr GgmlTypeRow kGgmlTypes[] = {
-    {0, "F32", true, DType::F32},        {1, "F16", true, DType::F16},       {2, "Q4_0", true, DType::Q4_0},
-    {3, "Q4_1", false, DType::F32},      {6, "Q5_0", false, DType::F32},     {7, "Q5_1", false, DType::F32},
-    {8, "Q8_0", true, DType::Q8_0},      {9, "Q8_1", false, DType::F32},     {10, "Q2_K", false, DType::F32},
-    {11, "Q3_K", false, DType::F32},     {12, "Q4_K", true, DType::Q4_K},    {13, "Q5_K", true, DType::Q5_K},
-    {14, "Q6_K", true, DType::Q6_K},     {15, "Q8_K", false, DType::F32},    {16, "IQ2_XXS", false, DType::F32},
-    {17, "IQ2_XS", false, DType::F32},   {18, "IQ3_XXS", false, DType::F32}, {19, "IQ1_S", false, DType::F32},
-    {20, "IQ4_NL", false, DType::F32},   {21, "IQ3_S", false, DType::F32},   {22, "IQ2_S", false, DType::F32},
-    {23, "IQ4_XS", false, DType::F32},   {24, "I8", false, DType::F32},      {25, "I16", false, DType::F32},
-    {26, "I32", false, DType::F32},      {27, "I64", false, DType::F32},     {28, "F64", false, DType::F32},
-    {29, "IQ1_M", false, DType::F32},    {30, "BF16", true, DType::BF16},    {34, "TQ1_0", false, DType::F32},
-    {35, "TQ2_0", false, DType::F32},    {39, "MXFP4", false, DType::F32},
+    {0, "F32", true, DType::F32},      {1, "F16", true, DType::F16},       {2, "Q4_0", true, DType::Q4_0},
+    {3, "Q4_1", false, DType::F32},    {6, "Q5_0", false, DType::F32},     {7, "Q5_1", false, DType::F32},
+    {8, "Q8_0", true, DType::Q8_0},    {9, "Q8_1", false, DType::F32},     {10, "Q2_K", false, DType::F32},
+    {11, "Q3_K", false, DType::F32},   {12, "Q4_K", true, DType::Q4_K},    {13, "Q5_K", true, DType::Q5_K},
+    {14, "Q6_K", true, DType::Q6_K},   {15, "Q8_K", false, DType::F32},    {16, "IQ2_XXS", false, DType::F32},
+    {17, "IQ2_XS", false, DType::F32}, {18, "IQ3_XXS", false, DType::F32}, {19, "IQ1_S", false, DType::F32},
+    {20, "IQ4_NL", false, DType::F32}, {21, "IQ3_S", false, DType::F32},   {22, "IQ2_S", false, DType::F32},
+    {23, "IQ4_XS", false, DType::F32}, {24, "I8", false, DType::F32},      {25, "I16", false, DType::F32},
+    {26, "I32", false, DType::F32},    {27, "I64", false, DType::F32},     {28, "F64", false, DType::F32},
+    {29, "IQ1_M", false, DType::F32},  {30, "BF16", true, DType::BF16},    {34, "TQ1_0", false, DType::F32},
+    {35, "TQ2_0", false, DType::F32},  {39, "MXFP4", false, DType::F32},
 };
 
 // Little-endian reads through a cursor that never passes the end; every failure names the field being read.
@@ -151,13 +151,13 @@ GgufValue read_value(Cursor& c, uint32_t type_id, const std::string& field, int 
     GgufValue v;
     v.type              = t;
     const uint32_t elem = c.read<uint32_t>(field + " (array element type)");
-    if (!known_value_type(elem))
-        c.fail(field, "unknown array element type " + std::to_string(elem) + " (known: 0-12)");
+    if (!known_value_type(elem)) c.fail(field, "unknown array element type " + std::to_string(elem) + " (known: 0-12)");
     v.elem        = GgufType(elem);
     v.count       = c.read<uint64_t>(field + " (array length)");
     const auto mb = min_elem_bytes(v.elem);
     if (v.count > c.left() / mb)
-        c.fail(field, "array of " + std::to_string(v.count) + " " + gguf_type_name(v.elem) + " elements needs at least " +
+        c.fail(field, "array of " + std::to_string(v.count) + " " + gguf_type_name(v.elem) +
+                          " elements needs at least " +
                           (v.count > UINT64_MAX / mb ? std::string("2^64") : std::to_string(v.count * mb)) +
                           " bytes, but only " + std::to_string(c.left()) + " remain");
     if (v.elem == GgufType::STRING) {
@@ -167,7 +167,8 @@ GgufValue read_value(Cursor& c, uint32_t type_id, const std::string& field, int 
     } else if (v.elem == GgufType::ARRAY) {
         v.items.reserve(size_t(v.count));
         for (uint64_t k = 0; k < v.count; ++k)
-            v.items.push_back(read_value(c, uint32_t(GgufType::ARRAY), field + "[" + std::to_string(k) + "]", depth + 1));
+            v.items.push_back(
+                read_value(c, uint32_t(GgufType::ARRAY), field + "[" + std::to_string(k) + "]", depth + 1));
     } else {
         const size_t   nb = size_t(v.count * mb);
         const uint8_t* q  = c.take(nb, field);
@@ -472,9 +473,8 @@ GgufContents parse_gguf(const uint8_t* bytes, size_t size, const std::string& la
         c.fail("tensor_count", std::to_string(n_tensors) + " tensors cannot fit in the " + std::to_string(c.left()) +
                                    " bytes left (limit " + std::to_string(kGgufMaxTensors) + ")");
     if (n_kv > kGgufMaxKeys || n_kv > c.left() / 13)
-        c.fail("metadata_kv_count", std::to_string(n_kv) + " key/values cannot fit in the " +
-                                        std::to_string(c.left()) + " bytes left (limit " +
-                                        std::to_string(kGgufMaxKeys) + ")");
+        c.fail("metadata_kv_count", std::to_string(n_kv) + " key/values cannot fit in the " + std::to_string(c.left()) +
+                                        " bytes left (limit " + std::to_string(kGgufMaxKeys) + ")");
 
     for (uint64_t k = 0; k < n_kv; ++k) {
         const std::string kf  = "metadata[" + std::to_string(k) + "]";
@@ -488,7 +488,8 @@ GgufContents parse_gguf(const uint8_t* bytes, size_t size, const std::string& la
     }
     if (const GgufValue* a = g.find("general.alignment")) {
         if (a->type != GgufType::U32)
-            c.fail("metadata 'general.alignment'", std::string("type ") + gguf_type_name(a->type) + ", expected UINT32");
+            c.fail("metadata 'general.alignment'",
+                   std::string("type ") + gguf_type_name(a->type) + ", expected UINT32");
         if (a->u == 0 || (a->u & (a->u - 1)) != 0)
             c.fail("metadata 'general.alignment'", std::to_string(a->u) + " is not a power of two");
         g.alignment = uint32_t(a->u);
@@ -525,8 +526,8 @@ GgufContents parse_gguf(const uint8_t* bytes, size_t size, const std::string& la
             c.fail(field, "byte size overflows 64 bits");
         t.offset = c.read<uint64_t>(field + " offset");
         if (t.offset % g.alignment)
-            c.fail(field, "offset " + std::to_string(t.offset) + " is not a multiple of general.alignment = " +
-                              std::to_string(g.alignment));
+            c.fail(field, "offset " + std::to_string(t.offset) +
+                              " is not a multiple of general.alignment = " + std::to_string(g.alignment));
         for (const auto& o : g.tensors)
             if (o.name == t.name) c.fail(field, "duplicate tensor name");
         g.tensors.push_back(std::move(t));
@@ -577,7 +578,7 @@ uint64_t GgufTensorSpec::bytes() const {
 }
 
 void write_gguf(std::ostream& out, const std::vector<std::pair<std::string, GgufValue>>& metadata,
-                const std::vector<GgufTensorSpec>&                                  tensors,
+                const std::vector<GgufTensorSpec>&                                   tensors,
                 const std::function<void(size_t index, uint8_t* dst, size_t bytes)>& fill,
                 const std::function<void(size_t index)>& progress, uint32_t alignment) {
     uint64_t pos = 0;

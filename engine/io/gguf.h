@@ -106,8 +106,8 @@ struct GgufContents {
     uint32_t                         version   = 3;
     uint32_t                         alignment = kGgufDefaultAlignment;
     std::map<std::string, GgufValue> metadata;
-    std::vector<std::string>         key_order;  // metadata keys in file order
-    std::vector<GgufTensorInfo>      tensors;    // in file order
+    std::vector<std::string>         key_order;        // metadata keys in file order
+    std::vector<GgufTensorInfo>      tensors;          // in file order
     uint64_t                         data_offset = 0;  // where the data section starts
 
     const GgufValue*      find(std::string_view key) const;
@@ -144,13 +144,13 @@ bool is_gguf_path(const std::filesystem::path& path);
 // `alignment`), written to `out`. fill(i, dst, bytes) produces tensor i's bytes; progress(i) after each tensor.
 struct GgufTensorSpec {
     std::string name;
-    DType       dtype = DType::F32;
+    DType       dtype  = DType::F32;
     int         n_dims = 1;
     int64_t     ne[4]  = {1, 1, 1, 1};  // ggml order
     uint64_t    bytes() const;
 };
 void write_gguf(std::ostream& out, const std::vector<std::pair<std::string, GgufValue>>& metadata,
-                const std::vector<GgufTensorSpec>&                           tensors,
+                const std::vector<GgufTensorSpec>&                                   tensors,
                 const std::function<void(size_t index, uint8_t* dst, size_t bytes)>& fill,
                 const std::function<void(size_t index)>& progress = {}, uint32_t alignment = kGgufDefaultAlignment);
 

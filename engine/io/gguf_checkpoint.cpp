@@ -69,7 +69,8 @@ public:
     std::string get_string(const std::string& key) const {
         const GgufValue* v = find(key);
         if (!v) fail(key, "missing");
-        if (v->type != GgufType::STRING) fail(key, std::string("type ") + gguf_type_name(v->type) + ", expected STRING");
+        if (v->type != GgufType::STRING)
+            fail(key, std::string("type ") + gguf_type_name(v->type) + ", expected STRING");
         return v->str;
     }
     bool get_bool(const std::string& key, bool fallback) const {
@@ -81,13 +82,13 @@ public:
 
     int64_t as_int(const std::string& key, const GgufValue& v, int64_t lo, int64_t hi) const {
         if (!v.is_integer()) fail(key, std::string("type ") + gguf_type_name(v.type) + ", expected an integer");
-        const bool    is_unsigned = v.type == GgufType::U8 || v.type == GgufType::U16 || v.type == GgufType::U32 ||
-                                 v.type == GgufType::U64;
+        const bool is_unsigned =
+            v.type == GgufType::U8 || v.type == GgufType::U16 || v.type == GgufType::U32 || v.type == GgufType::U64;
         const bool    big = is_unsigned && v.u > uint64_t(std::numeric_limits<int64_t>::max());
         const int64_t x   = is_unsigned ? int64_t(v.u) : v.i;
         if (big || x < lo || x > hi)
-            fail(key, (is_unsigned ? std::to_string(v.u) : std::to_string(v.i)) + " is outside [" +
-                          std::to_string(lo) + ", " + std::to_string(hi) + "]");
+            fail(key, (is_unsigned ? std::to_string(v.u) : std::to_string(v.i)) + " is outside [" + std::to_string(lo) +
+                          ", " + std::to_string(hi) + "]");
         return x;
     }
 
@@ -161,7 +162,7 @@ ModelConfig gguf_model_config(const GgufContents& g, const std::string& label) {
     } else {
         m.fail("general.architecture", "'" + text_excerpt(arch) + "' is not supported (expected 'llada' or 'dream')");
     }
-    c.model_type       = arch;
+    c.model_type        = arch;
     const std::string p = arch + ".";
     c.n_layer           = int(m.get_int(p + "block_count", 1, kMaxConfigLayers));
     c.n_embd            = int(m.get_int(p + "embedding_length", 1, kMaxConfigEmbd));
@@ -173,15 +174,15 @@ ModelConfig gguf_model_config(const GgufContents& g, const std::string& label) {
         m.fail(p + "attention.head_count_kv", std::to_string(c.n_kv_head) + " does not divide " + p +
                                                   "attention.head_count = " + std::to_string(c.n_head));
     if (m.find(p + "attention.key_length")) {
-        c.head_dim = int(m.get_int(p + "attention.key_length", 1, kMaxConfigHeadDim));
+        c.head_dim       = int(m.get_int(p + "attention.key_length", 1, kMaxConfigHeadDim));
         const int64_t vl = m.get_int(p + "attention.value_length", 1, kMaxConfigHeadDim, c.head_dim);
         if (vl != c.head_dim)
             m.fail(p + "attention.value_length", std::to_string(vl) + " differs from key_length = " +
                                                      std::to_string(c.head_dim) + " (not supported)");
     } else {
         if (c.n_embd % c.n_head != 0)
-            m.fail(p + "attention.head_count", std::to_string(c.n_head) + " does not divide embedding_length = " +
-                                                   std::to_string(c.n_embd));
+            m.fail(p + "attention.head_count",
+                   std::to_string(c.n_head) + " does not divide embedding_length = " + std::to_string(c.n_embd));
         c.head_dim = c.n_embd / c.n_head;
     }
     if (c.head_dim % 2 != 0) m.fail(p + "attention.key_length", "head dim " + std::to_string(c.head_dim) + " is odd");
@@ -201,8 +202,9 @@ ModelConfig gguf_model_config(const GgufContents& g, const std::string& label) {
     // example reads this key and defaults to shifting.
     const bool shift = m.get_bool("diffusion.shift_logits", true);
     if (shift != (c.family == Family::Dream))
-        m.fail("diffusion.shift_logits", std::string(shift ? "true" : "false") + ", but " + family_name(c.family) +
-                                             (c.family == Family::Dream ? " shifts its logits" : " does not shift its logits"));
+        m.fail("diffusion.shift_logits",
+               std::string(shift ? "true" : "false") + ", but " + family_name(c.family) +
+                   (c.family == Family::Dream ? " shifts its logits" : " does not shift its logits"));
 
     const GgufTensorInfo* emb = g.find_tensor("token_embd.weight");
     if (!emb) throw LoadError(label + ": tensor 'token_embd.weight' missing (the token embedding)");
@@ -210,20 +212,20 @@ ModelConfig gguf_model_config(const GgufContents& g, const std::string& label) {
         throw LoadError(label + ": tensor 'token_embd.weight' has shape " + gguf_dims_string(emb->dims()) +
                         ", expected {embedding_length, n_vocab} with n_vocab in [1, " +
                         std::to_string(kMaxConfigVocab) + "]");
-    c.n_vocab = int(emb->ne[1]);
+    c.n_vocab        = int(emb->ne[1]);
     int64_t n_tokens = c.n_vocab;
     if (const GgufValue* t = m.find("tokenizer.ggml.tokens"))
         if (t->type == GgufType::ARRAY) n_tokens = int64_t(t->count);
-    c.vocab_size = int(m.get_int(p + "vocab_size", 1, c.n_vocab, std::min<int64_t>(n_tokens, c.n_vocab)));
+    c.vocab_size     = int(m.get_int(p + "vocab_size", 1, c.n_vocab, std::min<int64_t>(n_tokens, c.n_vocab)));
     c.qkv_bias       = g.find_tensor("blk.0.attn_q.bias") != nullptr;
     c.tie_embeddings = g.find_tensor("output.weight") == nullptr;
 
     auto id = [&](const char* key, int32_t fallback) {
         return int32_t(m.get_int(std::string("tokenizer.ggml.") + key, 0, c.n_vocab - 1, fallback));
     };
-    c.eos_id = id("eos_token_id", -1);
-    c.pad_id = id("padding_token_id", -1);
-    c.bos_id = id("bos_token_id", -1);
+    c.eos_id  = id("eos_token_id", -1);
+    c.pad_id  = id("padding_token_id", -1);
+    c.bos_id  = id("bos_token_id", -1);
     c.mask_id = id("mask_token_id", -1);
     if (c.mask_id < 0) {
         // Files without the key: the family's mask token by name (engine/README.md §c.1, §c.2).
@@ -233,7 +235,8 @@ ModelConfig gguf_model_config(const GgufContents& g, const std::string& label) {
                 if (t->strs[k] == name) c.mask_id = int32_t(k);
         if (c.mask_id < 0)
             m.fail("tokenizer.ggml.mask_token_id",
-                   std::string("missing, and no token '") + name + "' in tokenizer.ggml.tokens (a diffusion model needs its mask token)");
+                   std::string("missing, and no token '") + name +
+                       "' in tokenizer.ggml.tokens (a diffusion model needs its mask token)");
     }
     return c;
 }
@@ -243,13 +246,14 @@ std::unique_ptr<Checkpoint> open_gguf_checkpoint(const fs::path& path) {
     ck->path_ = path;
     std::error_code ec;
     const auto      st = fs::status(path, ec);
-    if (ec && ec.value() == ELOOP) throw LoadError(path.string() + ": symlink loop (too many levels of symbolic links)");
+    if (ec && ec.value() == ELOOP)
+        throw LoadError(path.string() + ": symlink loop (too many levels of symbolic links)");
     if (!fs::exists(st)) throw LoadError(path.string() + ": model file does not exist");
-    ck->file_               = GgufFile::open(path);
-    const std::string   f   = path.string();
-    const GgufContents& g   = ck->file_->contents();
-    ck->cfg_                = gguf_model_config(g, f);
-    const ModelConfig& cfg  = ck->cfg_;
+    ck->file_                = GgufFile::open(path);
+    const std::string   f    = path.string();
+    const GgufContents& g    = ck->file_->contents();
+    ck->cfg_                 = gguf_model_config(g, f);
+    const ModelConfig& cfg   = ck->cfg_;
     const auto         specs = expected_tensor_specs(cfg);
     ck->weights_.layers.resize(size_t(cfg.n_layer));
     for (const auto& s : specs) {
@@ -257,9 +261,9 @@ std::unique_ptr<Checkpoint> open_gguf_checkpoint(const fs::path& path) {
         const auto            want = gguf_shape(s.shape);
         const GgufTensorInfo* t    = g.find_tensor(name);
         if (!t) {
-            const std::string what = s.layer >= 0 ? " (layer " + std::to_string(s.layer) + " of " +
-                                                        std::to_string(cfg.n_layer) + ")"
-                                                  : std::string();
+            const std::string what =
+                s.layer >= 0 ? " (layer " + std::to_string(s.layer) + " of " + std::to_string(cfg.n_layer) + ")"
+                             : std::string();
             throw LoadError(f + ": tensor '" + name + "' missing" + what + ", expected for a " +
                             gguf_arch_name(cfg.family) + " model with shape " + gguf_dims_string(want));
         }
@@ -269,10 +273,10 @@ std::unique_ptr<Checkpoint> open_gguf_checkpoint(const fs::path& path) {
         if (want.size() == 1 && !is_float(t->dtype))
             throw LoadError(f + ": tensor '" + name + "' is " + dtype_name(t->dtype) +
                             "; norms and biases must be F32, F16 or BF16");
-        TensorView v        = t->view();
-        using R             = TensorRole;
-        const bool permuted = cfg.family == Family::LLaDA && (s.role == R::Wq || s.role == R::Wk || s.role == R::Bq ||
-                                                              s.role == R::Bk);
+        TensorView v = t->view();
+        using R      = TensorRole;
+        const bool permuted =
+            cfg.family == Family::LLaDA && (s.role == R::Wq || s.role == R::Wk || s.role == R::Bq || s.role == R::Bk);
         if (permuted) {
             // Rows back in HF order; a bias is one row of q_dim elements, handled as q_dim rows of one.
             const bool    bias = want.size() == 1;
@@ -281,8 +285,7 @@ std::unique_ptr<Checkpoint> open_gguf_checkpoint(const fs::path& path) {
             auto          buf  = std::make_unique<uint8_t[]>(size_t(rows) * rb);
             const auto*   src  = static_cast<const uint8_t*>(v.data);
             for (int64_t r = 0; r < rows; ++r)
-                std::memcpy(buf.get() + size_t(r) * rb, src + size_t(gguf_llada_qk_file_row(r, cfg.head_dim)) * rb,
-                            rb);
+                std::memcpy(buf.get() + size_t(r) * rb, src + size_t(gguf_llada_qk_file_row(r, cfg.head_dim)) * rb, rb);
             v.data = buf.get();
             ck->owned_.push_back(std::move(buf));
         }

@@ -205,10 +205,10 @@ void export_gguf(const Checkpoint& ck, const std::filesystem::path& tokenizer_js
         const auto d = gguf_shape(s.shape);
         g.n_dims     = int(d.size());
         for (size_t k = 0; k < d.size(); ++k) g.ne[k] = d[k];
-        g.dtype                  = gguf_tensor_dtype(type, s.role, s.layer, c.n_layer, s.shape, c.tie_embeddings);
-        const LayerWeights* L    = s.layer >= 0 ? &w.layers[size_t(s.layer)] : nullptr;
-        using R                  = TensorRole;
-        const TensorView* v      = nullptr;
+        g.dtype               = gguf_tensor_dtype(type, s.role, s.layer, c.n_layer, s.shape, c.tie_embeddings);
+        const LayerWeights* L = s.layer >= 0 ? &w.layers[size_t(s.layer)] : nullptr;
+        using R               = TensorRole;
+        const TensorView* v   = nullptr;
         switch (s.role) {
             case R::TokEmbd:
                 v = &w.tok_embd;

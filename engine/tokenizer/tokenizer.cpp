@@ -216,7 +216,7 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::filesystem::path& tokenize
     const std::string f = tokenizer_json.string();
     std::error_code   ec;
     // read_json_file refuses directories, FIFOs, devices, symlink loops and oversized files with one line each.
-    auto tok       = build_from_json(read_json_file(tokenizer_json, kMaxTokenizerJsonBytes, "tokenizer.json"), f);
+    auto       tok = build_from_json(read_json_file(tokenizer_json, kMaxTokenizerJsonBytes, "tokenizer.json"), f);
     const auto cfg = tokenizer_json.parent_path() / "tokenizer_config.json";
     // Present in any form (a FIFO, a directory, a dangling link): read, so that the reader refuses it with one line.
     if (std::filesystem::exists(std::filesystem::symlink_status(cfg, ec))) apply_tokenizer_config(*tok, cfg);

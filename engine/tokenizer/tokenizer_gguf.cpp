@@ -50,21 +50,22 @@ const PreSpec* find_pre(const std::string& name) {
 }
 
 json pre_tokenizer_json(const PreSpec& p) {
-    if (!p.regex) return {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}};
-    return {{"type", "Sequence"},
-            {"pretokenizers",
-             json::array({{{"type", "Split"}, {"pattern", {{"Regex", p.regex}}}, {"behavior", "Isolated"}, {"invert", false}},
-                          {{"type", "ByteLevel"},
-                           {"add_prefix_space", false},
-                           {"trim_offsets", false},
-                           {"use_regex", false}}})}};
+    if (!p.regex)
+        return {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}};
+    return {
+        {"type", "Sequence"},
+        {"pretokenizers",
+         json::array(
+             {{{"type", "Split"}, {"pattern", {{"Regex", p.regex}}}, {"behavior", "Isolated"}, {"invert", false}},
+              {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}}})}};
 }
 
 // Which named pre-tokenizer a tokenizer.json's pre_tokenizer is (its Split regex, or GPT-2's ByteLevel regex).
 const PreSpec* classify_pre(const json& pre) {
     if (!pre.is_object()) return nullptr;
     const std::string type = pre.value("type", "");
-    if (type == "ByteLevel") return pre.value("use_regex", true) && !pre.value("add_prefix_space", true) ? &kPres[2] : nullptr;
+    if (type == "ByteLevel")
+        return pre.value("use_regex", true) && !pre.value("add_prefix_space", true) ? &kPres[2] : nullptr;
     if (type != "Sequence") return nullptr;
     const auto it = pre.find("pretokenizers");
     if (it == pre.end() || !it->is_array() || it->size() != 2) return nullptr;
@@ -133,9 +134,9 @@ std::unique_ptr<Tokenizer> tokenizer_from_gguf(const GgufContents& g, const std:
              std::to_string(tokens.count) + " tokens exceed the limit " + std::to_string(kMaxTokenId + 1));
     const GgufValue* types = g.find("tokenizer.ggml.token_type");
     if (types) {
-        if (types->type != GgufType::ARRAY || !(types->elem == GgufType::I32 || types->elem == GgufType::U32 ||
-                                                types->elem == GgufType::I8 || types->elem == GgufType::U8 ||
-                                                types->elem == GgufType::I16 || types->elem == GgufType::U16))
+        if (types->type != GgufType::ARRAY ||
+            !(types->elem == GgufType::I32 || types->elem == GgufType::U32 || types->elem == GgufType::I8 ||
+              types->elem == GgufType::U8 || types->elem == GgufType::I16 || types->elem == GgufType::U16))
             fail(label, "tokenizer.ggml.token_type", "expected an ARRAY of INT32");
         if (types->count != tokens.count)
             fail(label, "tokenizer.ggml.token_type",
@@ -189,12 +190,16 @@ std::unique_ptr<Tokenizer> tokenizer_from_gguf(const GgufContents& g, const std:
         for (const auto& s : m.strs) merges.push_back(s);
     }
     json root;
-    root["model"]         = {{"type", "BPE"},          {"vocab", std::move(vocab)}, {"merges", std::move(merges)},
-                             {"ignore_merges", ignore_merges}, {"fuse_unk", false},         {"byte_fallback", false}};
+    root["model"]         = {{"type", "BPE"},
+                             {"vocab", std::move(vocab)},
+                             {"merges", std::move(merges)},
+                             {"ignore_merges", ignore_merges},
+                             {"fuse_unk", false},
+                             {"byte_fallback", false}};
     root["normalizer"]    = nfc ? json{{"type", "NFC"}} : json(nullptr);
     root["pre_tokenizer"] = pre_tokenizer_json(*pre);
-    root["decoder"]       = {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}};
-    root["added_tokens"]  = std::move(added);
+    root["decoder"] = {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}};
+    root["added_tokens"] = std::move(added);
     return Tokenizer::from_json(root, label + ": tokenizer.ggml");
 }
 
@@ -212,7 +217,7 @@ std::string family_chat_template_jinja(Family family) {
 }
 
 std::vector<std::pair<std::string, GgufValue>> gguf_tokenizer_metadata(const std::filesystem::path& tokenizer_json,
-                                                                       const ModelConfig& cfg) {
+                                                                       const ModelConfig&           cfg) {
     const std::string f    = tokenizer_json.string();
     const json        root = read_json_file(tokenizer_json, kMaxTokenizerJsonBytes, "tokenizer.json");
     if (!root.is_object() || !root.contains("model") || !root["model"].is_object())
@@ -259,7 +264,8 @@ std::vector<std::pair<std::string, GgufValue>> gguf_tokenizer_metadata(const std
         if (tc.is_object()) {
             auto name_of = [](const json& v) -> std::string {
                 if (v.is_string()) return v.get<std::string>();
-                if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
+                if (v.is_object() && v.contains("content") && v["content"].is_string())
+                    return v["content"].get<std::string>();
                 return {};
             };
             for (const char* key : {"eos_token", "bos_token", "pad_token", "unk_token", "mask_token"})
@@ -310,8 +316,9 @@ std::vector<std::pair<std::string, GgufValue>> gguf_tokenizer_metadata(const std
             } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
                 const std::string a = m[0].get<std::string>(), b = m[1].get<std::string>();
                 if (a.find(' ') != std::string::npos || b.find(' ') != std::string::npos)
-                    throw LoadError(f + ": model.merges: a merge part holds a space, which GGUF's \"left right\" "
-                                        "strings cannot store");
+                    throw LoadError(f +
+                                    ": model.merges: a merge part holds a space, which GGUF's \"left right\" "
+                                    "strings cannot store");
                 merges.push_back(a + " " + b);
             } else {
                 throw LoadError(f + ": model.merges: expected \"left right\" strings or pairs");
@@ -335,8 +342,9 @@ std::vector<std::pair<std::string, GgufValue>> gguf_tokenizer_metadata(const std
     id_key("mask_token_id", cfg.mask_id);
     // llama.cpp's LLaDA converter sets add_bos_token; its Dream converter leaves it to the tokenizer config.
     if (cfg.family == Family::LLaDA) kv.emplace_back("tokenizer.ggml.add_bos_token", GgufValue::of_bool(true));
-    kv.emplace_back("tokenizer.chat_template",
-                    GgufValue::of_string(chat_template.empty() ? family_chat_template_jinja(cfg.family) : chat_template));
+    kv.emplace_back(
+        "tokenizer.chat_template",
+        GgufValue::of_string(chat_template.empty() ? family_chat_template_jinja(cfg.family) : chat_template));
     kv.emplace_back("dyllm.tokenizer.normalizer", GgufValue::of_string(nfc ? "nfc" : "none"));
     kv.emplace_back("dyllm.tokenizer.ignore_merges", GgufValue::of_bool(ignore_merges));
     return kv;

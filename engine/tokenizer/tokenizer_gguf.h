@@ -29,7 +29,7 @@ std::unique_ptr<Tokenizer> tokenizer_from_gguf(const GgufContents& g, const std:
 // dyllm.tokenizer.ignore_merges, so a tokenizer whose normalizer or merge option differs from its pre-tokenizer's
 // usual one reads back exactly. Throws LoadError naming the file for a tokenizer GGUF cannot describe.
 std::vector<std::pair<std::string, GgufValue>> gguf_tokenizer_metadata(const std::filesystem::path& tokenizer_json,
-                                                                       const ModelConfig& cfg);
+                                                                       const ModelConfig&           cfg);
 
 // The family's chat template in Jinja (the same text apply_chat_template produces for one user turn).
 std::string family_chat_template_jinja(Family family);

@@ -135,8 +135,7 @@ int task(const uint8_t* data, size_t size) {
 
 const std::vector<Target>& targets() {
     static const std::vector<Target> t = {
-        {"safetensors", safetensors}, {"gguf", gguf},   {"config", config},
-        {"tokenizer", tokenizer},     {"task", task}};
+        {"safetensors", safetensors}, {"gguf", gguf}, {"config", config}, {"tokenizer", tokenizer}, {"task", task}};
     return t;
 }
 

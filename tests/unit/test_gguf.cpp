@@ -54,13 +54,13 @@ std::string error_of(const std::string& s) {
     return "";
 }
 
-#define REQUIRE_REFUSED(bytes, needle)                        \
-    do {                                                      \
-        const std::string msg_ = error_of(bytes);             \
-        INFO("message: " << msg_);                            \
-        REQUIRE(msg_.rfind("t.gguf: ", 0) == 0);              \
-        CHECK(msg_.find('\n') == std::string::npos);          \
-        CHECK(msg_.find(needle) != std::string::npos);        \
+#define REQUIRE_REFUSED(bytes, needle)                 \
+    do {                                               \
+        const std::string msg_ = error_of(bytes);      \
+        INFO("message: " << msg_);                     \
+        REQUIRE(msg_.rfind("t.gguf: ", 0) == 0);       \
+        CHECK(msg_.find('\n') == std::string::npos);   \
+        CHECK(msg_.find(needle) != std::string::npos); \
     } while (0)
 
 std::string write(const std::vector<std::pair<std::string, GgufValue>>& kv, const std::vector<GgufTensorSpec>& ts,
@@ -119,12 +119,15 @@ TEST_CASE("gguf: every metadata type and tensor type round-trips through the wri
     kv.emplace_back("t.u16s", GgufValue::of_raw(GgufType::U16, 2, {1, 0, 0xff, 0xff}));
     kv.emplace_back("t.bools", GgufValue::of_raw(GgufType::BOOL, 3, {1, 0, 1}));
     kv.emplace_back("t.empty", GgufValue::of_strings({}));
-    kv.emplace_back("t.nested", GgufValue::of_arrays(GgufType::I32, {GgufValue::of_i32s({7}), GgufValue::of_i32s({8, 9})}));
+    kv.emplace_back("t.nested",
+                    GgufValue::of_arrays(GgufType::I32, {GgufValue::of_i32s({7}), GgufValue::of_i32s({8, 9})}));
     kv.emplace_back("general.alignment", GgufValue::of_u32(64));
     const std::vector<GgufTensorSpec> ts = {
-        spec("f32", DType::F32, {3, 2}),      spec("f16", DType::F16, {5}),          spec("bf16", DType::BF16, {2, 2, 2}),
-        spec("q8_0", DType::Q8_0, {64, 3}),   spec("q4_0", DType::Q4_0, {32, 1}),    spec("q4_k", DType::Q4_K, {256, 2}),
-        spec("q5_k", DType::Q5_K, {512, 1}),  spec("q6_k", DType::Q6_K, {256, 1, 1, 2}), spec("empty", DType::F32, {0, 4}),
+        spec("f32", DType::F32, {3, 2}),      spec("f16", DType::F16, {5}),
+        spec("bf16", DType::BF16, {2, 2, 2}), spec("q8_0", DType::Q8_0, {64, 3}),
+        spec("q4_0", DType::Q4_0, {32, 1}),   spec("q4_k", DType::Q4_K, {256, 2}),
+        spec("q5_k", DType::Q5_K, {512, 1}),  spec("q6_k", DType::Q6_K, {256, 1, 1, 2}),
+        spec("empty", DType::F32, {0, 4}),
     };
     const std::string  file = write(kv, ts, 64);
     const GgufContents g    = parse(file);
@@ -236,9 +239,10 @@ TEST_CASE("gguf: metadata values are validated", "[gguf]") {
     REQUIRE_REFUSED(
         one([](Bytes& b) { b.str("k").u32(uint32_t(GgufType::ARRAY)).u32(uint32_t(GgufType::U64)).u64(1ull << 61); }),
         "array of");
-    REQUIRE_REFUSED(
-        one([](Bytes& b) { b.str("k").u32(uint32_t(GgufType::ARRAY)).u32(uint32_t(GgufType::STRING)).u64(1ull << 62); }),
-        "array of");
+    REQUIRE_REFUSED(one([](Bytes& b) {
+                        b.str("k").u32(uint32_t(GgufType::ARRAY)).u32(uint32_t(GgufType::STRING)).u64(1ull << 62);
+                    }),
+                    "array of");
     REQUIRE_REFUSED(one([](Bytes& b) {
                         b.str("k").u32(uint32_t(GgufType::ARRAY)).u32(uint32_t(GgufType::BOOL)).u64(2);
                         b.put(uint8_t(1)).put(uint8_t(7));
@@ -255,8 +259,13 @@ TEST_CASE("gguf: metadata values are validated", "[gguf]") {
     }
     {
         Bytes b;
-        b.header(0, 2).str("k").u32(uint32_t(GgufType::U8)).put(uint8_t(1)).str("k").u32(uint32_t(GgufType::U8)).put(
-            uint8_t(2));
+        b.header(0, 2)
+            .str("k")
+            .u32(uint32_t(GgufType::U8))
+            .put(uint8_t(1))
+            .str("k")
+            .u32(uint32_t(GgufType::U8))
+            .put(uint8_t(2));
         REQUIRE_REFUSED(b.b, "duplicate key");
     }
     {

@@ -31,7 +31,8 @@ GgufContents to_contents(const KV& kv, std::string* keep) {
 }
 
 std::vector<std::string> golden_texts() {
-    std::vector<std::string> t = {"", " ", "Hello, world!", "<|im_start|>user\nhi<|im_end|>", "<|eot_id|>x<|mdm_mask|>"};
+    std::vector<std::string> t = {"", " ", "Hello, world!", "<|im_start|>user\nhi<|im_end|>",
+                                  "<|eot_id|>x<|mdm_mask|>"};
     for (const char* g : {"qwen3_golden.json", "llama3_golden.json"}) {
         std::ifstream f(fs::path(DYLLM_SOURCE_DIR) / "tests/data/tokenizers" / g);
         REQUIRE(f);
@@ -138,9 +139,13 @@ TEST_CASE("gguf tokenizer: metadata errors are one line naming the key", "[tiny]
           "'tokenizer.ggml.model': 'llama' is not supported");
     check(metadata_error([](KV& kv) { set(kv, "tokenizer.ggml.pre", GgufValue::of_string("deepseek-llm")); }),
           "'tokenizer.ggml.pre': 'deepseek-llm' is not supported (supported: llama-bpe, qwen2, gpt-2)");
-    check(metadata_error([](KV& kv) { set(kv, "tokenizer.ggml.tokens", GgufValue::of_i32s({1, 2})); }),
+    check(metadata_error([](KV& kv) {
+              set(kv, "tokenizer.ggml.tokens", GgufValue::of_i32s({1, 2}));
+          }),
           "'tokenizer.ggml.tokens': type ARRAY of INT32, expected ARRAY of STRING");
-    check(metadata_error([](KV& kv) { set(kv, "tokenizer.ggml.token_type", GgufValue::of_i32s({1, 1})); }),
+    check(metadata_error([](KV& kv) {
+              set(kv, "tokenizer.ggml.token_type", GgufValue::of_i32s({1, 1}));
+          }),
           "'tokenizer.ggml.token_type': 2 entries for");
     check(metadata_error([](KV& kv) {
               for (auto& [k, v] : kv)
