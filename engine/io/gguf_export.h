@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "engine/io/checkpoint.h"
 #include "engine/io/checkpoint_layout.h"

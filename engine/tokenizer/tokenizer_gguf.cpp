@@ -43,9 +43,8 @@ constexpr PreSpec kPres[] = {
 const PreSpec* find_pre(const std::string& name) {
     for (const auto& p : kPres)
         if (name == p.name) return &p;
-    // llama.cpp's aliases for the same regexes.
+    // llama.cpp's aliases for the same regex. ("default", llama.cpp's fallback, is a regex set of its own.)
     if (name == "llama3" || name == "llama-v3") return &kPres[0];
-    if (name == "default") return &kPres[2];
     return nullptr;
 }
 
@@ -142,12 +141,11 @@ std::unique_ptr<Tokenizer> tokenizer_from_gguf(const GgufContents& g, const std:
             fail(label, "tokenizer.ggml.token_type",
                  std::to_string(types->count) + " entries for " + std::to_string(tokens.count) + " tokens");
     }
-    std::string pre_name = "default";
-    if (const GgufValue* pv = g.find("tokenizer.ggml.pre")) {
-        if (pv->type != GgufType::STRING)
-            fail(label, "tokenizer.ggml.pre", std::string("type ") + gguf_type_name(pv->type) + ", expected STRING");
-        pre_name = pv->str;
-    }
+    const GgufValue* pv = g.find("tokenizer.ggml.pre");
+    if (!pv) fail(label, "tokenizer.ggml.pre", std::string("missing (supported: ") + gguf_supported_pre_names() + ")");
+    if (pv->type != GgufType::STRING)
+        fail(label, "tokenizer.ggml.pre", std::string("type ") + gguf_type_name(pv->type) + ", expected STRING");
+    const std::string& pre_name = pv->str;
     const PreSpec* pre = find_pre(pre_name);
     if (!pre)
         fail(label, "tokenizer.ggml.pre",
