@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "engine/errors.h"
@@ -272,7 +273,9 @@ void export_gguf(const Checkpoint& ck, const std::filesystem::path& tokenizer_js
     AtomicFile         file(out);
     GgufExportProgress pr;
     pr.total = ts.size();
-    std::vector<float> row;
+    // Rows are converted independently (each row's blocks depend on that row alone), so the work is split over the
+    // cores by row ranges; the bytes are the same for any thread count.
+    const int n_threads = int(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 64));
     write_gguf(
         file.stream(), kv, ts,
         [&](size_t i, uint8_t* dst, size_t) {
@@ -283,19 +286,28 @@ void export_gguf(const Checkpoint& ck, const std::filesystem::path& tokenizer_js
             const int64_t n_rows = bias ? 1 : v.ne[1];
             const int64_t n      = v.ne[0];
             const size_t  rb     = dtype_row_bytes(dt, n);
-            row.resize(size_t(n));
-            for (int64_t r = 0; r < n_rows; ++r) {
-                const auto* s = static_cast<const uint8_t*>(v.data) + r * v.nb[1];
-                for (int64_t k = 0; k < n; ++k) row[size_t(k)] = load(s, v.dtype, k);
-                if (permuted(i) && bias) {
-                    std::vector<float> perm(row.size());
-                    for (int64_t k = 0; k < n; ++k)
-                        perm[size_t(gguf_llada_qk_file_row(k, c.head_dim))] = row[size_t(k)];
-                    row.swap(perm);
+            auto          rows   = [&](int64_t r0, int64_t r1) {
+                std::vector<float> row(static_cast<size_t>(n)), perm;
+                for (int64_t r = r0; r < r1; ++r) {
+                    const auto* s = static_cast<const uint8_t*>(v.data) + r * v.nb[1];
+                    for (int64_t k = 0; k < n; ++k) row[size_t(k)] = load(s, v.dtype, k);
+                    if (permuted(i) && bias) {
+                        perm.assign(row.size(), 0.0f);
+                        for (int64_t k = 0; k < n; ++k)
+                            perm[size_t(gguf_llada_qk_file_row(k, c.head_dim))] = row[size_t(k)];
+                        row.swap(perm);
+                    }
+                    const int64_t fr = permuted(i) && !bias ? gguf_llada_qk_file_row(r, c.head_dim) : r;
+                    store_row(row.data(), n, dt, dst + size_t(fr) * rb);
                 }
-                const int64_t fr = permuted(i) && !bias ? gguf_llada_qk_file_row(r, c.head_dim) : r;
-                store_row(row.data(), n, dt, dst + size_t(fr) * rb);
-            }
+            };
+            // Threads only where there is enough work to pay for them (a quantized matrix of a real model).
+            const int64_t work = n_rows * n;
+            const int     nt   = work < (int64_t(1) << 20) ? 1 : int(std::min<int64_t>(n_threads, n_rows));
+            if (nt == 1) return rows(0, n_rows);
+            std::vector<std::thread> pool;
+            for (int t = 0; t < nt; ++t) pool.emplace_back(rows, n_rows * t / nt, n_rows * (t + 1) / nt);
+            for (auto& th : pool) th.join();
         },
         [&](size_t i) {
             pr.done   = i + 1;

@@ -10,6 +10,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 
 #include "engine/errors.h"
 #include "engine/io/checkpoint.h"
@@ -413,4 +414,28 @@ TEST_CASE("gguf checkpoint: HF f32 and GGUF f32 generate the same tokens (CLI)",
     for (const auto& e : fs::directory_iterator(tmp))
         CHECK(e.path().filename().string().find(".tmp-") == std::string::npos);
     CHECK(n_files == 2);
+}
+
+TEST_CASE("gguf checkpoint: quantized rows are the reference quantizer's bytes, however the rows are split", "[gguf]") {
+    // 1024 x 1024 matrices: large enough that the exporter splits their rows over threads.
+    const ModelConfig cfg = small_config(Family::LLaDA, 1, 1024, 8, 8, 1024, 300);
+    const fs::path    dir = test::make_checkpoint(cfg, DType::BF16, 1, 5);
+    const auto        hf  = Checkpoint::open(dir);
+    const fs::path    p   = export_to(dir, GgufFileType::Q4_K_M, "big.gguf");
+    const auto        f   = GgufFile::open(p);
+    for (auto [name, hv, permuted] : {std::tuple{"blk.0.ffn_up.weight", &hf->weights().layers[0].w_up, false},
+                                      std::tuple{"blk.0.attn_q.weight", &hf->weights().layers[0].wq, true}}) {
+        INFO(name);
+        const GgufTensorInfo* t = f->contents().find_tensor(name);
+        REQUIRE(t);
+        REQUIRE(t->dtype == DType::Q4_K);
+        const size_t         rb = dtype_row_bytes(DType::Q4_K, 1024);
+        std::vector<uint8_t> want(rb);
+        for (int64_t r = 0; r < hv->ne[1]; ++r) {
+            const auto x = row_values(*hv, r);
+            cpu::quantize_row(cpu::QuantType::Q4_K, x.data(), want.data(), 1024);
+            const int64_t fr = permuted ? gguf_llada_qk_file_row(r, cfg.head_dim) : r;
+            REQUIRE(std::memcmp(t->data + size_t(fr) * rb, want.data(), rb) == 0);
+        }
+    }
 }
