@@ -79,6 +79,10 @@ public:
     // Whether attention_approx_exact runs as one fused pass here (else the caller runs attention_approx and then
     // attention on the exact rows; the results are the same).
     virtual bool fuses_exact_rows() const { return false; }
+    // --compute f32: from now on every weight product widens the stored weight to fp32 and multiplies fp32
+    // activations (no bf16 rounding of x, no bf16 GEMM). Returns false where the backend cannot (then nothing
+    // changes); turning it off always succeeds.
+    virtual bool set_compute_f32(bool on) { return !on; }
 
     // ---- memory -------------------------------------------------------------------------------------------------
     // A zero-initialised contiguous [rows, cols] tensor on this backend.

@@ -25,12 +25,22 @@ std::string at(const char* op, const char* what) {
 // a row-contiguous higher-dimensional view). An empty view is accepted as it is (no memory is touched).
 void check_layout(const Backend& be, const TensorView& v, const char* op, const char* what) {
     if (v.numel() == 0) return;
-    const int64_t es = int64_t(dtype_size(v.dtype));
     DYLLM_ASSERT(v.device == be.device(), at(op, what) + " " + shp(v) + " is not in " + be.name() + " memory");
     DYLLM_ASSERT(v.data != nullptr, at(op, what) + " has no data");
-    DYLLM_ASSERT(v.nb[0] == es, at(op, what) + " columns are not contiguous");
-    DYLLM_ASSERT(v.nb[1] % es == 0 && v.nb[1] >= es * v.ne[0],
-                 at(op, what) + " row stride " + std::to_string(v.nb[1]) + " is invalid");
+    if (is_quantized(v.dtype)) {
+        // Blocks (ggml's convention): nb[0] is one block, a row is whole blocks, rows at a stride of whole blocks.
+        const int64_t bb = int64_t(dtype_block_bytes(v.dtype)), be_ = dtype_block_elems(v.dtype);
+        DYLLM_ASSERT(v.ne[0] % be_ == 0, at(op, what) + " " + shp(v) + ": row length is not a whole number of " +
+                                             std::to_string(be_) + "-element blocks");
+        DYLLM_ASSERT(v.nb[0] == bb, at(op, what) + " blocks are not contiguous");
+        DYLLM_ASSERT(v.nb[1] % bb == 0 && v.nb[1] >= int64_t(dtype_row_bytes(v.dtype, v.ne[0])),
+                     at(op, what) + " row stride " + std::to_string(v.nb[1]) + " is invalid");
+    } else {
+        const int64_t es = int64_t(dtype_size(v.dtype));
+        DYLLM_ASSERT(v.nb[0] == es, at(op, what) + " columns are not contiguous");
+        DYLLM_ASSERT(v.nb[1] % es == 0 && v.nb[1] >= es * v.ne[0],
+                     at(op, what) + " row stride " + std::to_string(v.nb[1]) + " is invalid");
+    }
     DYLLM_ASSERT((v.ne[2] == 1 || v.nb[2] == v.nb[1] * v.ne[1]) && (v.ne[3] == 1 || v.nb[3] == v.nb[2] * v.ne[2]),
                  at(op, what) + " is not a 2-D row-strided matrix");
 }
@@ -181,6 +191,7 @@ void Backend::matmul(const TensorView& x, const TensorView& w, const TensorView&
         DYLLM_ASSERT(bias.numel() == w.rows(),
                      "matmul: bias " + shp(bias) + " for " + std::to_string(w.rows()) + " outputs");
         check_stored(*this, OpKind::MatMul, bias, op, "bias");
+        DYLLM_ASSERT(is_float(bias.dtype), "matmul: bias " + shp(bias) + " must be F32/F16/BF16");
     }
     do_matmul(x, w, bias, y);
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/errors.h"
+#include "engine/quant_type.h"
 #include "kernels/cpu/add_rows.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/attention_approx.h"
@@ -26,6 +27,7 @@
 #include "kernels/cpu/huge_page_buffer.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/packed_gemm.h"
+#include "kernels/cpu/quant_matmul.h"
 #include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu/rope.h"
 #include "kernels/cpu/rows.h"
@@ -64,10 +66,15 @@ ElemType elem_of(DType t) {
             return ElemType::F16;
         case DType::BF16:
             return ElemType::BF16;
-        case DType::I32:
+        default:
             break;
     }
     DYLLM_ASSERT(false, std::string("cpu backend: no float storage type for ") + dtype_name(t));
+}
+
+// A quantized weight or table (ne[0] = in, ne[1] = out, nb[1] = row bytes), kept in its stored blocks.
+cpu::QuantMat qmat(const TensorView& v) {
+    return cpu::QuantMat{v.data, quant_of(v.dtype), v.rows(), v.cols(), v.nb[1]};
 }
 
 int64_t ld(const TensorView& v) {
@@ -144,7 +151,11 @@ public:
     DType cache_dtype() const override { return DType::F32; }
     int   host_threads() const override { return n_threads_; }
 
-    bool supports(OpKind op, DType dtype) const override { return op_supports_dtype(op, dtype); }
+    // Quantized storage is taken by the two ops that read weights: matmul (kernels/cpu/quant_matmul.h) and embed.
+    bool supports(OpKind op, DType dtype) const override {
+        if (is_quantized(dtype)) return op == OpKind::MatMul || op == OpKind::Embed;
+        return op_supports_dtype(op, dtype);
+    }
 
     // ---- memory -----------------------------------------------------------------------------------------------
     Tensor alloc(DType dtype, int64_t rows, int64_t cols) override {
@@ -178,8 +189,11 @@ public:
     void       synchronize() override {}
     TensorView prepare_weight(const TensorView& host_weight, const std::string& name) override {
         DYLLM_ASSERT(host_weight.device == Device::Cpu, "prepare_weight: " + name + " is not in host memory");
-        DYLLM_ASSERT(is_float(host_weight.dtype), "prepare_weight: " + name + " has dtype " +
-                                                      dtype_name(host_weight.dtype) + ", expected F32/F16/BF16");
+        DYLLM_ASSERT(is_float(host_weight.dtype) || is_quantized(host_weight.dtype),
+                     "prepare_weight: " + name + " has dtype " + dtype_name(host_weight.dtype) +
+                         ", expected F32/F16/BF16 or a quantized type");
+        // Quantized weights stay in their stored blocks (do_matmul decodes panels of them per product).
+        if (is_quantized(host_weight.dtype)) return host_weight;
         // The view stays the stored (memory-mapped) one: embed reads its rows, and any op may widen it. A matrix the
         // GEMM provider takes is also packed once into the provider's layout; do_matmul uses that copy for this view.
         // Not the embedding table (only read by rows; a tied LM head is prepared again as "lm_head").
@@ -201,19 +215,22 @@ public:
 protected:
     // ---- ops (arguments already checked by the public Backend ops) ---------------------------------------------
     void do_embed(const TensorView& table, std::span<const int32_t> ids, const TensorView& out) override {
+        if (is_quantized(table.dtype)) return cpu::quant_gather_rows(qmat(table), ids.data(), mat(out));
         cpu::embed(any_mat(table), ids.data(), mat(out));
     }
 
     void do_matmul(const TensorView& x, const TensorView& w, const TensorView& bias, const TensorView& y) override {
-        const ConstMat wm = any_mat(w);
-        ConstMat       bm{};
+        ConstMat bm{};
         if (!bias.empty()) {
             bm      = any_mat(bias);
             bm.rows = 1;
-            bm.cols = wm.rows;
+            bm.cols = w.rows();
         }
+        if (is_quantized(w.dtype)) return cpu::quant_matmul(cmat(x), qmat(w), bm, mat(y), pool_);
+        const ConstMat wm = any_mat(w);
         // Weights packed at prepare_weight (oneDNN, kernels/cpu/packed_gemm.h) slice themselves over the pool.
-        if (const cpu::PackedWeight* pw = packed(w)) return gemm_.matmul(cmat(x), *pw, bm, mat(y), pool_);
+        if (const cpu::PackedWeight* pw = packed(w); pw && !(compute_f32_ && pw->type() != ElemType::F32))
+            return gemm_.matmul(cmat(x), *pw, bm, mat(y), pool_);
         // The engine's pool splits the product by columns of y (rows of W), one single-threaded BLAS call per slice:
         // OpenBLAS's own threads would spin (sched_yield) after every call, beside the pool's workers, on the same
         // cores (engine/README.md §t). Each slice packs its own W rows once; x is small next to W on every shape here.
@@ -296,6 +313,14 @@ protected:
 
     bool fuses_exact_rows() const override { return true; }
 
+    // The packed copies of 16-bit weights multiply in bf16; under f32 the stored view is widened per panel instead
+    // (matmul.h: fp32 sgemm on fp32 x). F32 packed weights are fp32 products already; quantized weights are decoded
+    // to fp32 in both modes.
+    bool set_compute_f32(bool on) override {
+        compute_f32_ = on;
+        return true;
+    }
+
     void do_attention_approx_exact(const TensorView& q, std::span<const int32_t> q_seq, const TensorView& k,
                                    const TensorView& v, const TensorView& dv, std::span<const int32_t> sal_k,
                                    std::span<const int32_t> cu_sal, std::span<const int32_t> cu_k,
@@ -375,7 +400,8 @@ private:
     cpu::ThreadPool                         pool_;
     cpu::PackedGemm                         gemm_;
     std::string                             blas_name_;
-    std::unordered_map<const void*, Packed> packed_;  // by the stored weight's address
+    std::unordered_map<const void*, Packed> packed_;               // by the stored weight's address
+    bool                                    compute_f32_ = false;  // --compute f32 (set_compute_f32)
 };
 
 }  // namespace

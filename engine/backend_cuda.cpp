@@ -18,9 +18,11 @@
 #include "engine/backend.h"
 #include "engine/backend_cuda.h"
 #include "engine/errors.h"
+#include "engine/quant_type.h"
 #include "kernels/common/attention_approx_math.h"
 #include "kernels/common/dtype_convert.h"
 #include "kernels/common/scalar_math.h"
+#include "kernels/cpu/ref/quant.h"
 #include "kernels/cuda/add_rows.cuh"
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/attention_approx.cuh"
@@ -206,8 +208,10 @@ public:
     void synchronize() override { CUDA_CHECK(cudaStreamSynchronize(stream_.get())); }
 
     TensorView prepare_weight(const TensorView& host_weight, const std::string& name) override {
-        DYLLM_ASSERT(is_float(host_weight.dtype), "prepare_weight: " + name + " has dtype " +
-                                                      dtype_name(host_weight.dtype) + ", expected F32/F16/BF16");
+        DYLLM_ASSERT(
+            is_float(host_weight.dtype) || (is_quantized(host_weight.dtype) && host_weight.device == Device::Cpu),
+            "prepare_weight: " + name + " has dtype " + dtype_name(host_weight.dtype) +
+                ", expected F32/F16/BF16 (or a quantized type in host memory)");
         if (host_weight.device == Device::Cuda) return host_weight;
         DYLLM_ASSERT(host_weight.contiguous(),
                      "prepare_weight: " + name + " " + shp(host_weight) + " is not contiguous");
@@ -216,6 +220,20 @@ public:
         for (const PreparedWeight& pw : prepared_)
             if (pw.host == host_weight.data && pw.host_dtype == host_weight.dtype && pw.rows == rows && pw.cols == cols)
                 return pw.device;
+        if (is_quantized(host_weight.dtype)) {
+            // Quantized weights are dequantized to BF16 at load (the host's tested block decoders, then one rounding
+            // to bf16 each), so every device op sees a BF16 weight: 2 bytes per weight on the device, not the blocks.
+            const cpu::QuantType  qt = quant_of(host_weight.dtype);
+            std::vector<uint16_t> bf(size_t(rows * cols));
+            std::vector<float>    row(static_cast<size_t>(cols));
+            for (int64_t r = 0; r < rows; ++r) {
+                cpu::dequantize_row(qt, host_weight.row<const void>(r), row.data(), cols);
+                for (int64_t c = 0; c < cols; ++c) bf[size_t(r * cols + c)] = f32_to_bf16(row[size_t(c)]);
+            }
+            Tensor t = alloc(DType::BF16, rows, cols);
+            upload(t.view(), bf.data());
+            return keep_weight(host_weight, std::move(t));
+        }
         if (host_weight.dtype == DType::F32) {
             // F32 checkpoints are stored as BF16 on the device, like the reference's bf16 weights (kernels/README.md
             // §f.10).

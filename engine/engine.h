@@ -26,10 +26,17 @@ enum class Method : uint8_t {
 #include "engine/methods/method_list.def"
 #undef DYLLM_METHOD
 };
-const char*             method_name(Method m);                      // "original", "dyllm", "fast-prefix", ...
-std::optional<Method>   parse_method(std::string_view s);           // nullopt for an unknown name
-std::string             method_names(std::string_view sep = ", ");  // every registered name, in registry order
-std::span<const Method> all_methods();                              // every registered method, in registry order
+const char*           method_name(Method m);                      // "original", "dyllm", "fast-prefix", ...
+std::optional<Method> parse_method(std::string_view s);           // nullopt for an unknown name
+std::string           method_names(std::string_view sep = ", ");  // every registered name, in registry order
+
+// The arithmetic of the weight products (--compute): Stored multiplies in the weights' stored type where the backend
+// has such a product (the CPU's bf16 GEMM for BF16 weights; quantized weights are decoded to fp32 either way); F32
+// widens every stored type to fp32 first, so a bf16 or quantized model can be compared with an fp32 reference.
+enum class ComputeMode : uint8_t { Stored, F32 };
+const char*                compute_mode_name(ComputeMode c);  // "stored", "f32"
+std::optional<ComputeMode> parse_compute_mode(std::string_view s);
+std::span<const Method>    all_methods();  // every registered method, in registry order
 
 // Every knob of a generation run. Validated by validate_params() before a run starts.
 struct DiffusionParams {
@@ -58,6 +65,8 @@ struct DiffusionParams {
 
     bool measure_cosine = false;  // histograms for methods without saliency (costs an extra cosine per layer)
     bool measure_drift  = false;  // DyLLM: exact attention for the approximated rows, measured (engine/methods/drift.h)
+
+    ComputeMode compute = ComputeMode::Stored;  // --compute: stored types or fp32 for the weight products
 };
 
 // Throws InputError naming the setting (by its command-line flag), its value and the allowed range: the table's
@@ -82,6 +91,13 @@ public:
     static std::unique_ptr<Model> load(const std::string& spec, BackendKind backend = BackendKind::Cpu,
                                        int n_threads = 0, std::string* backend_note = nullptr,
                                        const LoadProgressFn& progress = {});
+    // A model over an already opened checkpoint (any Checkpoint implementation: a directory, a file, or one built in
+    // memory by a test); `name` is what name() reports. The tokenizer is read from the checkpoint's dir() when it has
+    // a tokenizer.json.
+    static std::unique_ptr<Model> from_checkpoint(std::unique_ptr<Checkpoint> ckpt, const std::string& name,
+                                                  BackendKind backend = BackendKind::Cpu, int n_threads = 0,
+                                                  std::string*          backend_note = nullptr,
+                                                  const LoadProgressFn& progress     = {});
     ~Model();
 
     const ModelConfig&           config() const;

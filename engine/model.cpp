@@ -58,14 +58,26 @@ std::unique_ptr<Model> Model::load(const std::string& spec, BackendKind kind, in
                                        "' is not installed; set DYLLM_MODELS_DIR or pass -m DIR)"
                                  : std::string()));
     }
+    auto m = from_checkpoint(Checkpoint::open(dir), spec.empty() ? "tiny-llada" : spec, kind, n_threads, backend_note,
+                             progress);
+    m->impl_->load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return m;
+}
+
+std::unique_ptr<Model> Model::from_checkpoint(std::unique_ptr<Checkpoint> ckpt, const std::string& name,
+                                              BackendKind kind, int n_threads, std::string* backend_note,
+                                              const LoadProgressFn& progress) {
+    const auto             t0 = std::chrono::steady_clock::now();
     std::unique_ptr<Model> m(new Model());
-    m->impl_  = std::make_unique<Impl>();
-    Impl& I   = *m->impl_;
-    I.dir     = dir;
-    I.name    = spec.empty() ? "tiny-llada" : spec;
-    I.ckpt    = Checkpoint::open(dir);
-    I.cfg     = I.ckpt->config();
-    I.backend = make_backend(kind, n_threads, backend_note);
+    m->impl_                         = std::make_unique<Impl>();
+    Impl& I                          = *m->impl_;
+    I.dir                            = ckpt->dir();
+    I.name                           = name;
+    I.ckpt                           = std::move(ckpt);
+    I.cfg                            = I.ckpt->config();
+    I.backend                        = make_backend(kind, n_threads, backend_note);
+    const std::filesystem::path& dir = I.dir;
+    std::error_code              ec;
 
     const ModelWeights& hw = I.ckpt->weights();
     WeightPreparer      prepare(*I.backend, hw, progress);

@@ -57,6 +57,9 @@ const ParamSpec kTable[] = {
     {"measure_drift", "--measure-drift", "dyllm: also compute exact attention for the rows the approximation serves "
      "and report the approx-vs-exact context cosine per layer (measured only: same decode, FLOPs not counted)",
      &P::measure_drift},
+    {"compute", "--compute", "arithmetic of the weight products: stored (in the weights' stored type where the backend "
+     "multiplies in it, e.g. bf16 on AVX512-BF16 CPUs) or f32 (every stored type widened to fp32; CPU only)",
+     &P::compute},
 };
 // clang-format on
 
@@ -71,6 +74,16 @@ std::string num(double v) {
 }
 
 }  // namespace
+
+const char* compute_mode_name(ComputeMode c) {
+    return c == ComputeMode::F32 ? "f32" : "stored";
+}
+
+std::optional<ComputeMode> parse_compute_mode(std::string_view s) {
+    if (s == "stored") return ComputeMode::Stored;
+    if (s == "f32") return ComputeMode::F32;
+    return std::nullopt;
+}
 
 std::span<const ParamSpec> diffusion_param_table() {
     return kTable;
@@ -91,6 +104,8 @@ ParamValue param_value(const ParamSpec& s, const DiffusionParams& p) {
                 return v;
             else if constexpr (std::is_same_v<T, Method>)
                 return std::string(method_name(v));
+            else if constexpr (std::is_same_v<T, ComputeMode>)
+                return std::string(compute_mode_name(v));
             else if constexpr (std::is_same_v<T, float>) {
                 if (std::isnan(v)) return std::monostate{};
                 return double(v);
@@ -141,7 +156,7 @@ void validate_params(const DiffusionParams& p) {
         else if (const auto* d = std::get_if<double>(&v))
             x = *d;
         else
-            continue;                                                                 // bool, method
+            continue;                                                                 // bool, method, compute
         if (std::holds_alternative<uint64_t DiffusionParams::*>(s.member)) continue;  // any seed is valid
         const std::string why = s.why.empty() ? "" : " (" + std::string(s.why) + ")";
         if (std::holds_alternative<double>(v) && !std::isfinite(x))

@@ -14,7 +14,7 @@ namespace dyllm {
 
 struct ParamSpec {
     using Member = std::variant<int DiffusionParams::*, float DiffusionParams::*, bool DiffusionParams::*,
-                                uint64_t DiffusionParams::*, Method DiffusionParams::*>;
+                                uint64_t DiffusionParams::*, Method DiffusionParams::*, ComputeMode DiffusionParams::*>;
 
     std::string_view key;    // JSON / trace environment key (the member's name)
     std::string_view flags;  // command-line names, CLI11 style: "-n,--gen-length" (the first long one is canonical)
@@ -35,7 +35,7 @@ struct ParamSpec {
 std::span<const ParamSpec> diffusion_param_table();
 const ParamSpec*           find_param(std::string_view key);
 
-// A setting's value: null (an unset float), a bool, an integer, a number or a name (the method).
+// A setting's value: null (an unset float), a bool, an integer, a number or a name (the method, the compute mode).
 using ParamValue = std::variant<std::monostate, bool, int64_t, double, std::string>;
 ParamValue  param_value(const ParamSpec& s, const DiffusionParams& p);
 std::string param_text(const ParamSpec& s, const DiffusionParams& p);  // "0.99", "true", "dyllm", "unset"

@@ -14,6 +14,7 @@
 #include "engine/op_scope.h"
 #include "engine/params.h"
 #include "engine/sampler.h"
+#include "engine/weight_storage.h"
 
 namespace dyllm {
 
@@ -296,6 +297,9 @@ void Session::start(const std::vector<std::vector<int32_t>>& prompts, const Diff
                 throw InputError(which + ": token id " + std::to_string(id) + " is outside the vocabulary [0, " +
                                  std::to_string(cfg.n_vocab) + ")");
     }
+    if (!I.be().set_compute_f32(params.compute == ComputeMode::F32))
+        throw InputError(std::string("--compute f32: the ") + I.be().name() +
+                         " backend multiplies in the stored types only (use --backend cpu)");
     I.p = params;
     I.tau.store(std::isnan(params.tau) ? default_tau(cfg.family) : params.tau);
     I.cancelled.store(false);
@@ -344,6 +348,10 @@ void Session::start(const std::vector<std::vector<int32_t>>& prompts, const Diff
         for (const ParamSpec& ps : diffusion_param_table()) kv(std::string(ps.key), param_text(ps, shown));
         kv("n_layer", std::to_string(cfg.n_layer));
         kv("n_embd", std::to_string(cfg.n_embd));
+        // The stored weights (the checkpoint's types, not a device copy's): per class, and bytes per forward pass.
+        const ModelWeights& stored = I.model.impl().ckpt->weights();
+        kv("weights", weight_storage_text(stored));
+        kv("weight_bytes", std::to_string(weight_streamed_bytes(stored)));
         kv("dyllm_version", "0.1.0");
         I.sink->on_run_begin(e);
     }

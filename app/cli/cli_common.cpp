@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "app/cli/progress.h"
 #include "engine/errors.h"
@@ -20,6 +21,7 @@
 #include "instrumentation/json_number.h"
 #include "engine/io/gguf.h"
 #include "engine/io/json_file.h"
+#include "engine/io/restored_checkpoint.h"
 
 namespace dyllm::cli {
 
@@ -119,7 +121,16 @@ std::unique_ptr<Model> load_model_for_cli(const ModelOptions& opts, bool quiet) 
         std::snprintf(gb, sizeof gb, " (%.1f/%.1f GB)", double(p.bytes_done) * 1e-9, double(p.bytes_total) * 1e-9);
         line.draw(format_progress(p.tensors_done, p.tensors_total, 30, "loading weights") + gb);
     };
-    auto model = Model::load(opts.model, kind, opts.threads, &note, progress);
+    std::unique_ptr<Model> model;
+    if (opts.type.empty()) {
+        model = Model::load(opts.model, kind, opts.threads, &note, progress);
+    } else {  // engine/io/restored_checkpoint.h: the checkpoint's weights re-stored at --type before they are prepared
+        check_restore_type(opts.type);
+        const int threads = opts.threads > 0 ? opts.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+        model             = Model::from_checkpoint(
+                        restore_checkpoint(Checkpoint::open(resolve_model_path(opts.model)), opts.type, threads),
+            opts.model.empty() ? "tiny-llada" : opts.model, kind, opts.threads, &note, progress);
+    }
     line.finish();
     if (!note.empty() && !quiet) std::fprintf(stderr, "backend: %s\n", note.c_str());
     return model;

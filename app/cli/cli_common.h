@@ -26,6 +26,7 @@ struct ModelOptions {
     std::string model;             // checkpoint directory or built-in name; "" = default built-in (tiny-llada)
     std::string backend = "auto";  // cpu | cuda | auto
     int         threads = 0;       // 0 = all cores
+    std::string type;              // --type (dyllm bench): weights re-stored in memory at load; "" = as stored
 };
 
 // -p/--prompt (repeatable), -f/--file, --prompt-ids (repeatable), --no-chat.

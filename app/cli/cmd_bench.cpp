@@ -168,7 +168,7 @@ constexpr double kRepProbeSeconds = 0.05;
 
 // Like the sgemm rate, the cross-core hand-off time is measured around every repetition on a multi-thread CPU run:
 // a VM's vCPUs move between near and far placements within minutes. 4 batches of 2000 round trips (the first
-// untimed): 0.6-2.8 ms on the dev VM.
+// untimed): 0.6-2.8 ms on a 2-core VM.
 app::CoreLatency rep_core_latency(bool measure) {
     return measure ? app::measure_core_latency(2000, 3, 50.0) : app::CoreLatency{};
 }
@@ -725,7 +725,7 @@ int run_bench(const BenchOptions& o) {
                  "it; m x n x k: %s; measured again around every repetition)\n",
                  probe.gflops_per_s, detail.c_str());
     // On the CPU, the same shapes through the system BLAS's sgemm with plain weights: the rate a program that calls the
-    // BLAS gets (issue 16 measured its dense steps against it), beside the packed rate the % columns are a share of.
+    // BLAS gets (the usual reference for a dense step), beside the packed rate the % columns are a share of.
     const bool                      cpu = model->backend().device() == Device::Cpu;
     std::unique_ptr<app::GemmProbe> blas_probe;
     if (cpu) {
@@ -805,6 +805,10 @@ const CommandRegistrar kRegistrar{Command{
         app.description("llama-bench style throughput sweep: methods x tau x steps x block length x batch");
         auto o = std::make_shared<BenchOptions>();
         add_model_options(app, o->model);
+        app.add_option("--type", o->model.type,
+                       "re-store the checkpoint's weights in memory at load: f32 | f16 | bf16 | q8_0 | q4_0 | q4_k_m "
+                       "(Q4_K with Q6_K for the LM head and some wv / w_down, as llama.cpp's Q4_K_M); not given: as "
+                       "stored");
         add_diffusion_options(app, o->fixed, DiffusionFlags::FixedOnly);
         auto* methods = app.add_option("--methods", o->methods,
                                        "comma-separated methods; original always runs first per group (for speed-ups) "

@@ -1,6 +1,6 @@
 // How the Canvas groups response positions into chips: one chip per position, except end of text. Runs of end-of-text
 // tokens collapse into one "<eos> x N" chip, and a sequence the sampler stopped at end of text (an EOS with no mask
-// before it) shows everything after that EOS as one chip, so 45 wide <|endoftext|> cells no longer bury the answer.
+// before it) shows everything after that EOS as one chip, so 45 wide <|endoftext|> cells do not bury the answer.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -1,14 +1,14 @@
 // How long a cache line takes to move between two of the machine's cores: the cost every split op pays for each line
 // one thread wrote and another reads. `dyllm bench` prints it beside its multi-thread figures, because on a VM it is a
-// property of the host's placement of the vCPUs right now, not of the code: on the 2-core Zen 4 dev VM two threads
-// passing a line read 26-38 ns one way for minutes, then 155-170 ns for minutes (README "Performance", session 30),
-// and the engine's 2-thread decodes moved with it.
+// property of the host's placement of the vCPUs right now, not of the code: on a 2-core VM two threads passing a line
+// can read 26-38 ns one way for minutes, then 155-170 ns when the host moves the vCPUs apart, and the engine's
+// 2-thread decodes move with it (docs/performance.md, "GEMM probes and thread placement").
 #pragma once
 
 namespace dyllm::app {
 
 // Above this one-way time the cores sit "far" apart (another die, another socket, or a host that moved a vCPU): the
-// dev VM's two states, 26-38 and 155-170 ns, lie on either side.
+// two placements a 2-core VM shows, 26-38 and 155-170 ns, lie on either side.
 constexpr double kFarCoresNs = 80.0;
 
 struct CoreLatency {

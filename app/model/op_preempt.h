@@ -10,7 +10,7 @@ namespace dyllm::app {
 
 // Flagged when wall > kPreemptRatio x (cpu + gap) + kPreemptSlackNs. The slack keeps microsecond ops, whose two clocks
 // differ by scheduling noise of a few us, from being flagged; 0.2 ms is above a wake-up after a short sleep on the
-// 2-core dev machine and far below the 7-30 ms preemptions issue #13 saw. The ratio leaves room for a busy op's system
+// 2-core VM and far below the 7-30 ms preemptions a busy host inflicts. The ratio leaves room for a busy op's system
 // time.
 constexpr double  kPreemptRatio   = 1.5;
 constexpr int64_t kPreemptSlackNs = 200'000;
@@ -21,7 +21,7 @@ static_assert(kOpCpuTimeMinNs <= kPreemptSlackNs, "every op the flag could catch
 // only when the op itself lost the CPU; an op that had it reads cpu_ns + cpu_gap_ns >= its wall time and is never
 // flagged, however old the start reading. The price of an old reading is a missed short preemption: at the largest
 // gap (kCpuMarkMaxAgeNs, 1 ms) an op must lose 1.7 ms plus half its CPU time to be flagged (0 gap: 0.2 ms plus
-// half), against the 7-30 ms preemptions issue #13 saw.
+// half), against the 7-30 ms preemptions of a busy host.
 
 enum class OpCpuState : uint8_t {
     Unmeasured,  // no CPU time (older recordings) or a host-timed GPU op, whose host time is only the launch

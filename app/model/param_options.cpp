@@ -39,6 +39,8 @@ void add_diffusion_options(CLI::App& app, DiffusionOptions& o, DiffusionFlags wh
                     app.add_flag(flag_names, o.params.*member, help)->each(mark);
                 } else if constexpr (std::is_same_v<T, Method>) {
                     scalar(app, names, o.method, help + ": " + method_names(" | "))->each(mark);
+                } else if constexpr (std::is_same_v<T, ComputeMode>) {
+                    scalar(app, names, o.compute, help + ": stored | f32")->each(mark);
                 } else {
                     CLI::Option* opt = scalar(app, names, o.params.*member, help, !spec.derived && spec.unset.empty());
                     opt->each(mark);
@@ -69,7 +71,10 @@ DiffusionParams to_diffusion_params(const DiffusionOptions& o) {
     }
     const auto m = parse_method(o.method);
     if (!m) throw InputError("--method: unknown method '" + o.method + "' (expected " + method_names(", ") + ")");
-    p.method = *m;
+    p.method     = *m;
+    const auto c = parse_compute_mode(o.compute);
+    if (!c) throw InputError("--compute: unknown value '" + o.compute + "' (expected stored, f32)");
+    p.compute = *c;
     validate_params(p);
     return p;
 }

@@ -29,7 +29,8 @@ CLI::Option* scalar(CLI::App& app, const std::string& names, T& var, const std::
 // derived defaults (steps, block length) are resolved in to_diffusion_params() only when not given.
 struct DiffusionOptions {
     DiffusionParams       params;
-    std::string           method = method_name(DiffusionParams{}.method);  // as typed, checked in to_diffusion_params
+    std::string           method  = method_name(DiffusionParams{}.method);  // as typed, checked in to_diffusion_params
+    std::string           compute = compute_mode_name(DiffusionParams{}.compute);  // as typed, checked there too
     std::set<std::string> given;
 
     // Sets a setting as if given on the command line (dyllm bench's sweeps).

@@ -37,8 +37,8 @@ struct SgemmProbe {
 
 // Which matmul the probe times: the weights prepared as a model's are (the rate the engine's own products can reach),
 // or left as plain tensors, so the backend runs its unprepared matmul (on the CPU, one single-threaded call of the
-// system BLAS's cblas_sgemm per pool slice: the rate a program that calls the BLAS gets, which issue 16 measured its
-// dense steps against; about 0.88x of oneDNN's packed matmul on the dev VM's Zen 4 core, OpenBLAS 0.3.21 Cooperlake).
+// system BLAS's cblas_sgemm per pool slice: the rate a program that calls the BLAS gets, the usual reference for a
+// dense step; below oneDNN's packed matmul on AVX-512 cores, `dyllm bench` prints both).
 enum class ProbeWeights { Prepared, Plain };
 
 // The shapes' operands, allocated (and prepared) once, so that the rate can be measured again and again: `dyllm bench`
@@ -72,15 +72,15 @@ private:
 // One GemmProbe, measured once.
 SgemmProbe measure_sgemm(Backend& be, std::span<const GemmShape> shapes, double min_seconds_per_shape);
 
-// What a CPU backend's threads add to the probe right now: its rate on `threads` threads against one thread. On the
-// 2-core dev VM the two threads ran it 1.8-1.9x as fast one hour and 1.05-1.1x the next (each vCPU alone at full
-// rate: the host had put them on one physical core's two hyperthreads, or was busy), with every multi-thread figure
-// of the bench moving with it: the bench prints the verdict beside its figures.
+// What a CPU backend's threads add to the probe right now: its rate on `threads` threads against one thread. On a
+// 2-core VM two threads can run it 1.8-1.9x as fast one hour and 1.05-1.1x the next (each vCPU alone at full rate:
+// the host put them on one physical core's two hyperthreads, or is busy), with every multi-thread figure of the bench
+// moving with it: the bench prints the verdict beside its figures.
 struct ThreadScaling {
     int    threads           = 1;
     double one_thread_gflops = 0, gflops = 0;
     double speedup() const { return one_thread_gflops > 0 ? gflops / one_thread_gflops : 0.0; }
-    // Less than 0.65 of linear (1.3x on 2 threads): the threads share cores. Between the dev VM's two states above.
+    // Less than 0.65 of linear (1.3x on 2 threads): the threads share cores. Between the VM's two states above.
     bool shared_cores() const { return threads > 1 && one_thread_gflops > 0 && speedup() < 0.65 * threads; }
 };
 

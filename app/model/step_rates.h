@@ -1,6 +1,7 @@
 // Per-step rates for the Time panel: GFLOP/s and the GB/s of weights streamed (the bytes of every GEMM's weight
 // matrix read in the step, over the step's time). At a few dozen rows a step is bound by reading the weights
-// (issue #19), so weight GB/s against the machine's memory bandwidth says how close a step is to that floor.
+// (kernels/README.md "GEMM provider"), so weight GB/s against the machine's memory bandwidth says how close a step is
+// to that floor.
 #pragma once
 #include <cstdint>
 

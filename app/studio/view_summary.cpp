@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "app/model/run_compare.h"
 #include "app/studio/plot.h"
@@ -123,6 +125,17 @@ void draw_summary(Studio& s, const Rect& r) {
             row("cache memory", "%s", fmt_si(h.run_end().cache_bytes, "B").c_str());
         else
             row("cache memory", "%s", narrow ? "at the end" : "at the end of the run");
+        // The stored weights per tensor class (a Q4_K_M file mixes Q4_K and Q6_K) and what a forward pass streams.
+        if (const std::string wt = h.env("weights"); !wt.empty()) {
+            const double gb = std::atof(h.env("weight_bytes").c_str()) / 1e9;
+            if (narrow) {
+                row("weights", "%.2f GB", gb);
+                std::snprintf(tip, sizeof tip, "%s", wt.c_str());
+                details(tip);
+            } else {
+                row("weights", "%s (%.2f GB per forward pass)", wt.c_str(), gb);
+            }
+        }
         // Only when something was lost: 0 means every panel shows every event.
         if (const unsigned long long dropped = s.worker.sink().dropped(); dropped > 0) {
             row("events dropped", "%llu", dropped);

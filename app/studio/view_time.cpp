@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -48,8 +49,8 @@ struct TimelineView {
 
 constexpr ImU32 kColPreempted = IM_COL32(255, 70, 60, 255);
 
-// "12.3 GFLOP/s, weights 4.56 GB/s (1.2 GB read)" of one step (weights: the GEMMs' weight matrices, issue #19); the
-// short form leaves the bytes out.
+// "12.3 GFLOP/s, weights 4.56 GB/s (1.2 GB read)" of one step (weights: the GEMMs' weight matrices, app/model/
+// step_rates.h); the short form leaves the bytes out.
 std::string step_rates_text(const StepData& sd, int n_embd, bool brief = false) {
     const StepRates r = step_rates(sd, n_embd);
     char            buf[160];
@@ -143,6 +144,10 @@ void stacked_bars(Studio& s, const RunHistory& h, float w, float hgt) {
         ImGui::BeginTooltip();
         ImGui::Text("step %d (%s): wall %s", j, step_kind_name(sd->kind), fmt_ms(sd->wall_seconds()).c_str());
         ImGui::TextUnformatted(step_rates_text(*sd, run_n_embd(h)).c_str());
+        // Weights streamed: every projection and the LM head once per forward pass, over the step's wall time.
+        if (const double wb = std::atof(h.env("weight_bytes").c_str()); wb > 0 && sd->wall_seconds() > 0)
+            ImGui::Text("weights %.2f GB (%s), %.1f GB/s streamed", wb / 1e9, h.env("weights").c_str(),
+                        wb / 1e9 / sd->wall_seconds());
         if (const int np = preempted_ops(*sd); np > 0)
             ImGui::TextColored(ImVec4(1, 0.45f, 0.4f, 1), "%d op%s preempted (wall >> CPU time)", np,
                                np > 1 ? "s" : "");

@@ -2,7 +2,7 @@
 # problems it masks only the answer's object (every other answer token given, 0 shots) and checks the argmax; then,
 # for one question asked with each of the five objects, prints the model's probabilities over the five. A model that
 # reads the object gets the first near N/N and a diagonal; one that does not is near N/5 with identical rows
-# (TRAINING.md "The object of a word problem"). Usage:
+# (TRAINING.md "Worked word problems"). Usage:
 #   /usr/bin/python3 assets/train/object_probe.py --model DIR [--format v2|v2-plain|v1] [-n 40]
 import argparse
 import os

@@ -1,11 +1,10 @@
 # Writes the measured part of assets/train/TRAINING.md (between the RESULTS markers) from the training metadata
-# (assets/models/tiny-*/train_meta.json) and the evaluation JSON (assets/train_work/eval_*.json, or --work DIR), and
-# copies the file into each model directory.
+# (assets/models/tiny-*/train_meta.json) and the evaluation JSON (assets/train_work/eval_*.json, or --work DIR). Each
+# model directory's MODEL.md links to it.
 import argparse
 import csv
 import json
 import os
-import shutil
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 DOC = os.path.join(ROOT, "assets", "train", "TRAINING.md")
@@ -22,10 +21,10 @@ def model_section(fam, work):
     a = meta["args"]
     log = meta["log"]
     m1_p = os.path.join(work, f"meta1_{fam}.json")
-    if "train_hours" in meta:  # resumable train.py: budget in steps or training (CPU) hours, possibly several sittings
+    if "train_hours" in meta:  # resumable train.py: budget in steps or training (CPU) hours, possibly several runs
         out.append(f"- steps: {meta['step']} (budget: {meta['budget_steps'] or '-'} steps, "
                    f"{meta['budget_hours'] or '-'} h), training time {meta['train_hours']:.2f} h (CPU time of the "
-                   f"process; {meta['wall_hours']:.2f} h wall in steps) over {meta['sittings']} sitting(s), final loss "
+                   f"process; {meta['wall_hours']:.2f} h wall in steps) over {meta['runs']} run(s), final loss "
                    f"(EMA): {meta['loss_ema']:.4f}, batch {a['batch']}, lr {a['lr']}, format {a['format']}, seed "
                    f"{a['seed']}")
         log = [dict(r, s=r["train_h"] * 3600) for r in log]
@@ -116,7 +115,7 @@ def engine_section(fam, work):
         runs.setdefault(key, []).append(r)
     out = ["", "Held-out accuracy measured by the C++ engine (`dyllm eval --task all --limit 50 --shots 4`, greedy, "
            "n_u = 1, gen 64, block 32; all held-out addition operand pairs are unseen in training; tokens/s at `-t 1` "
-           "on the 2-core CPU of the run, session 13: AMD EPYC, AVX2):", "",
+           "on the 2-core CPU of the run, an AMD EPYC with AVX2):", "",
            "| method | add | sort | word | rev | **all** | tokens/s |", "|---|--:|--:|--:|--:|--:|--:|"]
     for key, rs in runs.items():
         by = {r["task"]: r for r in rs}
@@ -145,10 +144,6 @@ def main():
     a, b = doc.index(BEGIN), doc.index(END) + len(END)
     doc = doc[:a] + "\n".join(body) + doc[b:]
     open(DOC, "w").write(doc)
-    for fam in ["llada", "dream"]:
-        d = os.path.join(ROOT, "assets", "models", f"tiny-{fam}")
-        if os.path.isdir(d):
-            shutil.copy(DOC, os.path.join(d, "TRAINING.md"))
     print("wrote", DOC)
 
 

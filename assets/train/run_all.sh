@@ -1,11 +1,12 @@
 #!/bin/sh
-# Trains, or resumes, both built-in models v2 (TRAINING.md "v2"): task suite v2, both trainings side by side (one torch
+# Trains, or resumes, both built-in models (TRAINING.md): task suite v2, both trainings side by side (one torch
 # thread each, nice 19), then the held-out evaluation in torch, the C++ self-test fixtures and, when built, dyllm eval.
 # Usage: sh assets/train/run_all.sh BUDGET [STATE_DIR]   (from the repository root)
 #   BUDGET     optimizer steps per model (24000), steps for tiny-llada,tiny-dream (24400,23500: the shipped v2 models)
 #              or training hours per model with an h suffix (6h)
-#   STATE_DIR  state, logs, task suite and exported models (default assets/train_work/v2). Rerunning the same command
-#              resumes from STATE_DIR/<family>/state.pt; stop with SIGTERM/SIGINT to the process group (state is saved).
+#   STATE_DIR  state, logs, task suite and exported models (default assets/train_work/v2; keep it to resume: the
+#              repository holds no training state). Rerunning the same command resumes from STATE_DIR/<family>/state.pt;
+#              stop with SIGTERM/SIGINT to the process group (state is saved).
 # Nothing under assets/models or assets/tasks is written: shipping copies STATE_DIR/<family>/export there by hand.
 set -e
 BUDGET=${1:?usage: sh assets/train/run_all.sh BUDGET [STATE_DIR]  (BUDGET: steps, e.g. 24000, steps per family, e.g. 24400,23500, or hours, e.g. 6h)}
@@ -25,7 +26,7 @@ PY=/usr/bin/python3   # Debian's python3-torch; the pyenv python3 on PATH has no
 if ! $PY -c "import torch" 2>/dev/null; then
   echo "run_all.sh: $PY cannot import torch (apt-get install python3-torch)" >&2; exit 2
 fi
-# OPENBLAS_CORETYPE=Haswell (set on some of these machines) halves OpenBLAS speed on AVX-512 CPUs, and OpenBLAS 0.3.21
+# OPENBLAS_CORETYPE=Haswell (some hosts set it) halves OpenBLAS speed on AVX-512 CPUs, and OpenBLAS 0.3.21
 # falls back to its SSE3 "Prescott" kernels on CPUs it does not know (Emerald Rapids Xeon: torch's 4096x128x256 matmul
 # 28 GFLOP/s, 122 with SkylakeX). So the trainers get the best kernel set the CPU has. This is the trainers' own
 # environment only; tests and CI never change OPENBLAS_*.
@@ -36,14 +37,6 @@ ENV="env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ${CORE:+OPENBLAS_CORETYPE=$COR
 # narrower model is not faster there); Dream-format model with GQA (4 query / 2 kv heads), as Dream-7B has it.
 SHAPE="--format v2 --d 128 --layers 8 --heads 4 --ffn 256 --warmup 200"
 mkdir -p $S/llada $S/dream
-# A new checkout on a new machine has no STATE_DIR: it resumes from the sitting kept in the repository
-# (assets/train/sitting, written by keep_sitting.sh at the end of the previous sitting).
-for f in llada dream; do
-  if [ ! -f $S/$f/state.pt ] && [ -f assets/train/sitting/$f/state.pt ]; then
-    cp assets/train/sitting/$f/state.pt assets/train/sitting/$f/train.log $S/$f/
-    echo "run_all.sh: $f resumes from assets/train/sitting/$f/state.pt" >&2
-  fi
-done
 $PY assets/train/make_tasks.py --format v2 --out $S/tasks-v2 > /dev/null
 for f in llada dream; do
   B=$BL; [ $f = dream ] && B=$BD

@@ -1,6 +1,7 @@
 # Synthetic task suite of the built-in models: generators for add / sort / word / rev, the hash split that keeps
 # held-out queries out of training by construction, and the few-shot prompt format (shared with app/model/task_suite.cpp).
-# Two data formats: v1 (the shipped models and assets/tasks) and v2 (worked word problems, rebalanced mix; TRAINING.md).
+# Two data formats: v1 (the first 4-layer models) and v2 (worked word problems, rebalanced mix: the shipped models and
+# assets/tasks; TRAINING.md).
 import random
 
 TASKS = ["add", "sort", "word", "rev"]
@@ -94,7 +95,7 @@ def gen_word(rng, fmt="v1", train=False):
     'How many apples: 13-7=6, answer Tom has 6 apples.' (the v1 model's misses are mostly the sum or difference,
     computed in one token). The restatement: the 8-layer v2 models trained on '13-7=6, answer Tom has 6 apples.'
     (v2-plain) never learned to carry the object from the question to the answer (with every other answer token given,
-    their object is uniform over the five, whatever the question says; TRAINING.md "The object of a word problem"):
+    their object is uniform over the five, whatever the question says; TRAINING.md "Worked word problems"):
     the object follows a freshly computed number, so no neighbouring token ties it to the question. ' many apples'
     after ' many' repeats the question's own bigram, which a copy head finds; the answer's object then has a copy in
     the response. Same random draws in every format, so the v1 and v2 suites hold the same queries."""

@@ -80,7 +80,7 @@ def main():
         train(c)
         sa, sb, sc = load(a), load(b), load(c)
         for s, name in ((sb, "stop-after + resume"), (sc, "SIGTERM + resume")):
-            assert s["step"] == N and s["sittings"] == 2, f"{name}: step {s['step']}, sittings {s['sittings']}"
+            assert s["step"] == N and s["runs"] == 2, f"{name}: step {s['step']}, runs {s['runs']}"
             same(sa["model"], s["model"], f"{name}: model")
             same(sa["optimizer"], s["optimizer"], f"{name}: optimizer")
             same([r["loss_ema"] for r in sa["log"]], [r["loss_ema"] for r in s["log"]], f"{name}: loss curve")

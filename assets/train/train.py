@@ -27,12 +27,11 @@ V2_WORD_ECHO_FROM_STEP = {"llada": 15950, "dream": 15262}
 V2_MIX_FROM_STEP = {"llada": 17185, "dream": 16464}
 # tiny-llada then trained on "v2-word" data (word problems at 0.7 of the mix) over these steps [first, last).
 V2_WORD_FOCUS = {"llada": (19518, 21018)}
-# The shipped models ran on a 24,000-step budget up to the first of V2_LATE_BUDGETS and on 30,000 from then on:
-# tiny-llada had not learned the word problems' object (TRAINING.md "Session 12"). The budget came down in session 13
-# (TRAINING.md "Session 13"), in steps as the time left to ship the models became clear (1.8-3.4 s per step on that
-# machine): the rest of 30,000 did not fit. Segments (first step, budget), a later one replacing an earlier one from
-# its first step on. A run from scratch with the shipped budgets (`run_all.sh 24400,23500`) schedules its LR the same
-# way, so it reproduces them; any other budget runs a plain schedule over itself.
+# The shipped models ran on a 24,000-step budget up to the first of V2_LATE_BUDGETS, on 30,000 from then on (tiny-llada
+# had not yet learned the word problems' object: TRAINING.md "Data"), then on the lower budgets that ended both runs.
+# Segments (first step, budget), a later one replacing an earlier one from its first step on. A run from scratch with
+# the shipped budgets (`run_all.sh 24400,23500`) schedules its LR the same way, so it reproduces them; any other budget
+# runs a plain schedule over itself.
 V2_FIRST_BUDGET_STEPS = 24000
 V2_SHIPPED_BUDGET_STEPS = {"llada": 24400, "dream": 23500}
 V2_LATE_BUDGETS = {"llada": [(18988, 30000), (23175, 25000), (23523, 24400)],
@@ -43,7 +42,7 @@ GEN_LENGTH = 64  # response canvas: the engine's default gen_length (every answe
 SHOT_WEIGHTS = [0.45, 0.15, 0.1, 0.1, 0.2]
 # The BPE corpus keeps its own mix so the tokenizer does not change when the training mix is tuned.
 TOKENIZER_SHOT_WEIGHTS = [0.55, 0.2, 0.1, 0.1, 0.05]
-N_MERGES = 200  # BPE merges: 256 bytes + 200 merges + specials ~ 460 tokens (brief asks for a 300-600 vocabulary)
+N_MERGES = 200  # BPE merges at most: 256 bytes + merges + specials stay within a 300-600 token vocabulary
 
 
 def build_tokenizer(fam, seed):
@@ -168,7 +167,7 @@ def parse_args(argv=None):
     ap.add_argument("--budget-hours", type=float, default=0.0,
                     help="training time (CPU hours of this process, summed over resumes); the cosine LR runs over it")
     ap.add_argument("--stop-after", type=int, default=0,
-                    help="end this sitting after N more steps, saving the state (the schedule is not changed)")
+                    help="stop after N more steps, saving the state (the schedule is not changed)")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--d", type=int, default=128)
@@ -243,7 +242,7 @@ def main(argv=None):
     rng = random.Random(args.seed)
     recipe = {k: getattr(args, k) for k in RECIPE_KEYS}
     state_path = os.path.join(args.work, "state.pt")
-    step, train_s, wall_s, ema, log, sittings = 0, 0.0, 0.0, None, [], 0
+    step, train_s, wall_s, ema, log, runs = 0, 0.0, 0.0, None, [], 0
     if os.path.exists(state_path):
         try:
             st = torch.load(state_path)
@@ -260,36 +259,36 @@ def main(argv=None):
         rng.setstate(st["py_rng"])
         torch.set_rng_state(st["torch_rng"])
         step, train_s, wall_s, ema, log = st["step"], st["train_s"], st["wall_s"], st["loss_ema"], st["log"]
-        sittings = st["sittings"]
+        runs = st.get("runs", 0)
         if (st["budget_steps"], st["budget_hours"]) != (args.budget_steps, args.budget_hours):
             print(f"note: budget changed from steps {st['budget_steps']} / hours {st['budget_hours']} to steps "
                   f"{args.budget_steps} / hours {args.budget_hours}; the LR schedule follows the new budget",
                   flush=True)
-        print(f"resumed {state_path}: step {step}, {train_s / 3600:.2f} h of training, sitting {sittings + 1}",
+        print(f"resumed {state_path}: step {step}, {train_s / 3600:.2f} h of training, run {runs + 1}",
               flush=True)
-    sittings += 1
+    runs += 1
     print(f"family={fam.name} format={args.format} vocab={len(tok)} params={model.n_params()} cfg={mc}", flush=True)
 
     def meta(final):
         return {"step": step, "train_hours": round(train_s / 3600, 4), "wall_hours": round(wall_s / 3600, 4),
-                "sittings": sittings, "final": final, "loss_ema": ema, "budget_steps": args.budget_steps,
+                "runs": runs, "final": final, "loss_ema": ema, "budget_steps": args.budget_steps,
                 "budget_hours": args.budget_hours, "args": vars(args), "log": log}
 
     def save_state():
         st = {"recipe": recipe, "model": model.state_dict(), "optimizer": opt.state_dict(), "py_rng": rng.getstate(),
               "torch_rng": torch.get_rng_state(), "step": step, "train_s": train_s, "wall_s": wall_s,
-              "loss_ema": ema, "log": log, "sittings": sittings, "budget_steps": args.budget_steps,
+              "loss_ema": ema, "log": log, "runs": runs, "budget_steps": args.budget_steps,
               "budget_hours": args.budget_hours, "mc": mc}
         atomic_write(state_path, lambda p: torch.save(st, p))
 
     mask_id = tok.id(fam.mask)
     last_save = last_export = time.time()
-    steps_this_sitting = 0
+    steps_this_run = 0
     while True:
         progress = budget_progress(args, step, train_s)
         if progress >= 1.0 or stop.signal is not None:
             break
-        if args.stop_after and steps_this_sitting >= args.stop_after:
+        if args.stop_after and steps_this_run >= args.stop_after:
             break
         c0, w0 = time.process_time(), time.time()
         lr = lr_at(args, step, progress)
@@ -310,7 +309,7 @@ def main(argv=None):
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         step += 1
-        steps_this_sitting += 1
+        steps_this_run += 1
         # Training time is this process's CPU time: on a shared machine at nice 19, wall time mostly measures others.
         train_s += time.process_time() - c0
         wall_s += time.time() - w0

@@ -35,7 +35,7 @@ fs::path executable_dir() {
 }
 
 // True when `p` is `root` or below it (both canonical; compared component by component, not as strings, so that
-// /work/build2 is not "inside" /work/build).
+// /src/build2 is not "inside" /src/build).
 bool is_within(const fs::path& p, const fs::path& root) {
     if (root.empty() || p.empty()) return false;
     auto [ri, pi] = std::mismatch(root.begin(), root.end(), p.begin(), p.end());

@@ -69,7 +69,8 @@ namespace {
 
 // Scores of KB keys against NV vectors of W transposed query rows: KB x NV accumulators stay in registers over the
 // D products (each query vector loaded once per column c, each key element broadcast once). Per score the products
-// are summed over c = 0..D-1 in order, then scaled, as the former kernel did (at any W: lanes are independent).
+// are summed over c = 0..D-1 in order, then scaled, the order every attention kernel keeps (kernels/README.md
+// "Attention"; at any W: lanes are independent).
 template <int W, int NV, int KB>
 DYLLM_ALWAYS_INLINE void score_tile(const float* qt, int64_t ldq, const float* const* kr, int D, float scale,
                                     float* out, int64_t ld_p, float* mx) {
@@ -151,10 +152,10 @@ DYLLM_ALWAYS_INLINE void score_keys(const float* qt, int64_t ldq, const float* k
 }
 
 // Per vector of E query rows of a keys x queries score block (row maxima in l): exp and sum, the sums into l. The sum
-// keeps the former kernel's order exactly: 16 partial sums (key j into partial j % 16) over the whole 16-key groups,
-// added in order, then the remaining keys one by one. Every key's exp is simd::exp_nonpos, the remaining ones' too:
-// they took libm's expf one (row, key) at a time, and at 89 keys (a short prompt and 64 new tokens) those 9 of 89
-// keys cost as much as the other 80. Lanes are independent: the same bits at any E.
+// keeps the kernels' order exactly: 16 partial sums (key j into partial j % 16) over the whole 16-key groups, added
+// in order, then the remaining keys one by one. Every key's exp is simd::exp_nonpos, the remaining ones' too: libm's
+// expf one (row, key) at a time would cost, at 89 keys (a short prompt and 64 new tokens), as much for those 9 keys
+// as for the other 80. Lanes are independent: the same bits at any E.
 template <int E>
 DYLLM_ALWAYS_INLINE void exp_sums(float* p, int64_t ld_p, int n, int64_t nk, int64_t ldq, float* l, float* m_out) {
     using VE           = typename simd::Lanes<E>::F;
@@ -254,7 +255,7 @@ DYLLM_ALWAYS_INLINE void softmax_lanes(CMatF q, const int32_t* rows, int n, int 
 // softmax_block for n <= kAttnFewRows rows, head_dim a multiple of 16: the keys are transposed once (kt[c * nkp + j],
 // zero keys up to nkp), so each vector holds L keys (16 on AVX-512, 8 elsewhere) of one query row and every score FMA
 // and exp uses all lanes.
-// Each score is the same chain over c = 0..D-1 from zero, then scaled; the sums keep the former kernel's order (lane t
+// Each score is the same chain over c = 0..D-1 from zero, then scaled; the sums keep the kernels' order (lane t
 // of part is its partial sum t: keys t, t + 16, ... in order; then lanes 0..15 in order; then the remaining keys in
 // order, their exps one vector), so the results are bit for bit those of the query-lane kernel.
 template <int L, int NR, int G>

@@ -9,8 +9,8 @@
 namespace dyllm::cpu {
 
 // Advises transparent huge pages for the 2 MiB-aligned pages inside [p, p + bytes), before they are first touched. For
-// large activations and caches: on the dev machine's VM a first touch costs ~7 us per 4 KiB page (writing 8 GiB of
-// fresh memory took 12 s), so a first step that touches ~200 MB of new activations pays ~0.3 s in page faults alone;
+// large activations and caches: on a VM a first touch can cost ~7 us per 4 KiB page (writing 8 GiB of fresh memory
+// 12 s), so a first step that touches ~200 MB of new activations pays ~0.3 s in page faults alone;
 // a 2 MiB page is one fault. A hint: nothing changes where the kernel declines.
 void advise_huge_pages(void* p, size_t bytes);
 

@@ -7,7 +7,7 @@
 namespace dyllm::cpu {
 
 // Rows of W widened per panel, by measurement (tests/bench/bench_kernels_cpu.cpp, 2 threads, GFLOP/s per core by CPU
-// time on the shared 2-core dev machine, bf16 weights, k = 4096 unless noted):
+// time on a shared 2-core AMD EPYC, bf16 weights, k = 4096 unless noted):
 //   n = 768,  m = 4096:           panel 128: 87, 256: 103, 512: 107, 1024: 110, 2048: 111 (raw f32 sgemm: 106)
 //   n = 768,  k = 12288, m = 4096: 128: 96, 256: 102, 512: 104, 1024: 109, 2048: 115 (raw: 104)
 //   n = 3072, m = 4096:           128: 65, 256: 82, 512: 101, 1024: 110, 2048: 115 (raw: 116)

@@ -15,23 +15,21 @@ namespace dyllm::cpu {
 // this runs the provider's micro-kernel on too few columns to pay for its hand-out (tests/bench/bench_gemm_providers).
 constexpr int64_t kPackedSliceMinCols = 128;
 // A weight with fewer output columns than this is packed whole, and a product with it splits over the pool by rows of
-// x, in chunks of at least kPackedRowChunkMin rows (brgemm's row block). Measured on tiny-llada (W [128..374, 128]):
-// cut into 192-column slices, a dense step's q/k/v/o/down products (one slice) never split at 2 threads, and a
-// sparse step's few-row products ran as two primitives plus a copy instead of one.
+// x, in chunks of at least kPackedRowChunkMin rows (brgemm's row block). On tiny-llada (W [128..374, 128]) column
+// slices would leave a dense step's q/k/v/o/down products one slice each, never split at 2 threads, and run a sparse
+// step's few-row products as two primitives plus a copy instead of one.
 constexpr int64_t kPackedWholeBelowRows = 4 * kPackedSliceMinCols;
 constexpr int64_t kPackedRowChunkMin    = 16;
 // Below this many flops (2 n m k) a product runs on the calling thread only: a hand-out to a polling worker costs ~1 us
 // (thread_pool.h kPoolSpinNs), so from ~10 us of work (1 MFLOP at ~100 GFLOP/s) two slices pay. Splitting the small
 // products of a cached step also keeps the worker polling between attention calls instead of asleep (a wake-up from
-// sleep costs 50-150 us on the dev VM; with 4 MFLOP here, tiny-llada's split attention ran 3x slower at 2 threads).
+// sleep costs 50-150 us on a VM; with 4 MFLOP here, tiny-llada's split attention runs 3x slower at 2 threads).
 constexpr double kPackedParallelFlops = 1e6;
 // A product of a few rows (small_gemm.h) streams its weight for 2-16 flops per byte, so it pays for a hand-out from
 // a smaller weight than kPackedParallelFlops says: its outputs are split over the pool from this size (each thread
 // then pulls half the weight from L3 into its own L2). tests/bench/bench_small_split.cpp, 2-core AVX2 EPYC, cold
 // weights, 1-8 rows, one thread / split over two (medians of 600 alternating calls, three runs): [128, 128] (64 KiB)
-// 0.93-1.24, a wash; [344, 128] and [128, 344] (172 KiB, tiny-llada v2's FFN) 1.20-1.67; [256, 256] 1.34-1.48.
-// Until session 17 the bound was 256 KiB, set when tiny-llada's FFN weights were that large: the v2 model's
-// few-row FFN products ran on one thread.
+// 0.93-1.24, a wash; [344, 128] and [128, 344] (172 KiB, tiny-llada's FFN) 1.20-1.67; [256, 256] 1.34-1.48.
 constexpr double kSmallSplitWeightBytes = 128.0 * 1024;
 // A product of up to 256 rows runs with its row count padded to a multiple of 16 (a primitive a run builds once per
 // shape) unless the padding rows would cost more flops than this, about one primitive build (0.3-0.7 ms); then with its

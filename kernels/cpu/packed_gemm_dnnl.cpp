@@ -183,12 +183,11 @@ struct PackedGemm::Impl {
     // tiny-llada's weights), once per row count and shape, and a run meets a new row count at almost every step (the
     // masked rows left, the salient sets): on tiny-llada that is more than the GEMM itself. So a product runs with its
     // row count padded to a multiple of 16, whose primitive a run builds once per shape (at most 16 per shape), unless
-    // its padding alone would cost more than a build (kPadWasteFlops: the wide weights of real models). Until session
-    // 25 a count ran exact from its fourth product, which a layer stack meets within one step (8 layers, one salient
-    // count): 30 primitives, 11 ms of a 93 ms tiny-llada DyLLM `generate`; padded, 12 primitives and 76.2 against 82.0
-    // ms (medians of 9, alternating binaries), the same in a warm `dyllm bench` (tiny-llada and hidden-256). A lazily
-    // bought exact primitive (rent-or-buy over the padding wasted so far) ran no faster there, and would allocate at an
-    // arbitrary later step of a steady run (tests/unit/test_step_allocations.cpp). Above 256 rows always padded (at
+    // its padding alone would cost more than a build (kPadWasteFlops: the wide weights of real models). Exact counts
+    // from a count's fourth product, which a layer stack meets within one step (8 layers, one salient count), would
+    // build 30 primitives in a tiny-llada DyLLM `generate` (11 ms of 93); padded it builds 12. A lazily bought exact
+    // primitive (rent-or-buy over the padding wasted so far) is no faster, and would allocate at an arbitrary later
+    // step of a steady run (tests/unit/test_step_allocations.cpp). Above 256 rows always padded (at
     // most 6%).
     static int64_t primitive_rows(int64_t n, int64_t m, int64_t k) {
         const int64_t padded = (n + 15) / 16 * 16;
@@ -384,9 +383,9 @@ void PackedGemm::matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, T
         return;
     }
     // A product of kSmallGemmMaxRows + 1 to 2 kPackedRowChunkMin - 1 rows has no two row chunks for oneDNN (below)
-    // and ran on one thread at any pool size: a dLLM-Cache step's 16 transferred rows, DyLLM's salient rows. Where
-    // small_gemm gives this weight's products oneDNN's bits (fp32, oneDNN's brgemm not blocking k: on the dev VM's
-    // Zen 4 every fp32 weight of k <= 512 tried, none above, no bf16), its rows split over the pool in parts of at
+    // and would run on one thread at any pool size: a dLLM-Cache step's 16 transferred rows, DyLLM's salient rows.
+    // Where small_gemm gives this weight's products oneDNN's bits (fp32, oneDNN's brgemm not blocking k: on a Zen 4
+    // every fp32 weight of k <= 512 tried, none above, no bf16), its rows split over the pool in parts of at
     // most kSmallGemmMaxRows rows run on small_gemm: the same outputs, on every thread. The first such product of each
     // weight shape and row count (oneDNN's kernel, and so its summation order, is a function of those, not of the
     // values) runs on oneDNN, and small_gemm recomputes its first and last rows (oneDNN's main and tail row blocks):

@@ -27,7 +27,7 @@ private:
 };
 
 // Below this much work per thread (in streaming fp32 element-operations) a split costs more than it saves. Measured
-// with tests/bench/bench_thread_pool.cpp on the shared 2-core AMD EPYC dev machine (AVX-512, under load): a hand-off
+// with tests/bench/bench_thread_pool.cpp on a shared 2-core AMD EPYC (AVX-512, under load): a hand-off
 // (wake a sleeping worker, run, join) takes about 13 us; an elementwise op over n floats split over 2 threads runs at
 // 0.50x (n = 64 Ki), 0.71x (128 Ki) and 1.53x (256 Ki) of one thread, so each thread needs at least 128 Ki.
 constexpr int64_t kMinSplitWork = 1 << 17;
@@ -41,14 +41,11 @@ constexpr int64_t kMinSplitWork = 1 << 17;
 constexpr int64_t kPoolSpinNs = 200'000;
 // A split over workers that are still polling (their last job ended less than half of kPoolSpinNs ago) costs a
 // ~0.5 us hand-off instead of a wake-up, and pays from far less work than kMinSplitWork: tests/bench/bench_thread_pool
-// on the 2-core Zen 3 EPYC, both threads polling, an elementwise op over n floats split over 2 threads: n = 4 Ki 0.85-
-// 0.88x, 16 Ki 1.23-1.34x, 64 Ki 1.39-1.52x, 128 Ki 1.40-1.55x of one thread. In a decode the data also moves between
-// the cores, so the bound sits above the break-even: at 8 Ki per thread hidden-256's 32-row RMSNorm of fast-dual's
-// cached steps split and ran 0.4x. The elementwise ops between a dense step's split products (RMSNorm, RoPE, the
-// residual adds: 10-30 us each on tiny-llada, serial until session 20) use it through parallel_for_warm. On a 2-core
-// Zen 5 EPYC VM one row range per thread ran 0.6x of one thread at 16 Ki, 1.3-1.5x at 64 Ki, 2x at 256 Ki; 32 Ki
-// or 64 Ki per thread here slowed tiny-llada's original, DyLLM and fast-dual decodes at 2 threads by 4-9% (3
-// interleaved rounds of dyllm bench): it stays.
+// on a 2-core AMD EPYC, both threads polling, an elementwise op over n floats split over 2 threads: n = 4 Ki 0.85-
+// 0.88x, 16 Ki 1.23-1.34x, 64 Ki 1.39-1.52x of one thread. In a decode the data also moves between the cores, so the
+// bound sits above the break-even (at 8 Ki per thread hidden-256's 32-row RMSNorm of fast-dual's cached steps splits
+// and runs slower than one thread). The elementwise ops between a dense step's split products (RMSNorm, RoPE, the
+// residual adds: 10-30 us each on tiny-llada) use it through parallel_for_warm.
 constexpr int64_t kMinSplitWorkWarm = 1 << 14;
 // Contention backoff. A handed-off job stalled when, after the caller had run every task it could take, it waited
 // for a worker's task longer than both kPoolStallNs and twice its own share: a worker off its core held the job, and
@@ -56,14 +53,11 @@ constexpr int64_t kMinSplitWorkWarm = 1 << 14;
 // yet begun, so it waits for at most one task of a late worker). A stall adds its wait to a debt that wall time pays
 // back at kPoolStallShare; past kPoolStallDebtNs the pool runs every job inline for a window: kPoolBackoffMinNs, or
 // twice the last window when that ended less than kPoolContentionMemoryNs ago (up to kPoolBackoffMaxNs), so under
-// lasting contention it tries the workers again about once a second. On the 2-core Zen 5 dev VM:
-// - a busy-loop process pinned to one core: the worker sharing that core stalled job after job for a 4 ms scheduler
-//   tick; tiny-llada at 2 threads ran original, DyLLM, fast-dual and dLLM-Cache at 0.55-0.64x of 1 thread before
-//   the backoff, 0.84-0.93x with it (medians of 3 rounds of tests/bench/contention_check.sh; rounds 0.56-1.01x: the
-//   pool backs off only after stalls, and a worker that polls beside the busy process takes a core's time too);
-// - nothing else running: the host took a vCPU away now and then, stalls of 0.2-3.5 ms 100s of ms apart; a backoff
-//   after each of those (a debt limit of one stall) cost fast-dual 10-15% at 2 threads; at 6 ms none backs off, and
-//   2 threads run as fast as before.
+// lasting contention it tries the workers again about once a second. tests/bench/contention_check.sh measures it: with
+// a busy-loop process pinned to one of 2 cores, the worker sharing that core stalls job after job for a scheduler
+// tick, and tiny-llada at 2 threads runs at 0.55-0.64x of 1 thread without the backoff, 0.84-0.93x with it. The debt
+// limit sits above what a host's own brief preemptions of a vCPU add up to (stalls of 0.2-3.5 ms, 100s of ms apart),
+// so a quiet machine never backs off.
 // The studio's UI and GL threads compete with the workers the same way.
 constexpr int64_t kPoolStallNs            = 200'000;
 constexpr double  kPoolStallShare         = 0.05;

@@ -3,12 +3,8 @@
 // achieved GFLOP/s next to the best raw cblas_sgemm GFLOP/s measured on the same shapes in the same run.
 //   bench_dense_step [--layers 2] [--vocab 126464] [--prompt 512] [--gen 256] [--batch 1,4] [--threads 0]
 //                    [--dim 4096] [--heads 32] [--ffn 12288]
-// Not a test: prints one line per configuration (plus a per-op breakdown).
-// Measured 2026-11-21 on the shared 2-core dev machine (load average ~13, so wall times are inflated; the CPU-time
-// column divides by the process's CPU seconds and is the stable figure), default flags, 2 threads:
-//   batch 1 (768 rows,  1.5 TFLOP):  55.2 s wall, 26.9 GFLOP/s = 73% of best sgemm; 95.1 GFLOP/s/core = 85% by CPU time
-//   batch 4 (3072 rows, 5.9 TFLOP): 194.6 s wall, 30.5 GFLOP/s = 84% of best sgemm; 102.8 GFLOP/s/core = 92% by CPU
-//   time
+// Not a test: prints one line per configuration (plus a per-op breakdown). On a loaded machine read the CPU-time
+// column (GFLOP/s per core over the process's CPU seconds): wall times are inflated there.
 #include <algorithm>
 #include <chrono>
 #include <cmath>

@@ -48,7 +48,7 @@ struct Timing {
 };
 
 // One warm-up, then repetitions until 3 are done or `budget` seconds have passed; best wall and best CPU time per call
-// (the dev machine is shared by several builds: CPU time per core is the steadier figure). A repetition is a batch of
+// (on a shared machine CPU time per core is the steadier figure). A repetition is a batch of
 // back-to-back calls lasting about 2 ms, as the products of a decode follow each other: a single call of a few
 // microseconds would time the clock and a pool worker's wake-up from sleep, not the product.
 Timing best(double budget, const std::function<void()>& fn) {

@@ -163,7 +163,7 @@ int main(int argc, char** argv) {
     struct AT {
         int n_seq, L, H, Hkv, D;
     };
-    // The first two: the hidden-256 LLaDA shape of issue 16 (4 heads x 64, 256 prompt + 64 response rows) and
+    // The first two: the hidden-256 LLaDA shape of the benchmarks (4 heads x 64, 256 prompt + 64 response rows) and
     // tiny-llada (4 heads x 32, a 4-shot prompt of ~512 rows); then LLaDA-8B's heads.
     std::vector<AT> ats = {
         {1, 320, 4, 4, 64}, {1, 544, 4, 4, 32}, {1, 768, 32, 32, 128}, {4, 768, 32, 32, 128}, {1, 768, 28, 4, 128}};

@@ -1,12 +1,25 @@
 #!/usr/bin/env bash
-# Real-size CPU measurement (issue 19; not a test, never run by ctest or CI): writes a random bf16 checkpoint shaped
+# Real-size CPU measurement (not a test, never run by ctest or CI): writes a random bf16 checkpoint shaped
 # like LLaDA-8B (16 GB, 6 shards) or Dream-7B (15 GB: GQA 28/4 heads, q/k/v biases) unless DIR holds one, then one
 # dyllm run of 25 prompt + 8 response rows at T threads: 4 dense steps (33 rows) and 4 DyLLM sparse steps, with load
 # time and peak RSS (/usr/bin/time -v). Needs ~17 GB of free memory.
-#   tests/bench/bench_real_size.sh [BUILD_DIR=build] [DIR=/tmp/llada8b] [THREADS=2] [LAYERS=full] [FAMILY=llada]
+#   tests/bench/bench_real_size.sh [--type T] [BUILD_DIR=build] [DIR=/tmp/llada8b] [THREADS=2] [LAYERS=full]
+#                                  [FAMILY=llada]
 # LAYERS below the model's writes a shorter model of the same shape (per-layer time is what scales); remove DIR
-# afterwards.
+# afterwards. --type T (f16, bf16, q8_0, q4_0, q4_k_m) runs a GGUF written from DIR by `dyllm quantize` (DIR.T.gguf,
+# kept for the next run) instead of the bf16 directory.
 set -euo pipefail
+TYPE=
+while [ $# -gt 0 ] && [ "${1#--}" != "$1" ]; do
+    case $1 in
+        --type)
+            [ $# -ge 2 ] || { echo "bench_real_size.sh: --type needs a value (f16, bf16, q8_0, q4_0, q4_k_m)" >&2; exit 2; }
+            TYPE=$2
+            shift 2
+            ;;
+        *) echo "bench_real_size.sh: unknown option '$1' (only --type T)" >&2; exit 2 ;;
+    esac
+done
 BUILD=${1:-build}
 DIR=${2:-/tmp/llada8b}
 THREADS=${3:-2}
@@ -21,13 +34,24 @@ esac
 if [ ! -f "$DIR/config.json" ]; then
     "$DYLLM" make-model -o "$DIR" --family "$FAMILY" --dtype bf16 --shards 6 "${SHAPE[@]}"
 fi
+MODEL=$DIR
+if [ -n "$TYPE" ]; then
+    MODEL="$DIR.$TYPE.gguf"
+    if [ ! -f "$MODEL" ]; then
+        if ! "$DYLLM" quantize --help >/dev/null 2>&1; then
+            echo "bench_real_size.sh: --type needs 'dyllm quantize', which this build of $DYLLM does not have" >&2
+            exit 2
+        fi
+        "$DYLLM" quantize -m "$DIR" -o "$MODEL" --type "$TYPE"
+    fi
+fi
 IDS=$(seq -s, 100 124)  # 25 prompt ids
-/usr/bin/time -v "$DYLLM" generate -m "$DIR" -t "$THREADS" --prompt-ids "$IDS" -n 8 --steps 8 --block-length 8 \
-    --method dyllm --ignore-eos --json >"$DIR.run.json" 2>"$DIR.time.txt"
-python3 - "$DIR.run.json" "$DIR.time.txt" <<'PY'
+/usr/bin/time -v "$DYLLM" generate -m "$MODEL" -t "$THREADS" --prompt-ids "$IDS" -n 8 --steps 8 --block-length 8 \
+    --method dyllm --ignore-eos --json >"$MODEL.run.json" 2>"$MODEL.time.txt"
+python3 - "$MODEL.run.json" "$MODEL.time.txt" "$MODEL" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
-print(f"backend {d['backend']}; load {d['load_s']:.2f} s")
+print(f"model {sys.argv[3]}; backend {d['backend']}; load {d['load_s']:.2f} s")
 for s in d['accounting']['steps']:
     rows = s['layers'][0]['query_rows']
     print(f"step {s['step']}: {s['kind']:<16} {s['seconds']:7.3f} s  {s['flops'] / 1e9:8.1f} GFLOP  "

@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
-# "More threads must never be slower than fewer" beside a busy process (issue 16; not a test, never run by ctest or
+# "More threads must never be slower than fewer" beside a busy process (not a test, never run by ctest or
 # CI): a shell busy loop pinned to CPU 0 (taskset) runs while ROUNDS rounds of `dyllm bench -m tiny-llada --methods
 # original,dyllm,fast-dual,dllm-cache -r 3` alternate between -t 1 and -t 2; then each method's tokens/s at -t 2 over
-# -t 1, per round and their median. Without the thread pool's contention backoff (kernels/cpu/thread_pool.h) the
-# 2-core dev VM read medians of 0.55-0.64; with it 0.84-0.93 (3 rounds each); with the packed GEMM running one block
-# while the pool backs off, 0.94-1.03 (session 27, kernels/README.md).
+# -t 1, per round and their median: about 1 with the thread pool's contention backoff (kernels/cpu/thread_pool.h,
+# kernels/README.md "Thread pool"), well below without it.
 #   tests/bench/contention_check.sh [BUILD_DIR=build] [OUT=/tmp/contention] [ROUNDS=2]
 # Needs at least 2 CPUs and util-linux's taskset; run nothing else beside it.
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Times the official LLaDA / Fast-dLLM Python decoders on torch CPU, on a LLaDA-format checkpoint this engine also
-runs, so `dyllm bench` figures can be set against the reference implementation (issue #16's cross-check).
+runs, so `dyllm bench` figures can be set against the reference implementation (performance_report.sh --fast-dllm).
 
 The official code is not part of this repository: point --fast-dllm at the `llada/` directory of a checkout of
 NVlabs/Fast-dLLM (its `generate.py` and `model/modeling_llada.py` run unmodified). Debian 12 has none of the PyPI

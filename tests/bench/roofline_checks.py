@@ -4,14 +4,14 @@
 Each round's ratios are taken within that round's one bench run (the methods of a cell run interleaved in one
 process), then the median over rounds: a ratio never mixes runs. A multi-thread round counts only when the threads
 really ran in parallel: every repetition's sgemm probe on the run's threads at least 0.65 x threads times its
-one-thread rate (the bench's own threads_share_cores rule, app/model/sgemm_probe.h). On the shared 2-core dev VMs the
-probe's 2-thread speed-up has read anything from 0.6x to 1.9x within an hour (vCPUs on one core's two hyperthreads, a
-busy host, or, before session 30's row chunks, vCPUs far apart). A round whose threads did not run in parallel still
+one-thread rate (the bench's own threads_share_cores rule, app/model/sgemm_probe.h). On a shared 2-core VM the
+probe's 2-thread speed-up can read anything from 0.6x to 1.9x within an hour (vCPUs on one core's two hyperthreads, a
+busy host, or vCPUs far apart). A round whose threads did not run in parallel still
 counts in "rounds" ("2 of 3"). The last column is the bench's cross-core hand-off time around the repetitions of
 the rounds kept (app/model/core_latency.h): its median, and in how many rounds some repetition found the cores far
 apart (>= 80 ns one way), where the threads' figures are those of that placement. A multi-thread cell whose rounds
 saw both placements gets a row of its own for the rounds whose every repetition found the cores near, and one for
-those that found them far at every repetition (rounds that saw both are in the cell's row only): on the dev VMs the
+those that found them far at every repetition (rounds that saw both are in the cell's row only): on a shared VM the
 placement flips every 15-60 s, and costs the cached methods' small steps more than original's dense ones.
 
   roofline_checks.py [OUT=/tmp/roofline]     the table
@@ -76,7 +76,7 @@ def placement(rows):
 
 def blas_text(o):
     """Original's dense-step share of the system BLAS's sgemm rate (bench's pct_blas_sgemm_dense) and that rate:
-    issue 16's own reference ("dense steps >= 85% of the sgemm rate of the same shapes"); "-" in older files."""
+    the usual reference for a dense step; "-" in older files."""
     shares = [x["pct_blas_sgemm_dense"] for x in o if x.get("pct_blas_sgemm_dense") is not None]
     if not shares:
         return "-"

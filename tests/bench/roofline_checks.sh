@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 16's "time tracks FLOPs" checks (not a test, never run by ctest or CI): ROUNDS rounds of
+# The "time tracks FLOPs" checks (not a test, never run by ctest or CI): ROUNDS rounds of
 # `dyllm bench --methods original,dyllm,fast-dual,fast-prefix,dllm-cache --tau 0.99 -r 3` on tiny-llada (default
 # prompt) and on a hidden-256 LLaDA-format checkpoint (256-id prompt, gen 64, steps 64, block 32, --ignore-eos), each
 # at 1 and 2 threads, cells interleaved within a round so a noisy neighbour hits every cell alike; then the medians

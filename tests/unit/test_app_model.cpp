@@ -454,7 +454,7 @@ TEST_CASE("compare pick: a started comparison is shown as its runs arrive, never
     CHECK(p.b == 1);
     CHECK(!p.waiting);
 
-    // "Run original vs current settings": before run A begins, nothing is shown (the old bug: the last two runs, kept).
+    // "Run original vs current settings": before run A begins, nothing is shown (not the last two runs, kept).
     const std::string la = list.expect({"compare-a", "new", ""});
     pick.start_pair(la);
     p = resolve_compare(list, pick);

@@ -285,7 +285,7 @@ TEST_CASE("core latency: two threads pass a cache line, or say they could not", 
     const CoreLatency cut = measure_core_latency(10'000'000, 1, 1.0);
     CHECK_FALSE(cut.measured);
     CHECK_FALSE(cut.far());
-    CHECK(CoreLatency{true, 160.0}.far());  // the dev VM's far state
+    CHECK(CoreLatency{true, 160.0}.far());  // a VM's far placement
     CHECK_FALSE(CoreLatency{true, 28.0}.far());
     CHECK_FALSE(CoreLatency{false, 0.0}.far());
 }
@@ -397,7 +397,7 @@ TEST_CASE("preempted ops: wall > 1.5 x cpu + 0.2 ms on an unsplit CPU op", "[app
     CHECK(op_cpu_state(timed(1'000'000, 1'000'000)) == S::OnCpu);
     CHECK(op_cpu_state(timed(1'700'000, 1'000'000)) == S::OnCpu);         // 1.7 ms <= 1.5 + 0.2 ms: the boundary
     CHECK(op_cpu_state(timed(1'700'001, 1'000'000)) == S::Preempted);     // just over it
-    CHECK(op_cpu_state(timed(12'000'000, 1'000'000)) == S::Preempted);    // the 7-30 ms outliers of issue #13
+    CHECK(op_cpu_state(timed(12'000'000, 1'000'000)) == S::Preempted);    // a busy host's 7-30 ms outliers
     CHECK(op_cpu_state(timed(150'000, 10'000)) == S::OnCpu);              // 15x, but inside the 0.2 ms slack
     CHECK(op_cpu_state(timed(12'000'000, 1'000'000, true)) == S::Split);  // the caller waited for the pool
     CHECK(op_cpu_state(timed(12'000'000, -1)) == S::Unmeasured);          // older recording

@@ -308,7 +308,7 @@ TEST_CASE("shared op checks reject bad indices, offsets and salient-key orders o
                              view(c, 3, 2), shape, view(o, 3, 2));
     };
     approx({0, 2, 5}, {0, 2, 3}, q_seq);  // valid: returns normally in this process
-    // The checks the CUDA copy used to skip: q_seq ranges and the salient-key order.
+    // The checks a backend's copy of the op could skip: q_seq ranges and the salient-key order.
     check_rejects(
         [&] {
             approx({0, 2, 5}, {0, 2, 3}, {0, 1, 2});

@@ -20,8 +20,8 @@ namespace fs = std::filesystem;
 namespace {
 
 // Accuracy floors for the all-task exact match on the first 25 held-out items per task, 4-shot (see the accuracy tests
-// below), five points under what these tests measured on the v2 models (AVX2 EPYC, session 13); `dyllm eval --limit
-// 50` on 200 items: TRAINING.md.
+// below), five points under what these tests measure on the shipped models (an AVX2 EPYC); `dyllm eval --limit 50` on
+// 200 items: assets/train/TRAINING.md.
 constexpr double kFloorLlada      = 0.95;  // original: measured 1.00 (100/100; 0.995 on 200)
 constexpr double kFloorDream      = 0.94;  // original: measured 0.99 (99/100; 0.990 on 200)
 constexpr double kFloorLladaDyllm = 0.93;  // dyllm tau 0.99: measured 0.98 (98/100; 0.975 on 200)

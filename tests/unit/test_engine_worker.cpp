@@ -216,7 +216,7 @@ TEST_CASE("studio: Compare shows the new pair once it arrives, with older runs i
 
     set_prompt(s, "compare me");
     s.start_compare(true, NAN);
-    // Every frame until the pair is in: never the two older runs (the panel used to pick them and keep them).
+    // Every frame until the pair is in: never the two older runs (a panel that picked them would keep them).
     bool saw_old_pair = false;
     REQUIRE(frames_until(s, [&] {
         const ComparePair p = s.compare_pair();

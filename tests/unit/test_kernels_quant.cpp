@@ -5,8 +5,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <algorithm>
 #include <vector>
 
+#include "kernels/cpu/quant_matmul.h"
 #include "kernels/cpu/ref/quant.h"
 #include "test_kernels_util.h"
 
@@ -158,5 +160,106 @@ TEST_CASE("quantize then dequantize stays within each type's step", "[quant]") {
         // An all-zero row stays zero (no 0 / 0).
         const auto z = dequantize(t, quantize(t, std::vector<float>(size_t(n), 0.0f)), n);
         for (float v : z) REQUIRE(v == 0.0f);
+    }
+}
+
+namespace {
+
+struct QuantWeights {
+    std::vector<uint8_t> bytes;
+    std::vector<float>   decoded;
+    cpu::QuantMat        mat;
+};
+QuantWeights make_weights(QuantType t, int64_t m, int64_t k, uint32_t seed) {
+    QuantWeights w;
+    const auto   v  = test::random_floats(size_t(m * k), seed);
+    const size_t rb = cpu::quant_row_bytes(t, k);
+    w.bytes.resize(std::max<size_t>(1, rb * size_t(m)));
+    w.decoded.resize(size_t(m * k));
+    for (int64_t r = 0; r < m; ++r) {
+        cpu::quantize_row(t, v.data() + r * k, w.bytes.data() + size_t(r) * rb, k);
+        cpu::dequantize_row(t, w.bytes.data() + size_t(r) * rb, w.decoded.data() + r * k, k);
+    }
+    w.mat = cpu::QuantMat{w.bytes.data(), t, m, k, int64_t(rb)};
+    return w;
+}
+
+bool isa_available(cpu::QuantIsa isa) {
+    if (isa == cpu::QuantIsa::Avx512) return __builtin_cpu_supports("x86-64-v4");
+    if (isa == cpu::QuantIsa::Avx2) return __builtin_cpu_supports("x86-64-v3");
+    return true;
+}
+
+}  // namespace
+
+TEST_CASE("quant_matmul matches the fp64 reference on every type and shape", "[quant]") {
+    cpu::ThreadPool pool(2);
+    // n: 1 row, odd counts, a count past a panel's (quant_panel_rows), many rows; m: 1, odd, several panels; k:
+    // one block, odd block counts, a large row.
+    const int64_t shapes[][3] = {{1, 1, 256},     {1, 7, 768},    {3, 33, 512},  {17, 130, 256},
+                                 {40, 300, 1280}, {5, 260, 4096}, {64, 17, 2304}};
+    for (QuantType t : kAllQuant)
+        for (const auto& sh : shapes) {
+            const int64_t n = sh[0], m = sh[1], k = sh[2];
+            INFO(cpu::quant_name(t) << " n " << n << " m " << m << " k " << k);
+            const QuantWeights  w = make_weights(t, m, k, uint32_t(n * 7 + m));
+            const auto          x = test::random_floats(size_t(n * k), 5);
+            const auto          b = test::random_floats(size_t(m), 6);
+            std::vector<float>  got(size_t(n * m)), ref(got.size());
+            const cpu::ConstMat bias{b.data(), cpu::ElemType::F32, 1, m, m};
+            cpu::quant_matmul(cpu::CMatF{x.data(), n, k, k}, w.mat, bias, cpu::MatF{got.data(), n, m, m}, pool);
+            cpu::ref::quant_matmul(cpu::CMatF{x.data(), n, k, k}, w.mat, bias, cpu::MatF{ref.data(), n, m, m});
+            // The decoded weights are the reference's values exactly and x is not rounded: the only difference is
+            // sgemm's fp32 accumulation of k products and the bias add, at most (k + 2) u_32 of sum_c |x_c w_c| + |b|.
+            bool ok = true;
+            for (int64_t i = 0; i < n && ok; ++i)
+                for (int64_t o = 0; o < m; ++o) {
+                    double s = std::fabs(double(b[size_t(o)]));
+                    for (int64_t c = 0; c < k; ++c)
+                        s += std::fabs(double(x[size_t(i * k + c)]) * double(w.decoded[size_t(o * k + c)]));
+                    const double err = std::fabs(double(got[size_t(i * m + o)]) - double(ref[size_t(i * m + o)]));
+                    if (!(err <= double(k + 2) * test::kU32 * s)) {
+                        UNSCOPED_INFO("row " << i << " output " << o << " got " << got[size_t(i * m + o)] << " ref "
+                                             << ref[size_t(i * m + o)]);
+                        ok = false;
+                        break;
+                    }
+                }
+            CHECK(ok);
+        }
+}
+
+TEST_CASE("quant_matmul gives the same bits at any thread count and instruction set", "[quant]") {
+    const int64_t n = 9, m = 100, k = 1024;
+    for (QuantType t : kAllQuant) {
+        INFO(cpu::quant_name(t));
+        const QuantWeights w   = make_weights(t, m, k, 21);
+        const auto         x   = test::random_floats(size_t(n * k), 22);
+        auto               run = [&](int threads) {
+            cpu::ThreadPool    pool(threads);
+            std::vector<float> y(size_t(n * m));
+            cpu::quant_matmul(cpu::CMatF{x.data(), n, k, k}, w.mat, cpu::ConstMat{}, cpu::MatF{y.data(), n, m, m},
+                                            pool);
+            return y;
+        };
+        const auto one = run(1);
+        CHECK(run(2) == one);
+        CHECK(run(3) == one);
+        // The block decoders compiled per instruction set give dequantize_row's values exactly (each decoded value is
+        // the same fp32 products in the same order), so the products agree bit for bit.
+        for (cpu::QuantIsa isa : {cpu::QuantIsa::Avx512, cpu::QuantIsa::Avx2, cpu::QuantIsa::Baseline}) {
+            if (!isa_available(isa)) continue;
+            INFO(cpu::quant_isa_name(isa));
+            cpu::quant_force_isa(isa);
+            CHECK(cpu::quant_isa() == isa);
+            CHECK(run(2) == one);
+            std::vector<float> rows(size_t(3 * k));
+            const int32_t      ids[3] = {int32_t(m - 1), 0, 42};
+            cpu::quant_gather_rows(w.mat, ids, cpu::MatF{rows.data(), 3, k, k});
+            for (int i = 0; i < 3; ++i)
+                CHECK(std::equal(rows.begin() + i * k, rows.begin() + (i + 1) * k,
+                                 w.decoded.begin() + int64_t(ids[i]) * k));
+        }
+        cpu::quant_force_isa(cpu::QuantIsa::Auto);
     }
 }

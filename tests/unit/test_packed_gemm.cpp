@@ -391,7 +391,7 @@ TEST_CASE("a product split by rows over two threads equals the same product on o
 TEST_CASE("a product of 9 to 31 rows splits over two threads on small_gemm only where that gives oneDNN's bits",
           "[packed][threads][small]") {
     // Such a product has no two row chunks of 16 for oneDNN. The first one of each row count runs on oneDNN and is
-    // checked against small_gemm; where they agree bit for bit (fp32 brgemm on AVX-512 at k <= 512 on the dev VM), the
+    // checked against small_gemm; where they agree bit for bit (fp32 brgemm on AVX-512 at k <= 512 on a Zen 4), the
     // later ones split their rows over the pool on small_gemm; where not (k = 688 there), they stay on oneDNN on one
     // thread. On
     // AVX2 every product of a small weight is small_gemm's already (small_gemm_for_all_rows). Either way every product

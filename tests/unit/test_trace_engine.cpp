@@ -413,7 +413,7 @@ TEST_CASE("op timer: thread CPU time beside wall time, split when the pool hande
         // of its wall time (seen: 0 ns of 7.9 ms); either reads about 0 once the gap to the start reading is off.
         CHECK(o.cpu_ns >= 0);
         // The CPU reads enclose the wall interval (the gap from an older start reading is taken off), so CPU may
-        // exceed wall by the reads' cost (1-2 us each on the dev VMs), and the two come from different kernel clocks:
+        // exceed wall by the reads' cost (1-2 us each on a VM), and the two come from different kernel clocks:
         // CI under ctest -j read 5.0515 ms of CPU in 5.0011 ms of wall. 2% + 50 us, far below the 5 ms of the op.
         CHECK(o.cpu_ns <= o.dur_ns + o.dur_ns / 50 + 50'000);
     }

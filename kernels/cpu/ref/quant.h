@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "kernels/cpu/mat.h"
+#include "kernels/cpu/quant_type.h"
 
 namespace dyllm::cpu {
 
