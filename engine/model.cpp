@@ -101,8 +101,11 @@ std::unique_ptr<Model> Model::from_checkpoint(std::unique_ptr<Checkpoint> ckpt, 
     }
 
     const auto tok_path = dir / "tokenizer.json";
-    if (gguf) I.tokenizer = tokenizer_from_gguf(*I.ckpt->gguf(), dir.string());
-    if (!gguf && std::filesystem::exists(tok_path, ec)) I.tokenizer = Tokenizer::load(tok_path);
+    // A GGUF checkpoint carries its tokenizer in its metadata; a directory has tokenizer.json beside the weights.
+    if (const GgufContents* g = I.ckpt->gguf())
+        I.tokenizer = tokenizer_from_gguf(*g, dir.string());
+    else if (std::filesystem::exists(tok_path, ec))
+        I.tokenizer = Tokenizer::load(tok_path);
     if (I.tokenizer) {
         // End-of-turn tokens end the visible text (engine/README.md §c.1: <|eot_id|>; §c.2: <|im_end|>).
         for (const char* name : {"<|eot_id|>", "<|im_end|>", "<|endoftext|>"}) {

@@ -402,6 +402,11 @@ TEST_CASE("gguf checkpoint: HF f32 and GGUF f32 generate the same tokens (CLI)",
         const auto a = gen(model), b = gen(out.string());
         CHECK(a.first == b.first);
         CHECK(a.second == b.second);
+        // A quantized file runs on the CPU from its blocks (its tokens may differ from f32's).
+        const fs::path q4 = tmp / (std::string(model) + "-q4_k_m.gguf");
+        REQUIRE(test::run_command(cli, {"quantize", "-m", model, "-o", q4.string(), "--type", "q4_k_m"}, tmp / "q")
+                    .status == 0);
+        CHECK(gen(q4.string()).first.size() == 32);
     }
     // --type errors name the allowed values; the output is replaced atomically (no temporary left behind).
     const auto bad = test::run_command(
@@ -413,7 +418,7 @@ TEST_CASE("gguf checkpoint: HF f32 and GGUF f32 generate the same tokens (CLI)",
     for (const auto& e : fs::directory_iterator(tmp)) n_files += e.path().extension() == ".gguf" ? 1 : 0;
     for (const auto& e : fs::directory_iterator(tmp))
         CHECK(e.path().filename().string().find(".tmp-") == std::string::npos);
-    CHECK(n_files == 2);
+    CHECK(n_files == 4);
 }
 
 TEST_CASE("gguf checkpoint: quantized rows are the reference quantizer's bytes, however the rows are split", "[gguf]") {
