@@ -164,11 +164,18 @@ void Forward::qkv(int l, const TensorView& x, const RowSet& rows, Tensor* q, Ten
                   const TensorView& k_to, const TensorView& v_to) {
     const LayerWeights& L = w_.layers[size_t(l)];
     const int64_t       n = x.rows();
-    if (q) *q = alloc(n, cfg_.q_dim()), matmul(l, OpClass::Qkv, x, L.wq, L.bq, *q);
-    if (k)
-        *k = k_to.data ? Tensor::borrowed(k_to) : alloc(n, cfg_.kv_dim()), matmul(l, OpClass::Qkv, x, L.wk, L.bk, *k);
-    if (v)
-        *v = v_to.data ? Tensor::borrowed(v_to) : alloc(n, cfg_.kv_dim()), matmul(l, OpClass::Qkv, x, L.wv, L.bv, *v);
+    if (q) {
+        *q = alloc(n, cfg_.q_dim());
+        matmul(l, OpClass::Qkv, x, L.wq, L.bq, *q);
+    }
+    if (k) {
+        *k = k_to.data ? Tensor::borrowed(k_to) : alloc(n, cfg_.kv_dim());
+        matmul(l, OpClass::Qkv, x, L.wk, L.bk, *k);
+    }
+    if (v) {
+        *v = v_to.data ? Tensor::borrowed(v_to) : alloc(n, cfg_.kv_dim());
+        matmul(l, OpClass::Qkv, x, L.wv, L.bv, *v);
+    }
     if (n == 0) return;
     ScopedOp s(sink_, step_, l, OpClass::Rope, 0, 0, int32_t(n));
     if (q) be_.rope(*q, rows.pos, cfg_.n_head, cfg_.head_dim, cfg_.rope_theta);
@@ -293,7 +300,10 @@ void Forward::layer_dense(int l, Tensor& h, const BatchLayout& lay, const RowSet
     const LayerWeights& L = w_.layers[size_t(l)];
     const int64_t       n = int64_t(q.size());
     LayerAccount&       A = acc_[size_t(l)];
-    A.query_rows += int32_t(n), A.kv_rows += int32_t(n), A.attn_exact_rows += int32_t(n), A.ffn_rows += int32_t(n);
+    A.query_rows += int32_t(n);
+    A.kv_rows += int32_t(n);
+    A.attn_exact_rows += int32_t(n);
+    A.ffn_rows += int32_t(n);
     if (n == 0) return;
 
     Tensor x = alloc(n, cfg_.n_embd);

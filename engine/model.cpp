@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "engine/errors.h"
+#include "engine/interrupt.h"
 #include "engine/io/gguf.h"
 #include "engine/model_impl.h"
 #include "engine/tokenizer/tokenizer_gguf.h"
@@ -18,19 +19,27 @@ public:
     WeightPreparer(Backend& be, const ModelWeights& hw, const LoadProgressFn& progress) : be_(be), progress_(progress) {
         if (!progress_) return;
         auto count = [&](const TensorView& v) {
-            if (v.data) ++p_.tensors_total, p_.bytes_total += v.bytes();
+            if (v.data) {
+                ++p_.tensors_total;
+                p_.bytes_total += v.bytes();
+            }
         };
-        count(hw.tok_embd), count(hw.out_norm), count(hw.lm_head);
+        count(hw.tok_embd);
+        count(hw.out_norm);
+        count(hw.lm_head);
         for (const LayerWeights& s : hw.layers)
             for (const TensorView* v : {&s.attn_norm, &s.wq, &s.wk, &s.wv, &s.wo, &s.bq, &s.bk, &s.bv, &s.ffn_norm,
                                         &s.w_gate, &s.w_up, &s.w_down})
                 count(*v);
     }
     TensorView operator()(const TensorView& v, const std::string& name) {
+        if (interrupts_throw()) throw_if_interrupted();  // packing an 8B model takes a minute: stop between tensors
         if (!v.data) return v;
         TensorView out = be_.prepare_weight(v, name);
         if (progress_) {
-            ++p_.tensors_done, p_.bytes_done += v.bytes(), p_.tensor = name;
+            ++p_.tensors_done;
+            p_.bytes_done += v.bytes();
+            p_.tensor = name;
             progress_(p_);
         }
         return out;
@@ -89,15 +98,20 @@ std::unique_ptr<Model> Model::from_checkpoint(std::unique_ptr<Checkpoint> ckpt, 
     for (size_t l = 0; l < hw.layers.size(); ++l) {
         const LayerWeights& s = hw.layers[l];
         const std::string   p = "blk." + std::to_string(l) + ".";
-        LayerWeights        d;
-        d.attn_norm = prepare(s.attn_norm, p + "attn_norm");
-        d.wq = prepare(s.wq, p + "wq"), d.wk = prepare(s.wk, p + "wk"), d.wv = prepare(s.wv, p + "wv");
-        d.wo = prepare(s.wo, p + "wo");
-        d.bq = prepare(s.bq, p + "bq"), d.bk = prepare(s.bk, p + "bk"), d.bv = prepare(s.bv, p + "bv");
-        d.ffn_norm = prepare(s.ffn_norm, p + "ffn_norm");
-        d.w_gate = prepare(s.w_gate, p + "w_gate"), d.w_up = prepare(s.w_up, p + "w_up");
-        d.w_down = prepare(s.w_down, p + "w_down");
-        I.weights.layers.push_back(d);
+        I.weights.layers.push_back(LayerWeights{
+            .attn_norm = prepare(s.attn_norm, p + "attn_norm"),
+            .wq        = prepare(s.wq, p + "wq"),
+            .wk        = prepare(s.wk, p + "wk"),
+            .wv        = prepare(s.wv, p + "wv"),
+            .wo        = prepare(s.wo, p + "wo"),
+            .bq        = prepare(s.bq, p + "bq"),
+            .bk        = prepare(s.bk, p + "bk"),
+            .bv        = prepare(s.bv, p + "bv"),
+            .ffn_norm  = prepare(s.ffn_norm, p + "ffn_norm"),
+            .w_gate    = prepare(s.w_gate, p + "w_gate"),
+            .w_up      = prepare(s.w_up, p + "w_up"),
+            .w_down    = prepare(s.w_down, p + "w_down"),
+        });
     }
 
     const auto tok_path = dir / "tokenizer.json";

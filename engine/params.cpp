@@ -3,6 +3,9 @@
 #include "engine/params.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -140,6 +143,17 @@ int derived_default(const ParamSpec& s, const DiffusionParams& p) {
 // engine/README.md decision 5: 0.99 for the LLaDA family, 0.995 for Dream.
 float default_tau(Family f) {
     return f == Family::Dream ? 0.995f : 0.99f;
+}
+
+std::string finite_flag_error(const std::string& text) {
+    const char* b   = text.c_str();
+    char*       end = nullptr;
+    errno           = 0;
+    const double v  = std::strtod(b, &end);
+    // Whole text, no leading space (strtod skips it), finite, and not out of double range ("1e999" reads as inf).
+    const bool ok = !text.empty() && !std::isspace(static_cast<unsigned char>(text[0])) && *end == '\0' &&
+                    std::isfinite(v) && errno != ERANGE;
+    return ok ? std::string() : "must be a finite number (got '" + text + "')";
 }
 
 void validate_params(const DiffusionParams& p) {

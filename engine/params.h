@@ -40,6 +40,11 @@ using ParamValue = std::variant<std::monostate, bool, int64_t, double, std::stri
 ParamValue  param_value(const ParamSpec& s, const DiffusionParams& p);
 std::string param_text(const ParamSpec& s, const DiffusionParams& p);  // "0.99", "true", "dyllm", "unset"
 
+// The check every float flag of `dyllm` and `dyllm-studio` runs on its text before conversion: "" when it is a finite
+// number, else "must be a finite number (got TEXT)" (NaN and inf parse as floats, and would slip through a range check
+// or std::clamp).
+std::string finite_flag_error(const std::string& text);
+
 // The command line's derived defaults: steps = gen_length (n_u = 1), block_length = min(32, gen_length).
 int derived_default(const ParamSpec& s, const DiffusionParams& p);
 

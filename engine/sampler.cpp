@@ -151,16 +151,21 @@ void Sampler::sample(Backend& be, EventSink* sink, int32_t step, const Tensor& l
             if (!std::isfinite(sc[k]))
                 throw LoadError("non-finite logits at step " + std::to_string(step) + " (response position " +
                                 std::to_string(c) + "): corrupt weights?");
-            cs.push_back(Candidate{c, tok[k], sc[k]}), ++k;
+            cs.push_back(Candidate{c, tok[k], sc[k]});
+            ++k;
         }
         Unmasked& u = out[b];
-        u.pos.clear(), u.tokens.clear(), u.scores.clear();
+        u.pos.clear();
+        u.tokens.clear();
+        u.scores.clear();
         select_candidates_in_place(cs, n_transfer, threshold);
         for (const Candidate& c : cs) {
             s.tokens[size_t(s.P + c.pos)] = c.token;
             s.unmask_step[size_t(c.pos)]  = step;
             s.scores[size_t(c.pos)]       = c.score;
-            u.pos.push_back(c.pos), u.tokens.push_back(c.token), u.scores.push_back(c.score);
+            u.pos.push_back(c.pos);
+            u.tokens.push_back(c.token);
+            u.scores.push_back(c.score);
         }
         s.last_unmasked = u.pos;
         // S_0 in position order (engine/README.md decision 2).

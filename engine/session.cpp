@@ -8,12 +8,14 @@
 
 #include "engine/errors.h"
 #include "engine/forward.h"
+#include "engine/interrupt.h"
 #include "engine/methods/drift.h"
 #include "engine/methods/method.h"
 #include "engine/model_impl.h"
 #include "engine/op_scope.h"
 #include "engine/params.h"
 #include "engine/sampler.h"
+#include "engine/version.h"
 #include "engine/weight_storage.h"
 
 namespace dyllm {
@@ -89,7 +91,8 @@ struct Session::Impl {
 
     // Drops finished sequences from the layout, carrying their survivors' cache rows along.
     void compact() {
-        keep_rows.clear(), new_live.clear();
+        keep_rows.clear();
+        new_live.clear();
         for (size_t b = 0; b < live.size(); ++b) {
             if (seqs[size_t(live[b])].finished) continue;
             new_live.push_back(live[b]);
@@ -129,62 +132,198 @@ struct Session::Impl {
         const Forward&      fwd = *fwd_;
         const LayerAccount& A   = fwd.accounts()[size_t(l)];
         size_t              i = 0, j = 0;
+        // The layer's row counts are the batch's: a sequence's own share is known only when it is alone.
+        const bool one_seq = lay.n_seq() == 1;
         for (int b = 0; b < lay.n_seq(); ++b) {
-            LayerSaliency e;
-            e.step = step, e.layer = l, e.seq = live[size_t(b)], e.tau = t;
             std::vector<int32_t>& pos   = saliency_rows;
             std::vector<int32_t>& sal   = saliency_salient;
             std::vector<float>&   cos   = saliency_cosines;
             std::vector<float>&   drift = saliency_drift;
-            pos.clear(), sal.clear(), cos.clear(), drift.clear();
+            pos.clear();
+            sal.clear();
+            cos.clear();
+            drift.clear();
             const size_t i0 = i;
-            for (; i < o.tested.size() && o.tested.seq[i] == b; ++i)
-                pos.push_back(o.tested.pos[i]), cos.push_back(o.cosines[i]);
+            for (; i < o.tested.size() && o.tested.seq[i] == b; ++i) {
+                pos.push_back(o.tested.pos[i]);
+                cos.push_back(o.cosines[i]);
+            }
             if (!o.drift.empty()) drift.assign(o.drift.begin() + long(i0), o.drift.begin() + long(i));
             for (; j < o.salient.size() && o.salient.seq[j] == b; ++j) sal.push_back(o.salient.pos[j]);
-            e.n_rows = int32_t(pos.size()), e.n_salient = int32_t(sal.size());
-            e.hist          = histogram(cos);
-            e.row_positions = pos;
-            if (sink->wants_cosines()) e.cosines = cos;
-            e.salient_positions   = sal;
-            const DriftSummary ds = summarize_drift(drift);
-            e.drift_hist = ds.hist, e.drift_count = ds.count, e.drift_min = ds.min, e.drift_mean = ds.mean;
-            if (sink->wants_cosines()) e.drift = drift;
-            if (lay.n_seq() == 1) {
-                e.ffn_rows = A.ffn_rows, e.kv_rows = A.kv_rows, e.attn_exact_rows = A.attn_exact_rows;
-                e.attn_approx_rows = A.attn_approx_rows;
-            }
-            sink->on_layer_saliency(e);
+            const bool         with_cos = sink->wants_cosines();
+            const DriftSummary ds       = summarize_drift(drift);
+            sink->on_layer_saliency(LayerSaliency{
+                .step              = step,
+                .layer             = l,
+                .seq               = live[size_t(b)],
+                .n_rows            = int32_t(pos.size()),
+                .n_salient         = int32_t(sal.size()),
+                .tau               = t,
+                .hist              = histogram(cos),
+                .row_positions     = pos,
+                .cosines           = with_cos ? std::span<const float>(cos) : std::span<const float>(),
+                .salient_positions = sal,
+                .ffn_rows          = one_seq ? A.ffn_rows : 0,
+                .kv_rows           = one_seq ? A.kv_rows : 0,
+                .attn_exact_rows   = one_seq ? A.attn_exact_rows : 0,
+                .attn_approx_rows  = one_seq ? A.attn_approx_rows : 0,
+                .drift_hist        = ds.hist,
+                .drift_count       = ds.count,
+                .drift_min         = ds.min,
+                .drift_mean        = ds.mean,
+                .drift             = with_cos ? std::span<const float>(drift) : std::span<const float>(),
+            });
         }
+    }
+
+    // The run's parameters and environment as RunBegin::env key/value strings.
+    std::vector<std::pair<std::string, std::string>> run_env() const {
+        std::vector<std::pair<std::string, std::string>> env;
+        auto kv = [&](const std::string& k, std::string v) { env.emplace_back(k, std::move(v)); };
+        kv("model_dir", model.dir().string());
+        kv("backend", be().description());
+        DiffusionParams shown = p;
+        shown.tau             = tau.load();  // the tau in force (the family default when unset)
+        for (const ParamSpec& ps : diffusion_param_table()) kv(std::string(ps.key), param_text(ps, shown));
+        kv("n_layer", std::to_string(cfg.n_layer));
+        kv("n_embd", std::to_string(cfg.n_embd));
+        // The stored weights (the checkpoint's types, not a device copy's): per class, and bytes per forward pass.
+        const ModelWeights& stored = model.impl().ckpt->weights();
+        kv("weights", weight_storage_text(stored));
+        kv("weight_bytes", std::to_string(weight_streamed_bytes(stored)));
+        kv("dyllm_version", version());
+        return env;
+    }
+
+    void emit_run_begin() {
+        if (!sink) return;
+        std::vector<int32_t> prompt_lengths;
+        for (const auto& s : seqs) prompt_lengths.push_back(s.P);
+        sink->on_run_begin(RunBegin{
+            .label          = label,
+            .method         = method_name(p.method),
+            .model          = model.name(),
+            .family         = family_name(cfg.family),
+            .backend        = be().description(),
+            .n_layer        = cfg.n_layer,
+            .n_seq          = int32_t(seqs.size()),
+            .gen_length     = p.gen_length,
+            .steps          = p.steps,
+            .prompt_lengths = std::move(prompt_lengths),
+            .env            = run_env(),
+        });
+    }
+
+    void emit_step_begin(StepKind kind) {
+        if (!sink) return;
+        sink->on_step_begin(StepBegin{
+            .step         = step,
+            .kind         = kind,
+            .tau          = step_tau,
+            .n_query_rows = int32_t(q.size()),
+            .t_ns         = steady_now_ns(),
+        });
+    }
+
+    // What each live sequence unmasked in this step, then its whole canvas.
+    void emit_unmasks() {
+        if (!sink) return;
+        for (size_t b = 0; b < live_seqs.size(); ++b) {
+            const SequenceState& s = *live_seqs[b];
+            sink->on_unmask(Unmask{
+                .step      = step,
+                .seq       = live[b],
+                .positions = unmasked[b].pos,
+                .tokens    = unmasked[b].tokens,
+                .scores    = unmasked[b].scores,
+            });
+            sink->on_canvas(CanvasSnapshot{
+                .step        = step,
+                .seq         = live[b],
+                .prompt_len  = s.P,
+                .tokens      = s.tokens,
+                .unmask_step = s.unmask_step,
+                .scores      = s.scores,
+                .finished    = s.finished,
+            });
+        }
+    }
+
+    // The step's per-layer accounts, in a vector start() reserved (a steady run allocates nothing).
+    std::vector<LayerAccount> step_layers() {
+        std::vector<LayerAccount> layers;
+        if (!spare_layers.empty()) {
+            layers = std::move(spare_layers.back());
+            spare_layers.pop_back();
+        }
+        layers.assign(fwd_->accounts().begin(), fwd_->accounts().end());
+        return layers;
+    }
+
+    void emit_step_end(const StepRecord& rec) {
+        if (!sink) return;
+        StepEnd e{
+            .step             = step,
+            .wall_ns          = int64_t(rec.seconds * 1e9),
+            .tokens_committed = rec.tokens_committed,
+            .flops            = rec.flops,
+            .dense_flops      = rec.dense_flops,
+            .dense_rows       = int32_t(lay.n_rows() * cfg.n_layer),
+        };
+        for (const SequenceState* s : live_seqs)
+            for (int32_t t2 : s->unmask_step) e.masked_left += (t2 == 0 && !s->finished);
+        for (const auto& a : rec.layers) {
+            e.ffn_rows += a.ffn_rows;
+            e.kv_rows += a.kv_rows;
+            e.attn_exact_rows += a.attn_exact_rows;
+            e.attn_approx_rows += a.attn_approx_rows;
+            e.query_rows += a.query_rows;
+        }
+        e.t_ns = steady_now_ns();
+        sink->on_step_end(e);
+    }
+
+    void emit_run_end(bool cancel) {
+        if (!sink) return;
+        int32_t                  tokens = 0;
+        std::vector<std::string> texts;
+        for (const auto& s : seqs) {
+            tokens += s.unmasked();
+            texts.push_back(decode_response(model, std::vector<int32_t>(s.tokens.begin() + s.P, s.tokens.end())));
+        }
+        sink->on_run_end(RunEnd{
+            .steps       = step,
+            .wall_ns     = int64_t(denoise_s * 1e9),
+            .tokens      = tokens,
+            .cancelled   = cancel,
+            .cache_bytes = double(peak_cache_bytes),
+            .texts       = std::move(texts),
+        });
     }
 
     // ---- one step -------------------------------------------------------------------------------------------------
     bool run_step() {
         if (over) return false;
-        if (cancelled.load()) return finish(true);
+        if (cancelled.load() || interrupt_requested()) return finish(true);  // engine/interrupt.h: SIGINT/SIGTERM
         compact();
         build_layout();
         ++step;
-        live_seqs.clear(), progress.clear();
+        live_seqs.clear();
+        progress.clear();
         for (int32_t i : live) live_seqs.push_back(&seqs[size_t(i)]);
         for (const SequenceState* s : live_seqs)
             progress.push_back(SeqProgress{s->P, s->R, s->unmasked(), s->last_unmasked});
-        StepInput in;
         step_tau = tau.load();
-        in.step = step, in.tau = step_tau, in.lay = &lay, in.seqs = progress, in.observed = sink != nullptr;
-        const StepKind kind = method->step_kind(in);
-        const auto     t0   = std::chrono::steady_clock::now();
+        const StepInput in{.step = step, .tau = step_tau, .lay = &lay, .seqs = progress, .observed = sink != nullptr};
+        const StepKind  kind = method->step_kind(in);
+        const auto      t0   = std::chrono::steady_clock::now();
 
         Forward& fwd = *fwd_;
         fwd.set_sink(sink);
         fwd.set_step(step);
         fwd.begin_step(lay);
         method->query_rows(in, kind, q);
-        if (sink) {
-            StepBegin e;
-            e.step = step, e.kind = kind, e.tau = in.tau, e.n_query_rows = int32_t(q.size()), e.t_ns = steady_now_ns();
-            sink->on_step_begin(e);
-        }
+        emit_step_begin(kind);
         const Tensor h = method->run_layers(fwd, in, kind, q, caches,
                                             [this](int l, const SaliencyOutcome& o) { emit_saliency(l, o); });
 
@@ -213,42 +352,22 @@ struct Session::Impl {
         sampler->sample(be(), sink, step, logits, plan, live_seqs, unmasked);
 
         int32_t committed = 0;
-        for (size_t b = 0; b < live_seqs.size(); ++b) {
-            const SequenceState& s = *live_seqs[b];
-            committed += int32_t(unmasked[b].pos.size());
-            if (!sink) continue;
-            Unmask u;
-            u.step = step, u.seq = live[b], u.positions = unmasked[b].pos, u.tokens = unmasked[b].tokens;
-            u.scores = unmasked[b].scores;
-            sink->on_unmask(u);
-            CanvasSnapshot cs;
-            cs.step = step, cs.seq = live[b], cs.prompt_len = s.P, cs.tokens = s.tokens;
-            cs.unmask_step = s.unmask_step, cs.scores = s.scores, cs.finished = s.finished;
-            sink->on_canvas(cs);
-        }
+        for (size_t b = 0; b < live_seqs.size(); ++b) committed += int32_t(unmasked[b].pos.size());
+        emit_unmasks();
 
         const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         denoise_s += secs;
-        StepRecord rec;
-        rec.step = step, rec.kind = kind, rec.tau = in.tau, rec.seconds = secs, rec.flops = fwd.flops();
-        rec.dense_flops      = fwd.dense_flops(lay, int64_t(idx.size()));
-        rec.tokens_committed = committed;
-        if (!spare_layers.empty()) rec.layers = std::move(spare_layers.back()), spare_layers.pop_back();
-        rec.layers.assign(fwd.accounts().begin(), fwd.accounts().end());
-        if (sink) {
-            StepEnd e;
-            e.step = step, e.wall_ns = int64_t(secs * 1e9), e.tokens_committed = committed;
-            for (const SequenceState* s : live_seqs)
-                for (int32_t t2 : s->unmask_step) e.masked_left += (t2 == 0 && !s->finished);
-            e.flops = rec.flops, e.dense_flops = rec.dense_flops;
-            for (const auto& a : rec.layers) {
-                e.ffn_rows += a.ffn_rows, e.kv_rows += a.kv_rows, e.attn_exact_rows += a.attn_exact_rows;
-                e.attn_approx_rows += a.attn_approx_rows, e.query_rows += a.query_rows;
-            }
-            e.dense_rows = lay.n_rows() * cfg.n_layer;
-            e.t_ns       = steady_now_ns();
-            sink->on_step_end(e);
-        }
+        StepRecord rec{
+            .step             = step,
+            .kind             = kind,
+            .tau              = in.tau,
+            .seconds          = secs,
+            .flops            = fwd.flops(),
+            .dense_flops      = fwd.dense_flops(lay, int64_t(idx.size())),
+            .tokens_committed = committed,
+            .layers           = step_layers(),
+        };
+        emit_step_end(rec);
         records.push_back(std::move(rec));
         dense_rows.push_back(int64_t(lay.n_rows()) * cfg.n_layer);
         peak_cache_bytes = std::max(peak_cache_bytes, cache_bytes(caches));
@@ -261,16 +380,7 @@ struct Session::Impl {
 
     bool finish(bool cancel) {
         over = true;
-        if (sink) {
-            RunEnd e;
-            e.steps = step, e.wall_ns = int64_t(denoise_s * 1e9), e.cancelled = cancel;
-            e.cache_bytes = double(peak_cache_bytes);
-            for (const auto& s : seqs) {
-                e.tokens += s.unmasked();
-                e.texts.push_back(decode_response(model, std::vector<int32_t>(s.tokens.begin() + s.P, s.tokens.end())));
-            }
-            sink->on_run_end(e);
-        }
+        emit_run_end(cancel);
         caches.clear();
         return false;
     }
@@ -312,7 +422,8 @@ void Session::start(const std::vector<std::vector<int32_t>>& prompts, const Diff
     I.live.clear();
     for (size_t i = 0; i < prompts.size(); ++i) {
         SequenceState s;
-        s.P = int32_t(prompts[i].size()), s.R = params.gen_length;
+        s.P      = int32_t(prompts[i].size());
+        s.R      = params.gen_length;
         s.tokens = prompts[i];
         s.tokens.resize(size_t(s.P + s.R), cfg.mask_id);
         s.unmask_step.assign(size_t(s.R), 0);
@@ -329,39 +440,22 @@ void Session::start(const std::vector<std::vector<int32_t>>& prompts, const Diff
     I.dense_rows.reserve(max_steps);
     I.spare_layers.assign(max_steps, {});
     for (auto& l : I.spare_layers) l.reserve(size_t(cfg.n_layer));
-    I.step = 0, I.denoise_s = 0, I.peak_cache_bytes = 0;
-    I.over = false;
+    I.step             = 0;
+    I.denoise_s        = 0;
+    I.peak_cache_bytes = 0;
+    I.over             = false;
     I.build_layout();
     I.alloc_caches();
-    if (I.sink) {
-        RunBegin e;
-        e.label  = I.label;
-        e.method = method_name(params.method), e.model = I.model.name(), e.family = family_name(cfg.family);
-        e.backend = I.be().description(), e.n_layer = cfg.n_layer, e.n_seq = int32_t(prompts.size());
-        e.gen_length = params.gen_length, e.steps = params.steps;
-        for (const auto& s : I.seqs) e.prompt_lengths.push_back(s.P);
-        auto kv = [&](const std::string& k, std::string v) { e.env.emplace_back(k, std::move(v)); };
-        kv("model_dir", I.model.dir().string());
-        kv("backend", I.be().description());
-        DiffusionParams shown = params;
-        shown.tau             = I.tau.load();  // the tau in force (the family default when unset)
-        for (const ParamSpec& ps : diffusion_param_table()) kv(std::string(ps.key), param_text(ps, shown));
-        kv("n_layer", std::to_string(cfg.n_layer));
-        kv("n_embd", std::to_string(cfg.n_embd));
-        // The stored weights (the checkpoint's types, not a device copy's): per class, and bytes per forward pass.
-        const ModelWeights& stored = I.model.impl().ckpt->weights();
-        kv("weights", weight_storage_text(stored));
-        kv("weight_bytes", std::to_string(weight_streamed_bytes(stored)));
-        kv("dyllm_version", "0.1.0");
-        I.sink->on_run_begin(e);
-    }
+    I.emit_run_begin();
 }
 
 bool Session::step() {
-    return impl_->run_step();
+    const bool more = impl_->run_step();
+    if (!more && interrupts_throw()) throw_if_interrupted();  // the CLI unwinds; the studio reads the flag itself
+    return more;
 }
 void Session::run() {
-    while (impl_->run_step()) {
+    while (step()) {
     }
 }
 bool Session::done() const {
@@ -407,22 +501,27 @@ GenerationResult Session::result() const {
     // Recompute fraction: rows pushed through the FFN over the rows x layers a dense step would push (every live row).
     double ffn_rows = 0, dense_rows = 0;
     for (size_t i = 0; i < I.records.size(); ++i) {
-        r.total_flops += I.records[i].flops, r.total_dense_flops += I.records[i].dense_flops;
+        r.total_flops += I.records[i].flops;
+        r.total_dense_flops += I.records[i].dense_flops;
         for (const auto& a : I.records[i].layers) ffn_rows += a.ffn_rows;
         dense_rows += double(I.dense_rows[i]);
     }
     r.recompute_fraction = dense_rows > 0 ? ffn_rows / dense_rows : 1.0;
     for (const auto& s : I.seqs) {
-        SequenceResult sr;
-        sr.prompt_ids.assign(s.tokens.begin(), s.tokens.begin() + s.P);
-        sr.token_ids.assign(s.tokens.begin() + s.P, s.tokens.end());
-        sr.unmask_step = s.unmask_step, sr.scores = s.scores, sr.steps_run = s.steps_run;
-        sr.finished_by_eos = s.by_eos;
-        sr.masks_left      = s.R - s.unmasked();
-        for (int32_t t : sr.token_ids) r.non_eos_tokens += (t != cfg.eos_id && t != cfg.pad_id && t != cfg.mask_id);
-        sr.text = decode_response(I.model, sr.token_ids);
+        std::vector<int32_t> response(s.tokens.begin() + s.P, s.tokens.end());
+        for (int32_t t : response) r.non_eos_tokens += (t != cfg.eos_id && t != cfg.pad_id && t != cfg.mask_id);
         r.generated_tokens += s.R;
-        r.sequences.push_back(std::move(sr));
+        std::string text = decode_response(I.model, response);
+        r.sequences.push_back(SequenceResult{
+            .prompt_ids      = std::vector<int32_t>(s.tokens.begin(), s.tokens.begin() + s.P),
+            .token_ids       = std::move(response),
+            .unmask_step     = s.unmask_step,
+            .scores          = s.scores,
+            .text            = std::move(text),
+            .steps_run       = s.steps_run,
+            .finished_by_eos = s.by_eos,
+            .masks_left      = s.R - s.unmasked(),
+        });
     }
     r.tokens_per_s = r.denoise_seconds > 0 ? double(r.generated_tokens) / r.denoise_seconds : 0;
     return r;

@@ -40,9 +40,16 @@ Tensor Workspace::alloc(DType dtype, int64_t rows, int64_t cols) {
                  "workspace alloc: negative shape [" + std::to_string(rows) + ", " + std::to_string(cols) + "]");
     const size_t bytes =
         std::max<size_t>(kAlign, (size_t(rows) * size_t(cols) * dtype_size(dtype) + kAlign - 1) / kAlign * kAlign);
-    if (size_t(cur_) < chunks_.size() && off_ + bytes > chunks_[size_t(cur_)].cap) ++cur_, off_ = 0, spilled_ = true;
+    if (size_t(cur_) < chunks_.size() && off_ + bytes > chunks_[size_t(cur_)].cap) {
+        ++cur_;
+        off_     = 0;
+        spilled_ = true;
+    }
     // Skip chunks too small for this block (kept for later, smaller blocks).
-    while (size_t(cur_) < chunks_.size() && bytes > chunks_[size_t(cur_)].cap) ++cur_, spilled_ = true;
+    while (size_t(cur_) < chunks_.size() && bytes > chunks_[size_t(cur_)].cap) {
+        ++cur_;
+        spilled_ = true;
+    }
     if (size_t(cur_) == chunks_.size()) {
         // A new chunk: at least 4 MiB (the CPU backend backs that with 2 MiB pages, so touching it costs two page
         // faults instead of a thousand) and at least the largest so far, so a first step needs few of them.
@@ -74,7 +81,10 @@ void Workspace::pop_freed() noexcept {
         off_                    = b.offset;
         used_ -= b.bytes;
     }
-    if (top_ == 0) cur_ = 0, off_ = 0;
+    if (top_ == 0) {
+        cur_ = 0;
+        off_ = 0;
+    }
 }
 
 void Workspace::reset() {
@@ -88,7 +98,9 @@ void Workspace::reset() {
     ch.cap = cap;
     chunks_.push_back(std::move(ch));
     ++n_chunk_allocs_;
-    cur_ = 0, off_ = 0, spilled_ = false;
+    cur_     = 0;
+    off_     = 0;
+    spilled_ = false;
 }
 
 }  // namespace dyllm

@@ -182,7 +182,10 @@ void add_steps(const Gathered& g, Track& track, Counters& counters, Span& span) 
         if (!s.drift.empty()) {
             int64_t n  = 0;
             double  mn = 1;
-            for (const auto& [l, d] : s.drift) n += d.count, mn = std::min(mn, d.min);
+            for (const auto& [l, d] : s.drift) {
+                n += d.count;
+                mn = std::min(mn, d.min);
+            }
             args["drift_rows"]    = n;
             args["drift_min_cos"] = jnum(mn);
         }

@@ -1,6 +1,7 @@
 // Owning copies of the engine's events (events.h holds spans valid only during a call). The queue sink, the recorder
 // and the exporters store these; the app's model/ layer consumes them.
 #pragma once
+#include <span>
 #include <string>
 #include <variant>
 #include <vector>
@@ -61,36 +62,56 @@ inline RecordKind record_kind(const EventRecord& r) {
     return RecordKind(r.index());
 }
 
+// An owning copy of a span an event lends.
+template <class T>
+std::vector<T> owned(std::span<const T> s) {
+    return std::vector<T>(s.begin(), s.end());
+}
+
 inline LayerSaliencyRecord to_record(const LayerSaliency& e) {
-    LayerSaliencyRecord r;
-    r.step = e.step, r.layer = e.layer, r.seq = e.seq, r.n_rows = e.n_rows, r.n_salient = e.n_salient, r.tau = e.tau;
-    r.hist = e.hist;
-    r.row_positions.assign(e.row_positions.begin(), e.row_positions.end());
-    r.cosines.assign(e.cosines.begin(), e.cosines.end());
-    r.salient_positions.assign(e.salient_positions.begin(), e.salient_positions.end());
-    r.ffn_rows = e.ffn_rows, r.kv_rows = e.kv_rows, r.attn_exact_rows = e.attn_exact_rows;
-    r.attn_approx_rows = e.attn_approx_rows;
-    r.drift_hist = e.drift_hist, r.drift_count = e.drift_count, r.drift_min = e.drift_min, r.drift_mean = e.drift_mean;
-    r.drift.assign(e.drift.begin(), e.drift.end());
-    return r;
+    return LayerSaliencyRecord{
+        .step              = e.step,
+        .layer             = e.layer,
+        .seq               = e.seq,
+        .n_rows            = e.n_rows,
+        .n_salient         = e.n_salient,
+        .tau               = e.tau,
+        .hist              = e.hist,
+        .row_positions     = owned(e.row_positions),
+        .cosines           = owned(e.cosines),
+        .salient_positions = owned(e.salient_positions),
+        .ffn_rows          = e.ffn_rows,
+        .kv_rows           = e.kv_rows,
+        .attn_exact_rows   = e.attn_exact_rows,
+        .attn_approx_rows  = e.attn_approx_rows,
+        .drift_hist        = e.drift_hist,
+        .drift_count       = e.drift_count,
+        .drift_min         = e.drift_min,
+        .drift_mean        = e.drift_mean,
+        .drift             = owned(e.drift),
+    };
 }
 
 inline UnmaskRecord to_record(const Unmask& e) {
-    UnmaskRecord r;
-    r.step = e.step, r.seq = e.seq;
-    r.positions.assign(e.positions.begin(), e.positions.end());
-    r.tokens.assign(e.tokens.begin(), e.tokens.end());
-    r.scores.assign(e.scores.begin(), e.scores.end());
-    return r;
+    return UnmaskRecord{
+        .step      = e.step,
+        .seq       = e.seq,
+        .positions = owned(e.positions),
+        .tokens    = owned(e.tokens),
+        .scores    = owned(e.scores),
+    };
 }
 
 inline CanvasRecord to_record(const CanvasSnapshot& e) {
-    CanvasRecord r;
-    r.step = e.step, r.seq = e.seq, r.prompt_len = e.prompt_len, r.finished = e.finished;
-    r.tokens.assign(e.tokens.begin(), e.tokens.end());
-    r.unmask_step.assign(e.unmask_step.begin(), e.unmask_step.end());
-    r.scores.assign(e.scores.begin(), e.scores.end());
-    return r;
+    return CanvasRecord{
+        .step        = e.step,
+        .seq         = e.seq,
+        .prompt_len  = e.prompt_len,
+        .tokens      = owned(e.tokens),
+        .unmask_step = owned(e.unmask_step),
+        .scores      = owned(e.scores),
+        .finished    = e.finished,
+    };
 }
 
 inline ErrorRecord to_record(const ErrorEvent& e) {

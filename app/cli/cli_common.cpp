@@ -179,7 +179,9 @@ std::vector<PromptInput> read_prompt_texts(const PromptOptions& o) {
         // The engine's bounded reader: a FIFO or device given as -f is refused instead of blocking or reading forever.
         std::string text;
         try {
-            text = read_regular_file(o.file, 256ull << 20, "prompt");
+            // 16 MiB: far above any prompt a model's positions hold (128k tokens are ~0.5 MB of text), far below what
+            // the prompts' copies and their encodings would cost in memory for a file of gigabytes.
+            text = read_regular_file(o.file, 16ull << 20, "prompt");
         } catch (const LoadError& e) {
             throw InputError(std::string("-f: ") + e.what());
         }

@@ -62,8 +62,9 @@ int run_make_model(const MakeModelOptions& o) {
         throw InputError("--shards " + std::to_string(o.shards) + " exceeds the " + std::to_string(n_tensors) +
                          " tensors of this model (every shard holds at least one)");
     }
-    write_random_checkpoint(dir, cfg, o.seed, dt, o.shards);
-    write_byte_level_tokenizer_json(dir / "tokenizer.json", cfg);
+    // Weights, tokenizer and config.json (last) are renamed into place together once all are written: a failed or
+    // interrupted --force rewrite leaves the old model loadable.
+    write_random_checkpoint(dir, cfg, o.seed, dt, o.shards, 0.02f, true);
 
     // Read back what was written: the same validation every user of the directory will get.
     const auto         ck = Checkpoint::open(dir);

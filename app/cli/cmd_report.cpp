@@ -3,14 +3,13 @@
 // dual-cache throughput against n_u. Task prompts and scoring are `dyllm eval`'s (app/model/task_eval.h).
 #include <CLI/CLI.hpp>
 
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -23,6 +22,7 @@
 #include "app/model/task_suite.h"
 #include "engine/engine.h"
 #include "engine/errors.h"
+#include "engine/io/atomic_file.h"
 
 namespace dyllm::cli {
 namespace {
@@ -48,19 +48,22 @@ void prepare_output_dir(const fs::path& dir) {
     fs::create_directories(dir, ec);
     if (ec) throw InputError("-o: cannot create directory '" + dir.string() + "': " + ec.message());
     const fs::path probe = dir / ".dyllm-report-write-test";
-    {
-        std::ofstream f(probe);
-        if (!f) throw InputError("-o: cannot write into '" + dir.string() + "': " + std::strerror(errno));
+    try {
+        AtomicFile f(probe);  // created and removed again: the directory takes files
+    } catch (const LoadError& e) {
+        throw InputError(std::string("-o: cannot write into '") + dir.string() + "': " + e.what());
     }
-    fs::remove(probe, ec);
 }
 
 void write_figure(const fs::path& dir, const app::ReportFigure& f) {
-    const fs::path csv = dir / (f.name + ".csv"), png = dir / (f.name + ".png");
-    std::ofstream  os(csv, std::ios::binary | std::ios::trunc);
+    const fs::path     csv = dir / (f.name + ".csv"), png = dir / (f.name + ".png");
+    std::ostringstream os;
     app::write_csv(os, f.table);
-    os.flush();
-    if (!os) throw InputError("-o: writing '" + csv.string() + "' failed: " + std::strerror(errno));
+    try {
+        write_file_atomic(csv, os.str());  // engine/io/atomic_file.h: complete or not there
+    } catch (const LoadError& e) {
+        throw InputError(std::string("-o ") + e.what());
+    }
     std::string err;
     if (!app::render_figure(f.figure).write_png(png.string(), &err)) throw InputError("-o: " + err);
     std::printf("report: wrote %s and %s\n", csv.string().c_str(), png.string().c_str());

@@ -6,10 +6,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "app/cli/cli_common.h"
 #include "app/cli/command.h"
 #include "engine/io/config.h"
 #include "engine/engine.h"
@@ -49,21 +51,24 @@ std::vector<int32_t> parse_ids(const std::string& text) {
         }
         return ids;
     }
-    size_t i = 0, index = 0;
-    while (i < text.size()) {
-        while (i < text.size() && (text[i] == ',' || text[i] == ' ' || text[i] == '\t' || text[i] == '\n')) ++i;
-        if (i >= text.size()) break;
-        size_t j = i;
-        while (j < text.size() && text[j] != ',' && text[j] != ' ' && text[j] != '\t' && text[j] != '\n') ++j;
-        const std::string item = text.substr(i, j - i);
-        char*             end  = nullptr;
-        errno                  = 0;
-        const long long v      = std::strtoll(item.c_str(), &end, 10);
+    // Comma-separated through the one list parser (an empty item, a trailing comma or nothing at all is refused), else
+    // whitespace-separated.
+    std::vector<std::string> items;
+    if (text.find(',') != std::string::npos) {
+        items = split_list("-p", text);
+    } else {
+        std::istringstream is(text);
+        for (std::string w; is >> w;) items.push_back(w);
+        if (items.empty()) throw InputError("-p: empty id list");
+    }
+    for (size_t index = 0; index < items.size(); ++index) {
+        const std::string& item = items[index];
+        char*              end  = nullptr;
+        errno                   = 0;
+        const long long v       = std::strtoll(item.c_str(), &end, 10);
         if (end != item.c_str() + item.size() || errno == ERANGE || v < 0 || v > INT32_MAX)
             throw InputError("-p: item " + std::to_string(index) + " ('" + item + "') is not a token id");
         ids.push_back(int32_t(v));
-        ++index;
-        i = j;
     }
     return ids;
 }

@@ -2,10 +2,9 @@
 // writes a Chrome trace (Perfetto, chrome://tracing) and optionally the per-step JSONL; prints a one-line summary.
 #include <CLI/CLI.hpp>
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,6 +13,7 @@
 #include "app/cli/command.h"
 #include "engine/engine.h"
 #include "engine/errors.h"
+#include "engine/io/atomic_file.h"
 #include "instrumentation/chrome_trace.h"
 #include "instrumentation/gpu_capture.h"
 #include "instrumentation/jsonl.h"
@@ -33,26 +33,47 @@ struct TraceOptions {
     int              warmup     = 1;
 };
 
-// Opens an output file before the (possibly long) run, so a bad path fails at once with the path and the reason.
-std::ofstream open_output(const std::string& path, const char* flag) {
-    std::ofstream f(path, std::ios::binary | std::ios::trunc);
-    if (!f) throw InputError(std::string(flag) + ": cannot open '" + path + "' for writing: " + std::strerror(errno));
-    return f;
-}
+// An output file opened before the (possibly long) run, so a bad path fails at once with the path and the reason;
+// "-" is stdout. The file is written under a temporary name and renamed into place only once complete.
+struct Output {
+    Output(const std::string& path, const char* flag) : flag_(flag) {
+        if (path == "-") return;
+        try {
+            file_ = std::make_unique<AtomicFile>(path);
+        } catch (const LoadError& e) {
+            throw InputError(std::string(flag) + " " + e.what());
+        }
+    }
+    std::ostream& stream() { return file_ ? static_cast<std::ostream&>(file_->stream()) : std::cout; }
 
-void finish_output(std::ofstream& f, const std::string& path, const char* flag) {
-    f.flush();
-    if (!f) throw InputError(std::string(flag) + ": writing '" + path + "' failed: " + std::strerror(errno));
-}
+    // Renames the file into place (or flushes stdout), checked.
+    void commit() {
+        if (!file_) {
+            std::cout.flush();
+            if (!std::cout) throw InputError(std::string(flag_) + " -: writing stdout failed");
+            return;
+        }
+        try {
+            file_->commit();
+        } catch (const LoadError& e) {
+            throw InputError(std::string(flag_) + " " + e.what());
+        }
+    }
+
+private:
+    const char*                 flag_;
+    std::unique_ptr<AtomicFile> file_;
+};
 
 int run_trace(const TraceOptions& o) {
     // Model-independent checks first (bad flags and unwritable outputs before a possibly slow model load).
     const DiffusionParams params = to_diffusion_params(o.diffusion);
     (void)read_prompt_texts(o.prompt);
     if (o.warmup < 0) throw InputError("--warmup must be 0 or more (got " + std::to_string(o.warmup) + ")");
-    std::ofstream trace_out = open_output(o.output, "-o");
-    std::ofstream jsonl_out;
-    if (!o.jsonl.empty()) jsonl_out = open_output(o.jsonl, "--jsonl");
+    if (o.output == "-" && o.jsonl == "-") throw InputError("-o - and --jsonl -: only one of them can be stdout");
+    Output                  trace_out(o.output, "-o");
+    std::unique_ptr<Output> jsonl_out;
+    if (!o.jsonl.empty()) jsonl_out = std::make_unique<Output>(o.jsonl, "--jsonl");
 
     std::unique_ptr<Model>   model   = load_model_for_cli(o.model);
     std::vector<PromptInput> prompts = read_prompts(o.prompt, *model);
@@ -104,19 +125,18 @@ int run_trace(const TraceOptions& o) {
             break;
         }
 
-    write_chrome_trace(trace_out, events, kernels);
-    finish_output(trace_out, o.output, "-o");
-    if (!o.jsonl.empty()) {
-        write_jsonl(jsonl_out, events);
-        finish_output(jsonl_out, o.jsonl, "--jsonl");
-    }
+    write_chrome_trace(trace_out.stream(), events, kernels);
+    if (jsonl_out) write_jsonl(jsonl_out->stream(), events);
+    trace_out.commit();
+    if (jsonl_out) jsonl_out->commit();
 
     size_t n_ops = 0, n_layers = 0;
     for (const auto& e : events) {
         n_ops += record_kind(e) == RecordKind::OpTiming;
         n_layers += record_kind(e) == RecordKind::LayerSaliency;
     }
-    std::fprintf(stdout,
+    // The summary goes to stderr when the trace itself is on stdout.
+    std::fprintf(o.output == "-" || o.jsonl == "-" ? stderr : stdout,
                  "trace: %s %s, %zu steps, %zu events (%zu ops, %zu layer saliency), %zu GPU records, "
                  "%.2f tokens/s -> %s%s%s\n",
                  model->name().c_str(), method_name(params.method), result.steps.size(), events.size(), n_ops, n_layers,
@@ -133,8 +153,9 @@ const CommandRegistrar kRegistrar{Command{
         add_model_options(app, o->model);
         add_prompt_options(app, o->prompt);
         add_diffusion_options(app, o->diffusion);
-        app.add_option("-o,--output", o->output, "Chrome trace JSON file to write")->required();
-        app.add_option("--jsonl", o->jsonl, "also write one JSON record per denoising step to this file");
+        app.add_option("-o,--output", o->output, "Chrome trace JSON file to write (- for stdout)")->required();
+        app.add_option("--jsonl", o->jsonl,
+                       "also write one JSON record per denoising step to this file (- for stdout)");
         app.add_flag("--no-cosines", o->no_cosines, "leave the per-row cosines out (histograms are always kept)");
         app.add_flag("--no-cupti", o->no_cupti, "on CUDA, do not collect CUPTI kernel records");
         app.add_option("--warmup", o->warmup,

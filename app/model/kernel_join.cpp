@@ -12,11 +12,7 @@ StepKernels join_step_kernels(const StepData& sd, std::span<const KernelRecord> 
     std::map<std::pair<int32_t, int>, size_t> key_index;  // (layer, op class) -> out.ops
     auto                                      key_of = [&](int32_t layer, OpClass op) -> OpGpuTime& {
         auto [it, fresh] = key_index.try_emplace({layer, int(op)}, out.ops.size());
-        if (fresh) {
-            OpGpuTime k;
-            k.layer = layer, k.op = op;
-            out.ops.push_back(k);
-        }
+        if (fresh) out.ops.push_back(OpGpuTime{.layer = layer, .op = op});
         return out.ops[it->second];
     };
     for (const OpTiming& o : sd.ops) {
@@ -38,12 +34,14 @@ StepKernels join_step_kernels(const StepData& sd, std::span<const KernelRecord> 
             k.gpu_s += s;
         }
         auto [it, fresh] = row_index.try_emplace({!attributed, layer, int(op), r.name, r.kind}, out.rows.size());
-        if (fresh) {
-            KernelRow row;
-            row.name = r.name, row.kind = r.kind, row.layer = layer, row.op = attributed ? op : OpClass::Other;
-            row.attributed = attributed;
-            out.rows.push_back(std::move(row));
-        }
+        if (fresh)
+            out.rows.push_back(KernelRow{
+                .name       = r.name,
+                .kind       = r.kind,
+                .layer      = layer,
+                .op         = attributed ? op : OpClass::Other,
+                .attributed = attributed,
+            });
         KernelRow& row = out.rows[it->second];
         ++row.count;
         row.gpu_s += s;

@@ -77,8 +77,16 @@ std::vector<NamedOp> name_ops(std::span<const OpTiming> ops, int n_embd) {
         NamedOp&        r = out[i];
         const int64_t   m = o.rows;
         // GEMM with x: [m, k = n_embd] (q, k, v, gate, up, lm_head) or y: [m, n = n_embd] (o, down).
-        auto from_input  = [&] { r.m = d ? m : 0, r.k = d, r.n = other_dim(o.flops, m, d); };
-        auto from_output = [&] { r.m = d ? m : 0, r.n = d, r.k = other_dim(o.flops, m, d); };
+        auto from_input = [&] {
+            r.m = d ? m : 0;
+            r.k = d;
+            r.n = other_dim(o.flops, m, d);
+        };
+        auto from_output = [&] {
+            r.m = d ? m : 0;
+            r.n = d;
+            r.k = other_dim(o.flops, m, d);
+        };
         switch (o.op) {
             case OpClass::Qkv: {
                 if (i > 0 && ops[i - 1].op == OpClass::Qkv && ops[i - 1].layer == o.layer) {
@@ -113,10 +121,12 @@ std::vector<NamedOp> name_ops(std::span<const OpTiming> ops, int n_embd) {
                 }
                 break;
             case OpClass::OProj:
-                r.name = OpName::O, from_output();
+                r.name = OpName::O;
+                from_output();
                 break;
             case OpClass::LmHead:
-                r.name = OpName::LmHead, from_input();
+                r.name = OpName::LmHead;
+                from_input();
                 break;
             case OpClass::Embed:
                 r.name = OpName::Embed;

@@ -21,7 +21,8 @@ int run_n_embd(const RunHistory& h) {
 
 std::vector<OpStat> op_stats(const RunHistory& h, int lo, int hi, bool by_layer, bool exclude_preempted) {
     const int n_embd = run_n_embd(h);
-    lo = std::max(lo, 1), hi = std::min(hi, h.step_count());
+    lo               = std::max(lo, 1);
+    hi               = std::min(hi, h.step_count());
     std::map<std::pair<int, int>, std::vector<double>> durs;  // (name, layer) -> durations
     std::map<std::pair<int, int>, OpStat>              acc;
     double                                             all = 0;
@@ -35,15 +36,25 @@ std::vector<OpStat> op_stats(const RunHistory& h, int lo, int hi, bool by_layer,
             const auto      key = std::make_pair(int(nm.name), by_layer ? o.layer : -2);
             OpStat&         s   = acc[key];
             const double    t   = double(o.dur_ns) * 1e-9;
-            s.name = nm.name, s.layer = key.second;
+            s.name              = nm.name;
+            s.layer             = key.second;
             durs[key];  // the row stays even when every sample is excluded
             const bool pre = op_preempted(o);
             s.preempted += pre;
             if (pre && exclude_preempted) continue;
             s.split += o.split;
-            if (o.cpu_ns >= 0) s.cpu_s += double(o.cpu_ns) * 1e-9, ++s.cpu_count;
-            s.flops += o.flops, s.bytes += o.bytes, s.total_s += t;
-            if (nm.is_gemm() && nm.m >= s.m) s.m = nm.m, s.n = nm.n, s.k = nm.k;
+            if (o.cpu_ns >= 0) {
+                s.cpu_s += double(o.cpu_ns) * 1e-9;
+                ++s.cpu_count;
+            }
+            s.flops += o.flops;
+            s.bytes += o.bytes;
+            s.total_s += t;
+            if (nm.is_gemm() && nm.m >= s.m) {
+                s.m = nm.m;
+                s.n = nm.n;
+                s.k = nm.k;
+            }
             durs[key].push_back(t);
             all += t;
         }
@@ -56,7 +67,8 @@ std::vector<OpStat> op_stats(const RunHistory& h, int lo, int hi, bool by_layer,
         if (!d.empty()) {
             s.mean_s   = s.total_s / double(d.size());
             s.median_s = d.size() % 2 ? d[d.size() / 2] : 0.5 * (d[d.size() / 2 - 1] + d[d.size() / 2]);
-            s.min_s = d.front(), s.max_s = d.back();
+            s.min_s    = d.front();
+            s.max_s    = d.back();
         }
         s.share = all > 0 ? s.total_s / all : 0.0;
         s.label = op_name_text(s.name);

@@ -23,6 +23,10 @@ std::string bool_flag_names(const ParamSpec& spec, const std::string& names) {
 
 }  // namespace
 
+CLI::Validator finite_number() {
+    return CLI::Validator([](std::string& v) { return finite_flag_error(v); }, "FLOAT", "finite");
+}
+
 void add_diffusion_options(CLI::App& app, DiffusionOptions& o, DiffusionFlags which) {
     for (const ParamSpec& spec : diffusion_param_table()) {
         if (which == DiffusionFlags::FixedOnly &&
@@ -44,6 +48,7 @@ void add_diffusion_options(CLI::App& app, DiffusionOptions& o, DiffusionFlags wh
                 } else {
                     CLI::Option* opt = scalar(app, names, o.params.*member, help, !spec.derived && spec.unset.empty());
                     opt->each(mark);
+                    // Floats: NaN and inf are refused in to_diffusion_params (one InputError naming the flag, exit 2).
                     // CLI11 reads "-1" into an unsigned as 2^64-1: an unsigned setting written negative is refused.
                     if constexpr (std::is_unsigned_v<T>)
                         opt->check(CLI::Validator(

@@ -24,6 +24,11 @@ CLI::Option* scalar(CLI::App& app, const std::string& names, T& var, const std::
     return shown ? opt->capture_default_str() : opt;
 }
 
+// The validator of the float flags outside the parameter table (the studio's --speed, --ui-scale; the table's own are
+// checked by to_diffusion_params): engine/params.h finite_flag_error, so NaN, inf and trailing text are refused with
+// one line naming the flag.
+CLI::Validator finite_number();
+
 // The diffusion settings as given on the command line: the flags are generated from the engine's parameter table
 // (engine/params.h) and bound to `params`; `given` records which table keys were on the command line, so that
 // derived defaults (steps, block length) are resolved in to_diffusion_params() only when not given.

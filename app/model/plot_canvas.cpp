@@ -5,6 +5,9 @@
 #include <cmath>
 #include <vector>
 
+#include "engine/errors.h"
+#include "engine/io/atomic_file.h"
+
 // stb's implementations compiled here, private to this file (STB_*_STATIC): no link dependency and no clash with the
 // studio's libstb. They are third-party code: their warnings are not ours.
 #pragma GCC diagnostic push
@@ -22,7 +25,12 @@ namespace dyllm::app {
 
 Canvas::Canvas(int width, int height, Rgba bg) : w_(std::max(1, width)), h_(std::max(1, height)) {
     px_.resize(size_t(w_) * size_t(h_) * 4);
-    for (size_t i = 0; i < px_.size(); i += 4) px_[i] = bg.r, px_[i + 1] = bg.g, px_[i + 2] = bg.b, px_[i + 3] = bg.a;
+    for (size_t i = 0; i < px_.size(); i += 4) {
+        px_[i]     = bg.r;
+        px_[i + 1] = bg.g;
+        px_[i + 2] = bg.b;
+        px_[i + 3] = bg.a;
+    }
 }
 
 Rgba Canvas::pixel(int x, int y) const {
@@ -122,8 +130,10 @@ void Canvas::text(double x, double y, const std::string& s, Rgba c, int scale, b
         const float* a   = v + size_t(q) * 4 * stride;
         double       qx0 = a[0], qy0 = a[1], qx1 = a[0], qy1 = a[1];
         for (int k = 1; k < 4; ++k) {
-            qx0 = std::min(qx0, double(a[k * stride])), qx1 = std::max(qx1, double(a[k * stride]));
-            qy0 = std::min(qy0, double(a[k * stride + 1])), qy1 = std::max(qy1, double(a[k * stride + 1]));
+            qx0 = std::min(qx0, double(a[k * stride]));
+            qx1 = std::max(qx1, double(a[k * stride]));
+            qy0 = std::min(qy0, double(a[k * stride + 1]));
+            qy1 = std::max(qy1, double(a[k * stride + 1]));
         }
         if (!vertical) {
             fill_rect(x + qx0 * scale, y + qy0 * scale, x + qx1 * scale, y + qy1 * scale, c);
@@ -146,8 +156,25 @@ int Canvas::text_height(int scale) {
 }
 
 bool Canvas::write_png(const std::string& path, std::string* err) const {
-    if (!stbi_write_png(path.c_str(), w_, h_, 4, px_.data(), w_ * 4)) {
-        if (err) *err = "cannot write '" + path + "'";
+    return write_png_rgba(path, w_, h_, px_.data(), false, err);
+}
+
+bool write_png_rgba(const std::string& path, int w, int h, const uint8_t* rgba, bool flip, std::string* err) {
+    // Encoded in memory, then written through the atomic writer: stbi_write_png ignores fwrite's result, so a full
+    // disk would leave an empty PNG behind a success.
+    std::string png;
+    stbi_flip_vertically_on_write(flip ? 1 : 0);
+    const int ok = stbi_write_png_to_func(
+        [](void* ctx, void* data, int n) {
+            static_cast<std::string*>(ctx)->append(static_cast<const char*>(data), size_t(n));
+        },
+        &png, w, h, 4, rgba, w * 4);
+    stbi_flip_vertically_on_write(0);
+    try {
+        if (!ok) throw LoadError(path + ": PNG encoding failed");
+        write_file_atomic(path, png);
+    } catch (const LoadError& e) {
+        if (err) *err = e.what();
         return false;
     }
     return true;

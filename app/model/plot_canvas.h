@@ -36,12 +36,17 @@ public:
     static int text_width(const std::string& s, int scale = 2);
     static int text_height(int scale = 2);
 
-    // Writes the canvas as an 8-bit RGBA PNG; false (and *err set) when the file cannot be written.
+    // Writes the canvas as an 8-bit RGBA PNG (write_png_rgba); false (and *err set) when the file cannot be written.
     bool write_png(const std::string& path, std::string* err) const;
 
 private:
     int                  w_, h_;
     std::vector<uint8_t> px_;
 };
+
+// The one PNG writer of the report and the studio: w x h RGBA pixels (rows top to bottom, or bottom to top with
+// `flip`), encoded in memory and written through engine/io/atomic_file.h. False with *err ("FILE: reason", one line)
+// when encoding or any write fails; an existing file is then left as it was.
+bool write_png_rgba(const std::string& path, int w, int h, const uint8_t* rgba, bool flip, std::string* err);
 
 }  // namespace dyllm::app

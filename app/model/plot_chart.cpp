@@ -33,15 +33,26 @@ void draw_panel(Canvas& cv, const Panel& p, double left, double top, double righ
         has_bars |= s.style == SeriesStyle::Bars;
         for (size_t i = 0; i < s.y.size() && i < s.x.size(); ++i) {
             if (!finite(s.y[i]) || !finite(s.x[i])) continue;
-            ylo = std::min(ylo, s.y[i]), yhi = std::max(yhi, s.y[i]);
-            xlo = std::min(xlo, s.x[i]), xhi = std::max(xhi, s.x[i]);
+            ylo = std::min(ylo, s.y[i]);
+            yhi = std::max(yhi, s.y[i]);
+            xlo = std::min(xlo, s.x[i]);
+            xhi = std::max(xhi, s.x[i]);
         }
     }
-    for (const RefLine& h : p.hlines) ylo = std::min(ylo, h.value), yhi = std::max(yhi, h.value);
-    if (has_bars) ylo = std::min(ylo, 0.0), yhi = std::max(yhi, 0.0);
+    for (const RefLine& h : p.hlines) {
+        ylo = std::min(ylo, h.value);
+        yhi = std::max(yhi, h.value);
+    }
+    if (has_bars) {
+        ylo = std::min(ylo, 0.0);
+        yhi = std::max(yhi, 0.0);
+    }
     if (p.y_min) ylo = *p.y_min;
     if (p.y_max) yhi = *p.y_max;
-    if (!(ylo <= yhi)) ylo = 0, yhi = 1;
+    if (!(ylo <= yhi)) {
+        ylo = 0;
+        yhi = 1;
+    }
     // Headroom for the legend above the data when the top end is free to move (a quarter of the span).
     const bool named = std::any_of(p.series.begin(), p.series.end(), [](const Series& s) { return !s.name.empty(); });
     if (named && !p.y_max) yhi += 0.25 * (yhi - ylo);
@@ -60,7 +71,10 @@ void draw_panel(Canvas& cv, const Panel& p, double left, double top, double righ
     LinearScale   xs{};
     CategoryScale cs{int(p.x_categories.size()), x0, x1};
     if (!categorical) {
-        if (!(xlo <= xhi)) xlo = 0, xhi = 1;
+        if (!(xlo <= xhi)) {
+            xlo = 0;
+            xhi = 1;
+        }
         xa = nice_axis(xlo, xhi, std::max(2, int((x1 - x0) / 90)));
         xs = {xa.lo, xa.hi, x0, x1};
     }
@@ -110,7 +124,11 @@ void draw_panel(Canvas& cv, const Panel& p, double left, double top, double righ
 
     // Series: bars first (under the lines), then lines, then markers and point labels.
     std::vector<double> occ_x, occ_y;  // what the legend should avoid
-    int                 n_bars = 0;
+    auto                occupy = [&](double x, double y) {
+        occ_x.push_back(x);
+        occ_y.push_back(y);
+    };
+    int n_bars = 0;
     for (const Series& s : p.series) n_bars += s.style == SeriesStyle::Bars;
     int bar_group = 0;
     for (const Series& s : p.series) {
@@ -121,7 +139,7 @@ void draw_panel(Canvas& cv, const Panel& p, double left, double top, double righ
             const double bw   = categorical ? cs.bar_width(n_bars) : 12;
             const double base = ys.map(std::clamp(0.0, ya.lo, ya.hi)), top_y = ys.map(std::clamp(s.y[i], ya.lo, ya.hi));
             cv.fill_rect(bx + 1, std::min(base, top_y), bx + bw - 1, std::max(base, top_y), s.color);
-            for (double f : {0.0, 0.5, 1.0}) occ_x.push_back(bx + bw / 2), occ_y.push_back(top_y + f * (base - top_y));
+            for (double f : {0.0, 0.5, 1.0}) occupy(bx + bw / 2, top_y + f * (base - top_y));
         }
         ++bar_group;
     }
@@ -136,10 +154,10 @@ void draw_panel(Canvas& cv, const Panel& p, double left, double top, double righ
             const double x = map_x(s.x[i]), y = ys.map(std::clamp(s.y[i], ya.lo, ya.hi));
             if (finite(px)) {
                 cv.line(px, py, x, y, s.color, 2.5, s.dashed ? 8 : 0);
-                for (int k = 1; k < 8; ++k)
-                    occ_x.push_back(px + (x - px) * k / 8), occ_y.push_back(py + (y - py) * k / 8);
+                for (int k = 1; k < 8; ++k) occupy(px + (x - px) * k / 8, py + (y - py) * k / 8);
             }
-            px = x, py = y;
+            px = x;
+            py = y;
         }
     }
     for (const Series& s : p.series) {
@@ -148,21 +166,20 @@ void draw_panel(Canvas& cv, const Panel& p, double left, double top, double righ
             if (!finite(s.y[i])) continue;
             const double x = map_x(s.x[i]), y = ys.map(std::clamp(s.y[i], ya.lo, ya.hi));
             cv.marker(x, y, s.marker, 11, s.color);
-            occ_x.push_back(x), occ_y.push_back(y);
+            occupy(x, y);
             if (i < s.point_labels.size() && !s.point_labels[i].empty()) {
                 const double lx = x + 7, ly = y - th - 2;
                 cv.text(lx, ly, s.point_labels[i], s.color, kFont);
-                occ_x.push_back(lx + Canvas::text_width(s.point_labels[i], kFont) / 2.0), occ_y.push_back(ly);
+                occupy(lx + Canvas::text_width(s.point_labels[i], kFont) / 2.0, ly);
             }
         }
     }
     for (const RefLine& h : p.hlines)
-        for (int k = 0; k <= 16; ++k) occ_x.push_back(x0 + (x1 - x0) * k / 16), occ_y.push_back(ys.map(h.value));
+        for (int k = 0; k <= 16; ++k) occupy(x0 + (x1 - x0) * k / 16, ys.map(h.value));
     for (const RefLine& v : p.vlines) {
         const double x = map_x(v.value), w = Canvas::text_width(v.name, kFont);
-        for (int k = 0; k <= 16; ++k) occ_x.push_back(x), occ_y.push_back(y0 + (y1 - y0) * k / 16);
-        for (int k = 0; k <= 8 && w > 0; ++k)
-            occ_x.push_back(x + 4 + w * k / 8), occ_y.push_back(y0 + 0.4 * (y1 - y0) + th / 2.0);
+        for (int k = 0; k <= 16; ++k) occupy(x, y0 + (y1 - y0) * k / 16);
+        for (int k = 0; k <= 8 && w > 0; ++k) occupy(x + 4 + w * k / 8, y0 + 0.4 * (y1 - y0) + th / 2.0);
     }
 
     // Legend: one row per named series and horizontal reference line, in the emptiest corner.

@@ -19,6 +19,10 @@ struct Series {
     MarkerShape              marker = MarkerShape::Circle;
     bool                     dashed = false;
     std::vector<std::string> point_labels;  // optional text drawn next to each point (e.g. FLOPs vs dense)
+    void                     add(double px, double py) {
+                            x.push_back(px);
+                            y.push_back(py);
+    }
 };
 
 // A horizontal (y = value) or vertical (x = value) reference line across the plot area.

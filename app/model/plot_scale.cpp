@@ -20,7 +20,10 @@ double nice_step(double raw) {
 }  // namespace
 
 AxisRange nice_axis(double lo, double hi, int max_ticks) {
-    if (!std::isfinite(lo) || !std::isfinite(hi) || hi < lo) lo = 0, hi = 1;
+    if (!std::isfinite(lo) || !std::isfinite(hi) || hi < lo) {
+        lo = 0;
+        hi = 1;
+    }
     if (max_ticks < 1) max_ticks = 1;
     if (hi == lo) {
         // A flat series: one unit around it at its own magnitude (0 -> [0, 1]).
@@ -72,7 +75,10 @@ Corner legend_corner(const std::vector<double>& px, const std::vector<double>& p
         size_t       n = 0;
         for (size_t i = 0; i < px.size() && i < py.size(); ++i)
             n += px[i] >= bx0 && px[i] <= bx0 + w && py[i] >= by0 && py[i] <= by0 + h;
-        if (n < fewest) fewest = n, best = c;
+        if (n < fewest) {
+            fewest = n;
+            best   = c;
+        }
     }
     return best;
 }

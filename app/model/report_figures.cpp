@@ -157,8 +157,8 @@ ReportFigure drift_by_layer_figure(const std::vector<ProbeRun>& runs, const std:
                 {runs[r].update, tau_text(runs[r].tau), std::to_string(l), std::to_string(lp.drift_rows),
                  csv_number(lp.drift_min), csv_number(lp.drift_mean()),
                  csv_number(lp.drift_rows ? double(lp.drift_below_tau) / double(lp.drift_rows) : NAN)});
-            smin.x.push_back(double(l)), smin.y.push_back(lp.drift_min);
-            smean.x.push_back(double(l)), smean.y.push_back(lp.drift_mean());
+            smin.add(double(l), lp.drift_min);
+            smean.add(double(l), lp.drift_mean());
         }
         lo.series.push_back(std::move(smin));
         mean.series.push_back(std::move(smean));
@@ -200,8 +200,8 @@ ReportFigure accuracy_vs_tau_figure(const std::vector<AccuracyPoint>& pts, const
         for (const auto& p : pts) {
             if (p.variant != variants[v] || std::isnan(p.tau)) continue;
             const double x = double(std::find(taus.begin(), taus.end(), p.tau) - taus.begin());
-            sa.x.push_back(x), sa.y.push_back(p.n ? double(p.correct) / p.n : NAN);
-            sf.x.push_back(x), sf.y.push_back(p.flops_vs_dense);
+            sa.add(x, p.n ? double(p.correct) / p.n : NAN);
+            sf.add(x, p.flops_vs_dense);
         }
         acc.series.push_back(std::move(sa));
         flops.series.push_back(std::move(sf));
@@ -250,8 +250,8 @@ ReportFigure throughput_vs_nu_figure(const std::vector<ThroughputPoint>& pts, co
         for (const auto& p : pts) {
             if (p.method != methods[m]) continue;
             const double x = double(std::find(nus.begin(), nus.end(), p.n_u) - nus.begin());
-            st.x.push_back(x), st.y.push_back(p.tokens_per_s);
-            sf.x.push_back(x), sf.y.push_back(p.flops_per_token / unit);
+            st.add(x, p.tokens_per_s);
+            sf.add(x, p.flops_per_token / unit);
         }
         tps.series.push_back(std::move(st));
         fpt.series.push_back(std::move(sf));

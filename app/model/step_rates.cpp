@@ -20,7 +20,10 @@ StepRates step_rates(const StepData& sd, int n_embd) {
         op_s += double(o.dur_ns) * 1e-9;
         op_flops += o.flops;
         const double w = gemm_weight_bytes(o, names[i]);
-        if (w > 0) r.weight_bytes += w, ++r.gemms;
+        if (w > 0) {
+            r.weight_bytes += w;
+            ++r.gemms;
+        }
     }
     r.seconds = sd.ended && sd.end.wall_ns > 0 ? sd.wall_seconds() : op_s;
     r.flops   = sd.ended && sd.end.flops > 0 ? sd.end.flops : op_flops;

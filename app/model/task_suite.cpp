@@ -2,8 +2,13 @@
 // answer-extraction rule; all mirror assets/train/tasks.py so that C++ and Python score identically.
 #include "app/model/task_suite.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <system_error>
@@ -76,18 +81,47 @@ TaskSuite load_task_file(const std::filesystem::path& jsonl) {
     return suite;
 }
 
-std::vector<std::string> list_tasks(const std::filesystem::path& dir) {
+namespace {
+// Why a *.jsonl entry is not a task file ("" when it is one): stat() follows symlinks, so a dangling link, a loop
+// or a link to a FIFO or device is named for what it is instead of being followed (a FIFO would block the reader).
+std::string not_a_task_file(const std::filesystem::path& p) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) != 0)
+        return errno == ELOOP ? "a symlink loop" : errno == ENOENT ? "a dangling symlink" : std::strerror(errno);
+    if (S_ISREG(st.st_mode)) return "";
+    return S_ISDIR(st.st_mode)    ? "a directory"
+           : S_ISFIFO(st.st_mode) ? "a FIFO"
+           : S_ISCHR(st.st_mode)  ? "a character device"
+           : S_ISBLK(st.st_mode)  ? "a block device"
+                                  : "a socket";
+}
+}  // namespace
+
+std::vector<std::string> list_tasks(const std::filesystem::path& dir, std::vector<std::string>* skipped) {
     std::error_code ec;
     if (!std::filesystem::is_directory(dir, ec)) throw LoadError(dir.string() + ": task directory not found");
     std::vector<std::string> names;
-    for (const auto& e : std::filesystem::directory_iterator(dir, ec))
-        if (e.is_regular_file() && e.path().extension() == ".jsonl") names.push_back(e.path().stem().string());
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+        if (e.path().extension() != ".jsonl") continue;
+        if (const std::string why = not_a_task_file(e.path()); !why.empty()) {
+            if (skipped) skipped->push_back(e.path().string() + ": skipped, " + why + " (not a task file)");
+            continue;
+        }
+        names.push_back(e.path().stem().string());
+    }
     std::sort(names.begin(), names.end());
+    if (skipped) std::sort(skipped->begin(), skipped->end());
     return names;
 }
 
 std::vector<TaskSuite> load_tasks(const std::filesystem::path& dir, const std::string& name) {
-    const std::vector<std::string> names = list_tasks(dir);
+    std::vector<std::string>       skipped;
+    const std::vector<std::string> names = list_tasks(dir, &skipped);
+    for (const auto& s : skipped) {
+        // A task asked for by name that is not a regular file: the reason, not "unknown task".
+        if (s.rfind((dir / (name + ".jsonl")).string() + ":", 0) == 0) throw LoadError(s);
+        std::fprintf(stderr, "tasks: %s\n", s.c_str());
+    }
     if (names.empty()) throw LoadError(dir.string() + ": no *.jsonl task files");
     std::vector<TaskSuite> out;
     if (name == "all") {

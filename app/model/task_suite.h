@@ -29,8 +29,10 @@ struct TaskSuite {
 // empty file.
 TaskSuite load_task_file(const std::filesystem::path& jsonl);
 
-// Task names (file stems of *.jsonl, sorted) in dir. Throws LoadError if dir is not a directory.
-std::vector<std::string> list_tasks(const std::filesystem::path& dir);
+// Task names (file stems of *.jsonl, sorted) in dir. Throws LoadError if dir is not a directory. A *.jsonl that is
+// not a regular file (FIFO, device, directory, dangling link, symlink loop) is left out, with its reason in *skipped.
+// load_tasks prints those reasons on stderr ("tasks: FILE: skipped, a FIFO ...") and names it when asked for by name.
+std::vector<std::string> list_tasks(const std::filesystem::path& dir, std::vector<std::string>* skipped = nullptr);
 
 // `name` = one task or "all". Throws LoadError for a missing dir, InputError for an unknown task (naming the known
 // ones).

@@ -37,7 +37,9 @@ void score_sweep(std::vector<SweepPoint>& pts) {
 void TauSweep::begin(std::vector<float> taus) {
     taus_ = std::move(taus);
     points_.clear();
-    next_ = 0, waiting_ = false, begun_ = true;
+    next_    = 0;
+    waiting_ = false;
+    begun_   = true;
 }
 
 float TauSweep::tau_of(int run) const {

@@ -67,7 +67,9 @@ void EngineWorker::post(Command c) {
 void EngineWorker::load_model(const std::string& spec, BackendKind backend, int n_threads) {
     cancel_run();
     Command c{Command::Load};
-    c.spec = spec, c.backend = backend, c.n_threads = n_threads;
+    c.spec      = spec;
+    c.backend   = backend;
+    c.n_threads = n_threads;
     post(std::move(c));
 }
 
@@ -303,7 +305,7 @@ void EngineWorker::do_load(const Command& c) {
         status_.model_name   = model_->name();
         status_.backend      = model_->backend().description();
         status_.backend_note = note;
-        status_.family       = family_name(cfg.family);
+        status_.family       = cfg.family;
         status_.n_layer      = cfg.n_layer;
         status_.n_vocab      = cfg.n_vocab;
         status_.load_seconds = model_->load_seconds();

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,21 +27,21 @@ const char* worker_state_name(WorkerState s);
 
 // What the UI may know about the worker (copied under a mutex once per frame).
 struct WorkerStatus {
-    WorkerState  state = WorkerState::NoModel;
-    std::string  model_name;    // loaded model (built-in name or directory)
-    std::string  backend;       // backend description
-    std::string  backend_note;  // e.g. why auto fell back to the CPU
-    std::string  family;        // "llada" / "dream"
-    int          n_layer = 0, n_vocab = 0;
-    double       load_seconds = 0;
-    LoadProgress load;              // weight preparation of the model being loaded (state Loading)
-    std::string  error;             // last error (load, params, step), shown in the red message bar
-    uint64_t     error_serial = 0;  // increments with every new error
-    uint64_t     run_serial   = 0;  // increments with every started run
-    int          steps_done   = 0;  // steps of the current run
-    int          total_steps  = 0;
-    bool         run_done     = false;
-    std::string  cupti        = "off (cpu backend)";  // GpuCapture::cupti_status() of the loaded model ("on" on a GPU)
+    WorkerState           state = WorkerState::NoModel;
+    std::string           model_name;    // loaded model (built-in name or directory)
+    std::string           backend;       // backend description
+    std::string           backend_note;  // e.g. why auto fell back to the CPU
+    std::optional<Family> family;        // once a model is loaded
+    int                   n_layer = 0, n_vocab = 0;
+    double                load_seconds = 0;
+    LoadProgress          load;              // weight preparation of the model being loaded (state Loading)
+    std::string           error;             // last error (load, params, step), shown in the red message bar
+    uint64_t              error_serial = 0;  // increments with every new error
+    uint64_t              run_serial   = 0;  // increments with every started run
+    int                   steps_done   = 0;  // steps of the current run
+    int                   total_steps  = 0;
+    bool                  run_done     = false;
+    std::string cupti = "off (cpu backend)";  // GpuCapture::cupti_status() of the loaded model ("on" on a GPU)
     // What a run produced (texts, cache bytes) reaches the UI in its RunEnd event, not here.
 };
 

@@ -101,8 +101,12 @@ bool Headless::after_render(Studio& s, GLFWwindow* win) {
         glfwGetFramebufferSize(win, &fb_w, &fb_h);
         std::printf("dyllm-studio: wrote %s (%dx%d) at step %d\n", o_.screenshot.c_str(), fb_w, fb_h, s.view_step);
     }
-    if (!o_.export_dir.empty())
-        for (const auto& f : s.export_all(o_.export_dir)) std::printf("dyllm-studio: wrote %s\n", f.c_str());
+    if (!o_.export_dir.empty()) {
+        std::vector<std::string> failed;
+        for (const auto& f : s.export_all(o_.export_dir, &failed)) std::printf("dyllm-studio: wrote %s\n", f.c_str());
+        for (const auto& f : failed) std::fprintf(stderr, "dyllm-studio: export failed: %s\n", f.c_str());
+        if (!failed.empty() && rc_ == 0) rc_ = 1;
+    }
     if (!s.message.empty()) std::fprintf(stderr, "dyllm-studio: message bar: %s\n", s.message.c_str());
     if (rc_ == 0 && run_refused(s.status.state)) rc_ = 2;
     if (!o_.sweep_task.empty()) {  // the suite sweep is the requested run here

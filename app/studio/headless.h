@@ -26,7 +26,7 @@ public:
     bool after_render(Studio& s, GLFWwindow* win);  // screenshot and exports, once ready and N frames drawn
     bool after_swap(Studio& s);                     // bench: collect, restart finished runs, print the statistics
 
-    int exit_code() const { return rc_; }  // 0; 1 no PNG; 2 the run did not happen; 3 timed out
+    int exit_code() const { return rc_; }  // 0; 1 no PNG or an export failed; 2 the run did not happen; 3 timed out
 
 private:
     const StudioOptions& o_;

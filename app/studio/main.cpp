@@ -9,7 +9,10 @@
 
 #include <cfloat>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <regex>
 #include <thread>
 
 #include "app/model/frame_throttle.h"
@@ -18,6 +21,9 @@
 #include "app/studio/studio.h"
 #include "app/studio/theme.h"
 #include "app/studio/window_png.h"
+#include "engine/interrupt.h"
+#include "engine/io/atomic_file.h"
+#include "engine/version.h"
 
 using namespace dyllm;
 using namespace dyllm::app;
@@ -32,7 +38,12 @@ void glfw_error(int code, const char* desc) {
 int parse_options(int argc, char** argv, StudioOptions& opt) {
     std::string size;
     CLI::App    cli{"dyllm-studio: live visualizer and profiler of masked-diffusion LMs with DyLLM"};
-    cli.set_version_flag("--version", std::string("dyllm-studio ") + DYLLM_VERSION);  // project version, from CMake
+    cli.set_version_flag("--version", std::string("dyllm-studio ") + dyllm::version());
+    // One line per error, as the CLI prints them (CLI11's default adds a "Run with --help" line).
+    cli.failure_message(
+        [](const CLI::App*, const CLI::Error& e) { return std::string("dyllm-studio: error: ") + e.what() + "\n"; });
+    // Counts: CLI11's PositiveNumber/NonNegativeNumber print DBL_MAX's 309 digits in their range message.
+    const auto count_from = [](int lo) { return CLI::Range(lo, INT32_MAX); };
     cli.add_option("-m,--model", opt.model,
                    "checkpoint directory, .gguf file or built-in name (tiny-llada, tiny-dream)");
     cli.add_option("--backend", opt.backend, "cpu|cuda|auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}));
@@ -42,16 +53,20 @@ int parse_options(int argc, char** argv, StudioOptions& opt) {
     cli.add_option("--speed", opt.speed,
                    "play speed limit in steps/s (0 = as fast as the engine goes; default 3.5, and 0 with "
                    "--screenshot/--bench-frames)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(cli::finite_number())
+        ->check(CLI::Validator(
+            [](std::string& v) { return std::strtod(v.c_str(), nullptr) < 0 ? "must be >= 0 (got " + v + ")" : ""; },
+            ">= 0", "non-negative"));
     cli.add_flag("--compare", opt.compare, "run original vs the chosen method on the prompt and open Compare");
     cli.add_option("--export-dir", opt.export_dir, "headless: write CSV, Chrome trace and JSONL of the run here");
     cli.add_option("--screenshot", opt.screenshot, "write a PNG of the window after --frames frames and exit");
-    cli.add_option("--frames", opt.frames, "frames to render before the screenshot")->check(CLI::PositiveNumber);
+    cli.add_option("--frames", opt.frames, "frames to render before the screenshot")->check(count_from(1));
     cli.add_option("--step", opt.step, "engine steps to run (and wait for) before the screenshot")
-        ->check(CLI::NonNegativeNumber);
+        ->check(count_from(0));
     cli.add_option("--bench-frames", opt.bench_frames, "render N frames while generating, print frame-time stats")
-        ->check(CLI::NonNegativeNumber);
+        ->check(count_from(0));
     cli.add_option("--ui-scale", opt.ui_scale, "text and bar scale (Ctrl +/- in the app)")
+        ->check(cli::finite_number())
         ->check(CLI::Range(double(kUiScaleMin), double(kUiScaleMax)));
     cli.add_flag("--sweep", opt.sweep, "run the Tune tab's tau sweep of the prompt at start and show the tab");
     cli.add_option("--sweep-task", opt.sweep_task,
@@ -60,14 +75,15 @@ int parse_options(int argc, char** argv, StudioOptions& opt) {
         ->check(CLI::IsMember({"add", "sort", "word", "rev", "all"}));
     cli.add_option("--sweep-limit", opt.sweep_limit, "items per task of --sweep-task")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->check(count_from(1));
     cli.add_option("--sweep-tau", opt.sweep_taus,
                    "tau list of --sweep-task, e.g. 0.9,0.99 (default 0.9,0.98,0.99,"
                    "0.995,0.999)");
-    cli.add_option("--tab", opt.tab,
-                   "bottom band tab to show at start: time, op-stats, gpu-kernels, tune, compare, "
-                   "token-history, explain")
-        ->check(CLI::IsMember({"time", "op-stats", "gpu-kernels", "tune", "compare", "token-history", "explain"}));
+    std::vector<std::string> tab_flags;
+    for (const BottomTabName& t : kBottomTabs) tab_flags.push_back(t.flag);
+    std::string tab_list;
+    for (const std::string& f : tab_flags) tab_list += (tab_list.empty() ? "" : ", ") + f;
+    cli.add_option("--tab", opt.tab, "bottom band tab to show at start: " + tab_list)->check(CLI::IsMember(tab_flags));
     cli.add_option("--open", opt.open,
                    "at start (comma-separated): explain and compare select their tab, export "
                    "opens the export dialog")
@@ -97,7 +113,13 @@ int parse_options(int argc, char** argv, StudioOptions& opt) {
                      cli::kMaxThreads, opt.threads);
         return 2;
     }
-    if (!size.empty() && std::sscanf(size.c_str(), "%dx%d", &opt.width, &opt.height) != 2) {
+    // Strict WxH: digits, one 'x', digits (sscanf would take "1600x1000junk", " 16x10" or "1600x-5").
+    static const std::regex kSize("([0-9]{1,5})x([0-9]{1,5})");
+    std::smatch             m;
+    if (!size.empty() && std::regex_match(size, m, kSize)) {
+        opt.width  = std::stoi(m[1].str());
+        opt.height = std::stoi(m[2].str());
+    } else if (!size.empty()) {
         std::fprintf(stderr, "dyllm-studio: --size '%s': expected WxH, e.g. 1600x1000\n", size.c_str());
         return 2;
     }
@@ -112,7 +134,14 @@ int parse_options(int argc, char** argv, StudioOptions& opt) {
             std::fprintf(stderr, "dyllm-studio: error: %s\n", e.what());
             return 2;
         }
-    if ((opt.sweep || !opt.sweep_task.empty()) && opt.tab.empty()) opt.tab = "tune";
+    // The screenshot is written after the run: a bad target fails now, in one line, not after the frames.
+    if (!opt.screenshot.empty()) try {
+            check_output_path(opt.screenshot);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "dyllm-studio: error: --screenshot: %s\n", e.what());
+            return 2;
+        }
+    if ((opt.sweep || !opt.sweep_task.empty()) && opt.tab.empty()) opt.tab = bottom_tab_name(BottomTab::Tune).flag;
     return -1;
 }
 
@@ -121,6 +150,8 @@ int parse_options(int argc, char** argv, StudioOptions& opt) {
 int main(int argc, char** argv) {
     StudioOptions opt;
     if (const int rc = parse_options(argc, argv, opt); rc >= 0) return rc;
+    // SIGINT/SIGTERM close the window as its close button does (runs end as cancelled; nothing half-written stays).
+    install_signal_handlers(false);
     Headless headless(opt);
 
     // Setup window
@@ -163,6 +194,10 @@ int main(int argc, char** argv) {
         // Main loop. Idle (nothing running, paused or done), block for input instead of spinning a core.
         FrameThrottle throttle;
         while (!glfwWindowShouldClose(win)) {
+            if (interrupt_requested()) {  // the frame wait is at most FrameThrottle::kIdleWaitS
+                glfwSetWindowShouldClose(win, 1);
+                break;
+            }
             const double wait = headless.enabled() ? 0.0 : throttle.wait_before_frame(s.working());
             if (wait > 0) {
                 const double t0 = now_s();
@@ -213,5 +248,9 @@ int main(int argc, char** argv) {
     ImGui::DestroyContext();
     glfwDestroyWindow(win);
     glfwTerminate();
+    if (const int sig = interrupt_signal()) {
+        std::fprintf(stderr, "dyllm-studio: interrupted\n");
+        return 128 + sig;
+    }
     return headless.exit_code();
 }

@@ -24,6 +24,18 @@ std::span<const char* const> method_combo_items() {
     return names;
 }
 
+int method_combo_index(Method m) {
+    const auto methods = all_methods();
+    return int(std::find(methods.begin(), methods.end(), m) - methods.begin());
+}
+
+const BottomTabName& bottom_tab_name(BottomTab t) {
+    static_assert(std::size(kBottomTabs) == size_t(BottomTab::Explain) + 1, "kBottomTabs lists every BottomTab");
+    for (const BottomTabName& n : kBottomTabs)
+        if (n.tab == t) return n;
+    return kBottomTabs[0];
+}
+
 double now_s() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -50,10 +62,9 @@ Studio::Studio(const StudioOptions& o) : opts(o) {
         ui.model_idx = 2;
         std::snprintf(ui.model_path, sizeof ui.model_path, "%s", o.model.c_str());
     }
-    ui.backend_idx                 = o.backend == "cuda" ? 1 : o.backend == "auto" ? 2 : 0;
-    const DiffusionParams& p       = o.params;
-    const auto             methods = all_methods();
-    ui.method_idx                  = int(std::find(methods.begin(), methods.end(), p.method) - methods.begin());
+    ui.backend_idx           = o.backend == "cuda" ? 1 : o.backend == "auto" ? 2 : 0;
+    const DiffusionParams& p = o.params;
+    ui.method_idx            = method_combo_index(p.method);
     if (std::isfinite(p.tau)) {
         ui.tau     = p.tau;
         ui.tau_set = true;
@@ -64,7 +75,10 @@ Studio::Studio(const StudioOptions& o) : opts(o) {
     ui.gen_length   = p.gen_length;
     ui.steps        = p.steps;
     ui.block_length = p.block_length;
-    if (!std::isnan(p.conf_threshold)) ui.use_threshold = true, ui.conf_threshold = p.conf_threshold;
+    if (!std::isnan(p.conf_threshold)) {
+        ui.use_threshold  = true;
+        ui.conf_threshold = p.conf_threshold;
+    }
     ui.measure_cosine = ui.measure_cosine || p.measure_cosine;
     ui.base           = p;
     const auto tasks  = find_tasks_dir(resolve_model_path(o.model));  // the model's own suite, else the shipped one
@@ -86,12 +100,8 @@ Studio::Studio(const StudioOptions& o) : opts(o) {
         if (w == "explain") select_tab(BottomTab::Explain);
         if (w == "compare") select_tab(BottomTab::Compare);
     }
-    static constexpr std::pair<const char*, BottomTab> kTabNames[] = {
-        {"time", BottomTab::Time},      {"op-stats", BottomTab::OpStats}, {"gpu-kernels", BottomTab::Kernels},
-        {"tune", BottomTab::Tune},      {"compare", BottomTab::Compare},  {"token-history", BottomTab::Token},
-        {"explain", BottomTab::Explain}};
-    for (const auto& [name, tab] : kTabNames)
-        if (o.tab == name) select_tab(tab);
+    for (const BottomTabName& t : kBottomTabs)
+        if (o.tab == t.flag) select_tab(t.tab);
     worker.sink().set_wants_cosines(true);
     worker.sink().set_wants_op_timings(true);
 }
@@ -115,8 +125,8 @@ std::string Studio::model_spec() const {
     return ui.model_path;
 }
 
-const char* Studio::method_name_ui() const {
-    return method_combo_items()[size_t(ui.method_idx)];
+Method Studio::method_ui() const {
+    return all_methods()[size_t(ui.method_idx)];
 }
 
 void Studio::load_selected_model() {
@@ -322,9 +332,7 @@ void Studio::begin_frame() {
     refresh_status();
     vocab = worker.vocab();
     // Family default tau once a model is known, unless the user chose one.
-    // (engine/README.md decision 5: LLaDA 0.99, Dream 0.995.)
-    if (!ui.tau_set && !status.family.empty())
-        ui.tau = (status.family == "dream" || status.family == "Dream") ? 0.995f : 0.99f;
+    if (!ui.tau_set && status.family) ui.tau = default_tau(*status.family);
 
     // Run B of a comparison starts once run A has ended (its RunEnd is in); a cancelled or refused A drops B.
     if (compare_queued) {

@@ -81,6 +81,29 @@ struct UiParams {
 // The bottom band's tabs (view_time.cpp). Compare widens the band over the plot bands; the others keep its size.
 enum class BottomTab : int { Time, OpStats, Tune, Kernels, Compare, Token, Explain };
 
+// The bottom band's tabs in tab-bar order, each with its --tab name and its label: the flag and the tab bar read this
+// one table.
+struct BottomTabName {
+    BottomTab   tab;
+    const char* flag;   // --tab value
+    const char* label;  // tab bar label (also the tab's ImGui id)
+};
+inline constexpr BottomTabName kBottomTabs[] = {{BottomTab::Time, "time", "Time"},
+                                                {BottomTab::OpStats, "op-stats", "Op stats"},
+                                                {BottomTab::Kernels, "gpu-kernels", "GPU kernels"},
+                                                {BottomTab::Tune, "tune", "Tune"},
+                                                {BottomTab::Compare, "compare", "Compare"},
+                                                {BottomTab::Token, "token-history", "Token history"},
+                                                {BottomTab::Explain, "explain", "Explain"}};
+const BottomTabName&           bottom_tab_name(BottomTab t);
+
+// The Time panel timeline's zoom: the visible fraction [offset, offset + 1/zoom] of the steps it lays out, for the
+// step range [lo, hi] (another range starts unzoomed).
+struct TimelineZoom {
+    float zoom = 1.f, offset = 0.f;
+    int   lo = -1, hi = -1;
+};
+
 struct Studio {
     explicit Studio(const StudioOptions& o);
 
@@ -115,14 +138,20 @@ struct Studio {
     int               tab_request   = -1;  // a BottomTab to select on the next frame (buttons, --tab, --open...)
     int               token_tab_for = -1;  // selected_token the Token tab was last opened for
     int               explain_entry = -1;  // Explain tab: the entry shown (-1: the one-line overview)
-    void              select_tab(BottomTab t) { bottom_tab = t, tab_request = int(t); }
-    float             bottom_frac    = kBottomDefault;  // bottom band's share of the body (splitter above it)
-    float             ui_scale       = 1.f;             // text and widget scale (Ctrl +/-, View menu)
-    int               time_steps     = 1;               // steps laid back to back in the Time panel's timeline
-    char              op_filter[64]  = {};              // Op stats find box
-    bool              stats_by_layer = false, stats_whole_run = true;
-    int               stats_sort_col     = 0;  // StatColumn (app/model/op_stats.h)
-    bool              stats_sort_asc     = true;
+    void              select_tab(BottomTab t) {
+                     bottom_tab  = t;
+                     tab_request = int(t);
+    }
+    float        bottom_frac = kBottomDefault;  // bottom band's share of the body (splitter above it)
+    float        ui_scale    = 1.f;             // text and widget scale (Ctrl +/-, View menu)
+    int          time_steps  = 1;               // steps laid back to back in the Time panel's timeline
+    TimelineZoom timeline_zoom;
+    float        cmp_tau_b             = 0.98f;  // Compare: tau of run B for "current tau vs tau B"
+    bool         salient_response_only = false;  // Salient map: response positions only
+    char         op_filter[64]         = {};     // Op stats find box
+    bool         stats_by_layer = false, stats_whole_run = true;
+    int          stats_sort_col          = 0;  // StatColumn (app/model/op_stats.h)
+    bool         stats_sort_asc          = true;
     bool         stats_exclude_preempted = false;  // Op stats: leave preempted samples out (app/model/op_preempt.h)
     bool         show_export             = false;
     ComparePick  cmp_pick;  // the runs Compare shows (by label)
@@ -183,13 +212,14 @@ struct Studio {
     // with the Controls bar's other settings, run by the worker as one background job (the live run pauses).
     void start_suite_sweep();
     // Writes every CSV table, the Chrome trace and the JSONL of the shown run into dir; returns the files written
-    // (an error goes to the message bar).
-    std::vector<std::string> export_all(const std::string& dir);
-    const char*              method_name_ui() const;
+    // (an error goes to the message bar, and each failed file's one-line reason to *failed).
+    std::vector<std::string> export_all(const std::string& dir, std::vector<std::string>* failed = nullptr);
+    Method                   method_ui() const;  // the Controls bar's method
 };
 
 // Method names in the combo's order (the engine's registry, engine/methods/method_list.def).
 std::span<const char* const> method_combo_items();
+int                          method_combo_index(Method m);  // UiParams::method_idx of m
 
 // ---- panels (app/studio/view_*.cpp) ----
 void            draw_controls(Studio& s, const Rect& r);

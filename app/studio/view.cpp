@@ -99,7 +99,11 @@ void draw_studio(Studio& s, float width, float height) {
     const RunEntry* shown  = s.shown_run();
     const bool      drift  = shown && drift_measured(shown->history);
     Rect            cosine = L.cosine, lines = L.cosine;
-    if (drift) cosine.h = std::floor(L.cosine.h * 0.55f), lines.y += cosine.h, lines.h -= cosine.h;
+    if (drift) {
+        cosine.h = std::floor(L.cosine.h * 0.55f);
+        lines.y += cosine.h;
+        lines.h -= cosine.h;
+    }
     panel("Cosine histograms", cosine, ImGuiWindowFlags_NoScrollbar, [&] { draw_cosine(s, cosine); });
     if (drift) panel("Drift over steps", lines, ImGuiWindowFlags_NoScrollbar, [&] { draw_drift(s, lines); });
     panel("Salient map", L.salient, ImGuiWindowFlags_NoScrollbar, [&] { draw_salient(s, L.salient); });

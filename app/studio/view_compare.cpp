@@ -231,16 +231,28 @@ void replay_tab(Studio& s, const RunEntry& A, const RunEntry& B) {
         if (s.cmp_playing && k >= end.last) s.cmp_step = k = 0;
     }
     ImGui::SameLine();
-    if (ImGui::ArrowButton("##cprev", ImGuiDir_Left) && k > 0) s.cmp_step = --k, s.cmp_playing = false;
+    if (ImGui::ArrowButton("##cprev", ImGuiDir_Left) && k > 0) {
+        s.cmp_step    = --k;
+        s.cmp_playing = false;
+    }
     ImGui::SameLine();
     ImGui::SetNextItemWidth(std::max(120.f, ImGui::GetContentRegionAvail().x * 0.45f));
     char fmt[48];
     std::snprintf(fmt, sizeof fmt, "step %%d / %d", end.last);
-    if (ImGui::SliderInt("##cmpstep", &k, 0, std::max(end.last, 1), fmt)) s.cmp_step = k, s.cmp_playing = false;
+    if (ImGui::SliderInt("##cmpstep", &k, 0, std::max(end.last, 1), fmt)) {
+        s.cmp_step    = k;
+        s.cmp_playing = false;
+    }
     ImGui::SameLine();
-    if (ImGui::ArrowButton("##cnext", ImGuiDir_Right) && k < end.last) s.cmp_step = ++k, s.cmp_playing = false;
+    if (ImGui::ArrowButton("##cnext", ImGuiDir_Right) && k < end.last) {
+        s.cmp_step    = ++k;
+        s.cmp_playing = false;
+    }
     ImGui::SameLine();
-    if (ImGui::Checkbox("follow newest", &s.cmp_follow) && s.cmp_follow) s.cmp_step = -1, s.cmp_playing = false;
+    if (ImGui::Checkbox("follow newest", &s.cmp_follow) && s.cmp_follow) {
+        s.cmp_step    = -1;
+        s.cmp_playing = false;
+    }
     if (s.cmp_step >= 0) s.cmp_follow = false;
     const LockStep   ls = lockstep(A.history, B.history, k);
     const RunCompare c  = compare_runs(A.history, B.history, s.seq, k);
@@ -284,12 +296,18 @@ void replay_tab(Studio& s, const RunEntry& A, const RunEntry& B) {
 
 void draw_compare(Studio& s) {
     // ---- start a comparison ----
-    static float tau_b = 0.98f;
-    const bool   idle  = !s.compare_queued && s.status.state != WorkerState::Loading;
+    float&     tau_b = s.cmp_tau_b;
+    const bool idle  = !s.compare_queued && s.status.state != WorkerState::Loading;
     ImGui::BeginDisabled(!idle);
-    if (ImGui::Button("Run original vs current settings")) s.start_compare(true, NAN), s.cmp_follow = true;
+    if (ImGui::Button("Run original vs current settings")) {
+        s.start_compare(true, NAN);
+        s.cmp_follow = true;
+    }
     ImGui::SameLine();
-    if (ImGui::Button("Run current tau vs tau B")) s.start_compare(false, tau_b), s.cmp_follow = true;
+    if (ImGui::Button("Run current tau vs tau B")) {
+        s.start_compare(false, tau_b);
+        s.cmp_follow = true;
+    }
     ImGui::SameLine();
     ImGui::SetNextItemWidth(120);
     ImGui::SliderFloat("tau B", &tau_b, 0.9f, 0.99999f, "%.5f");

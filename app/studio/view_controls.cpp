@@ -112,7 +112,7 @@ void draw_controls(Studio& s, const Rect& r) {
     if (knob_int("block", &s.ui.block_length, 1, 4096, 44,
                  "block: semi-autoregressive block length; tokens are unmasked block by block, left to right"))
         s.params_dirty = true;
-    if (std::string_view(s.method_name_ui()) == "dyllm") {
+    if (s.method_ui() == Method::DyLLM) {
         ImGui::SameLine(0, 12);
         ImGui::SetNextItemWidth(ImGui::CalcTextSize("exact (ablation)").x + ImGui::GetFrameHeight() * 1.6f);
         if (ImGui::Combo("##update", &s.ui.update_idx, kStableUpdateNames, IM_ARRAYSIZE(kStableUpdateNames)))

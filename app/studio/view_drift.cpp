@@ -69,10 +69,15 @@ void draw_drift(Studio& s, const Rect& r) {
     float lo = 0.f, hi = -3.f;  // at least 1 - cos in [1e-3, 1]
     for (int j = 1; j <= ns; ++j) {
         const StepData* st = h.step(j);
-        if (st && std::isfinite(st->tau)) lo = std::min(lo, cos_to_y(st->tau)), hi = std::max(hi, cos_to_y(st->tau));
+        if (st && std::isfinite(st->tau)) {
+            lo = std::min(lo, cos_to_y(st->tau));
+            hi = std::max(hi, cos_to_y(st->tau));
+        }
         for (int l = 0; l < nl; ++l)
-            if (const double v = drift_value(st, s.seq, l, mean); !std::isnan(v))
-                lo = std::min(lo, cos_to_y(v)), hi = std::max(hi, cos_to_y(v));
+            if (const double v = drift_value(st, s.seq, l, mean); !std::isnan(v)) {
+                lo = std::min(lo, cos_to_y(v));
+                hi = std::max(hi, cos_to_y(v));
+            }
     }
     const float y_top = std::floor(lo), y_bottom = std::min(std::ceil(hi), kYMax);
 

@@ -8,9 +8,11 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "app/model/csv_export.h"
 #include "app/studio/studio.h"
+#include "engine/io/atomic_file.h"
 #include "instrumentation/chrome_trace.h"
 #include "instrumentation/jsonl.h"
 
@@ -32,18 +34,26 @@ std::filesystem::path export_path(const std::string& dir, const std::string& nam
     return ec ? std::filesystem::path(dir) / name : p.lexically_normal();
 }
 
+// Renders body into memory and writes it through the atomic writer (engine/io/atomic_file.h): "" or the one-line
+// reason ("FILE: No space left on device"); a failed export leaves no file, and an older file as it was.
+template <class F>
+std::string write_export(const std::filesystem::path& p, F&& body) {
+    try {
+        std::ostringstream os;
+        body(os);
+        write_file_atomic(p, os.str());
+        return "";
+    } catch (const std::exception& e) {  // LoadError from the writer, Interrupted, bad_alloc
+        return e.what();
+    }
+}
+
 template <class F>
 void write_file(Studio& s, const std::string& name, F&& body) {
-    const std::filesystem::path p = export_path(s.export_dir, name);
-    std::ofstream               f(p, std::ios::binary);
-    if (!f) {
-        s.message = "export: cannot open " + p.string() + " for writing";
-        return;
-    }
-    body(f);
-    f.close();
-    if (!f) {
-        s.message = "export: write to " + p.string() + " failed";
+    const std::filesystem::path p   = export_path(s.export_dir, name);
+    const std::string           err = write_export(p, body);
+    if (!err.empty()) {
+        s.message = "export: " + err;
         return;
     }
     s.show_notice("wrote " + p.string());
@@ -51,23 +61,28 @@ void write_file(Studio& s, const std::string& name, F&& body) {
 
 }  // namespace
 
-std::vector<std::string> Studio::export_all(const std::string& dir) {
+std::vector<std::string> Studio::export_all(const std::string& dir, std::vector<std::string>* failed) {
     std::vector<std::string> written;
     RunEntry*                run = shown_run();
     if (!run || !run->history.has_run()) {
         message = "export: no run to export";
+        if (failed) failed->push_back("no run to export");
         return written;
     }
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
+    if (ec) {
+        message = "export: cannot create " + dir + ": " + ec.message();
+        if (failed) failed->push_back("cannot create " + dir + ": " + ec.message());
+        return written;
+    }
     const RunHistory& h   = run->history;
     const std::string tag = stamp();
     auto              put = [&](const std::string& name, auto&& body) {
         const std::string path = export_path(dir, name).string();
-        std::ofstream     f(path, std::ios::binary);
-        if (f) body(f);
-        if (!f) {
-            message = "export: cannot write " + path;
+        if (const std::string err = write_export(path, body); !err.empty()) {
+            message = "export: " + err;
+            if (failed) failed->push_back(err);
             return;
         }
         written.push_back(path);

@@ -64,8 +64,8 @@ void draw_salient(Studio& s, const Rect& r) {
         ImGui::SliderInt("##layer", &s.salient_layer, 0, nl - 1);
     }
     s.salient_layer = std::clamp(s.salient_layer, 0, nl - 1);
-    const int   P = h.prompt_len(s.seq), R = h.gen_length();
-    static bool response_only = false;
+    const int P = h.prompt_len(s.seq), R = h.gen_length();
+    bool&     response_only = s.salient_response_only;
     ImGui::SameLine();
     if (ImGui::GetContentRegionAvail().x < toggle_w(kResponseOnly)) ImGui::NewLine();
     ImGui::Checkbox(kResponseOnly, &response_only);

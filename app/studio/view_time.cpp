@@ -43,10 +43,6 @@ std::vector<KernelRecord> step_kernel_records(const Studio& s, const RunEntry& r
     return out;
 }
 
-struct TimelineView {
-    float zoom = 1.f, offset = 0.f;  // visible fraction [offset, offset + 1/zoom] of the step
-};
-
 constexpr ImU32 kColPreempted = IM_COL32(255, 70, 60, 255);
 
 // "12.3 GFLOP/s, weights 4.56 GB/s (1.2 GB read)" of one step (weights: the GEMMs' weight matrices, app/model/
@@ -183,13 +179,12 @@ std::string op_detail(const OpTiming& o, const NamedOp& n) {
 // The op timeline of steps [view_step - n + 1, view_step] laid back to back (the idle time between steps, e.g. the
 // play-speed wait, is left out), under a ms ruler with step boundaries.
 void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
-    static TimelineView v;
-    static int          last_lo = -1, last_hi = -1;
-    const float         ruler_h = ImGui::GetTextLineHeight() + 4;
-    PlotArea            a       = plot_area("##timeline", w, hgt);
-    ImDrawList*         dl      = ImGui::GetWindowDrawList();
-    const int           hi = s.view_step, lo = std::max(1, s.view_step - std::max(s.time_steps, 1) + 1);
-    if (lo != last_lo || hi != last_hi) v = TimelineView{}, last_lo = lo, last_hi = hi;  // zoom reset per step
+    TimelineZoom& v       = s.timeline_zoom;
+    const float   ruler_h = ImGui::GetTextLineHeight() + 4;
+    PlotArea      a       = plot_area("##timeline", w, hgt);
+    ImDrawList*   dl      = ImGui::GetWindowDrawList();
+    const int     hi = s.view_step, lo = std::max(1, s.view_step - std::max(s.time_steps, 1) + 1);
+    if (lo != v.lo || hi != v.hi) v = TimelineZoom{.lo = lo, .hi = hi};  // zoom reset per step
     struct Placed {
         const OpTiming* op;
         NamedOp         name;
@@ -203,7 +198,10 @@ void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
         const StepData* sd = h.step(k);
         if (!sd || sd->ops.empty()) continue;
         int64_t t0 = sd->ops.front().t_begin_ns, t1 = t0;
-        for (const auto& o : sd->ops) t0 = std::min(t0, o.t_begin_ns), t1 = std::max(t1, o.t_begin_ns + o.dur_ns);
+        for (const auto& o : sd->ops) {
+            t0 = std::min(t0, o.t_begin_ns);
+            t1 = std::max(t1, o.t_begin_ns + o.dur_ns);
+        }
         bounds.emplace_back(offset, k);
         const auto names = name_ops(sd->ops, n_embd);
         for (size_t i = 0; i < sd->ops.size(); ++i)
@@ -223,7 +221,7 @@ void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
             v.zoom         = std::clamp(v.zoom * (wheel > 0 ? 1.25f : 0.8f), 1.f, 5000.f);
             v.offset       = at - fx / v.zoom;
         }
-        if (ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) v = TimelineView{};
+        if (ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) v = TimelineZoom{.lo = lo, .hi = hi};
     }
     if (a.active && ImGui::IsMouseDragging(ImGuiMouseButton_Left))
         v.offset -= ImGui::GetIO().MouseDelta.x / a.w() / v.zoom;
@@ -538,13 +536,13 @@ void draw_time(Studio& s, const Rect& r) {
     // request is pending, the tab the bar still shows does not overwrite it (the selection lands a frame later).
     const int req = s.tab_request;
     s.tab_request = -1;
-    auto tab      = [&](const char* label, BottomTab t) {
-        const bool open =
-            ImGui::BeginTabItem(label, nullptr, req == int(t) ? ImGuiTabItemFlags_SetSelected : ImGuiTabItemFlags_None);
+    auto tab      = [&](BottomTab t) {
+        const bool open = ImGui::BeginTabItem(bottom_tab_name(t).label, nullptr,
+                                              req == int(t) ? ImGuiTabItemFlags_SetSelected : ImGuiTabItemFlags_None);
         if (open && req < 0) s.bottom_tab = t;
         return open;
     };
-    if (tab("Time", BottomTab::Time)) {
+    if (tab(BottomTab::Time)) {
         ImGui::Checkbox("log y##time", &s.time_log_y);
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip(
@@ -585,27 +583,27 @@ void draw_time(Studio& s, const Rect& r) {
         }
         ImGui::EndTabItem();
     }
-    if (tab("Op stats", BottomTab::OpStats)) {
+    if (tab(BottomTab::OpStats)) {
         if (h) op_stats_table(s, *h);
         ImGui::EndTabItem();
     }
-    if (on_gpu(s) && tab("GPU kernels", BottomTab::Kernels)) {
+    if (on_gpu(s) && tab(BottomTab::Kernels)) {
         kernels_tab(s);
         ImGui::EndTabItem();
     }
-    if (tab("Tune", BottomTab::Tune)) {
+    if (tab(BottomTab::Tune)) {
         draw_tune(s);
         ImGui::EndTabItem();
     }
-    if (tab("Compare", BottomTab::Compare)) {
+    if (tab(BottomTab::Compare)) {
         draw_compare(s);
         ImGui::EndTabItem();
     }
-    if (tab("Token history", BottomTab::Token)) {
+    if (tab(BottomTab::Token)) {
         draw_token_history(s);
         ImGui::EndTabItem();
     }
-    if (tab("Explain", BottomTab::Explain)) {
+    if (tab(BottomTab::Explain)) {
         draw_explain(s);
         ImGui::EndTabItem();
     }

@@ -131,23 +131,22 @@ constexpr ImU32 kColText     = IM_COL32(220, 220, 220, 255);
 constexpr ImU32 kColTick     = IM_COL32(170, 170, 170, 255);
 constexpr ImU32 kColOrig     = IM_COL32(235, 235, 235, 255);  // original: square
 constexpr ImU32 kColFastDual = IM_COL32(225, 105, 205, 255);  // fast-dual: diamond (orange is "salient")
-// dyllm points by stable-row update, kStableRowNames order.
+// dyllm points by stable-row update, StableUpdateUi order.
 constexpr ImU32 kColUpdate[] = {IM_COL32(95, 160, 240, 255), IM_COL32(110, 200, 120, 255), IM_COL32(185, 140, 235, 255),
                                 IM_COL32(230, 210, 90, 255)};
 
 ImU32 point_col(const SuitePoint& p) {
     if (p.run.method == Method::Original) return kColOrig;
     if (p.run.method == Method::FastDual) return kColFastDual;
-    for (size_t i = 0; i < std::size(kStableRowNames); ++i)
-        if (p.run.stable_rows == kStableRowNames[i]) return kColUpdate[i];
-    return IM_COL32(160, 160, 160, 255);
+    if (p.run.method != Method::DyLLM) return IM_COL32(160, 160, 160, 255);
+    return kColUpdate[size_t(stable_update_of(p.run.params))];
 }
 
 // The point is the live run's settings (dyllm at this tau with this update): drawn with a ring, its row marked.
 bool is_live(const Studio& s, const SuitePoint& p) {
     if (p.run.method != Method::DyLLM || s.ui.method_idx < 0) return false;
     const DiffusionParams live = s.make_request(false).params;
-    return live.method == Method::DyLLM && stable_rows_of(live) == p.run.stable_rows &&
+    return live.method == Method::DyLLM && stable_update_of(live) == stable_update_of(p.run.params) &&
            std::fabs(s.ui.tau - p.run.tau) < 1e-6f;
 }
 
@@ -155,18 +154,14 @@ bool is_live(const Studio& s, const SuitePoint& p) {
 // a restart, which happens at once unless the sweep still holds the engine.
 void load_point(Studio& s, const SuitePoint& p) {
     if (p.run.method != Method::DyLLM) return;
-    const DiffusionParams live    = s.make_request(false).params;
-    const bool            restart = live.method != Method::DyLLM || stable_rows_of(live) != p.run.stable_rows;
+    const DiffusionParams live = s.make_request(false).params;
+    const bool restart = live.method != Method::DyLLM || stable_update_of(live) != stable_update_of(p.run.params);
     if (!restart) {
         load_tau(s, p.run.tau);
         return;
     }
-    const auto methods = method_combo_items();
-    for (size_t i = 0; i < methods.size(); ++i)
-        if (std::string(methods[i]) == "dyllm") s.ui.method_idx = int(i);
-    DiffusionParams q;
-    set_stable_rows(q, p.run.stable_rows);
-    s.ui.update_idx = int(stable_update_of(q));
+    s.ui.method_idx = method_combo_index(Method::DyLLM);
+    s.ui.update_idx = int(stable_update_of(p.run.params));
     s.ui.tau        = p.run.tau;
     s.ui.tau_set    = true;
     if (s.suite.running()) {
@@ -183,7 +178,7 @@ void suite_tooltip(const Studio& s, const SuitePoint& p, const SuitePoint* orig)
     ImGui::TextUnformatted(p.run.label().c_str());
     if (p.run.method == Method::Original) ImGui::TextDisabled("reference: every step dense");
     if (p.run.method == Method::FastDual) ImGui::TextDisabled("reference: Fast-dLLM's dual block cache");
-    if (p.run.method == Method::DyLLM && p.run.stable_rows != "authors")
+    if (p.run.method == Method::DyLLM && stable_update_of(p.run.params) != StableUpdateUi::Authors)
         ImGui::TextDisabled("stable-row update: %s", p.run.stable_rows.c_str());
     ImGui::Text("accuracy %.1f%% (%d of %d)   engine tok/s %.1f", p.accuracy * 100, p.correct, p.items, p.tokens_per_s);
     if (orig && orig->tokens_per_s > 0 && &p != orig)
@@ -310,7 +305,10 @@ void suite_plot(Studio& s, const SuiteSweepState& st, float w, float h) {
         const std::string lbl = p.run.method == Method::DyLLM ? std::string(lbl_tau) : method_name(p.run.method);
         place_label(c, lbl.c_str());
         const float d = std::hypot(a.mouse.x - c.x, a.mouse.y - c.y);
-        if (a.hovered && d < best_d) hovered = &p, best_d = d;
+        if (a.hovered && d < best_d) {
+            hovered = &p;
+            best_d  = d;
+        }
     }
     if (hovered) {
         suite_tooltip(s, *hovered, original_of(pts));

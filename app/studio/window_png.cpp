@@ -1,12 +1,12 @@
-// Window PNG export (glReadPixels of the back buffer).
+// Window PNG export (glReadPixels of the back buffer, written by app/model/plot_canvas.h's checked PNG writer).
 #include "app/studio/window_png.h"
 
 #include <GLFW/glfw3.h>
-#include <stb_image_write.h>
 
 #include <chrono>
 #include <vector>
 
+#include "app/model/plot_canvas.h"
 #include "app/studio/studio.h"
 
 namespace dyllm::app {
@@ -22,13 +22,8 @@ bool write_window_png(GLFWwindow* win, const std::string& path, std::string* err
     glPixelStorei(GL_PACK_ALIGNMENT, 1);
     glReadBuffer(GL_BACK);
     glReadPixels(0, 0, w, h, GL_RGBA, GL_UNSIGNED_BYTE, px.data());
-    for (size_t i = 3; i < px.size(); i += 4) px[i] = 255;  // opaque PNG whatever the framebuffer alpha holds
-    stbi_flip_vertically_on_write(1);                       // GL's origin is bottom-left
-    if (!stbi_write_png(path.c_str(), w, h, 4, px.data(), w * 4)) {
-        *err = "cannot write " + path;
-        return false;
-    }
-    return true;
+    for (size_t i = 3; i < px.size(); i += 4) px[i] = 255;    // opaque PNG whatever the framebuffer alpha holds
+    return write_png_rgba(path, w, h, px.data(), true, err);  // flipped: GL's origin is bottom-left
 }
 
 void serve_png_request(Studio& s, GLFWwindow* win) {

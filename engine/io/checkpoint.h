@@ -51,8 +51,11 @@ std::vector<std::string> expected_tensor_names(const ModelConfig& cfg);
 // Writes a checkpoint directory (config.json + safetensors) with random weights from `seed`, for tests, benchmarks and
 // `dyllm make-model`. Weights ~ N(0, weight_std) (norm weights 1). n_shards > 1 writes model-0000i-of-0000n.safetensors
 // and the index. dtype: F32, F16 or BF16. A larger weight_std gives peaked logits (fewer near-ties in tests).
+// with_tokenizer: also the byte-level tokenizer.json (write_byte_level_tokenizer_json). Every file is written under a
+// temporary name and renamed into place once all are complete, config.json last, and an earlier model's other weight
+// files are removed after that: a failed or interrupted rewrite leaves the old model loadable.
 void write_random_checkpoint(const std::filesystem::path& dir, const ModelConfig& cfg, uint64_t seed, DType dtype,
-                             int n_shards = 1, float weight_std = 0.02f);
+                             int n_shards = 1, float weight_std = 0.02f, bool with_tokenizer = false);
 
 // Writes config.json for cfg in its family's key set.
 void write_config_json(const std::filesystem::path& path, const ModelConfig& cfg);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
 
@@ -18,6 +19,7 @@
 #include "engine/io/checkpoint_layout.h"
 #include "engine/io/checkpoint_writer.h"
 #include "engine/errors.h"
+#include "engine/interrupt.h"
 #include "engine/io/safetensors.h"
 #include "kernels/common/dtype_convert.h"
 
@@ -136,7 +138,8 @@ void store(const float* src, size_t n, DType dtype, uint8_t* out) {
 
 }  // namespace
 
-void write_config_json(const fs::path& path, const ModelConfig& c) {
+namespace {
+std::string config_json_text(const ModelConfig& c) {
     json j;
     if (c.family == Family::LLaDA) {  // LLaDA-8B-Instruct's keys (engine/README.md §c.1)
         j["architectures"]          = {"LLaDAModelLM"};
@@ -187,7 +190,18 @@ void write_config_json(const fs::path& path, const ModelConfig& c) {
     if (c.eos_id >= 0) j["eos_token_id"] = token_id_json(c.eos_id, c.extra_eos_ids);
     if (c.pad_id >= 0) j["pad_token_id"] = c.pad_id;
     if (c.bos_id >= 0) j["bos_token_id"] = c.bos_id;
-    write_text(path, j.dump(2) + "\n");
+    return j.dump(2) + "\n";
+}
+
+std::string tokenizer_json_text(const fs::path& path, const ModelConfig& c);
+}  // namespace
+
+void write_config_json(const fs::path& path, const ModelConfig& c) {
+    write_text(path, config_json_text(c));
+}
+
+void write_byte_level_tokenizer_json(const fs::path& path, const ModelConfig& c) {
+    write_text(path, tokenizer_json_text(path, c));
 }
 
 int byte_level_special_count(Family f) {
@@ -235,7 +249,8 @@ ModelConfig small_config(Family f, int n_layer, int n_embd, int n_head, int n_kv
     return c;
 }
 
-void write_byte_level_tokenizer_json(const fs::path& path, const ModelConfig& c) {
+namespace {
+std::string tokenizer_json_text(const fs::path& path, const ModelConfig& c) {
     const int need = 256 + byte_level_special_count(c.family);
     if (c.n_vocab < need) {
         throw InputError(path.string() + ": n_vocab " + std::to_string(c.n_vocab) +
@@ -299,8 +314,9 @@ void write_byte_level_tokenizer_json(const fs::path& path, const ModelConfig& c)
                            {"ignore_merges", false},
                            {"vocab", vocab},
                            {"merges", json::array()}};
-    write_text(path, j.dump(2) + "\n");
+    return j.dump(2) + "\n";
 }
+}  // namespace
 
 std::vector<float> random_tensor_values(const TensorSpec& spec, uint64_t seed, float weight_std) {
     size_t n = 1;
@@ -327,7 +343,7 @@ std::vector<float> random_tensor_values(const TensorSpec& spec, uint64_t seed, f
 }
 
 void write_random_checkpoint(const fs::path& dir, const ModelConfig& cfg_in, uint64_t seed, DType dtype, int n_shards,
-                             float weight_std) {
+                             float weight_std, bool with_tokenizer) {
     if (dtype != DType::F32 && dtype != DType::F16 && dtype != DType::BF16) {
         throw InputError(std::string("checkpoint dtype ") + dtype_name(dtype) + " is not supported (F32, F16 or BF16)");
     }
@@ -335,23 +351,27 @@ void write_random_checkpoint(const fs::path& dir, const ModelConfig& cfg_in, uin
     fs::create_directories(dir, ec);
     if (ec) throw LoadError(dir.string() + ": cannot create directory: " + ec.message());
 
-    // Write config.json, then read it back: the loader's validation also validates what we are asked to write, and
-    // the tensors follow the config as the loader will see it.
-    write_config_json(dir / "config.json", cfg_in);
-    const ModelConfig cfg   = parse_config(dir / "config.json");
+    // Every file goes under a temporary name first and is renamed into place only once all are complete: weights,
+    // index and tokenizer, then config.json last, then stale weights of an earlier model are removed. A failed or
+    // interrupted rewrite leaves the old model as it was (a loader needs config.json first, and finds the old one).
+    std::vector<std::unique_ptr<AtomicFile>> staged;  // committed in this order
+    auto                                     stage_text = [&](const fs::path& path, const std::string& text) {
+        staged.push_back(std::make_unique<AtomicFile>(path));
+        staged.back()->write(text);
+        staged.back()->close();
+        return staged.back()->temp_path();
+    };
+
+    // The config is parsed back from its temporary file: the loader's validation also validates what we are asked to
+    // write, and the tensors follow the config as the loader will see it.
+    auto config_file = std::make_unique<AtomicFile>(dir / "config.json");
+    config_file->write(config_json_text(cfg_in));
+    config_file->close();
+    const ModelConfig cfg   = parse_config(config_file->temp_path());
     const auto        specs = expected_tensor_specs(cfg);
     if (n_shards < 1 || size_t(n_shards) > specs.size()) {
         throw InputError("shard count " + std::to_string(n_shards) + " must be between 1 and the number of tensors (" +
                          std::to_string(specs.size()) + ")");
-    }
-
-    // Remove weights from an earlier run so the loader cannot pick up a stale file (model.safetensors wins over an
-    // index): only the names this writer produces.
-    for (const auto& entry : fs::directory_iterator(dir)) {
-        const std::string n     = entry.path().filename().string();
-        const bool        shard = n.size() == 32 && n.rfind("model-", 0) == 0 && n.find("-of-") == 11 &&
-                           n.substr(n.size() - 12) == ".safetensors";
-        if (n == "model.safetensors" || n == "model.safetensors.index.json" || shard) fs::remove(entry.path());
     }
 
     // Contiguous groups of tensors with about equal bytes per shard, each shard non-empty.
@@ -375,7 +395,8 @@ void write_random_checkpoint(const fs::path& dir, const ModelConfig& cfg_in, uin
         first[size_t(k)] = i;
     }
 
-    json weight_map = json::object();
+    json                  weight_map = json::object();
+    std::set<std::string> written;  // the weight files of the new model
     for (int k = 0; k < n_shards; ++k) {
         char name[64];
         std::snprintf(name, sizeof name, "model-%05d-of-%05d.safetensors", k + 1, n_shards);
@@ -387,7 +408,9 @@ void write_random_checkpoint(const fs::path& dir, const ModelConfig& cfg_in, uin
             src.push_back(&specs[i]);
             weight_map[specs[i].name] = file;
         }
-        write_safetensors(dir / file, st,
+        staged.push_back(std::make_unique<AtomicFile>(dir / file));
+        written.insert(file);
+        write_safetensors(*staged.back(), st,
                           [&](size_t i, uint8_t* out, size_t n_bytes) {
                               const std::vector<float> v = random_tensor_values(*src[i], seed, weight_std);
                               DYLLM_ASSERT(v.size() * dtype_size(dtype) == n_bytes, "tensor byte count");
@@ -397,7 +420,24 @@ void write_random_checkpoint(const fs::path& dir, const ModelConfig& cfg_in, uin
     }
     if (n_shards > 1) {
         json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
-        write_text(dir / "model.safetensors.index.json", index.dump(2) + "\n");
+        stage_text(dir / "model.safetensors.index.json", index.dump(2) + "\n");
+        written.insert("model.safetensors.index.json");
+    }
+    if (with_tokenizer) stage_text(dir / "tokenizer.json", tokenizer_json_text(dir / "tokenizer.json", cfg));
+    throw_if_interrupted();
+
+    // The renames, with SIGINT/SIGTERM held until the directory is consistent again (a few system calls).
+    DeferInterrupts hold;
+    for (auto& f : staged) f->commit();
+    config_file->commit();
+    // Weights of an earlier model that the new one does not have (model.safetensors wins over an index, so a stale
+    // one would shadow new shards): only the names this writer produces.
+    for (const auto& entry : fs::directory_iterator(dir)) {
+        const std::string n     = entry.path().filename().string();
+        const bool        shard = n.size() == 32 && n.rfind("model-", 0) == 0 && n.find("-of-") == 11 &&
+                           n.substr(n.size() - 12) == ".safetensors";
+        if ((n == "model.safetensors" || n == "model.safetensors.index.json" || shard) && !written.count(n))
+            fs::remove(entry.path(), ec);
     }
 }
 

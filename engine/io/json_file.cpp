@@ -94,6 +94,10 @@ std::string read_regular_file(const std::filesystem::path& path, uint64_t max_by
 }
 
 json parse_json_text(std::string_view text, const std::string& label, const JsonTopKeyFn& on_top_key, int max_depth) {
+    // The parser treats NUL as the end of input through iterators of char: garbage (or 200 MB of zeros) after a NUL
+    // would load without complaint. No JSON text holds a raw NUL (inside strings it must be escaped as \u0000).
+    if (const size_t nul = text.find('\0'); nul != std::string_view::npos)
+        throw LoadError(label + ": NUL byte at offset " + std::to_string(nul) + " (not JSON text)");
     json::parser_callback_t cb = [&](int depth, json::parse_event_t ev, json& parsed) {
         // depth is the number of containers open around this event; a container's start counts the one it opens.
         if ((ev == json::parse_event_t::object_start || ev == json::parse_event_t::array_start) && depth >= max_depth)

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "engine/errors.h"
+#include "engine/interrupt.h"
 
 namespace dyllm {
 
@@ -57,17 +58,23 @@ MappedFile MappedFile::open(const std::filesystem::path& path) {
                             " bytes: " + std::strerror(err));
         }
         m.data_ = static_cast<const uint8_t*>(p);
+        m.slot_ = register_mapping(p, m.size_, path.string());
     }
     ::close(fd);  // the mapping keeps the file referenced
     return m;
 }
 
 MappedFile::MappedFile(MappedFile&& o) noexcept
-    : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)), path_(std::move(o.path_)) {}
+    : data_(std::exchange(o.data_, nullptr)),
+      size_(std::exchange(o.size_, 0)),
+      path_(std::move(o.path_)),
+      slot_(std::exchange(o.slot_, -1)) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
     if (this != &o) {
+        unregister_mapping(slot_);
         if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+        slot_ = std::exchange(o.slot_, -1);
         data_ = std::exchange(o.data_, nullptr);
         size_ = std::exchange(o.size_, 0);
         path_ = std::move(o.path_);
@@ -76,6 +83,7 @@ MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
 }
 
 MappedFile::~MappedFile() {
+    unregister_mapping(slot_);
     if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 

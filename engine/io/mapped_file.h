@@ -1,5 +1,6 @@
 // MappedFile: a read-only, private memory mapping of a whole file (RAII), so multi-GB checkpoints are paged in by the
-// kernel on demand instead of being copied into process memory.
+// kernel on demand instead of being copied into process memory. Each mapping is registered with engine/interrupt.h, so
+// a read past the end of a file truncated on disk ends in one line naming the file instead of a bare SIGBUS.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -30,6 +31,7 @@ private:
     const uint8_t*        data_ = nullptr;
     size_t                size_ = 0;
     std::filesystem::path path_;
+    int                   slot_ = -1;  // engine/interrupt.h: a SIGBUS inside the mapping names path_
 };
 
 }  // namespace dyllm

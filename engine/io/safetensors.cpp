@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/errors.h"
+#include "engine/interrupt.h"
 #include "engine/io/atomic_file.h"
 #include "engine/io/json_file.h"
 
@@ -230,9 +231,20 @@ const SafetensorsEntry* SafetensorsFile::find(std::string_view name) const {
 void write_safetensors(const std::filesystem::path& path, const std::vector<SafetensorsTensorSpec>& tensors,
                        const std::function<void(size_t, uint8_t*, size_t)>& fill,
                        const std::map<std::string, std::string>&            metadata) {
-    json                header = json::object();
-    std::vector<size_t> sizes;
-    uint64_t            offset = 0;
+    // Written under a temporary name and renamed into place: a process that has the old file mapped keeps reading the
+    // old bytes instead of taking SIGBUS when the file is truncated under it.
+    AtomicFile file(path);
+    write_safetensors(file, tensors, fill, metadata);
+    file.commit();
+}
+
+void write_safetensors(AtomicFile& file, const std::vector<SafetensorsTensorSpec>& tensors,
+                       const std::function<void(size_t, uint8_t*, size_t)>& fill,
+                       const std::map<std::string, std::string>&            metadata) {
+    const std::filesystem::path& path   = file.path();
+    json                         header = json::object();
+    std::vector<size_t>          sizes;
+    uint64_t                     offset = 0;
     if (!metadata.empty()) header["__metadata__"] = metadata;
     // Tensors are laid out in the given order. Aligning each start to 8 bytes keeps every dtype aligned whatever the
     // mix (the safetensors library sorts by dtype size instead; any order is valid as long as ranges do not overlap).
@@ -252,9 +264,6 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Safe
     std::string text = header.dump();
     text.append((8 - (text.size() % 8)) % 8, ' ');  // the 8-byte length + padded header keep the data 8-aligned
 
-    // Written under a temporary name and renamed into place: a process that has the old file mapped keeps reading the
-    // old bytes instead of taking SIGBUS when the file is truncated under it.
-    AtomicFile     file(path);
     std::ofstream& f = file.stream();
     uint8_t        len[8];
     for (int i = 0; i < 8; ++i) len[i] = uint8_t(uint64_t(text.size()) >> (8 * i));
@@ -267,12 +276,12 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Safe
         if (ec)
             throw LoadError(path.string() + ": cannot extend to " + std::to_string(offset) +
                             " data bytes: " + ec.message());
-        file.commit();
         return;
     }
     std::vector<uint8_t> buf;
     uint64_t             pos = 0;
     for (size_t i = 0; i < tensors.size(); ++i) {
+        throw_if_interrupted();  // a long write stops between tensors; the caller's AtomicFile removes the temporary
         if (starts[i] > pos) {
             const char zeros[8] = {};
             f.write(zeros, std::streamsize(starts[i] - pos));
@@ -283,7 +292,7 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Safe
         f.write(reinterpret_cast<const char*>(buf.data()), std::streamsize(sizes[i]));
         pos += sizes[i];
     }
-    file.commit();
+    file.close();
 }
 
 }  // namespace dyllm

@@ -17,6 +17,8 @@
 
 namespace dyllm {
 
+class AtomicFile;
+
 // One validated tensor of a safetensors file.
 struct SafetensorsEntry {
     std::string          name;
@@ -70,6 +72,11 @@ struct SafetensorsTensorSpec {
     std::vector<int64_t> shape;
 };
 void write_safetensors(const std::filesystem::path& path, const std::vector<SafetensorsTensorSpec>& tensors,
+                       const std::function<void(size_t index, uint8_t* out, size_t bytes)>& fill,
+                       const std::map<std::string, std::string>&                            metadata = {});
+// The same into an open AtomicFile, closed (checked) but not committed: a writer of several files renames them
+// together once all are complete. Checks for an interrupt between tensors.
+void write_safetensors(AtomicFile& file, const std::vector<SafetensorsTensorSpec>& tensors,
                        const std::function<void(size_t index, uint8_t* out, size_t bytes)>& fill,
                        const std::map<std::string, std::string>&                            metadata = {});
 

@@ -73,7 +73,10 @@ private:
 
         void reserve(size_t n) {
             for (RowSet* r : {&gen, &prompt_rows, &every, &transfer, &ffn_rows}) r->reserve(n);
-            cos.reserve(n), pick.reserve(n), order.reserve(n), rows.reserve(2 * n);
+            cos.reserve(n);
+            pick.reserve(n);
+            order.reserve(n);
+            rows.reserve(2 * n);
         }
     };
     Scratch s_;
@@ -111,7 +114,8 @@ private:
             fwd.attention(l, Q, rows, c, lay, o);
             fwd.matmul(l, OpClass::OProj, o, L.wo, TensorView{}, a);
             if (a_to.empty()) fwd.scatter(l, a, rows.rows, c.attn_out);
-            A.query_rows += int32_t(n), A.attn_exact_rows += int32_t(n);
+            A.query_rows += int32_t(n);
+            A.attn_exact_rows += int32_t(n);
         };
 
         recompute_attention(attn_rows, norm_rows(L.attn_norm, attn_rows.rows), true);

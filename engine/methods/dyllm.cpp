@@ -202,8 +202,10 @@ public:
         const BatchLayout& lay = *in.lay;
         // The outcome and S_{l-1} are kept between steps and reserved for every row of the batch from the first (FULL)
         // step on, so the sparse steps' layer loop refills them without allocating (S_l is at most the query rows).
-        o_.tested.reserve(size_t(lay.n_rows())), o_.salient.reserve(size_t(lay.n_rows()));
-        o_.cosines.reserve(size_t(lay.n_rows())), s_.reserve(size_t(lay.n_rows()));
+        o_.tested.reserve(size_t(lay.n_rows()));
+        o_.salient.reserve(size_t(lay.n_rows()));
+        o_.cosines.reserve(size_t(lay.n_rows()));
+        s_.reserve(size_t(lay.n_rows()));
         t_scratch.reserve(size_t(lay.n_rows()));
         if (kind == StepKind::Full) {
             // FULL steps fill the caches; their cosines come for free from the context cache when a sink listens.

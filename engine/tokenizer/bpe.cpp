@@ -114,7 +114,10 @@ void BpeModel::merge_word(std::string_view piece, std::vector<int32_t>& out) con
     // 2. Doubly linked symbols; a min-heap of candidate merges ordered by (rank, position).
     std::vector<int>  prev(n), next(n);
     std::vector<char> alive(n, 1);
-    for (int k = 0; k < n; ++k) prev[k] = k - 1, next[k] = k + 1 < n ? k + 1 : -1;
+    for (int k = 0; k < n; ++k) {
+        prev[k] = k - 1;
+        next[k] = k + 1 < n ? k + 1 : -1;
+    }
     struct Cand {
         int32_t rank;
         int     pos;

@@ -1,4 +1,4 @@
-// Unicode Normalization Form C (UAX #15): canonical decomposition, canonical ordering, canonical composition.
+// Unicode Normalization Form C (UAX #15) of UTF-8 text, for the tokenizer.json "NFC" normalizer.
 #pragma once
 #include <string>
 #include <string_view>
@@ -6,8 +6,7 @@
 namespace dyllm {
 
 // NFC of valid UTF-8 text (ill-formed bytes are first replaced by U+FFFD). ASCII-only text is returned as is.
-// Data: Unicode 14.0 (engine/tokenizer_nfc_data.cpp), which HF's normalizer data predates or matches for every
-// character assigned before 2021.
+// ICU's normalizer and data (Unicode 15.0 in ICU 72; engine/README.md, "Tokenizer").
 std::string nfc_normalize(std::string_view text);
 
 }  // namespace dyllm

@@ -19,8 +19,8 @@ namespace {
 
 // ---- normalizers -------------------------------------------------------------------------------------------------
 
-// NFC (UAX #15) with Unicode 14.0 tables generated from the UCD (engine/tokenizer_nfc.cpp): already-NFC text passes
-// unchanged, decomposed input ("e" + U+0301) is composed as HF's NFC normalizer does.
+// NFC (UAX #15) through ICU (engine/tokenizer/tokenizer_nfc.cpp): already-NFC text passes unchanged, decomposed input
+// ("e" + U+0301) is composed as HF's NFC normalizer does.
 class NfcNormalizer final : public TokenizerNormalizer {
 public:
     std::string apply(std::string_view text) const override { return nfc_normalize(text); }

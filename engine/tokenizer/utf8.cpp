@@ -16,15 +16,19 @@ bool utf8_next(std::string_view s, size_t& i, char32_t& cp) {
     if (b0 >= 0xC2 && b0 <= 0xDF) {
         len = 2;
     } else if (b0 == 0xE0) {
-        len = 3, lo = 0xA0;
+        len = 3;
+        lo  = 0xA0;
     } else if (b0 == 0xED) {
-        len = 3, hi = 0x9F;  // excludes the surrogates U+D800..DFFF
+        len = 3;
+        hi  = 0x9F;  // excludes the surrogates U+D800..DFFF
     } else if (b0 >= 0xE1 && b0 <= 0xEF) {
         len = 3;
     } else if (b0 == 0xF0) {
-        len = 4, lo = 0x90;
+        len = 4;
+        lo  = 0x90;
     } else if (b0 == 0xF4) {
-        len = 4, hi = 0x8F;  // nothing above U+10FFFF
+        len = 4;
+        hi  = 0x8F;  // nothing above U+10FFFF
     } else if (b0 >= 0xF1 && b0 <= 0xF3) {
         len = 4;
     } else {

@@ -129,7 +129,9 @@ DYLLM_ALWAYS_INLINE void cols_chunk(IncRow* rows, const float* ktn, const float*
         if (mc > st.m) {
             const float f = std::exp(st.m - mc);
             for (int c = 0; c < D; c += 16) simd::store16(st.acc + c, simd::load16(st.acc + c) * f);
-            st.rest *= f, st.z_new *= f, st.m = mc;
+            st.rest *= f;
+            st.z_new *= f;
+            st.m = mc;
         }
         // Every real key's shifted score is <= 0 (m is their maximum); a padding lane's is held at 0, then zeroed.
         const V16 xn = sn - st.m;
@@ -144,7 +146,10 @@ DYLLM_ALWAYS_INLINE void cols_chunk(IncRow* rows, const float* ktn, const float*
         }
         const V16 xo = so - st.m;
         const V16 po = simd::exp_nonpos(xo < 0.0f ? xo : V16{}) * valid;
-        for (int t = 0; t < nc; ++t) st.rest -= po[t], st.z_new += p[t];
+        for (int t = 0; t < nc; ++t) {
+            st.rest -= po[t];
+            st.z_new += p[t];
+        }
         const V16 w = p - po;
         for (int t = 0; t < nc; ++t) {
             const float* vo = v_old.row(t0 + t) + kv_off;
@@ -265,7 +270,8 @@ DYLLM_ALWAYS_INLINE void cols_lanes(CMatF q, CMatF k, CMatF dv, const int32_t* s
                         const float f   = std::exp(m[g][r] - mc[r]);
                         float*      acc = rows[g][r].acc;
                         for (int c = 0; c < D; c += 16) simd::store16(acc + c, simd::load16(acc + c) * f);
-                        rest[g][r] *= f, z_new[g][r] *= f;
+                        rest[g][r] *= f;
+                        z_new[g][r] *= f;
                     }
             m[g]            = mc;
             const V16    p  = simd::exp_nonpos(sn - m[g]);  // <= 0: m is at least every score so far
@@ -279,7 +285,8 @@ DYLLM_ALWAYS_INLINE void cols_lanes(CMatF q, CMatF k, CMatF dv, const int32_t* s
                 continue;
             }
             const V16 po = simd::exp_nonpos(so - m[g]);
-            rest[g] -= po, z_new[g] += p;
+            rest[g] -= po;
+            z_new[g] += p;
             const V16    w  = p - po;
             const float* vo = v_old.row(t) + kv_off[g];
             for (int c = 0; c < D; c += 16) {
@@ -290,8 +297,11 @@ DYLLM_ALWAYS_INLINE void cols_lanes(CMatF q, CMatF k, CMatF dv, const int32_t* s
         }
     }
     for (int g = 0; g < G; ++g) {
-        for (int r = 0; r < n; ++r)
-            rows[g][r].m = m[g][r], rows[g][r].rest = rest[g][r], rows[g][r].z_new = z_new[g][r];
+        for (int r = 0; r < n; ++r) {
+            rows[g][r].m     = m[g][r];
+            rows[g][r].rest  = rest[g][r];
+            rows[g][r].z_new = z_new[g][r];
+        }
         finish_rows<Inc>(rows[g], n, c_old, c_new, lse_out, i0, h0 + g, D);
     }
 }
@@ -360,7 +370,9 @@ DYLLM_CPU_CLONES void cols_rows(CMatF q, const int32_t* q_seq, CMatF k, CMatF dv
                     if (m_new > m) {
                         const float r = std::exp(m - m_new);
                         for (int c = 0; c < D; ++c) acc[c] *= r;
-                        rest *= r, z_new *= r, m = m_new;
+                        rest *= r;
+                        z_new *= r;
+                        m = m_new;
                     }
                     const float  p = std::exp(s_new - m), p_old = std::exp(s_old - m);
                     const float* vo = v_old.row(t) + kv_off;

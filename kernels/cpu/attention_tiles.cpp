@@ -486,7 +486,8 @@ DYLLM_CPU_CLONES void pv_block(const float* p, int64_t ld_p, int n, int64_t n_te
             for (int64_t t = t0; t < t1; ++t)  // whole 8-lane vectors, no memmove call per row
                 for (int c = 0; c < D; c += 8)
                     simd::store<8>(pack + (t - t0) * D + c, simd::load<8>(src0 + t * src.ld + c));
-            s0 = pack, sld = D;
+            s0  = pack;
+            sld = D;
         }
         int c0 = 0;
         if (wide) {

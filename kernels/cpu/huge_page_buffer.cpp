@@ -22,7 +22,8 @@ void advise_huge_pages(void* p, size_t bytes) {
     const uintptr_t hi = (a + bytes) / HugePageBuffer::kHugePage * HugePageBuffer::kHugePage;
     if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
 #else
-    (void)p, (void)bytes;
+    (void)p;
+    (void)bytes;
 #endif
 }
 

@@ -169,6 +169,16 @@ struct PackedGemm::Impl {
     };
     std::vector<Block> blocks;  // the current product's pool tasks
 
+    // PackedGemm::matmul's paths (the caller holds mu). x: [n, k], y: [n, m], b: the bias row widened or null.
+    void        matmul_small(CMatF x, const PackedWeight::Impl& W, const float* b, MatF y, ThreadPool& pool);
+    void        matmul_few_rows(CMatF x, const PackedWeight::Impl& W, const float* b, MatF y, ThreadPool& pool);
+    void        matmul_onednn(CMatF x, const PackedWeight::Impl& W, const float* b, MatF y, ThreadPool& pool);
+    void        check_few_rows(CMatF x, const PackedWeight::Impl& W, const float* b, MatF y,
+                               std::pair<uint32_t, uint32_t>& bits, uint32_t bit);
+    const void* activations(CMatF x, int64_t k, ElemType type, int64_t src_rows);
+    void run_block(const Block& bl, const PackedWeight::Impl& W, const void* src, int64_t k, const float* b, MatF y,
+                   int thr);
+
     // The weights layout oneDNN's matmul picks for {k, cols} (the same for every row count: checked in the tests by
     // the results, and by hand with impl_info_str() = "brg:avx512_core_bf16" for 1..512 rows).
     memory::desc weights_layout(ElemType t, int64_t cols, int64_t k) const {
@@ -276,7 +286,9 @@ std::shared_ptr<const PackedWeight> PackedGemm::pack(ConstMat w, ThreadPool& poo
     std::lock_guard<std::mutex> lk(impl_->mu);
     one_omp_thread();
     auto p  = std::make_unique<PackedWeight::Impl>();
-    p->type = w.type, p->m = w.rows, p->k = w.cols;
+    p->type = w.type;
+    p->m    = w.rows;
+    p->k    = w.cols;
     // Slices: two per thread when wide enough (dynamic hand-out evens out a thread the OS delays), 64-column aligned.
     // A narrow weight stays whole: matmul splits x's rows instead (every thread reads the whole weight, which fits in
     // cache), and a product of a few rows runs as one primitive writing y directly instead of one per slice.
@@ -349,62 +361,60 @@ std::shared_ptr<const PackedWeight> PackedGemm::pack(ConstMat w, ThreadPool& poo
     return std::make_shared<const PackedWeight>(std::move(p));
 }
 
-void PackedGemm::matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, ThreadPool& pool) const {
-    const PackedWeight::Impl& W = w.impl();
-    const int64_t             n = x.rows, m = W.m, k = W.k;
-    if (n == 0 || m == 0) return;
-    Impl&                       I = *impl_;
-    std::lock_guard<std::mutex> lk(I.mu);
-    const double                flops = 2.0 * double(n) * double(m) * double(k);
-    const float*                b     = nullptr;  // the bias row widened, added to the outputs by either path
-    if (bias.data) {
-        if (I.bias.size() < size_t(m)) I.bias.resize(size_t(m));
-        widen_row(bias.data, bias.type, I.bias.data(), m);
-        b = I.bias.data();
-    }
-    if ((n <= kSmallGemmMaxRows || small_gemm_for_all_rows()) && !W.small.empty()) {
-        // Split by output columns (whole vectors or panels, so every output is computed as on one thread) when the
-        // product pays for a hand-out: its flops (kPackedParallelFlops), or, with a few rows, the weight it streams
-        // (kSmallSplitWeightBytes).
-        const int64_t align  = kmajor_slice_align(W.small);
-        const int64_t groups = (m + align - 1) / align;
-        const bool    worth  = flops >= kPackedParallelFlops || double(m) * double(k) * 4.0 >= kSmallSplitWeightBytes;
-        const int64_t parts  = pool.size() > 1 && worth ? std::min<int64_t>(pool.size(), groups) : 1;
-        if (parts <= 1) {
-            small_gemm(x, W.small, b, y);
-            return;
-        }
-        const int64_t per = (groups + parts - 1) / parts * align;
-        pool.parallel_for(parts, [&](int64_t i, int) {
-            const int64_t o0 = i * per, o1 = std::min(m, o0 + per);
-            if (o0 >= o1) return;
-            small_gemm(x, kmajor_slice(W.small, o0, o1), b ? b + o0 : nullptr, MatF{y.data + o0, n, o1 - o0, y.ld});
-        });
+// Few rows (or any row count where oneDNN's f32 kernel is the generic sgemm): small_gemm on the k-major copy.
+void PackedGemm::Impl::matmul_small(CMatF x, const PackedWeight::Impl& W, const float* b, MatF y, ThreadPool& pool) {
+    const int64_t n = x.rows, m = W.m, k = W.k;
+    const double  flops = 2.0 * double(n) * double(m) * double(k);
+    // Split by output columns (whole vectors or panels, so every output is computed as on one thread) when the
+    // product pays for a hand-out: its flops (kPackedParallelFlops), or, with a few rows, the weight it streams
+    // (kSmallSplitWeightBytes).
+    const int64_t align  = kmajor_slice_align(W.small);
+    const int64_t groups = (m + align - 1) / align;
+    const bool    worth  = flops >= kPackedParallelFlops || double(m) * double(k) * 4.0 >= kSmallSplitWeightBytes;
+    const int64_t parts  = pool.size() > 1 && worth ? std::min<int64_t>(pool.size(), groups) : 1;
+    if (parts <= 1) {
+        small_gemm(x, W.small, b, y);
         return;
     }
-    // A product of kSmallGemmMaxRows + 1 to 2 kPackedRowChunkMin - 1 rows has no two row chunks for oneDNN (below)
-    // and would run on one thread at any pool size: a dLLM-Cache step's 16 transferred rows, DyLLM's salient rows.
-    // Where small_gemm gives this weight's products oneDNN's bits (fp32, oneDNN's brgemm not blocking k: on a Zen 4
-    // every fp32 weight of k <= 512 tried, none above, no bf16), its rows split over the pool in parts of at
-    // most kSmallGemmMaxRows rows run on small_gemm: the same outputs, on every thread. The first such product of each
-    // weight shape and row count (oneDNN's kernel, and so its summation order, is a function of those, not of the
-    // values) runs on oneDNN, and small_gemm recomputes its first and last rows (oneDNN's main and tail row blocks):
-    // their bits decide (a different summation order shows in nearly every output).
-    const bool few_rows = n > kSmallGemmMaxRows && n < 2 * kPackedRowChunkMin && !W.small.empty() && pool.size() > 1 &&
-                          pool.size() <= I.n_threads && flops >= kPackedParallelFlops && !pool.backing_off();
-    static_assert(2 * kPackedRowChunkMin - kSmallGemmMaxRows - 1 <= 32, "one bit per few-row count");
-    const uint32_t                 few_bit = few_rows ? uint32_t(1) << (n - kSmallGemmMaxRows - 1) : 0;
-    std::pair<uint32_t, uint32_t>* few_bits =
-        few_rows ? &I.few_rows_bits[{m, k, int(W.type), W.slices.size()}] : nullptr;  // (checked, same)
-    if (few_rows && (few_bits->second & few_bit)) {
-        const int64_t parts = std::min<int64_t>(pool.size(), (n + kSmallGemmMaxRows - 1) / kSmallGemmMaxRows);
-        const int64_t per   = (n + parts - 1) / parts;
-        pool.parallel_for(parts, [&](int64_t i, int) {
-            const int64_t r0 = i * per, r1 = std::min(n, r0 + per);
-            if (r0 < r1) small_gemm(CMatF{x.row(r0), r1 - r0, k, x.ld}, W.small, b, MatF{y.row(r0), r1 - r0, m, y.ld});
-        });
-        return;
+    const int64_t per = (groups + parts - 1) / parts * align;
+    pool.parallel_for(parts, [&](int64_t i, int) {
+        const int64_t o0 = i * per, o1 = std::min(m, o0 + per);
+        if (o0 >= o1) return;
+        small_gemm(x, kmajor_slice(W.small, o0, o1), b ? b + o0 : nullptr, MatF{y.data + o0, n, o1 - o0, y.ld});
+    });
+}
+
+// A few-row count whose small_gemm rows were found to carry oneDNN's bits: its rows split over the pool in
+// parts of at most kSmallGemmMaxRows rows on small_gemm.
+void PackedGemm::Impl::matmul_few_rows(CMatF x, const PackedWeight::Impl& W, const float* b, MatF y, ThreadPool& pool) {
+    const int64_t n = x.rows, m = W.m, k = W.k;
+    const int64_t parts = std::min<int64_t>(pool.size(), (n + kSmallGemmMaxRows - 1) / kSmallGemmMaxRows);
+    const int64_t per   = (n + parts - 1) / parts;
+    pool.parallel_for(parts, [&](int64_t i, int) {
+        const int64_t r0 = i * per, r1 = std::min(n, r0 + per);
+        if (r0 < r1) small_gemm(CMatF{x.row(r0), r1 - r0, k, x.ld}, W.small, b, MatF{y.row(r0), r1 - r0, m, y.ld});
+    });
+}
+
+// After a few-row product ran on oneDNN: small_gemm recomputes its first and last rows and records whether
+// they carry the same bits (`bits`: checked, same; `bit`: this row count).
+void PackedGemm::Impl::check_few_rows(CMatF x, const PackedWeight::Impl& W, const float* b, MatF y,
+                                      std::pair<uint32_t, uint32_t>& bits, uint32_t bit) {
+    const int64_t n = x.rows, m = W.m, k = W.k;
+    grow(check, size_t(m));
+    bool same = true;
+    for (const int64_t i : {int64_t(0), n - 1}) {
+        small_gemm(CMatF{x.row(i), 1, k, x.ld}, W.small, b, MatF{check.data(), 1, m, m});
+        same = same && std::memcmp(y.row(i), check.data(), size_t(m) * 4) == 0;
     }
+    bits.first |= bit;
+    if (same) bits.second |= bit;
+}
+
+// oneDNN: the product as blocks of (rows of x, slice of W), one pool task each.
+void PackedGemm::Impl::matmul_onednn(CMatF x, const PackedWeight::Impl& W, const float* b, MatF y, ThreadPool& pool) {
+    const int64_t n = x.rows, m = W.m, k = W.k;
+    const double  flops = 2.0 * double(n) * double(m) * double(k);
     one_omp_thread();
 
     // The work as blocks of (rows of x, slice of W), one pool task each. A weight cut into column slices gives one
@@ -415,12 +425,10 @@ void PackedGemm::matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, T
     // chunks padded to whole primitives and copied out, where one block over every row (what -t 1 runs) is one
     // primitive written in place.
     const bool may_split =
-        pool.size() > 1 && pool.size() <= I.n_threads && flops >= kPackedParallelFlops && !pool.backing_off();
-    using Block                = Impl::Block;
-    std::vector<Block>& blocks = I.blocks;
+        pool.size() > 1 && pool.size() <= n_threads && flops >= kPackedParallelFlops && !pool.backing_off();
     blocks.clear();
     if (W.slices.size() > 1) {
-        const int64_t rows = Impl::primitive_rows(n, m, k);
+        const int64_t rows = primitive_rows(n, m, k);
         for (size_t s = 0; s < W.slices.size(); ++s) blocks.push_back({0, n, rows, s, nullptr});
     } else {
         // Chunks of a multiple of kPackedRowChunkMin rows, the last one taking the rest: every chunk but the last runs
@@ -436,103 +444,143 @@ void PackedGemm::matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, T
                        : ((n + parts - 1) / parts + kPackedRowChunkMin - 1) / kPackedRowChunkMin * kPackedRowChunkMin;
         for (int64_t r0 = 0; r0 < n; r0 += chunk) {
             const int64_t r = std::min(chunk, n - r0);
-            blocks.push_back({r0, r, Impl::primitive_rows(r, m, k), 0, nullptr});
+            blocks.push_back({r0, r, primitive_rows(r, m, k), 0, nullptr});
         }
     }
     int64_t src_rows = 0;  // rows the primitives read from x's buffer (padding included)
     for (const Block& bl : blocks) src_rows = std::max(src_rows, bl.r0 + bl.rows);
-
-    // x as the primitives read it: [src_rows, k] contiguous, in the weight's type.
-    const void* src = x.data;
-    try {
-        if (W.type == ElemType::BF16) {
-            grow(I.xb, size_t(src_rows * k));
-            const auto key = std::make_tuple(n, k, x.ld);
-            auto       it  = I.to_bf16.find(key);
-            if (it == I.to_bf16.end()) {
-                const memory::desc s({n, k}, dt::f32, memory::dims{x.ld, 1}), d({n, k}, dt::bf16, tag::ab);
-                Impl::ToBf16       r{dnnl::reorder(dnnl::reorder::primitive_desc(I.eng, s, I.eng, d)),
-                               memory(s, I.eng, kNoBuffer), memory(d, I.eng, kNoBuffer)};
-                it = I.to_bf16.emplace(key, std::move(r)).first;
-            }
-            Impl::ToBf16& r = it->second;
-            r.src.set_data_handle(const_cast<float*>(x.data));
-            r.dst.set_data_handle(I.xb.data());
-            execute(r.reorder, I.streams[0], {{DNNL_ARG_FROM, r.src.get()}, {DNNL_ARG_TO, r.dst.get()}});
-            src = I.xb.data();
-        } else if (src_rows != n || x.ld != k) {
-            grow(I.xf, size_t(src_rows * k));
-            for (int64_t i = 0; i < n; ++i) std::memcpy(I.xf.data() + i * k, x.row(i), size_t(k) * 4);
-            src = I.xf.data();
-        }
-    } catch (const dnnl::error& e) {
-        die("f32 -> bf16 reorder of the activations", e);
-    }
+    const void* src = activations(x, k, W.type, src_rows);
 
     // The primitives, built on this thread; buffers sized before the tasks run.
     size_t ybytes = 0, sbytes = 0;
     try {
         for (Block& bl : blocks) {
             const PackedWeight::Impl::Slice& sl = W.slices[bl.s];
-            bl.prim                             = &I.prim(W.type, bl.rows, sl.mb, k, sl.desc);
+            bl.prim                             = &prim(W.type, bl.rows, sl.mb, k, sl.desc);
             ybytes                              = std::max(ybytes, size_t(bl.rows * sl.mb));
             sbytes                              = std::max(sbytes, bl.prim->scratch.get_size());
         }
     } catch (const dnnl::error& e) {
         die("matmul primitive creation", e);
     }
-    for (int t = 0; t < I.n_threads; ++t) {
-        grow(I.ybuf[size_t(t)], ybytes);
-        grow(I.scratch[size_t(t)], sbytes);
+    for (int t = 0; t < n_threads; ++t) {
+        grow(ybuf[size_t(t)], ybytes);
+        grow(scratch[size_t(t)], sbytes);
     }
-    const size_t esize = W.type == ElemType::BF16 ? 2 : 4;
-
-    auto run_block = [&](size_t i, int thr) {
-        one_omp_thread();
-        const Block&                     bl = blocks[i];
-        const PackedWeight::Impl::Slice& sl = W.slices[bl.s];
-        // The primitive writes y itself when it covers whole rows of y exactly and there is no bias to add.
-        const bool direct = sl.mb == m && bl.rows == bl.r && y.ld == m && !b;
-        float*     dst    = direct ? y.row(bl.r0) : I.ybuf[size_t(thr)].data();
-        try {
-            const size_t t = size_t(thr);
-            Impl::Prim&  P = *bl.prim;
-            P.x[t].set_data_handle(const_cast<char*>(static_cast<const char*>(src) + size_t(bl.r0 * k) * esize));
-            P.y[t].set_data_handle(dst);
-            P.sp[t].set_data_handle(I.scratch[t].data());
-            execute(P.prim, I.streams[t],
-                    {{DNNL_ARG_SRC, P.x[t].get()},
-                     {DNNL_ARG_WEIGHTS, sl.mem.get()},
-                     {DNNL_ARG_DST, P.y[t].get()},
-                     {DNNL_ARG_SCRATCHPAD, P.sp[t].get()}});
-        } catch (const dnnl::error& e) {
-            die("matmul", e);
-        }
-        if (direct) return;
-        for (int64_t i2 = 0; i2 < bl.r; ++i2) {
-            const float* r = dst + i2 * sl.mb;
-            float*       o = y.row(bl.r0 + i2) + sl.m0;
-            if (b)
-                for (int64_t c = 0; c < sl.mb; ++c) o[c] = r[c] + b[sl.m0 + c];
-            else
-                std::memcpy(o, r, size_t(sl.mb) * 4);
-        }
-    };
     if (may_split && blocks.size() > 1) {
-        pool.parallel_for(int64_t(blocks.size()), [&](int64_t i, int thr) { run_block(size_t(i), thr); });
+        pool.parallel_for(int64_t(blocks.size()),
+                          [&](int64_t i, int thr) { run_block(blocks[size_t(i)], W, src, k, b, y, thr); });
     } else {
-        for (size_t i = 0; i < blocks.size(); ++i) run_block(i, 0);  // inline (the lock makes slot 0 ours)
+        for (const Block& bl : blocks) run_block(bl, W, src, k, b, y, 0);  // inline (the lock makes slot 0 ours)
     }
-    if (few_rows && !(few_bits->first & few_bit)) {
-        grow(I.check, size_t(m));
-        bool same = true;
-        for (const int64_t i : {int64_t(0), n - 1}) {
-            small_gemm(CMatF{x.row(i), 1, k, x.ld}, W.small, b, MatF{I.check.data(), 1, m, m});
-            same = same && std::memcmp(y.row(i), I.check.data(), size_t(m) * 4) == 0;
+}
+
+// x as the primitives read it: [src_rows, k] contiguous, in the weight's type (x itself when it already is).
+const void* PackedGemm::Impl::activations(CMatF x, int64_t k, ElemType type, int64_t src_rows) {
+    const int64_t n = x.rows;
+    try {
+        if (type == ElemType::BF16) {
+            grow(xb, size_t(src_rows * k));
+            const auto key = std::make_tuple(n, k, x.ld);
+            auto       it  = to_bf16.find(key);
+            if (it == to_bf16.end()) {
+                const memory::desc s({n, k}, dt::f32, memory::dims{x.ld, 1}), d({n, k}, dt::bf16, tag::ab);
+                ToBf16 r{dnnl::reorder(dnnl::reorder::primitive_desc(eng, s, eng, d)), memory(s, eng, kNoBuffer),
+                         memory(d, eng, kNoBuffer)};
+                it = to_bf16.emplace(key, std::move(r)).first;
+            }
+            ToBf16& r = it->second;
+            r.src.set_data_handle(const_cast<float*>(x.data));
+            r.dst.set_data_handle(xb.data());
+            execute(r.reorder, streams[0], {{DNNL_ARG_FROM, r.src.get()}, {DNNL_ARG_TO, r.dst.get()}});
+            return xb.data();
         }
-        few_bits->first |= few_bit;
-        if (same) few_bits->second |= few_bit;
+        if (src_rows != n || x.ld != k) {
+            grow(xf, size_t(src_rows * k));
+            for (int64_t i = 0; i < n; ++i) std::memcpy(xf.data() + i * k, x.row(i), size_t(k) * 4);
+            return xf.data();
+        }
+    } catch (const dnnl::error& e) {
+        die("f32 -> bf16 reorder of the activations", e);
     }
+    return x.data;
+}
+
+// One block on pool thread `thr`: its primitive, then (unless it wrote y in place) its rows copied into y with the
+// bias.
+void PackedGemm::Impl::run_block(const Block& bl, const PackedWeight::Impl& W, const void* src, int64_t k,
+                                 const float* b, MatF y, int thr) {
+    one_omp_thread();
+    const PackedWeight::Impl::Slice& sl    = W.slices[bl.s];
+    const size_t                     esize = W.type == ElemType::BF16 ? 2 : 4;
+    // The primitive writes y itself when it covers whole rows of y exactly and there is no bias to add.
+    const bool direct = sl.mb == W.m && bl.rows == bl.r && y.ld == W.m && !b;
+    float*     dst    = direct ? y.row(bl.r0) : ybuf[size_t(thr)].data();
+    try {
+        const size_t t = size_t(thr);
+        Prim&        P = *bl.prim;
+        P.x[t].set_data_handle(const_cast<char*>(static_cast<const char*>(src) + size_t(bl.r0 * k) * esize));
+        P.y[t].set_data_handle(dst);
+        P.sp[t].set_data_handle(scratch[t].data());
+        execute(P.prim, streams[t],
+                {{DNNL_ARG_SRC, P.x[t].get()},
+                 {DNNL_ARG_WEIGHTS, sl.mem.get()},
+                 {DNNL_ARG_DST, P.y[t].get()},
+                 {DNNL_ARG_SCRATCHPAD, P.sp[t].get()}});
+    } catch (const dnnl::error& e) {
+        die("matmul", e);
+    }
+    if (direct) return;
+    for (int64_t i = 0; i < bl.r; ++i) {
+        const float* r = dst + i * sl.mb;
+        float*       o = y.row(bl.r0 + i) + sl.m0;
+        if (b)
+            for (int64_t c = 0; c < sl.mb; ++c) o[c] = r[c] + b[sl.m0 + c];
+        else
+            std::memcpy(o, r, size_t(sl.mb) * 4);
+    }
+}
+
+void PackedGemm::matmul(CMatF x, const PackedWeight& w, ConstMat bias, MatF y, ThreadPool& pool) const {
+    const PackedWeight::Impl& W = w.impl();
+    const int64_t             n = x.rows, m = W.m, k = W.k;
+    if (n == 0 || m == 0) return;
+    Impl&                       I = *impl_;
+    std::lock_guard<std::mutex> lk(I.mu);
+    const double                flops = 2.0 * double(n) * double(m) * double(k);
+    const float*                b     = nullptr;  // the bias row widened, added to the outputs by every path
+    if (bias.data) {
+        if (I.bias.size() < size_t(m)) I.bias.resize(size_t(m));
+        widen_row(bias.data, bias.type, I.bias.data(), m);
+        b = I.bias.data();
+    }
+    if ((n <= kSmallGemmMaxRows || small_gemm_for_all_rows()) && !W.small.empty()) {
+        I.matmul_small(x, W, b, y, pool);
+        return;
+    }
+    // A product of kSmallGemmMaxRows + 1 to 2 kPackedRowChunkMin - 1 rows has no two row chunks for oneDNN (below)
+    // and would run on one thread at any pool size: a dLLM-Cache step's 16 transferred rows, DyLLM's salient rows.
+    // Where small_gemm gives this weight's products oneDNN's bits (fp32, oneDNN's brgemm not blocking k: on a Zen 4
+    // every fp32 weight of k <= 512 tried, none above, no bf16), its rows split over the pool in parts of at
+    // most kSmallGemmMaxRows rows run on small_gemm: the same outputs, on every thread. The first such product of each
+    // weight shape and row count (oneDNN's kernel, and so its summation order, is a function of those, not of the
+    // values) runs on oneDNN, and small_gemm recomputes its first and last rows (oneDNN's main and tail row blocks):
+    // their bits decide (a different summation order shows in nearly every output).
+    const bool few_rows = n > kSmallGemmMaxRows && n < 2 * kPackedRowChunkMin && !W.small.empty() && pool.size() > 1 &&
+                          pool.size() <= I.n_threads && flops >= kPackedParallelFlops && !pool.backing_off();
+    static_assert(2 * kPackedRowChunkMin - kSmallGemmMaxRows - 1 <= 32, "one bit per few-row count");
+    if (!few_rows) {
+        I.matmul_onednn(x, W, b, y, pool);
+        return;
+    }
+    const uint32_t                 few_bit  = uint32_t(1) << (n - kSmallGemmMaxRows - 1);
+    std::pair<uint32_t, uint32_t>& few_bits = I.few_rows_bits[{m, k, int(W.type), W.slices.size()}];  // (checked, same)
+    if (few_bits.second & few_bit) {
+        I.matmul_few_rows(x, W, b, y, pool);
+        return;
+    }
+    I.matmul_onednn(x, W, b, y, pool);
+    if (!(few_bits.first & few_bit)) I.check_few_rows(x, W, b, y, few_bits, few_bit);
 }
 
 }  // namespace dyllm::cpu

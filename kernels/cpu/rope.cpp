@@ -39,17 +39,21 @@ struct RopeTable {
     std::vector<float> inv, cs, sn;   // inv[half]; cs/sn[n_pos * half]
 
     void reset(int hd, float th) {
-        head_dim = hd, theta = th, n_pos = 0;
+        head_dim       = hd;
+        theta          = th;
+        n_pos          = 0;
         const int half = hd / 2;
         inv.resize(size_t(half));
         for (int c = 0; c < half; ++c) inv[size_t(c)] = rope_inv_freq(c, hd, th);
-        cs.clear(), sn.clear();
+        cs.clear();
+        sn.clear();
     }
     void cover(int64_t pos) {
         if (pos < n_pos) return;
         const int     half = head_dim / 2;
         const int64_t grow = std::max<int64_t>(pos + 1, 2 * n_pos);
-        cs.resize(size_t(grow * half)), sn.resize(size_t(grow * half));
+        cs.resize(size_t(grow * half));
+        sn.resize(size_t(grow * half));
         for (int64_t p = n_pos; p < grow; ++p)
             for (int c = 0; c < half; ++c) {
                 const float a            = float(p) * inv[size_t(c)];
@@ -72,7 +76,8 @@ void rope(MatF x, const int32_t* positions, int n_head, int head_dim, float thet
     const int half = head_dim / 2;
     if (min_pos < 0 || max_pos >= kRopeTableMaxPos) {  // outside any context the engine runs: angles row by row
         thread_local std::vector<float> cs, sn;
-        cs.resize(size_t(half)), sn.resize(size_t(half));
+        cs.resize(size_t(half));
+        sn.resize(size_t(half));
         for (int64_t i = 0; i < x.rows; ++i) {
             for (int c = 0; c < half; ++c) {
                 const float a = float(positions[i]) * t.inv[size_t(c)];

@@ -31,9 +31,8 @@ KMajorWeight make_kmajor(ConstMat w) {
 }
 
 KMajorWeight kmajor_view(const float* base, int64_t m, int64_t k, int64_t panel, int64_t panel_stride) {
-    KMajorWeight out;
-    out.view = base, out.m = m, out.k = k, out.panel = panel, out.panel_stride = panel_stride;
-    return out;
+    return KMajorWeight{
+        .own = {}, .view = base, .m = m, .k = k, .panel = panel, .panel_stride = panel_stride, .type = ElemType::F32};
 }
 
 int64_t kmajor_slice_align(const KMajorWeight& w) {

@@ -71,7 +71,9 @@ static __global__ void __launch_bounds__(kColsWarps * 32) attention_cols_kernel(
                 const float r = expf(m - m_new);
 #pragma unroll
                 for (int c = 0; c < kColsMaxChunks; ++c) o[c] *= r;
-                rest *= r, z_new *= r, m = m_new;
+                rest *= r;
+                z_new *= r;
+                m = m_new;
             }
             const float p = expf(s_new - m), p_old = expf(s_old - m);
             rest -= p_old;
@@ -114,10 +116,22 @@ cudaError_t attention_cols(const Mat& q, const int32_t* q_seq, const Mat& k, con
         return cudaErrorInvalidValue;
     const int64_t units = q.rows * dims.n_head;
     if (units == 0) return cudaSuccess;
-    ColsArgs a;
-    a.q = q, a.k = k, a.dv = dv, a.lse = lse, a.c_old = c_old, a.c_new = c_new, a.k_old = k_old, a.v_old = v_old;
-    a.lse_out = lse_out, a.q_seq = q_seq, a.sal_k = sal_k, a.cu_sal = cu_sal, a.dims = dims;
-    a.scale               = 1.0f / sqrtf(float(dims.head_dim));
+    const ColsArgs a{
+        .q       = q,
+        .k       = k,
+        .dv      = dv,
+        .lse     = lse,
+        .c_old   = c_old,
+        .c_new   = c_new,
+        .k_old   = k_old,
+        .v_old   = v_old,
+        .lse_out = lse_out,
+        .q_seq   = q_seq,
+        .sal_k   = sal_k,
+        .cu_sal  = cu_sal,
+        .dims    = dims,
+        .scale   = 1.0f / sqrtf(float(dims.head_dim)),
+    };
     const unsigned blocks = unsigned((units + kColsWarps - 1) / kColsWarps);
     attention_cols_kernel<<<blocks, kColsWarps * 32, 0, stream>>>(a);
     return cudaGetLastError();

@@ -154,7 +154,8 @@ int main(int argc, char** argv) {
         lean.set_wants_cosines(false);
         lean.set_wants_op_timings(false);
         DiscardSink discard, discard_ops, discard_cos;  // everything; op timings only; cosines only
-        discard_ops.cosines = false, discard_cos.op_timings = false;
+        discard_ops.cosines    = false;
+        discard_cos.op_timings = false;
         uint64_t drained = 0, lean_drained = 0;
         if (!only.empty()) {
             EventSink* engine_sink  = only == "queue"         ? static_cast<EventSink*>(&sink)
@@ -184,9 +185,11 @@ int main(int argc, char** argv) {
         for (int r = 0; r < reps; ++r) {
             const Timing a = run_once(*model, prompts, p, nullptr, nullptr, &drained);
             const Timing b = run_once(*model, prompts, p, &sink, &sink, &drained);
-            none.push_back(a.wall), queued.push_back(b.wall);
+            none.push_back(a.wall);
+            queued.push_back(b.wall);
             reads.push_back(double(b.cpu_clock_reads));
-            ratio.push_back(b.wall / a.wall), cpu_ratio.push_back(b.cpu / a.cpu);
+            ratio.push_back(b.wall / a.wall);
+            cpu_ratio.push_back(b.cpu / a.cpu);
             if (breakdown) {
                 discard_ratio.push_back(run_once(*model, prompts, p, &discard, nullptr, &drained).cpu / a.cpu);
                 lean_ratio.push_back(run_once(*model, prompts, p, &lean, &lean, &lean_drained).cpu / a.cpu);

@@ -96,10 +96,13 @@ int main(int argc, char** argv) {
                     });
                     if (call >= 0) t_split.push_back(now_s() - t0);
                 };
-                if (call % 2)
-                    one(), split();
-                else
-                    split(), one();
+                if (call % 2) {
+                    one();
+                    split();
+                } else {
+                    split();
+                    one();
+                }
             }
             const double a = median(t_one), b = median(t_split);
             std::printf("  %-20s %5lld %4d | %9.1f | %9.1f | %.2f\n", s.name, (long long)(s.m * s.k * 4 / 1024), n,

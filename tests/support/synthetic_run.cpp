@@ -37,13 +37,19 @@ void emit_synthetic_run(EventSink& sink, const SyntheticRunSpec& sp) {
     const int32_t     total   = sp.prompt_len + sp.gen_length;
     constexpr int32_t kMaskId = 0;  // synthetic mask token id
 
-    RunBegin rb;
-    rb.label  = "synthetic run";
-    rb.method = "dyllm", rb.model = "synthetic", rb.family = "llada", rb.backend = "synthetic";
-    rb.n_layer = sp.n_layer, rb.n_seq = sp.n_seq, rb.gen_length = sp.gen_length, rb.steps = sp.steps;
-    rb.prompt_lengths.assign(size_t(sp.n_seq), sp.prompt_len);
-    rb.env = {{"tau", std::to_string(sp.tau)}, {"seed", std::to_string(sp.seed)}, {"device", "none"}};
-    sink.on_run_begin(rb);
+    sink.on_run_begin(RunBegin{
+        .label          = "synthetic run",
+        .method         = "dyllm",
+        .model          = "synthetic",
+        .family         = "llada",
+        .backend        = "synthetic",
+        .n_layer        = sp.n_layer,
+        .n_seq          = sp.n_seq,
+        .gen_length     = sp.gen_length,
+        .steps          = sp.steps,
+        .prompt_lengths = std::vector<int32_t>(size_t(sp.n_seq), sp.prompt_len),
+        .env            = {{"tau", std::to_string(sp.tau)}, {"seed", std::to_string(sp.seed)}, {"device", "none"}},
+    });
 
     std::vector<std::vector<int32_t>> tokens(size_t(sp.n_seq), std::vector<int32_t>(size_t(total), kMaskId));
     std::vector<std::vector<int32_t>> unmask_step(size_t(sp.n_seq), std::vector<int32_t>(size_t(sp.gen_length), 0));
@@ -55,23 +61,30 @@ void emit_synthetic_run(EventSink& sink, const SyntheticRunSpec& sp) {
     auto       op  = [&](int32_t step, int32_t layer, OpClass c, int32_t rows) {
         if (!ops) return;
         sink.on_op_begin(step, layer, c);
-        OpTiming t;
-        t.step = step, t.layer = layer, t.op = c, t.rows = rows;
-        t.t_begin_ns = now;
-        t.dur_ns     = 1000 + int64_t(rng.next() % 9000);  // 1-10 us
-        t.flops      = 2.0 * rows * 64 * 64;
-        t.bytes      = 4.0 * rows * 64;
+        const OpTiming t{
+                   .step       = step,
+                   .layer      = layer,
+                   .op         = c,
+                   .t_begin_ns = now,
+                   .dur_ns     = 1000 + int64_t(rng.next() % 9000),  // 1-10 us
+                   .flops      = 2.0 * rows * 64 * 64,
+                   .bytes      = 4.0 * rows * 64,
+                   .rows       = rows,
+        };
         now += t.dur_ns + 100;
         sink.on_op(t);
     };
 
     int32_t masked_left = sp.gen_length * sp.n_seq;
     for (int32_t step = 1; step <= sp.steps; ++step) {
-        const bool full = step <= 2;  // like DyLLM's T_full dense steps
-        StepBegin  sb;
-        sb.step = step, sb.kind = full ? StepKind::Full : StepKind::SparseResponse, sb.tau = sp.tau;
-        sb.n_query_rows = full ? total * sp.n_seq : sp.gen_length * sp.n_seq;
-        sb.t_ns         = now;
+        const bool      full = step <= 2;  // like DyLLM's T_full dense steps
+        const StepBegin sb{
+            .step         = step,
+            .kind         = full ? StepKind::Full : StepKind::SparseResponse,
+            .tau          = sp.tau,
+            .n_query_rows = full ? total * sp.n_seq : sp.gen_length * sp.n_seq,
+            .t_ns         = now,
+        };
         sink.on_step_begin(sb);
         const int64_t step_t0 = now;
         op(step, -1, OpClass::Embed, sb.n_query_rows);
@@ -92,19 +105,27 @@ void emit_synthetic_run(EventSink& sink, const SyntheticRunSpec& sp) {
                     cos.push_back(c);
                     if (full || c < sp.tau) salient.push_back(p);
                 }
-                LayerSaliency ls;
-                ls.step = step, ls.layer = l, ls.seq = s, ls.tau = sp.tau;
-                ls.n_rows    = int32_t(rows.size());
-                ls.n_salient = int32_t(salient.size());
-                for (float c : cos) ++ls.hist[size_t(cosine_bin(c))];
-                ls.row_positions = rows;
-                if (sink.wants_cosines()) ls.cosines = cos;
-                ls.salient_positions = salient;
-                ls.ffn_rows = ls.kv_rows = ls.n_salient;
-                ls.attn_exact_rows       = ls.n_salient;
-                ls.attn_approx_rows      = ls.n_rows - ls.n_salient;
-                salient_total += ls.n_salient;
-                sink.on_layer_saliency(ls);
+                CosineHistogram hist{};
+                for (float c : cos) ++hist[size_t(cosine_bin(c))];
+                const int32_t n_salient = int32_t(salient.size());
+                salient_total += n_salient;
+                sink.on_layer_saliency(LayerSaliency{
+                    .step              = step,
+                    .layer             = l,
+                    .seq               = s,
+                    .n_rows            = int32_t(rows.size()),
+                    .n_salient         = n_salient,
+                    .tau               = sp.tau,
+                    .hist              = hist,
+                    .row_positions     = rows,
+                    .cosines           = sink.wants_cosines() ? std::span<const float>(cos) : std::span<const float>(),
+                    .salient_positions = salient,
+                    .ffn_rows          = n_salient,
+                    .kv_rows           = n_salient,
+                    .attn_exact_rows   = n_salient,
+                    .attn_approx_rows  = int32_t(rows.size()) - n_salient,
+                    .drift             = {},  // not measured
+                });
             }
             op(step, l, OpClass::OProj, sb.n_query_rows);
             op(step, l, OpClass::Ffn, sb.n_query_rows);
@@ -131,31 +152,45 @@ void emit_synthetic_run(EventSink& sink, const SyntheticRunSpec& sp) {
                 scores[size_t(s)][size_t(p)]                 = sc.back();
             }
             committed += int32_t(pos.size());
-            Unmask um;
-            um.step = step, um.seq = s, um.positions = pos, um.tokens = tok, um.scores = sc;
-            sink.on_unmask(um);
-            CanvasSnapshot cv;
-            cv.step = step, cv.seq = s, cv.prompt_len = sp.prompt_len;
-            cv.tokens = tokens[size_t(s)], cv.unmask_step = unmask_step[size_t(s)], cv.scores = scores[size_t(s)];
-            cv.finished = step == sp.steps;
-            sink.on_canvas(cv);
+            sink.on_unmask(Unmask{.step = step, .seq = s, .positions = pos, .tokens = tok, .scores = sc});
+            sink.on_canvas(CanvasSnapshot{
+                .step        = step,
+                .seq         = s,
+                .prompt_len  = sp.prompt_len,
+                .tokens      = tokens[size_t(s)],
+                .unmask_step = unmask_step[size_t(s)],
+                .scores      = scores[size_t(s)],
+                .finished    = step == sp.steps,
+            });
         }
         masked_left -= committed;
         now += 5000;  // sampling/bookkeeping gap
-        StepEnd se;
-        se.step = step, se.tokens_committed = committed, se.masked_left = masked_left;
-        se.t_ns = now, se.wall_ns = now - step_t0;
-        se.query_rows = sb.n_query_rows;
-        se.ffn_rows = salient_total, se.kv_rows = salient_total, se.attn_exact_rows = salient_total;
-        se.dense_rows = total * sp.n_seq * sp.n_layer;
-        se.flops = 1e6 * salient_total, se.dense_flops = 1e6 * se.dense_rows;
-        sink.on_step_end(se);
+        const int32_t dense_rows = total * sp.n_seq * sp.n_layer;
+        sink.on_step_end(StepEnd{
+            .step             = step,
+            .wall_ns          = now - step_t0,
+            .tokens_committed = committed,
+            .masked_left      = masked_left,
+            .flops            = 1e6 * salient_total,
+            .dense_flops      = 1e6 * dense_rows,
+            .ffn_rows         = salient_total,
+            .kv_rows          = salient_total,
+            .attn_exact_rows  = salient_total,
+            .query_rows       = sb.n_query_rows,
+            .dense_rows       = dense_rows,
+            .t_ns             = now,
+        });
     }
-    RunEnd re;
-    re.steps = sp.steps, re.wall_ns = now - sp.t0_ns, re.tokens = sp.gen_length * sp.n_seq;
-    re.cache_bytes = 4096.0 * sp.n_layer;
-    for (int32_t q = 0; q < sp.n_seq; ++q) re.texts.push_back("text of sequence " + std::to_string(q));
-    sink.on_run_end(re);
+    std::vector<std::string> texts;
+    for (int32_t q = 0; q < sp.n_seq; ++q) texts.push_back("text of sequence " + std::to_string(q));
+    sink.on_run_end(RunEnd{
+        .steps       = sp.steps,
+        .wall_ns     = now - sp.t0_ns,
+        .tokens      = sp.gen_length * sp.n_seq,
+        .cancelled   = false,
+        .cache_bytes = 4096.0 * sp.n_layer,
+        .texts       = std::move(texts),
+    });
 }
 
 }  // namespace dyllm

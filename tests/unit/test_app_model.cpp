@@ -35,29 +35,46 @@ namespace {
 std::vector<EventRecord> synthetic_run(const char* method = "dyllm", double step_ms = 10.0, int32_t last_token = 13) {
     std::vector<EventRecord> ev;
     RunBegin                 rb;
-    rb.method = method, rb.model = "synthetic", rb.family = "llada", rb.backend = "cpu";
-    rb.n_layer = 2, rb.n_seq = 1, rb.gen_length = 4, rb.steps = 4;
+    rb.method         = method;
+    rb.model          = "synthetic";
+    rb.family         = "llada";
+    rb.backend        = "cpu";
+    rb.n_layer        = 2;
+    rb.n_seq          = 1;
+    rb.gen_length     = 4;
+    rb.steps          = 4;
     rb.prompt_lengths = {3};
     rb.env            = {{"tau", "0.99"}};
     ev.push_back(rb);
     const int32_t order[4] = {2, 0, 3, 1};
     for (int k = 1; k <= 4; ++k) {
         StepBegin sb;
-        sb.step = k, sb.kind = k == 1 ? StepKind::Full : StepKind::SparseResponse, sb.tau = 0.99f;
+        sb.step         = k;
+        sb.kind         = k == 1 ? StepKind::Full : StepKind::SparseResponse;
+        sb.tau          = 0.99f;
         sb.n_query_rows = k == 1 ? 7 : 4;
         ev.push_back(sb);
         for (int l = 0; l < 2; ++l) {
             OpTiming ffn;
-            ffn.step = k, ffn.layer = l, ffn.op = OpClass::Ffn, ffn.dur_ns = 3'000'000, ffn.rows = 2;
+            ffn.step   = k;
+            ffn.layer  = l;
+            ffn.op     = OpClass::Ffn;
+            ffn.dur_ns = 3'000'000;
+            ffn.rows   = 2;
             ev.push_back(ffn);
             OpTiming at = ffn;
-            at.op = OpClass::AttnExact, at.dur_ns = 1'000'000;
+            at.op       = OpClass::AttnExact;
+            at.dur_ns   = 1'000'000;
             ev.push_back(at);
             if (k > 1) {
                 // Sparse step: the 4 response rows (sequence positions 3..6) are tested; position 3 + order[k-2]
                 // (unmasked last step) is salient at layer 0, and also position 6 at layer 1.
                 LayerSaliencyRecord r;
-                r.step = k, r.layer = l, r.seq = 0, r.n_rows = 4, r.tau = 0.99f;
+                r.step              = k;
+                r.layer             = l;
+                r.seq               = 0;
+                r.n_rows            = 4;
+                r.tau               = 0.99f;
                 r.row_positions     = {3, 4, 5, 6};
                 r.cosines           = {0.999f, 0.95f, 0.9999f, 0.5f};
                 r.salient_positions = {3 + order[k - 2]};
@@ -69,19 +86,28 @@ std::vector<EventRecord> synthetic_run(const char* method = "dyllm", double step
                 ev.push_back(r);
             }
         }
-        UnmaskRecord u;
-        u.step = k, u.seq = 0, u.positions = {order[k - 1]}, u.tokens = {k == 4 ? last_token : 10 + k},
-        u.scores = {0.5f + 0.1f * k};
-        ev.push_back(u);
+        ev.push_back(UnmaskRecord{
+            .step      = k,
+            .seq       = 0,
+            .positions = {order[k - 1]},
+            .tokens    = {k == 4 ? last_token : 10 + k},
+            .scores    = {0.5f + 0.1f * k},
+        });
         StepEnd se;
-        se.step = k, se.wall_ns = int64_t(step_ms * 1e6), se.tokens_committed = 1, se.masked_left = 4 - k;
-        se.dense_rows = 2 * 7;  // 7 rows x 2 layers
-        se.ffn_rows   = k == 1 ? 14 : 3;
-        se.flops = k == 1 ? 1000 : 250, se.dense_flops = 1000;
+        se.step             = k;
+        se.wall_ns          = int64_t(step_ms * 1e6);
+        se.tokens_committed = 1;
+        se.masked_left      = 4 - k;
+        se.dense_rows       = 2 * 7;  // 7 rows x 2 layers
+        se.ffn_rows         = k == 1 ? 14 : 3;
+        se.flops            = k == 1 ? 1000 : 250;
+        se.dense_flops      = 1000;
         ev.push_back(se);
     }
     RunEnd re;
-    re.steps = 4, re.wall_ns = int64_t(4 * step_ms * 1e6), re.tokens = 4;
+    re.steps   = 4;
+    re.wall_ns = int64_t(4 * step_ms * 1e6);
+    re.tokens  = 4;
     ev.push_back(re);
     return ev;
 }
@@ -188,7 +214,9 @@ TEST_CASE("a second RunBegin starts a fresh history; dropped unmask events are f
                             }),
              ev.end());
     CanvasRecord c;
-    c.step = 3, c.seq = 0, c.prompt_len = 3;
+    c.step        = 3;
+    c.seq         = 0;
+    c.prompt_len  = 3;
     c.tokens      = {7, 8, 9, 12, 99, 11, 13};
     c.unmask_step = {2, 0, 1, 3};
     c.scores      = {0.7f, 0.f, 0.6f, 0.8f};
@@ -200,7 +228,11 @@ TEST_CASE("a second RunBegin starts a fresh history; dropped unmask events are f
 
     RunHistory h2 = fold(synthetic_run());
     RunBegin   rb;
-    rb.method = "original", rb.n_layer = 1, rb.n_seq = 1, rb.gen_length = 8, rb.prompt_lengths = {2};
+    rb.method         = "original";
+    rb.n_layer        = 1;
+    rb.n_seq          = 1;
+    rb.gen_length     = 8;
+    rb.prompt_lengths = {2};
     h2.apply(rb);
     CHECK(h2.step_count() == 0);
     CHECK(!h2.finished());
@@ -573,7 +605,8 @@ TEST_CASE("canvas chips: end of text collapses to one chip; a stop at EOS is fou
     constexpr int32_t kEos = 99;
     auto              cell = [](int32_t tok, int32_t step) {
         CanvasCell c;
-        c.token = tok, c.unmask_step = step;
+        c.token       = tok;
+        c.unmask_step = step;
         return c;
     };
     const CanvasCell mask{};
@@ -614,17 +647,27 @@ TEST_CASE("canvas chips: end of text collapses to one chip; a stop at EOS is fou
     // stops at step 3 with position 3 still masked.
     std::vector<EventRecord> ev;
     RunBegin                 rb;
-    rb.method = "dyllm", rb.n_layer = 1, rb.n_seq = 1, rb.gen_length = 4, rb.steps = 4, rb.prompt_lengths = {2};
+    rb.method         = "dyllm";
+    rb.n_layer        = 1;
+    rb.n_seq          = 1;
+    rb.gen_length     = 4;
+    rb.steps          = 4;
+    rb.prompt_lengths = {2};
     ev.push_back(rb);
     for (int k = 1; k <= 3; ++k) {
         StepBegin sb;
-        sb.step = k, sb.tau = 0.99f;
+        sb.step = k;
+        sb.tau  = 0.99f;
         ev.push_back(sb);
         UnmaskRecord u;
-        u.step = k, u.positions = {k == 1 ? 1 : k == 2 ? 0 : 2}, u.tokens = {k == 2 ? 5 : kEos}, u.scores = {0.9f};
+        u.step      = k;
+        u.positions = {k == 1 ? 1 : k == 2 ? 0 : 2};
+        u.tokens    = {k == 2 ? 5 : kEos};
+        u.scores    = {0.9f};
         ev.push_back(u);
         StepEnd se;
-        se.step = k, se.wall_ns = 1000;
+        se.step    = k;
+        se.wall_ns = 1000;
         ev.push_back(se);
     }
     RunEnd re;
@@ -685,7 +728,8 @@ TEST_CASE("compare in lock step: each run at min(k, its last step); the diff fol
         if (std::holds_alternative<StepEnd>(e)) ++ends;
     }
     RunEnd re;
-    re.steps = 2, re.cancelled = true;
+    re.steps     = 2;
+    re.cancelled = true;
     cut.push_back(re);
     const RunHistory aborted = fold(cut);
 

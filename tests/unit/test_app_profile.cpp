@@ -27,20 +27,29 @@ namespace {
 
 StepRecord rec(StepKind k, double flops, double seconds) {
     StepRecord r;
-    r.kind = k, r.flops = flops, r.seconds = seconds;
+    r.kind    = k;
+    r.flops   = flops;
+    r.seconds = seconds;
     return r;
 }
 
 // A GEMM op as engine/forward.cpp times it: flops = 2 m n k.
 OpTiming gemm(int layer, OpClass c, int rows, int n, int k, int64_t dur_ns = 1000) {
     OpTiming o;
-    o.layer = layer, o.op = c, o.rows = rows, o.flops = 2.0 * rows * n * k, o.dur_ns = dur_ns;
-    o.bytes = 4.0 * (double(n) * k + double(rows) * k + double(rows) * n);
+    o.layer  = layer;
+    o.op     = c;
+    o.rows   = rows;
+    o.flops  = 2.0 * rows * n * k;
+    o.dur_ns = dur_ns;
+    o.bytes  = 4.0 * (double(n) * k + double(rows) * k + double(rows) * n);
     return o;
 }
 OpTiming plain(int layer, OpClass c, int rows, int64_t dur_ns = 1000) {
     OpTiming o;
-    o.layer = layer, o.op = c, o.rows = rows, o.dur_ns = dur_ns;
+    o.layer  = layer;
+    o.op     = c;
+    o.rows   = rows;
+    o.dur_ns = dur_ns;
     return o;
 }
 
@@ -121,7 +130,11 @@ TEST_CASE("op stats: count, total, mean, median, min, max, share and rates per o
           "[app][profile]") {
     RunHistory h;
     RunBegin   rb;
-    rb.method = "original", rb.n_layer = 2, rb.n_seq = 1, rb.gen_length = 4, rb.steps = 3;
+    rb.method         = "original";
+    rb.n_layer        = 2;
+    rb.n_seq          = 1;
+    rb.gen_length     = 4;
+    rb.steps          = 3;
     rb.prompt_lengths = {6};
     rb.env            = {{"n_embd", std::to_string(kD)}};
     h.apply(rb);
@@ -138,7 +151,8 @@ TEST_CASE("op stats: count, total, mean, median, min, max, share and rates per o
                 h.apply(o);
             }
         StepEnd se;
-        se.step = k, se.wall_ns = 1'000'000;
+        se.step    = k;
+        se.wall_ns = 1'000'000;
         h.apply(se);
     }
     REQUIRE(run_n_embd(h) == kD);
@@ -211,7 +225,11 @@ TEST_CASE("roofline: steps split into dense and cached by kind", "[app][profile]
 
 TEST_CASE("sgemm probe: the model's GEMM shapes, timed through the CPU backend", "[app][profile]") {
     ModelConfig cfg;
-    cfg.n_embd = 64, cfg.n_head = 4, cfg.n_kv_head = 2, cfg.head_dim = 16, cfg.n_ff = 96;
+    cfg.n_embd        = 64;
+    cfg.n_head        = 4;
+    cfg.n_kv_head     = 2;
+    cfg.head_dim      = 16;
+    cfg.n_ff          = 96;
     const auto shapes = model_gemm_shapes(cfg, 40);
     REQUIRE(shapes.size() == 3);
     CHECK(shapes[0].n == 64);  // q_dim = n_head x head_dim
@@ -226,7 +244,8 @@ TEST_CASE("sgemm probe: the model's GEMM shapes, timed through the CPU backend",
     for (const auto& g : p.shapes) {
         CHECK(g.seconds > 0);
         CHECK(g.gflops_per_s() > 0);
-        fl += g.shape.flops(), s += g.seconds;
+        fl += g.shape.flops();
+        s += g.seconds;
     }
     CHECK(p.gflops_per_s == Approx(fl / s * 1e-9));
     const std::vector<GemmShape> bad = {{"empty", 0, 4, 4}};
@@ -328,7 +347,11 @@ TEST_CASE("tau sweep: reference first, one run per tau, answers scored, Pareto f
     CHECK(sw.active());
     auto point = [](bool ref, float tau, double ff, std::vector<int32_t> tok, std::string text) {
         SweepPoint p;
-        p.reference = ref, p.tau = tau, p.flops_fraction = ff, p.tokens = std::move(tok), p.text = std::move(text);
+        p.reference      = ref;
+        p.tau            = tau;
+        p.flops_fraction = ff;
+        p.tokens         = std::move(tok);
+        p.text           = std::move(text);
         return p;
     };
     const SweepPoint pts[] = {point(true, NAN, 1.0, {1, 2, 3, 4}, "10"),
@@ -386,8 +409,11 @@ TEST_CASE("layout: the bottom band's splitter share, clamped; the bands still ti
 namespace {
 OpTiming timed(int64_t wall_ns, int64_t cpu_ns, bool split = false, EventDevice dev = EventDevice::Cpu,
                int32_t gap_ns = 0) {
-    OpTiming o = plain(0, OpClass::Ffn, 4, wall_ns);
-    o.cpu_ns = cpu_ns, o.split = split, o.device = dev, o.cpu_gap_ns = gap_ns;
+    OpTiming o   = plain(0, OpClass::Ffn, 4, wall_ns);
+    o.cpu_ns     = cpu_ns;
+    o.split      = split;
+    o.device     = dev;
+    o.cpu_gap_ns = gap_ns;
     return o;
 }
 }  // namespace
@@ -417,15 +443,21 @@ TEST_CASE("preempted ops: wall > 1.5 x cpu + 0.2 ms on an unsplit CPU op", "[app
     // changes count, times and rates, and the row still says how many were left out.
     RunHistory h;
     RunBegin   rb;
-    rb.n_layer = 1, rb.n_seq = 1, rb.gen_length = 4, rb.steps = 3, rb.prompt_lengths = {6};
-    rb.env = {{"n_embd", std::to_string(kD)}};
+    rb.n_layer        = 1;
+    rb.n_seq          = 1;
+    rb.gen_length     = 4;
+    rb.steps          = 3;
+    rb.prompt_lengths = {6};
+    rb.env            = {{"n_embd", std::to_string(kD)}};
     h.apply(rb);
     for (int k = 1; k <= 3; ++k) {
         StepBegin sb;
         sb.step = k;
         h.apply(sb);
         OpTiming q = gemm(0, OpClass::Qkv, 10, kD, kD, k == 3 ? 5'000'000 : 1'000'000);
-        q.step = k, q.cpu_ns = 900'000, q.split = k == 1;
+        q.step     = k;
+        q.cpu_ns   = 900'000;
+        q.split    = k == 1;
         h.apply(q);
         OpTiming old = plain(0, OpClass::Norm, 10, 7'000'000);  // no CPU time: never flagged
         old.step     = k;
@@ -460,8 +492,9 @@ TEST_CASE("preempted ops: wall > 1.5 x cpu + 0.2 ms on an unsplit CPU op", "[app
 TEST_CASE("step rates: weight bytes of the step's GEMMs over its time, beside GFLOP/s", "[app][profile]") {
     // One dense layer of 10 rows and the head over 4 rows; fp32 weights (gemm() counts W + x + y at 4 bytes).
     StepData sd;
-    sd.step = 1, sd.begun = true;
-    sd.ops = dense_layer_ops(0, 10);
+    sd.step  = 1;
+    sd.begun = true;
+    sd.ops   = dense_layer_ops(0, 10);
     sd.ops.push_back(gemm(-1, OpClass::LmHead, 4, kVocab, kD));
     const double weights = 4.0 * (kD * kD + 2.0 * kKv * kD + kD * kD + 2.0 * kFf * kD + kD * kFf + kVocab * kD);
     double       flops   = 0;
@@ -474,8 +507,10 @@ TEST_CASE("step rates: weight bytes of the step's GEMMs over its time, beside GF
     CHECK(r.flops == Approx(flops));
     CHECK(r.weight_gbytes_per_s() == Approx(weights / 15e-6 * 1e-9));
     // Ended: the step's wall time and the engine's FLOPs count.
-    sd.ended = true, sd.end.wall_ns = 2'000'000, sd.end.flops = 3e6;
-    r = step_rates(sd, kD);
+    sd.ended       = true;
+    sd.end.wall_ns = 2'000'000;
+    sd.end.flops   = 3e6;
+    r              = step_rates(sd, kD);
     CHECK(r.seconds == Approx(2e-3));
     CHECK(r.weight_gbytes_per_s() == Approx(weights / 2e-3 * 1e-9));
     CHECK(r.gflops_per_s() == Approx(3e6 / 2e-3 * 1e-9));
@@ -491,7 +526,11 @@ TEST_CASE("step rates: weight bytes of the step's GEMMs over its time, beside GF
 TEST_CASE("kernel join: CUPTI records under the ops that launched them, by step, layer and op class",
           "[app][profile][cupti]") {
     StepData sd;
-    sd.step = 2, sd.begun = true, sd.ended = true, sd.t_begin_ns = 1000, sd.end.t_ns = 9000;
+    sd.step       = 2;
+    sd.begun      = true;
+    sd.ended      = true;
+    sd.t_begin_ns = 1000;
+    sd.end.t_ns   = 9000;
     for (OpTiming o : {gemm(0, OpClass::Qkv, 4, kD, kD, 100), gemm(0, OpClass::Qkv, 4, kKv, kD, 50),
                        plain(0, OpClass::AttnExact, 4, 30), gemm(-1, OpClass::LmHead, 4, kVocab, kD, 70)}) {
         o.step = 2;
@@ -499,7 +538,9 @@ TEST_CASE("kernel join: CUPTI records under the ops that launched them, by step,
     }
     auto kernel = [](const char* name, int32_t step, int32_t layer, OpClass op, int64_t t0, int64_t t1) {
         KernelRecord k;
-        k.name = name, k.start_ns = t0, k.end_ns = t1;
+        k.name     = name;
+        k.start_ns = t0;
+        k.end_ns   = t1;
         if (step > 0) {
             k.external_id = encode_external_id(step, layer, uint8_t(op));
             decode_external_id(k.external_id, k.step, k.layer, k.op);

@@ -339,7 +339,10 @@ TEST_CASE("Model::load reports each prepared weight once, in order, with the sto
         for (const LayerWeights& l : w.layers)
             for (const TensorView* v : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.bq, &l.bk, &l.bv, &l.ffn_norm,
                                         &l.w_gate, &l.w_up, &l.w_down})
-                if (v->data) ++count, bytes += v->bytes();
+                if (v->data) {
+                    ++count;
+                    bytes += v->bytes();
+                }
         CHECK(int(seen.size()) == count);
         for (size_t i = 0; i < seen.size(); ++i) {
             CHECK(seen[i].tensors_done == int(i) + 1);

@@ -101,8 +101,10 @@ int compare_logits(const Run& a, int sa, const Run& b, int sb, double* worst = n
 // One layer's K/V, context and FFN caches for `rows` rows, as a run allocates them.
 LayerCache layer_cache(Backend& be, const ModelConfig& cfg, int64_t rows) {
     LayerCache c;
-    c.k = be.alloc(be.cache_dtype(), rows, cfg.kv_dim()), c.v = be.alloc(be.cache_dtype(), rows, cfg.kv_dim());
-    c.ctx = be.alloc(be.cache_dtype(), rows, cfg.q_dim()), c.ffn = be.alloc(be.cache_dtype(), rows, cfg.n_embd);
+    c.k   = be.alloc(be.cache_dtype(), rows, cfg.kv_dim());
+    c.v   = be.alloc(be.cache_dtype(), rows, cfg.kv_dim());
+    c.ctx = be.alloc(be.cache_dtype(), rows, cfg.q_dim());
+    c.ffn = be.alloc(be.cache_dtype(), rows, cfg.n_embd);
     return c;
 }
 
@@ -132,8 +134,11 @@ TEST_CASE("dyllm with tau > 1, exact attention and full-query steps reproduces o
 
     Run             orig = run(*m, {prompt}, base_params(Method::Original));
     DiffusionParams p    = base_params(Method::DyLLM);
-    p.tau = 1.01f, p.approx = false, p.fullq_every = 1, p.full_steps = 1;
-    Run dy = run(*m, {prompt}, p);
+    p.tau                = 1.01f;
+    p.approx             = false;
+    p.fullq_every        = 1;
+    p.full_steps         = 1;
+    Run dy               = run(*m, {prompt}, p);
 
     double    worst    = 0;
     const int compared = compare_logits(orig, 0, dy, 0, &worst);
@@ -159,8 +164,11 @@ TEST_CASE("with approximate attention only layer 0's approximation differs from 
     const auto      prompt = random_prompt(m->config(), 20, 5);
     Run             orig   = run(*m, {prompt}, base_params(Method::Original));
     DiffusionParams p      = base_params(Method::DyLLM);
-    p.tau = 1.01f, p.approx = true, p.fullq_every = 1, p.full_steps = 1;
-    Run dy = run(*m, {prompt}, p);
+    p.tau                  = 1.01f;
+    p.approx               = true;
+    p.fullq_every          = 1;
+    p.full_steps           = 1;
+    Run dy                 = run(*m, {prompt}, p);
     // Step 2 is the first sparse step and starts from the same canvas as original's step 2: the logits differ only
     // through layer 0's approximate context for rows not decoded in step 1 (engine/README.md §v item 2). Measure it.
     const double d     = max_abs_diff(dy.logits[2], orig.logits[2]);
@@ -185,7 +193,9 @@ TEST_CASE("layer 0's approximation error is exactly the probability shift applie
     Backend&     be  = m->backend();
     const int    N = 28, P = 20, changed = 23;
     BatchLayout  lay;
-    lay.cu = {0, N}, lay.prompt_len = {P}, lay.tokens = random_prompt(cfg, N, 12);
+    lay.cu         = {0, N};
+    lay.prompt_len = {P};
+    lay.tokens     = random_prompt(cfg, N, 12);
     LayerCache   c = layer_cache(be, cfg, N);
     Forward      fwd(cfg, m->weights(), be, nullptr);
     const RowSet q  = all_rows(lay);
@@ -205,7 +215,8 @@ TEST_CASE("layer 0's approximation error is exactly the probability shift applie
 
     // Exact context with the new tokens, and q of every row, from the dense layer on a fresh cache.
     LayerCache e;
-    e.k = be.alloc(be.cache_dtype(), N, cfg.kv_dim()), e.v = be.alloc(be.cache_dtype(), N, cfg.kv_dim());
+    e.k       = be.alloc(be.cache_dtype(), N, cfg.kv_dim());
+    e.v       = be.alloc(be.cache_dtype(), N, cfg.kv_dim());
     e.ctx     = be.alloc(be.cache_dtype(), N, cfg.q_dim());
     Tensor h2 = fwd.embed(lay, q);
     fwd.layer_dense(0, h2, lay, q, e, true, false);
@@ -275,7 +286,9 @@ TEST_CASE("a sparse layer with no K/V to recompute skips Q and attention and giv
     Backend&           be     = m->backend();
     const int          N = 24, P = 16;
     BatchLayout        lay;
-    lay.cu = {0, N}, lay.prompt_len = {P}, lay.tokens = random_prompt(cfg, N, 8);
+    lay.cu              = {0, N};
+    lay.prompt_len      = {P};
+    lay.tokens          = random_prompt(cfg, N, 8);
     const RowSet q      = all_rows(lay);
     auto         filled = [&] {  // layer 1's caches after a dense step, and the residual stream entering layer 1
         LayerCache c0 = layer_cache(be, cfg, N), c1 = layer_cache(be, cfg, N);
@@ -293,7 +306,8 @@ TEST_CASE("a sparse layer with no K/V to recompute skips Q and attention and giv
     const RowSet    none;
     SaliencyOutcome o_skip, o_full;
     RecordingSink   rec_skip, rec_full;
-    rec_skip.set_wants_op_timings(true), rec_full.set_wants_op_timings(true);
+    rec_skip.set_wants_op_timings(true);
+    rec_full.set_wants_op_timings(true);
     {
         Forward fwd(cfg, m->weights(), be, &rec_skip);
         dyllm_sparse_layer(fwd, 1, h_skip, lay, q, none, c_skip, 0.9999f, update, o_skip, false);
@@ -383,11 +397,15 @@ TEST_CASE("a dense layer writes a run of rows into the caches as scattering them
             be.upload(t, v.data());
             return t;
         };
-        c.k = make(cfg.kv_dim()), c.v = make(cfg.kv_dim()), c.ctx = make(cfg.q_dim()), c.ffn = make(cfg.n_embd);
+        c.k   = make(cfg.kv_dim());
+        c.v   = make(cfg.kv_dim());
+        c.ctx = make(cfg.q_dim());
+        c.ffn = make(cfg.n_embd);
     };
     auto       rows_of = [&](const TensorView& t) { return to_host(be, t); };
     LayerCache a, b;
-    fill(a), fill(b);
+    fill(a);
+    fill(b);
     Forward fwd(cfg, m->weights(), be, nullptr);
     Tensor  ha = fwd.embed(lay, run), hb = fwd.embed(lay, reversed);
     fwd.layer_dense(0, ha, lay, run, a, true, true);
@@ -428,9 +446,10 @@ TEST_CASE("baselines match original where they must", "[baselines][exact]") {
     // everything at every step. Both are then dense decoding.
     for (Method meth : {Method::FastPrefix, Method::FastDual, Method::DllmCache}) {
         DiffusionParams p = base_params(meth);
-        if (meth == Method::DllmCache)
-            p.kp = 1, p.kr = 1;
-        else
+        if (meth == Method::DllmCache) {
+            p.kp = 1;
+            p.kr = 1;
+        } else
             p.block_length = 1;
         if (meth != Method::DllmCache) {
             DiffusionParams po = base_params(Method::Original);
@@ -507,7 +526,9 @@ TEST_CASE("drift cosines match a plain recomputation; measuring changes no outpu
     Backend&     be  = m->backend();
     const int    N = 28, P = 20;
     BatchLayout  lay;
-    lay.cu = {0, N}, lay.prompt_len = {P}, lay.tokens = random_prompt(cfg, N, 14);
+    lay.cu           = {0, N};
+    lay.prompt_len   = {P};
+    lay.tokens       = random_prompt(cfg, N, 14);
     auto alloc_cache = [&] { return layer_cache(be, cfg, N); };
     auto host        = [&](const TensorView& t) { return to_host(be, t); };
     // Three identical caches after a dense pass: approximate with drift, approximate without, exact.
@@ -557,7 +578,9 @@ TEST_CASE("drift cosines match a plain recomputation; measuring changes no outpu
         double ab = 0, aa = 0, ee = 0;
         for (int c = 0; c < D; ++c) {
             const double x = Ca[size_t(i * D + c)], y = Ce[size_t(i * D + c)];
-            ab += x * y, aa += x * x, ee += y * y;
+            ab += x * y;
+            aa += x * x;
+            ee += y * y;
         }
         const double ref = ab / std::sqrt(aa * ee);
         lowest           = std::min(lowest, ref);
@@ -575,7 +598,9 @@ TEST_CASE("the approximate update counts no FLOPs for a sequence without salient
     Backend&    be  = m->backend();
     const int   N   = 12;  // two sequences of 12 rows
     BatchLayout lay;
-    lay.cu = {0, N, 2 * N}, lay.prompt_len = {8, 8}, lay.tokens = random_prompt(cfg, 2 * N, 15);
+    lay.cu         = {0, N, 2 * N};
+    lay.prompt_len = {8, 8};
+    lay.tokens     = random_prompt(cfg, 2 * N, 15);
     LayerCache   c = layer_cache(be, cfg, 2 * N);
     Forward      fwd(cfg, m->weights(), be, nullptr);
     const RowSet q  = all_rows(lay);
@@ -619,7 +644,8 @@ TEST_CASE("a run measuring drift decodes the same tokens and reports every appro
     const auto   prompt = random_prompt(m->config(), 20, 6);
     auto         go     = [&](bool approx, bool drift, std::vector<LayerSaliencyRecord>& layers) {
         DiffusionParams p = base_params(Method::DyLLM);
-        p.approx = approx, p.measure_drift = drift;
+        p.approx          = approx;
+        p.measure_drift   = drift;
         RecordingSink rec;
         Session       s(*m, &rec);
         s.start({prompt}, p);

@@ -112,7 +112,10 @@ TEST_CASE("studio: two runs in a row each get their own label, request, texts an
     for (int k = 1; k <= a.history.step_count(); ++k)
         for (const OpTiming& o : a.history.step(k)->ops) {
             const bool is_long = o.dur_ns >= kOpCpuTimeMinNs;
-            ops += 1, long_ops += is_long, with_cpu += o.cpu_ns >= 0, long_with_cpu += is_long && o.cpu_ns >= 0;
+            ops += 1;
+            long_ops += is_long;
+            with_cpu += o.cpu_ns >= 0;
+            long_with_cpu += is_long && o.cpu_ns >= 0;
         }
     CHECK(ops > 0);
     CHECK(with_cpu == long_ops);

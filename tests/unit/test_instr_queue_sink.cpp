@@ -18,8 +18,12 @@ namespace {
 CanvasSnapshot canvas(int32_t step, int32_t seq, const std::vector<int32_t>& tokens,
                       const std::vector<int32_t>& unmask_step, const std::vector<float>& scores) {
     CanvasSnapshot c;
-    c.step = step, c.seq = seq, c.prompt_len = 1;
-    c.tokens = tokens, c.unmask_step = unmask_step, c.scores = scores;
+    c.step        = step;
+    c.seq         = seq;
+    c.prompt_len  = 1;
+    c.tokens      = tokens;
+    c.unmask_step = unmask_step;
+    c.scores      = scores;
     return c;
 }
 
@@ -69,10 +73,15 @@ TEST_CASE("QueuedRecord: records larger than an op timing travel boxed and come 
     // A ring slot is an op timing and the variant's index; the two large records are behind pointers.
     STATIC_REQUIRE(sizeof(QueuedRecord) <= sizeof(OpTiming) + 8);
     LayerSaliencyRecord l;
-    l.step = 3, l.layer = 2, l.n_rows = 2, l.n_salient = 1;
-    l.row_positions = {7, 9}, l.cosines = {0.5f, 0.999f}, l.salient_positions = {7};
-    l.hist[4]      = 2;
-    QueuedRecord q = to_queued(EventRecord(l));
+    l.step              = 3;
+    l.layer             = 2;
+    l.n_rows            = 2;
+    l.n_salient         = 1;
+    l.row_positions     = {7, 9};
+    l.cosines           = {0.5f, 0.999f};
+    l.salient_positions = {7};
+    l.hist[4]           = 2;
+    QueuedRecord q      = to_queued(EventRecord(l));
     REQUIRE(std::holds_alternative<std::unique_ptr<LayerSaliencyRecord>>(q));
     const EventRecord back = from_queued(std::move(q));
     const auto*       lb   = std::get_if<LayerSaliencyRecord>(&back);
@@ -85,8 +94,12 @@ TEST_CASE("QueuedRecord: records larger than an op timing travel boxed and come 
     CHECK(lb->hist == l.hist);
 
     OpTiming op;
-    op.step = 5, op.layer = 1, op.op = OpClass::Ffn, op.dur_ns = 1234, op.flops = 1e6;
-    q = to_queued(EventRecord(op));
+    op.step   = 5;
+    op.layer  = 1;
+    op.op     = OpClass::Ffn;
+    op.dur_ns = 1234;
+    op.flops  = 1e6;
+    q         = to_queued(EventRecord(op));
     REQUIRE(std::holds_alternative<OpTiming>(q));  // inline: no allocation for the most frequent record
     const EventRecord ob = from_queued(std::move(q));
     REQUIRE(std::holds_alternative<OpTiming>(ob));
@@ -94,8 +107,10 @@ TEST_CASE("QueuedRecord: records larger than an op timing travel boxed and come 
     CHECK(std::get<OpTiming>(ob).op == OpClass::Ffn);
 
     RunBegin rb;
-    rb.method = "dyllm", rb.n_layer = 4, rb.env = {{"tau", "0.99"}};
-    q = to_queued(EventRecord(rb));
+    rb.method  = "dyllm";
+    rb.n_layer = 4;
+    rb.env     = {{"tau", "0.99"}};
+    q          = to_queued(EventRecord(rb));
     REQUIRE(std::holds_alternative<std::unique_ptr<RunBegin>>(q));
     const EventRecord rbb = from_queued(std::move(q));
     REQUIRE(std::holds_alternative<RunBegin>(rbb));
@@ -221,7 +236,8 @@ TEST_CASE("QueueSink: wants_cosines / wants_op_timings switches", "[instr][queue
 TEST_CASE("RecordingSink: keeps the whole run; snapshot while a producer appends; clear", "[instr][recorder]") {
     RecordingSink    rec;
     SyntheticRunSpec sp;
-    sp.steps = 16, sp.gen_length = 32;
+    sp.steps      = 16;
+    sp.gen_length = 32;
     std::atomic<bool> done{false};
     size_t            max_seen  = 0;
     bool              prefix_ok = true;

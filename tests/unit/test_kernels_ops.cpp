@@ -472,7 +472,11 @@ TEST_CASE("vectorised exp scales by 2^n through the exponent bits with the bits 
     int64_t    checked = 0;
     const auto push    = [&](float x) {
         xs[fill++] = x;
-        if (fill == 16) mismatches += check(xs), checked += 16, fill = 0;
+        if (fill == 16) {
+            mismatches += check(xs);
+            checked += 16;
+            fill = 0;
+        }
     };
     const auto bits_of  = [](float x) { return std::bit_cast<uint32_t>(x); };
     const auto float_of = [](uint32_t b) { return std::bit_cast<float>(b); };

@@ -157,7 +157,9 @@ TEST_CASE("the run's environment and JSON carry every table key", "[params]") {
     } sink;
     Session         s(*m, &sink);
     DiffusionParams p;
-    p.gen_length = 8, p.steps = 8, p.block_length = 8;
+    p.gen_length   = 8;
+    p.steps        = 8;
+    p.block_length = 8;
     s.start({{1, 2, 3}}, p);
     const auto json = cli::params_to_json(p, m->config().family);
     for (const ParamSpec& spec : diffusion_param_table()) {

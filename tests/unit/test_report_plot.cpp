@@ -195,9 +195,14 @@ std::vector<std::string> csv_lines(const CsvTable& t) {
 
 TEST_CASE("each figure's CSV holds the numbers of its chart", "[report]") {
     ProbeRun run{"authors", 0.99f, std::vector<LayerProbe>(2)};
-    run.layers[0].hist[1] = 3, run.layers[0].hist[15] = 1, run.layers[0].rows = 4;
-    run.layers[1].lsal_sum = 0.5, run.layers[1].lsal_samples = 2;
-    run.layers[1].drift_rows = 2, run.layers[1].drift_sum = 1.5, run.layers[1].drift_min = 0.6;
+    run.layers[0].hist[1]         = 3;
+    run.layers[0].hist[15]        = 1;
+    run.layers[0].rows            = 4;
+    run.layers[1].lsal_sum        = 0.5;
+    run.layers[1].lsal_samples    = 2;
+    run.layers[1].drift_rows      = 2;
+    run.layers[1].drift_sum       = 1.5;
+    run.layers[1].drift_min       = 0.6;
     run.layers[1].drift_below_tau = 1;
 
     const ReportFigure cos = cosine_by_layer_figure(run, "m");

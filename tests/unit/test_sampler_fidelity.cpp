@@ -48,7 +48,11 @@ TEST_CASE("scores use the softmax over the whole vocabulary, [MASK] included", "
         auto               m   = Model::load(test::make_tiny_checkpoint(fam).string());
         const ModelConfig& cfg = m->config();
         DiffusionParams    p;
-        p.method = Method::Original, p.gen_length = 8, p.steps = 8, p.block_length = 8, p.ignore_eos = true;
+        p.method               = Method::Original;
+        p.gen_length           = 8;
+        p.steps                = 8;
+        p.block_length         = 8;
+        p.ignore_eos           = true;
         const Observed o       = run(*m, test::random_prompt(cfg, 6, 3), p);
         const auto&    r       = o.result.sequences.at(0);
         int            checked = 0;
@@ -86,7 +90,11 @@ TEST_CASE("Dream's response-only steps: the last prompt row by default, the auth
     auto               m   = Model::load(test::make_tiny_checkpoint(Family::Dream).string());
     const ModelConfig& cfg = m->config();
     DiffusionParams    p;
-    p.method = Method::DyLLM, p.gen_length = 16, p.steps = 16, p.block_length = 16, p.ignore_eos = true;
+    p.method          = Method::DyLLM;
+    p.gen_length      = 16;
+    p.steps           = 16;
+    p.block_length    = 16;
+    p.ignore_eos      = true;
     const auto prompt = test::random_prompt(cfg, 7, 5);
     for (bool with_row : {true, false}) {
         CAPTURE(with_row);

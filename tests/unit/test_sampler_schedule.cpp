@@ -15,9 +15,11 @@ TEST_CASE("block candidates are the masked positions of the current block", "[sa
     const int32_t        M = 99;
     std::vector<int32_t> resp{M, M, M, M, M, M, M, M};
     CHECK(block_candidates(resp, M, 4) == std::vector<int32_t>{0, 1, 2, 3});
-    resp[0] = 5, resp[2] = 6;
+    resp[0] = 5;
+    resp[2] = 6;
     CHECK(block_candidates(resp, M, 4) == std::vector<int32_t>{1, 3});
-    resp[1] = 7, resp[3] = 8;  // block 0 complete: window moves to block 1
+    resp[1] = 7;
+    resp[3] = 8;  // block 0 complete: window moves to block 1
     CHECK(block_candidates(resp, M, 4) == std::vector<int32_t>{4, 5, 6, 7});
     std::vector<int32_t> odd{M, M, M};
     CHECK(block_candidates(odd, M, 2) == std::vector<int32_t>{0, 1});

@@ -164,15 +164,22 @@ Counts steady_allocations(const Model& m, const std::vector<int32_t>& prompt, co
     CHECK(n_tensor_allocs > 0);
     REQUIRE(s.step());
     const struct mallinfo2 before = mallinfo2();
-    n_allocs = 0, n_bytes = 0, n_tensor_allocs = 0, max_alloc = 0, n_provider_allocs = 0;
-    counting = true;
+    n_allocs                      = 0;
+    n_bytes                       = 0;
+    n_tensor_allocs               = 0;
+    max_alloc                     = 0;
+    n_provider_allocs             = 0;
+    counting                      = true;
     Counts c;
     while (s.step()) ++c.steps;
     ++c.steps;  // the last step() ran a step and returned false
     counting                     = false;
     const struct mallinfo2 after = mallinfo2();
-    c.allocs = n_allocs, c.bytes = n_bytes, c.tensor_allocs = n_tensor_allocs, c.max_alloc = max_alloc;
-    c.provider_allocs        = n_provider_allocs;
+    c.allocs                     = n_allocs;
+    c.bytes                      = n_bytes;
+    c.tensor_allocs              = n_tensor_allocs;
+    c.max_alloc                  = max_alloc;
+    c.provider_allocs            = n_provider_allocs;
     const size_t heap_before = before.arena + before.hblkhd, heap_after = after.arena + after.hblkhd;
     c.heap_growth = heap_after > heap_before ? heap_after - heap_before : 0;
     std::printf(

@@ -98,11 +98,23 @@ TEST_CASE(
 
 TEST_CASE("suite sweep: mark_pareto uses tokens/s and accuracy of the finished points", "[suite_sweep]") {
     std::vector<SuitePoint> pts(4);
-    pts[0].items = 10, pts[0].accuracy = 0.9, pts[0].tokens_per_s = 100;  // original-like: slow, accurate
-    pts[1].items = 10, pts[1].accuracy = 0.9, pts[1].tokens_per_s = 500;  // as accurate, faster: dominates 0
-    pts[2].items = 10, pts[2].accuracy = 0.5, pts[2].tokens_per_s = 700;  // fastest: front
-    pts[3].items = 10, pts[3].accuracy = 1.0, pts[3].tokens_per_s = 900;  // would dominate all, but cancelled
-    pts[3].cancelled = true;
+    // original-like: slow, accurate
+    pts[0].items        = 10;
+    pts[0].accuracy     = 0.9;
+    pts[0].tokens_per_s = 100;
+    // as accurate, faster: dominates 0
+    pts[1].items        = 10;
+    pts[1].accuracy     = 0.9;
+    pts[1].tokens_per_s = 500;
+    // fastest: front
+    pts[2].items        = 10;
+    pts[2].accuracy     = 0.5;
+    pts[2].tokens_per_s = 700;
+    // would dominate all, but cancelled
+    pts[3].items        = 10;
+    pts[3].accuracy     = 1.0;
+    pts[3].tokens_per_s = 900;
+    pts[3].cancelled    = true;
     mark_pareto(pts);
     CHECK(!pts[0].pareto);
     CHECK(pts[1].pareto);
@@ -192,7 +204,10 @@ TEST_CASE("suite sweep: a point is dyllm eval's score of the same run, summed ov
         double           flops = 0, dense = 0;
         for (const auto& s : suites) {
             const TaskScore t = eval_task(*model, s, r.params, {2, -1, 2, false});
-            n += t.n, correct += t.correct, flops += t.flops, dense += t.dense_flops;
+            n += t.n;
+            correct += t.correct;
+            flops += t.flops;
+            dense += t.dense_flops;
         }
         CHECK(p.items == 4);  // 2 items x 2 tasks
         CHECK(p.items == n);
@@ -219,7 +234,8 @@ TEST_CASE("suite sweep: a point is dyllm eval's score of the same run, summed ov
 
     // The CSV: one header row, one row per point, the documented columns.
     std::vector<SuitePoint> pts(2);
-    pts[0].run = runs[0], pts[1].run = runs[2];
+    pts[0].run       = runs[0];
+    pts[1].run       = runs[2];
     const CsvTable t = suite_csv(pts, {"add", "tiny", "cpu", -1, 16});
     CHECK(t.header == std::vector<std::string>{
                           "method",    "stable_rows", "tau",        "reference",    "pareto",          "task",

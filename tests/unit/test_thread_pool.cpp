@@ -154,7 +154,8 @@ TEST_CASE("thread pool: a worker kept off its core does not hold the caller once
     sigemptyset(&usr1);
     sigaddset(&usr1, SIGUSR1);
     REQUIRE(pthread_sigmask(SIG_BLOCK, &usr1, &prev) == 0);
-    g_worker_held = false, g_release_worker = false;
+    g_worker_held    = false;
+    g_release_worker = false;
     REQUIRE(kill(getpid(), SIGUSR1) == 0);
     while (!g_worker_held.load()) std::this_thread::yield();
 

@@ -34,6 +34,9 @@ TEST_CASE("NFC: composition, canonical order, blocking, exclusions, Hangul (expe
          "Stra\u00DFe \u65E5\u672C\u8A9E \U0001F468\u200D\U0001F469"},
         {"o\u0308\u0304", "\u022B"},       // two-step composition
         {"\u0CC6\u0CC2\u0CD5", "\u0CCB"},  // Kannada: composes with a class-0 second character
+        // U+1E4EC (Unicode 15.0, class 232) sorts after the dot below, which then composes: the data is 15.0's
+        // (ICU 72), not the 14.0 Python data the cases above come from (there the mark is unassigned, a starter).
+        {"a\U0001E4EC\u0323", "\u1EA1\U0001E4EC"},
     };
     for (const auto& [in, want] : cases) {
         INFO("input " << in);

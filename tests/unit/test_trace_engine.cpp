@@ -15,6 +15,7 @@
 
 #include "engine/engine.h"
 #include "engine/op_scope.h"
+#include "engine/version.h"
 #include "instrumentation/chrome_trace.h"
 #include "instrumentation/jsonl.h"
 #include "instrumentation/nvtx_sink.h"
@@ -60,7 +61,10 @@ struct OpPairProbe : EventSink {
     }
     void on_op(const OpTiming&) override {
         ++ends;
-        if (--open < 0) ++unmatched_end, open = 0;
+        if (--open < 0) {
+            ++unmatched_end;
+            open = 0;
+        }
     }
 };
 
@@ -101,6 +105,10 @@ TEST_CASE("engine events: order, layers, salient counts equal the accounting, hi
     CHECK(rb.n_seq == 2);
     CHECK(rb.method == "dyllm");
     CHECK(rb.prompt_lengths == std::vector<int32_t>{6, 9});
+    const auto version =
+        std::find_if(rb.env.begin(), rb.env.end(), [](const auto& kv) { return kv.first == "dyllm_version"; });
+    REQUIRE(version != rb.env.end());
+    CHECK(version->second == std::string(dyllm::version()));  // the build's version (CMake), as --version prints it
     CHECK(std::get<RunEnd>(ev.back()).steps == params.steps);
 
     int32_t                                                    open_step = 0, steps_seen = 0;
@@ -463,7 +471,10 @@ TEST_CASE("dLLM-Cache queries every row only in steps that refresh the prompt", 
     const auto&                             cfg   = model->config();
     const std::vector<std::vector<int32_t>> prompts{prompt_ids(cfg, 6, 1), prompt_ids(cfg, 9, 2)};
     DiffusionParams                         p = dyllm_params();
-    p.method = Method::DllmCache, p.kp = 3, p.kr = 2;  // steps of every kind: both, prompt only, response only, neither
+    // kp 3, kr 2: steps of every kind (both, prompt only, response only, neither).
+    p.method = Method::DllmCache;
+    p.kp     = 3;
+    p.kr     = 2;
     OpCollector   ops;
     RecordingSink rec;
     TeeSink       tee({&rec, &ops});

@@ -150,13 +150,20 @@ TEST_CASE("chrome trace: ops, steps, counters and track metadata", "[trace][chro
 TEST_CASE("chrome trace: op timestamps keep ns precision in microseconds", "[trace][chrome]") {
     std::vector<EventRecord> ev;
     StepBegin                sb;
-    sb.step = 1, sb.t_ns = 5'000'000'123;
+    sb.step = 1;
+    sb.t_ns = 5'000'000'123;
     ev.emplace_back(sb);
     OpTiming o;
-    o.step = 1, o.layer = 0, o.op = OpClass::Ffn, o.t_begin_ns = 5'000'001'357, o.dur_ns = 2'469;
+    o.step       = 1;
+    o.layer      = 0;
+    o.op         = OpClass::Ffn;
+    o.t_begin_ns = 5'000'001'357;
+    o.dur_ns     = 2'469;
     ev.emplace_back(o);
     StepEnd se;
-    se.step = 1, se.t_ns = 5'000'010'000, se.wall_ns = 9'877;
+    se.step    = 1;
+    se.t_ns    = 5'000'010'000;
+    se.wall_ns = 9'877;
     ev.emplace_back(se);
     const json j     = chrome_json(ev);
     bool       found = false;
@@ -176,10 +183,16 @@ TEST_CASE("chrome trace: hostile values are sanitised (negative durations, NaN, 
     rb.env    = {{"note", "quote \" and newline \n inside"}};
     ev.emplace_back(rb);
     StepBegin sb;
-    sb.step = 1, sb.t_ns = 100, sb.tau = NAN;
+    sb.step = 1;
+    sb.t_ns = 100;
+    sb.tau  = NAN;
     ev.emplace_back(sb);
     OpTiming o;
-    o.step = 1, o.t_begin_ns = 200, o.dur_ns = -50, o.flops = INFINITY, o.bytes = NAN;
+    o.step       = 1;
+    o.t_begin_ns = 200;
+    o.dur_ns     = -50;
+    o.flops      = INFINITY;
+    o.bytes      = NAN;
     ev.emplace_back(o);
     ev.emplace_back(ErrorRecord{"step", "boom"});  // the step never ended
     std::ostringstream os;
@@ -206,7 +219,10 @@ TEST_CASE("chrome trace: hostile values are sanitised (negative durations, NaN, 
 TEST_CASE("chrome trace: GPU kernel records get their own process and args", "[trace][chrome]") {
     auto                      ev = synthetic_events();
     std::vector<KernelRecord> k(2);
-    k[0].name = "gemm_kernel", k[0].start_ns = 1'000'000'500, k[0].end_ns = 1'000'002'500, k[0].kind = 0;
+    k[0].name        = "gemm_kernel";
+    k[0].start_ns    = 1'000'000'500;
+    k[0].end_ns      = 1'000'002'500;
+    k[0].kind        = 0;
     k[0].external_id = encode_external_id(1, 3, uint8_t(OpClass::Ffn));
     decode_external_id(k[0].external_id, k[0].step, k[0].layer, k[0].op);
     k[1].name = "memcpy HtoD", k[1].start_ns = 1'000'000'100, k[1].end_ns = 1'000'000'050,
@@ -284,8 +300,10 @@ TEST_CASE("jsonl: env line first, then one line per step with the documented fie
 
 TEST_CASE("jsonl: write -> read -> write is the identity, and the events come back", "[trace][jsonl]") {
     SyntheticRunSpec sp;
-    sp.n_seq = 3, sp.steps = 4, sp.gen_length = 12;
-    auto ev = synthetic_events(sp);
+    sp.n_seq      = 3;
+    sp.steps      = 4;
+    sp.gen_length = 12;
+    auto ev       = synthetic_events(sp);
     // Edge values: an error record, a NaN score (written as null), an orphan op outside any step.
     ev.emplace_back(ErrorRecord{"step", "tab\tand \"quotes\""});
     for (auto it = ev.rbegin(); it != ev.rend(); ++it)
@@ -294,7 +312,10 @@ TEST_CASE("jsonl: write -> read -> write is the identity, and the events come ba
             break;
         }
     OpTiming orphan;
-    orphan.step = 99, orphan.op = OpClass::Sampling, orphan.device = EventDevice::Cuda, orphan.dur_ns = 5;
+    orphan.step   = 99;
+    orphan.op     = OpClass::Sampling;
+    orphan.device = EventDevice::Cuda;
+    orphan.dur_ns = 5;
     ev.emplace_back(orphan);
 
     std::ostringstream a;
@@ -339,8 +360,10 @@ TEST_CASE("jsonl: write -> read -> write is the identity, and the events come ba
 TEST_CASE("jsonl and chrome trace carry the drift measurement; runs without it write no drift fields",
           "[trace][drift]") {
     SyntheticRunSpec sp;
-    sp.n_seq = 2, sp.steps = 4, sp.gen_length = 12;
-    auto ev = synthetic_events(sp);
+    sp.n_seq      = 2;
+    sp.steps      = 4;
+    sp.gen_length = 12;
+    auto ev       = synthetic_events(sp);
     // Drift on every layer from step 2 on: the non-salient rows approximated, cosines a little below 1.
     std::map<std::pair<int, int>, float> lowest;  // (step, layer) -> min over sequences
     for (auto& e : ev) {
@@ -470,8 +493,11 @@ TEST_CASE("jsonl and chrome trace carry thread CPU time; files without it still 
     // With it: measured on every other op, some split; the values come back and the text round-trips.
     int n = 0;
     for (auto& e : ev)
-        if (auto* o = std::get_if<OpTiming>(&e); o && n++ % 2 == 0)
-            o->cpu_ns = 1000 + n, o->split = n % 4 == 1, o->cpu_gap_ns = n % 3 == 0 ? 0 : 250 * n;
+        if (auto* o = std::get_if<OpTiming>(&e); o && n++ % 2 == 0) {
+            o->cpu_ns     = 1000 + n;
+            o->split      = n % 4 == 1;
+            o->cpu_gap_ns = n % 3 == 0 ? 0 : 250 * n;
+        }
     std::ostringstream a;
     write_jsonl(a, ev);
     const auto                                      back = read_back_identical(a.str());
