@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/errors.h"
+#include "engine/interrupt.h"
 #include "engine/io/atomic_file.h"
 #include "engine/io/gguf.h"
 #include "engine/io/gguf_model.h"
@@ -279,6 +280,7 @@ void export_gguf(const Checkpoint& ck, const std::filesystem::path& tokenizer_js
     write_gguf(
         file.stream(), kv, ts,
         [&](size_t i, uint8_t* dst, size_t) {
+            throw_if_interrupted();  // Ctrl-C between tensors: the temporary file goes, the target stays untouched
             const TensorView& v    = src[i];
             const DType       dt   = ts[i].dtype;
             const bool        bias = ts[i].n_dims == 1;
