@@ -146,7 +146,7 @@ std::unique_ptr<Tokenizer> tokenizer_from_gguf(const GgufContents& g, const std:
     if (pv->type != GgufType::STRING)
         fail(label, "tokenizer.ggml.pre", std::string("type ") + gguf_type_name(pv->type) + ", expected STRING");
     const std::string& pre_name = pv->str;
-    const PreSpec* pre = find_pre(pre_name);
+    const PreSpec*     pre      = find_pre(pre_name);
     if (!pre)
         fail(label, "tokenizer.ggml.pre",
              "'" + text_excerpt(pre_name) + "' is not supported (supported: " + gguf_supported_pre_names() + ")");
