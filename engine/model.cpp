@@ -5,7 +5,9 @@
 
 #include "engine/errors.h"
 #include "engine/interrupt.h"
+#include "engine/io/gguf.h"
 #include "engine/model_impl.h"
+#include "engine/tokenizer/tokenizer_gguf.h"
 
 namespace dyllm {
 
@@ -56,7 +58,9 @@ std::unique_ptr<Model> Model::load(const std::string& spec, BackendKind kind, in
     const auto      t0  = std::chrono::steady_clock::now();
     auto            dir = resolve_model_path(spec);
     std::error_code ec;
-    if (!std::filesystem::is_directory(dir, ec)) {
+    // A .gguf file is a whole model (weights, config and tokenizer in one file).
+    const bool gguf = is_gguf_path(dir) && !std::filesystem::is_directory(dir, ec);
+    if (!gguf && !std::filesystem::is_directory(dir, ec)) {
         const bool builtin = spec.empty() || spec == "tiny-llada" || spec == "tiny-dream";
         throw LoadError(dir.string() + ": model directory not found" +
                         (builtin ? std::string(" (built-in model '") + (spec.empty() ? "tiny-llada" : spec) +
@@ -111,8 +115,12 @@ std::unique_ptr<Model> Model::from_checkpoint(std::unique_ptr<Checkpoint> ckpt, 
     }
 
     const auto tok_path = dir / "tokenizer.json";
-    if (std::filesystem::exists(tok_path, ec)) {
+    // A GGUF checkpoint carries its tokenizer in its metadata; a directory has tokenizer.json beside the weights.
+    if (const GgufContents* g = I.ckpt->gguf())
+        I.tokenizer = tokenizer_from_gguf(*g, dir.string());
+    else if (std::filesystem::exists(tok_path, ec))
         I.tokenizer = Tokenizer::load(tok_path);
+    if (I.tokenizer) {
         // End-of-turn tokens end the visible text (engine/README.md §c.1: <|eot_id|>; §c.2: <|im_end|>).
         for (const char* name : {"<|eot_id|>", "<|im_end|>", "<|endoftext|>"}) {
             const int32_t id = I.tokenizer->token_id(name);

@@ -19,6 +19,7 @@
 #include "engine/errors.h"
 #include "engine/params.h"
 #include "instrumentation/json_number.h"
+#include "engine/io/gguf.h"
 #include "engine/io/json_file.h"
 #include "engine/io/restored_checkpoint.h"
 
@@ -37,7 +38,7 @@ std::string trim(const std::string& s) {
 
 void add_model_options(CLI::App& app, ModelOptions& opts) {
     scalar(app, "-m,--model", opts.model,
-           "checkpoint directory or built-in name (tiny-llada, tiny-dream); default: tiny-llada", false);
+           "checkpoint directory, .gguf file or built-in name (tiny-llada, tiny-dream); default: tiny-llada", false);
     scalar(app, "--backend", opts.backend, "cpu | cuda | auto (auto: CUDA when a device is present)");
     scalar(app, "-t,--threads", opts.threads, "CPU threads (0 = all cores)");
 }
@@ -108,8 +109,8 @@ std::unique_ptr<Model> load_model_for_cli(const ModelOptions& opts, bool quiet) 
         if (!std::filesystem::exists(dir, ec))
             throw LoadError("model '" + opts.model + "': no such directory and not a built-in model name " +
                             "(built-ins: tiny-llada, tiny-dream)");
-        if (!std::filesystem::is_directory(dir, ec))
-            throw LoadError("model '" + opts.model + "': " + dir.string() + " is not a directory");
+        if (!std::filesystem::is_directory(dir, ec) && !is_gguf_path(dir))
+            throw LoadError("model '" + opts.model + "': " + dir.string() + " is not a directory or a .gguf file");
     }
     std::string note;
     // Packing a real-size model's weights takes seconds: a progress line on a terminal (never in pipes or logs).

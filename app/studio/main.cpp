@@ -44,7 +44,8 @@ int parse_options(int argc, char** argv, StudioOptions& opt) {
         [](const CLI::App*, const CLI::Error& e) { return std::string("dyllm-studio: error: ") + e.what() + "\n"; });
     // Counts: CLI11's PositiveNumber/NonNegativeNumber print DBL_MAX's 309 digits in their range message.
     const auto count_from = [](int lo) { return CLI::Range(lo, INT32_MAX); };
-    cli.add_option("-m,--model", opt.model, "checkpoint directory or built-in name (tiny-llada, tiny-dream)");
+    cli.add_option("-m,--model", opt.model,
+                   "checkpoint directory, .gguf file or built-in name (tiny-llada, tiny-dream)");
     cli.add_option("--backend", opt.backend, "cpu|cuda|auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}));
     cli.add_option("-p,--prompt", opt.prompt, "prompt (user message)");
     cli::DiffusionOptions diffusion;  // every diffusion setting, from the engine's parameter table

@@ -98,7 +98,7 @@ void draw_controls(Studio& s, const Rect& r) {
     if (s.ui.model_idx == 2) {
         ImGui::SameLine();
         ImGui::SetNextItemWidth(200);
-        const bool enter = ImGui::InputTextWithHint("##path", "checkpoint directory", s.ui.model_path,
+        const bool enter = ImGui::InputTextWithHint("##path", "checkpoint directory or .gguf file", s.ui.model_path,
                                                     sizeof s.ui.model_path, ImGuiInputTextFlags_EnterReturnsTrue);
         ImGui::SameLine();
         if (ImGui::Button("Load") || enter) {

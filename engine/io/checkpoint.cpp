@@ -10,6 +10,7 @@
 
 #include "engine/io/checkpoint_layout.h"
 #include "engine/errors.h"
+#include "engine/io/gguf_model.h"
 #include "engine/io/json_file.h"
 #include "engine/io/safetensors.h"
 
@@ -112,11 +113,12 @@ void check_layers_against_files(const ModelConfig& c, const std::string& source,
 }  // namespace
 
 std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& dir) {
-    auto ck  = std::make_unique<MappedCheckpoint>();
-    ck->dir_ = dir;
     // error_code overloads throughout: a symlink loop or an unreadable path is a LoadError, never a filesystem_error.
     std::error_code ec;
     const auto      st = fs::status(dir, ec);
+    if (is_gguf_path(dir) && !fs::is_directory(st)) return open_gguf_checkpoint(dir);
+    auto ck  = std::make_unique<MappedCheckpoint>();
+    ck->dir_ = dir;
     if (ec && ec.value() == ELOOP) throw LoadError(dir.string() + ": symlink loop (too many levels of symbolic links)");
     if (!fs::exists(st)) throw LoadError(dir.string() + ": model directory does not exist");
     if (!fs::is_directory(st)) throw LoadError(dir.string() + ": not a directory (expected a checkpoint directory)");

@@ -11,6 +11,8 @@
 
 namespace dyllm {
 
+struct GgufContents;
+
 // Host views of one decoder layer's weights (HF [out, in] layout). Biases are empty views when absent.
 struct LayerWeights {
     TensorView attn_norm;             // [n_embd]
@@ -29,15 +31,18 @@ struct ModelWeights {
 
 class Checkpoint {
 public:
-    // Opens and validates a checkpoint directory. Throws LoadError with one precise message per failed check.
+    // Opens and validates a checkpoint directory, or a .gguf file (engine/io/gguf_model.h). Throws LoadError with one
+    // precise message per failed check.
     static std::unique_ptr<Checkpoint> open(const std::filesystem::path& dir);
     virtual ~Checkpoint() = default;
 
     virtual const ModelConfig&           config() const       = 0;
     virtual const ModelWeights&          weights() const      = 0;
     virtual DType                        weight_dtype() const = 0;  // dtype of the projection weights
-    virtual size_t                       file_bytes() const   = 0;  // total size of the mapped safetensors files
-    virtual const std::filesystem::path& dir() const          = 0;
+    virtual size_t                       file_bytes() const   = 0;  // total size of the mapped weight files
+    virtual const std::filesystem::path& dir() const          = 0;  // the directory, or the .gguf file
+    // The metadata of a GGUF checkpoint (its tokenizer lives there); nullptr for a checkpoint directory.
+    virtual const GgufContents* gguf() const { return nullptr; }
 };
 
 // Tensor names of each family (the ones the loader expects and the writer produces).

@@ -51,6 +51,7 @@ public:
     DType                        weight_dtype() const override { return dtype_; }
     size_t                       file_bytes() const override { return bytes_; }
     const std::filesystem::path& dir() const override { return base_->dir(); }
+    const GgufContents*          gguf() const override { return base_->gguf(); }
 
 private:
     TensorView store(const TensorView& v, const char* name, int layer, int n_layer) {

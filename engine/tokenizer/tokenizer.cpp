@@ -188,15 +188,9 @@ void apply_tokenizer_config(HfTokenizer& tok, const std::filesystem::path& path)
         for (const auto& v : *it) mark_special(v);
 }
 
-}  // namespace
-
-std::unique_ptr<Tokenizer> Tokenizer::load(const std::filesystem::path& tokenizer_json) {
-    const std::string f = tokenizer_json.string();
-    std::error_code   ec;
-    // read_json_file refuses directories, FIFOs, devices, symlink loops and oversized files with one line each.
-    const json root = read_json_file(tokenizer_json, kMaxTokenizerJsonBytes, "tokenizer.json");
+// The tokenizer of a tokenizer.json root object, without tokenizer_config.json and before the matcher is built.
+std::unique_ptr<HfTokenizer> build_from_json(const json& root, const std::string& f) {
     if (!root.is_object()) throw LoadError(f + ": expected a JSON object at the top level, got " + root.type_name());
-
     auto tok           = std::make_unique<HfTokenizer>();
     tok->model         = make_tokenizer_model(tokjson::require(root, "model", f), f + ": model");
     tok->normalizer    = make_normalizer(optional_key(root, "normalizer"), f + ": normalizer");
@@ -213,9 +207,25 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::filesystem::path& tokenize
             tok->add_token(parse_added_token(a, jid.get<int64_t>(), where), where);
         }
     }
+    return tok;
+}
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> Tokenizer::load(const std::filesystem::path& tokenizer_json) {
+    const std::string f = tokenizer_json.string();
+    std::error_code   ec;
+    // read_json_file refuses directories, FIFOs, devices, symlink loops and oversized files with one line each.
+    auto       tok = build_from_json(read_json_file(tokenizer_json, kMaxTokenizerJsonBytes, "tokenizer.json"), f);
     const auto cfg = tokenizer_json.parent_path() / "tokenizer_config.json";
     // Present in any form (a FIFO, a directory, a dangling link): read, so that the reader refuses it with one line.
     if (std::filesystem::exists(std::filesystem::symlink_status(cfg, ec))) apply_tokenizer_config(*tok, cfg);
+    tok->matcher = AddedTokenMatcher(tok->added);
+    return tok;
+}
+
+std::unique_ptr<Tokenizer> Tokenizer::from_json(const nlohmann::json& root, const std::string& label) {
+    auto tok     = build_from_json(root, label);
     tok->matcher = AddedTokenMatcher(tok->added);
     return tok;
 }

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "engine/io/config.h"
 
 namespace dyllm {
@@ -18,6 +20,8 @@ public:
     // Loads tokenizer.json (and tokenizer_config.json beside it when present). Throws LoadError naming the file and
     // what is wrong (bad JSON, unknown model type, merge naming an unknown token, ...).
     static std::unique_ptr<Tokenizer> load(const std::filesystem::path& tokenizer_json);
+    // The same from a tokenizer.json object held in memory (no tokenizer_config.json); `label` names it in errors.
+    static std::unique_ptr<Tokenizer> from_json(const nlohmann::json& root, const std::string& label);
     virtual ~Tokenizer() = default;
 
     // Text -> ids. Added/special tokens written literally in the text are matched first (HF default behaviour).

@@ -15,8 +15,11 @@
 #include "engine/io/checkpoint.h"
 #include "engine/io/checkpoint_writer.h"
 #include "engine/io/config.h"
+#include "engine/io/gguf.h"
+#include "engine/io/gguf_model.h"
 #include "engine/io/safetensors.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "engine/tokenizer/tokenizer_gguf.h"
 
 namespace dyllm::fuzz {
 
@@ -76,6 +79,30 @@ int safetensors(const uint8_t* data, size_t size) {
     });
 }
 
+int gguf(const uint8_t* data, size_t size) {
+    return guarded("gguf", [&] {
+        GgufContents g;
+        try {
+            g = parse_gguf(data, size, "fuzz.gguf");
+        } catch (const LoadError&) {
+            return;  // the checkpoint open would refuse it the same way
+        }
+        // The tokenizer and the model config from the metadata, each on its own (a file may hold one without the
+        // other), then the whole checkpoint from a file.
+        try {
+            if (const auto tok = tokenizer_from_gguf(g, "fuzz.gguf")) {
+                for (const char* text : {"Hello, world!", " caf\xc3\xa9 12345\n", "\xff bad utf8"}) {
+                    const std::vector<int32_t> ids = tok->encode(text);
+                    (void)tok->decode(ids, true);
+                }
+            }
+        } catch (const LoadError&) {
+        }
+        write_file(work_dir() / "fuzz.gguf", data, size);
+        (void)Checkpoint::open(work_dir() / "fuzz.gguf");
+    });
+}
+
 int config(const uint8_t* data, size_t size) {
     return guarded("config", [&] {
         write_file(work_dir() / "ckpt" / "fuzz_config.json", data, size);
@@ -108,7 +135,7 @@ int task(const uint8_t* data, size_t size) {
 
 const std::vector<Target>& targets() {
     static const std::vector<Target> t = {
-        {"safetensors", safetensors}, {"config", config}, {"tokenizer", tokenizer}, {"task", task}};
+        {"safetensors", safetensors}, {"gguf", gguf}, {"config", config}, {"tokenizer", tokenizer}, {"task", task}};
     return t;
 }
 

@@ -13,6 +13,8 @@ namespace dyllm::fuzz {
 // safetensors header + data: parse_safetensors on the bytes, then Checkpoint::open of a directory holding them as
 // model.safetensors next to a valid tiny config.json.
 int safetensors(const uint8_t* data, size_t size);
+// A GGUF file: parse_gguf on the bytes, the tokenizer from its metadata, then Checkpoint::open of it as a .gguf file.
+int gguf(const uint8_t* data, size_t size);
 // config.json text through parse_config.
 int config(const uint8_t* data, size_t size);
 // tokenizer.json text through Tokenizer::load, then encode/decode round trips of a few strings.
