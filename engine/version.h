@@ -4,6 +4,6 @@
 
 namespace dyllm {
 
-const char* version();  // "0.1.0"
+const char* version();  // the project version from CMake, e.g. "0.2.0"
 
 }  // namespace dyllm
