@@ -22,6 +22,6 @@ RECIPE="--family llada --format v3 --d 192 --layers 8 --heads 6 --ffn 512 --batc
   --warmup 500 --budget-steps 40000"
 setsid nohup env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ${CORE:+OPENBLAS_CORETYPE=$CORE} OPENBLAS_NUM_THREADS=1 \
     OMP_NUM_THREADS=1 nice -n 19 $PY assets/train/train.py $RECIPE --state assets/train/state/llada-v3.pt \
-    --save-every-min 10 --export-every-min 30 --work "$W" --out "$W/export" --pgid-file "$P" \
+    --save-every-min 10 --export-every-min 30 --log-every 10 --work "$W" --out "$W/export" --pgid-file "$P" \
     >> "$W/train.log" 2>&1 < /dev/null &
 echo "run_v3.sh: trainer starting; its process-group id goes to $P, its log to $W/train.log"

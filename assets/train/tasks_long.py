@@ -54,7 +54,8 @@ def gen_mul(rng, train=False):
 def gen_sort_long(rng, train=False):
     """Counting sort of 12-24 digits: for each value 0..9 its count in the list and that many copies, then the sorted
     list. 'sort by count: 5 2 9 2 ...' -> '0:0, 1:0, 2:2 2 2, ..., answer 2 2 5 9 ...'. The query starts with
-    'sort ', so the split keys it by its digit multiset (tasks.split_key): no order of a held-out multiset is trained."""
+    'sort ', so the split keys it by its digit multiset (tasks.split_key): no order of a held-out multiset is
+    trained."""
     n = rng.randint(12, 24)
     xs = [rng.randint(0, 9) for _ in range(n)]
     groups = []
