@@ -206,6 +206,9 @@ def parse_args(argv=None):
                     help="training time (CPU hours of this process, summed over resumes); the cosine LR runs over it")
     ap.add_argument("--stop-after", type=int, default=0,
                     help="end this sitting after N more steps, saving the state (the schedule is not changed)")
+    ap.add_argument("--device", default="cpu",
+                    help="torch device to train on (cpu, cuda): not part of the recipe, a resume may move; the data and "
+                         "the masks are drawn on the CPU either way, so the same state continues the same run")
     ap.add_argument("--pgid-file", default=None,
                     help="write this process's process-group id there (what SIGSTOP/SIGCONT/SIGTERM go to)")
     ap.add_argument("--batch", type=int, default=32)
@@ -279,7 +282,8 @@ def main(argv=None):
     mc = {"d": args.d, "n_layers": args.layers, "n_heads": args.heads, "n_kv_heads": args.kv_heads,
           "head_dim": args.d // args.heads, "ffn": args.ffn, "vocab": len(tok),
           "eps": 1e-5 if fam.name == "llada" else 1e-6, "rope_theta": 10000.0, "qkv_bias": fam.name == "dream"}
-    model = TinyMDLM(mc)
+    dev = torch.device(args.device)
+    model = TinyMDLM(mc).to(dev)  # initialised on the CPU (seeded), then moved
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
@@ -294,7 +298,7 @@ def main(argv=None):
     step, train_s, wall_s, ema, log, sittings = 0, 0.0, 0.0, None, [], 0
     if os.path.exists(state_path):
         try:
-            st = torch.load(state_path)
+            st = torch.load(state_path, map_location="cpu")
             st["recipe"], st["model"], st["optimizer"]  # noqa: B018 (a state from another tool fails here, not later)
         except Exception as e:  # one line, not a traceback: the file is the user's to move away or delete
             sys.exit(f"train.py: cannot resume from {state_path}: {type(e).__name__}: {e}")
@@ -325,12 +329,16 @@ def main(argv=None):
                 "budget_hours": args.budget_hours, "args": vars(args), "log": log}
 
     def save_state():
+        # Everything on the CPU, so that a state written on any device resumes on any other. bf16 moments:
+        # load_state_dict casts them back to the parameters' fp32.
+        moment = torch.bfloat16 if args.moments == "bf16" else torch.float32
         osd = opt.state_dict()
-        if args.moments == "bf16":  # load_state_dict casts them back to the parameters' fp32
-            osd = {"state": {i: {n: (v.to(torch.bfloat16) if n in ("exp_avg", "exp_avg_sq") else v)
-                                 for n, v in s.items()} for i, s in osd["state"].items()},
-                   "param_groups": osd["param_groups"]}
-        st = {"recipe": recipe, "model": model.state_dict(), "optimizer": osd, "py_rng": rng.getstate(),
+        osd = {"state": {i: {n: (v.to("cpu", moment) if n in ("exp_avg", "exp_avg_sq") else
+                                 v.cpu() if torch.is_tensor(v) else v)
+                             for n, v in s.items()} for i, s in osd["state"].items()},
+               "param_groups": osd["param_groups"]}
+        weights = {n: v.cpu() for n, v in model.state_dict().items()}
+        st = {"recipe": recipe, "model": weights, "optimizer": osd, "py_rng": rng.getstate(),
               "torch_rng": torch.get_rng_state(), "step": step, "train_s": train_s, "wall_s": wall_s,
               "loss_ema": ema, "loss_ema_by_gen": ema_by_gen, "log": log, "sittings": sittings,
               "budget_steps": args.budget_steps,
@@ -356,6 +364,7 @@ def main(argv=None):
         B, R = tgt.shape
         t = torch.rand(B, 1) * (1 - 1e-3) + 1e-3  # t ~ U(1e-3, 1]
         masked = torch.rand(B, R) < t
+        ids, valid, tgt, t, masked = (v.to(dev) for v in (ids, valid, tgt, t, masked))
         x = ids.clone()
         x[:, lp:] = torch.where(masked, torch.full_like(tgt, mask_id), tgt)
         h = model.hidden(x, valid)
