@@ -107,6 +107,18 @@ def check_v3(tmp):
     wb = torch.cat([v.flatten() for v in sb["model"].values()])
     wdiff = ((wa - wb).norm() / wa.norm()).item()
     assert wdiff < 1e-3, f"v3: weights after the resume differ by {wdiff:.2e} relative"
+    # Two trainers with different WORK dirs on one --state file: the second is refused.
+    sd = os.path.join(tmp, "v3state")
+    p = subprocess.Popen([sys.executable, os.path.join(HERE, "train.py"), *TINY_V3, "--work", a + "x", "--out",
+                          a + "x/export", "--state", os.path.join(sd, "s.pt"), "--budget-steps", "100000"], env=env(),
+                         stdout=subprocess.PIPE, text=True)
+    for line in p.stdout:
+        if line.startswith("{"):
+            break
+    r = train(b + "x", "--state", os.path.join(sd, "s.pt"), check=False, recipe=TINY_V3)
+    p.send_signal(signal.SIGTERM)
+    p.wait()
+    assert r.returncode != 0 and "holds the directory" in r.stderr, f"second trainer on one --state: {r.stderr}"
     return worst, wdiff, len(sb["log"]), gen_kinds(sb)
 
 

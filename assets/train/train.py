@@ -277,6 +277,15 @@ def main(argv=None):
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         sys.exit(f"train.py: another trainer holds {args.work}/train.lock (stop it first: kill -TERM <its pid>)")
+    if args.state:
+        os.makedirs(os.path.dirname(os.path.abspath(args.state)), exist_ok=True)
+        # A --state file outside WORK could be shared by trainers with different WORK dirs: lock its directory too
+        # (the file itself is replaced by a rename at each save, so a lock on it would not last).
+        state_dir = os.open(os.path.dirname(os.path.abspath(args.state)) or ".", os.O_RDONLY)
+        try:
+            fcntl.flock(state_dir, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            sys.exit(f"train.py: another trainer holds the directory of {args.state} (stop it first)")
     # The tokenizer corpus is always v1 data with its own seed: every format and family gets the shipped vocabulary.
     tok = build_tokenizer(fam, seed=1000 + 0)
     mc = {"d": args.d, "n_layers": args.layers, "n_heads": args.heads, "n_kv_heads": args.kv_heads,
@@ -291,7 +300,6 @@ def main(argv=None):
     rng = random.Random(args.seed)
     recipe = {k: getattr(args, k) for k in RECIPE_KEYS}
     state_path = args.state or os.path.join(args.work, "state.pt")
-    os.makedirs(os.path.dirname(os.path.abspath(state_path)), exist_ok=True)
     # Loss EMA per response canvas: a long batch's loss is averaged over a 256-token canvas of mostly padding, so its
     # scale differs from a short batch's; the overall loss_ema mixes both.
     ema_by_gen = {}
