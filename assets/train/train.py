@@ -46,13 +46,9 @@ V3_LONG_SHARE = 0.6
 V3_SHORT_IN_LONG = 0.2
 # Shot counts of long batches: a 4-shot long prompt is about 1,000 tokens (4x the response), so it gets a tenth of the
 # long batches; 0-1 shots teach the procedures at a third of the cost per example. A k-shot long batch holds
-# long_batch_size(k) examples, fewer as the prompt grows (measured on one core, d 192 x 8 layers: a 16-example batch
+# long_batch_size(k) examples, fewer as the prompt grows (one core of a loaded machine, d 192 x 8 layers: a 16-example batch
 # costs 2.2 s at 0 shots and 21 s at 4), so no batch costs more than about three 0-shot ones.
 LONG_SHOT_WEIGHTS = [0.45, 0.25, 0.12, 0.08, 0.1]
-
-
-def long_batch_size(long_batch, k):
-    return max(4, round(long_batch * 2 / (k + 2)))
 # Shot-count mix: cheaper short prompts most often (they teach the tasks), but 4-shot prompts, the shape the goals are
 # measured on (prompt about 4x the response), get a fifth of the batches so the model learns to find the last query.
 SHOT_WEIGHTS = [0.45, 0.15, 0.1, 0.1, 0.2]
@@ -71,6 +67,10 @@ def build_tokenizer(fam, seed):
         texts += [p, r]
     merges = bpe.train_bpe(texts, N_MERGES)
     return bpe.Tokenizer(merges, fam.specials)
+
+
+def long_batch_size(long_batch, k):
+    return max(4, round(long_batch * 2 / (k + 2)))
 
 
 def make_batch(rng, fam, tok, batch, fmt="v1", long_batch=16):
