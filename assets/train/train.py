@@ -46,8 +46,8 @@ V3_LONG_SHARE = 0.6
 V3_SHORT_IN_LONG = 0.2
 # Shot counts of long batches: a 4-shot long prompt is about 1,000 tokens (4x the response), so it gets a tenth of the
 # long batches; 0-1 shots teach the procedures at a third of the cost per example. A k-shot long batch holds
-# long_batch_size(k) examples, fewer as the prompt grows (one core of a loaded machine, d 192 x 8 layers: a 16-example batch
-# costs 2.2 s at 0 shots and 21 s at 4), so no batch costs more than about three 0-shot ones.
+# long_batch_size(k) examples, fewer as the prompt grows (one core of a loaded machine, d 192 x 8 layers: a 16-example
+# batch costs 2.2 s at 0 shots and 21 s at 4), so no batch costs more than about three 0-shot ones.
 LONG_SHOT_WEIGHTS = [0.45, 0.25, 0.12, 0.08, 0.1]
 # Shot-count mix: cheaper short prompts most often (they teach the tasks), but 4-shot prompts, the shape the goals are
 # measured on (prompt about 4x the response), get a fifth of the batches so the model learns to find the last query.
@@ -207,8 +207,8 @@ def parse_args(argv=None):
     ap.add_argument("--stop-after", type=int, default=0,
                     help="end this sitting after N more steps, saving the state (the schedule is not changed)")
     ap.add_argument("--device", default="cpu",
-                    help="torch device to train on (cpu, cuda): not part of the recipe, a resume may move; the data and "
-                         "the masks are drawn on the CPU either way, so the same state continues the same run")
+                    help="torch device to train on (cpu, cuda): not part of the recipe, a resume may move; the data "
+                         "and the masks are drawn on the CPU either way, so the same state continues the same run")
     ap.add_argument("--pgid-file", default=None,
                     help="write this process's process-group id there (what SIGSTOP/SIGCONT/SIGTERM go to)")
     ap.add_argument("--batch", type=int, default=32)
