@@ -124,10 +124,11 @@ def response_text(tok, fam, ids):
     return tok.decode(out, skip_special=True)
 
 
-def evaluate(model_dir, tasks_dir, limit, batch, steps, gen_length=64, block=32, cos=True, shots=None):
+def evaluate(model_dir, tasks_dir, limit, batch, steps, gen_length=64, block=32, cos=True, shots=None,
+             task_names=None):
     model, fam, tok, _ = load_model(model_dir)
     res, cos_stats = {}, {}
-    for task in tasks.TASKS:
+    for task in task_names or tasks.TASKS:
         with open(os.path.join(tasks_dir, f"{task}.jsonl")) as f:
             items = [json.loads(l) for l in f][:limit]
         correct = full = 0
@@ -162,12 +163,17 @@ def main():
     ap.add_argument("--tasks", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tasks"))
     ap.add_argument("--limit", type=int, default=50)
     ap.add_argument("--batch", type=int, default=50)
-    ap.add_argument("--steps", type=int, default=64)
+    ap.add_argument("--steps", type=int, default=0, help="denoising steps (default: the gen length, n_u = 1)")
+    ap.add_argument("--gen-length", type=int, default=64, help="response canvas (256 for the long tasks)")
+    ap.add_argument("--task", action="append", default=None,
+                    help="task file stem, repeatable (default: the four short tasks; the long ones: mul, sort-long, "
+                         "rev-long, word-long with --tasks assets/tasks/long --gen-length 256)")
     ap.add_argument("--no-cos", action="store_true")
     ap.add_argument("--out", default=None, help="write the result JSON here")
     args = ap.parse_args()
     torch.set_num_threads(1)
-    res = evaluate(args.model, args.tasks, args.limit, args.batch, args.steps, cos=not args.no_cos)
+    res = evaluate(args.model, args.tasks, args.limit, args.batch, args.steps or args.gen_length, args.gen_length,
+                   cos=not args.no_cos, task_names=args.task)
     print(json.dumps({k: v for k, v in res.items() if k in ("all", "cosine")}, indent=1))
     if args.out:
         with open(args.out, "w") as f:

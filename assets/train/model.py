@@ -103,8 +103,8 @@ class TinyMDLM(nn.Module):
     def hidden(self, ids, key_valid, ctx_out=None):
         """ids [B, L] int64; key_valid [B, L] bool (False = left padding). Returns final-normed hidden [B, L, d]."""
         B, L = ids.shape
-        cos, sin = self.rope(L)
-        key_bias = torch.zeros(B, 1, 1, L)
+        cos, sin = (v.to(ids.device) for v in self.rope(L))
+        key_bias = torch.zeros(B, 1, 1, L, device=ids.device)
         key_bias.masked_fill_(~key_valid[:, None, None, :], float("-inf"))
         x = self.wte(ids)
         for blk in self.blocks:
@@ -119,7 +119,7 @@ def write_safetensors(path, tensors):
     """tensors: list of (name, float32 tensor). Format: u64 LE header length, JSON header, raw little-endian data."""
     header, blobs, off = {}, [], 0
     for name, t in tensors:
-        data = t.detach().contiguous().to(torch.float32).numpy().tobytes()
+        data = t.detach().cpu().contiguous().to(torch.float32).numpy().tobytes()
         header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [off, off + len(data)]}
         blobs.append(data)
         off += len(data)

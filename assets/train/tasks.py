@@ -5,7 +5,9 @@
 import random
 
 TASKS = ["add", "sort", "word", "rev"]
-FORMATS = ["v1", "v2"]
+# v3: the long worked-answer tasks of tasks_long.py beside the v2 short tasks (train.py; its held-out suite holds the
+# long tasks only, assets/tasks/long).
+FORMATS = ["v1", "v2", "v3"]
 # Training-only stages of v2, the data the v2 runs saw before it took its final form (train.py data_format, so a run
 # from scratch reproduces the shipped models): "v2-plain", word answers without the question's object restated
 # (gen_word) and the first mix; "v2-echo", restated answers with the first mix. Not suite formats: every held-out

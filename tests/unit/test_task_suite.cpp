@@ -1,12 +1,16 @@
 // Task-suite loader, prompt rule, held-out split and answer extraction (app/model/task_suite.h), including checks on
-// the shipped assets/tasks/*.jsonl: every item is in the held-out bucket, so training never saw its query.
+// the shipped assets/tasks/*.jsonl and the long tasks of assets/tasks/long: every item is in the held-out bucket, so
+// training never saw its query.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "engine/errors.h"
 #include "app/model/task_suite.h"
@@ -153,4 +157,82 @@ TEST_CASE("shipped task files: held out, self-consistent, prompt rule reproduces
             }
         }
     }
+}
+
+namespace {
+
+std::vector<std::string> words(const std::string& s) {
+    std::istringstream       ss(s);
+    std::vector<std::string> out;
+    for (std::string w; ss >> w;) out.push_back(w);
+    return out;
+}
+
+std::string join(const std::vector<std::string>& xs) {
+    std::string out;
+    for (const auto& x : xs) out += (out.empty() ? "" : " ") + x;
+    return out;
+}
+
+// The expected final answer of a long task's query, recomputed here from the query alone (tasks_long.py generators).
+std::string long_task_answer(const std::string& task, const std::string& q) {
+    if (task == "mul") {
+        const long a = std::stol(q.substr(4)), b = std::stol(q.substr(q.find('*') + 1));
+        CHECK(a >= b);  // one spelling per pair: the plain query is its split key
+        return std::to_string(a * b);
+    }
+    if (task == "sort-long") {
+        std::vector<std::string> xs = words(q.substr(q.find(':') + 1));
+        CHECK(xs.size() >= 12);
+        std::sort(xs.begin(), xs.end());
+        return join(xs);
+    }
+    if (task == "rev-long") {
+        std::vector<std::string> xs = words(q.substr(8));
+        CHECK(xs.size() >= 24);
+        std::reverse(xs.begin(), xs.end());
+        return join(xs);
+    }
+    // word-long: "NAME has N OBJ, gets b, gives away b, ... How many OBJ does NAME have?"
+    const std::vector<std::string> w     = words(q);
+    int                            total = std::stoi(w[2]);
+    for (size_t i = 3; i + 1 < w.size(); ++i) {
+        if (w[i] == "gets") total += std::stoi(w[i + 1]);
+        if (w[i] == "away") total -= std::stoi(w[i + 1]);
+    }
+    std::string obj = w[3];
+    obj.pop_back();  // "apples," -> "apples"
+    return w[0] + " has " + std::to_string(total) + " " + obj + ".";
+}
+
+}  // namespace
+
+TEST_CASE("long task files: held out, answers recomputed from the query, scored by their final answer",
+          "[task_suite][assets]") {
+    const fs::path dir = source_dir() / "assets" / "tasks" / "long";
+    REQUIRE(list_tasks(dir) == std::vector<std::string>{"mul", "rev-long", "sort-long", "word-long"});
+    for (const TaskSuite& s : load_tasks(dir, "all")) {
+        REQUIRE(s.items.size() >= 50);
+        std::set<std::string> keys;
+        for (size_t i = 0; i < s.items.size(); ++i) {
+            const TaskItem&   it = s.items[i];
+            const std::string q  = task_query(it);
+            INFO(it.source << " query: " << q);
+            CHECK(it.task == s.name);
+            CHECK(is_held_out(q));
+            CHECK(build_prompt(s, i, it.shots) == it.prompt);
+            CHECK(keys.insert(split_key(q)).second);
+            CHECK(extract_answer(it.answer) == long_task_answer(s.name, q));
+        }
+    }
+    // Scoring keeps the text after the last "answer": a slip in a worked step with the right result still counts
+    // (full match tells them apart), a wrong result does not.
+    const std::string want =
+        "347*6: 7*6=42, 4*6+4=28, 3*6+2=20, so 2082; 347*80: 7*8=56, 4*8+5=37, 3*8+3=27, so "
+        "27760; 2082+27760: 2+0=2, 8+6=14, 0+7+1=8, 2+7=9, 0+2=2, answer 29842";
+    std::string slip = want;
+    slip.replace(slip.find("4*6+4=28"), 8, "4*6+4=29");
+    CHECK(answer_matches(slip, want));
+    CHECK_FALSE(full_match(slip, want));
+    CHECK_FALSE(answer_matches(want.substr(0, want.size() - 1) + "3", want));
 }
