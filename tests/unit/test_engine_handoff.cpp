@@ -68,13 +68,20 @@ TEST_CASE("worker steps while the UI drains, sets tau live, cancels mid-run and 
     // Run 2: cancelled from this thread while the worker is mid-run.
     {
         session.start({ids}, params(64, 64));
-        std::atomic<int> steps{0};
-        std::thread      worker([&] {
-            while (session.step()) steps.fetch_add(1);
+        std::atomic<int>  steps{0};
+        std::atomic<bool> cancel_sent{false};
+        std::thread       worker([&] {
+            while (session.step()) {
+                // After step 2 the worker waits for the cancel, so a busy machine that starves this test's main
+                // thread cannot let the run finish first; the cancel still lands in a live run.
+                if (steps.fetch_add(1) + 1 == 2)
+                    while (!cancel_sent.load()) std::this_thread::yield();
+            }
             runs_done.fetch_add(1);
         });
         while (steps.load() < 2) std::this_thread::yield();
         session.cancel();
+        cancel_sent.store(true);
         worker.join();
         CHECK(session.done());
         CHECK(session.current_step() < 64);
