@@ -141,13 +141,14 @@ void draw_summary(Studio& s, const Rect& r) {
             row("cache memory", "%s", narrow ? "at the end" : "at the end of the run");
         // The stored weights per tensor class (a Q4_K_M file mixes Q4_K and Q6_K) and what a forward pass streams.
         if (const std::string wt = h.env("weights"); !wt.empty()) {
-            const double gb = std::atof(h.env("weight_bytes").c_str()) / 1e9;
+            // fmt_si picks the unit: a built-in model streams about a megabyte, an 8B one gigabytes.
+            const std::string bytes = fmt_si(std::atof(h.env("weight_bytes").c_str()), "B");
             if (narrow) {
-                row("weights", "%.2f GB", gb);
+                row("weights", "%s", bytes.c_str());
                 std::snprintf(tip, sizeof tip, "%s", wt.c_str());
                 details(tip);
             } else {
-                row("weights", "%s (%.2f GB per forward pass)", wt.c_str(), gb);
+                row("weights", "%s (%s per forward pass)", wt.c_str(), bytes.c_str());
             }
         }
         // Only when something was lost: 0 means every panel shows every event.
