@@ -168,57 +168,8 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const fs::path& dir) {
                             shape_string(e.shape) + ", expected " + shape_string(s.shape) + " " + s.origin +
                             " from config.json");
         }
-        const TensorView v = e.view();
-        using R            = TensorRole;
-        auto&         w    = ck->weights_;
-        LayerWeights* L    = s.layer >= 0 ? &w.layers[size_t(s.layer)] : nullptr;
-        switch (s.role) {
-            case R::TokEmbd:
-                w.tok_embd = v;
-                break;
-            case R::AttnNorm:
-                L->attn_norm = v;
-                break;
-            case R::Wq:
-                L->wq = v;
-                break;
-            case R::Wk:
-                L->wk = v;
-                break;
-            case R::Wv:
-                L->wv = v;
-                break;
-            case R::Wo:
-                L->wo = v;
-                break;
-            case R::Bq:
-                L->bq = v;
-                break;
-            case R::Bk:
-                L->bk = v;
-                break;
-            case R::Bv:
-                L->bv = v;
-                break;
-            case R::FfnNorm:
-                L->ffn_norm = v;
-                break;
-            case R::WGate:
-                L->w_gate = v;
-                break;
-            case R::WUp:
-                L->w_up = v;
-                break;
-            case R::WDown:
-                L->w_down = v;
-                break;
-            case R::OutNorm:
-                w.out_norm = v;
-                break;
-            case R::LmHead:
-                w.lm_head = v;
-                break;
-        }
+        const TensorView v                         = e.view();
+        weight_slot(ck->weights_, s.role, s.layer) = v;
     }
     if (cfg.tie_embeddings) ck->weights_.lm_head = ck->weights_.tok_embd;
     ck->weight_dtype_ = ck->weights_.layers.empty() ? ck->weights_.tok_embd.dtype : ck->weights_.layers[0].wq.dtype;

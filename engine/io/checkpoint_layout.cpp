@@ -2,6 +2,7 @@
 // expected_tensor_names.
 #include "engine/io/checkpoint_layout.h"
 
+#include "engine/errors.h"
 #include "engine/io/checkpoint.h"
 
 namespace dyllm {
@@ -75,6 +76,45 @@ std::vector<std::string> expected_tensor_names(const ModelConfig& cfg) {
     std::vector<std::string> names;
     for (auto& s : expected_tensor_specs(cfg)) names.push_back(std::move(s.name));
     return names;
+}
+
+TensorView& weight_slot(ModelWeights& w, TensorRole role, int layer) {
+    using R         = TensorRole;
+    LayerWeights* L = layer >= 0 ? &w.layers[size_t(layer)] : nullptr;
+    switch (role) {
+        case R::TokEmbd:
+            return w.tok_embd;
+        case R::AttnNorm:
+            return L->attn_norm;
+        case R::Wq:
+            return L->wq;
+        case R::Wk:
+            return L->wk;
+        case R::Wv:
+            return L->wv;
+        case R::Wo:
+            return L->wo;
+        case R::Bq:
+            return L->bq;
+        case R::Bk:
+            return L->bk;
+        case R::Bv:
+            return L->bv;
+        case R::FfnNorm:
+            return L->ffn_norm;
+        case R::WGate:
+            return L->w_gate;
+        case R::WUp:
+            return L->w_up;
+        case R::WDown:
+            return L->w_down;
+        case R::OutNorm:
+            return w.out_norm;
+        case R::LmHead:
+            return w.lm_head;
+    }
+    DYLLM_ASSERT(false, "unknown tensor role");
+    return w.tok_embd;
 }
 
 }  // namespace dyllm

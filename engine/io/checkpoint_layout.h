@@ -39,4 +39,10 @@ struct TensorSpec {
 // The LM head is absent when embeddings are tied.
 std::vector<TensorSpec> expected_tensor_specs(const ModelConfig& cfg);
 
+struct ModelWeights;
+struct TensorView;
+// The member of `w` that a tensor of this role (and block, for the per-layer roles) fills; w.layers must already hold
+// that block.
+TensorView& weight_slot(ModelWeights& w, TensorRole role, int layer);
+
 }  // namespace dyllm
