@@ -14,6 +14,7 @@
 #include "engine/io/atomic_file.h"
 #include "engine/io/gguf.h"
 #include "engine/io/gguf_model.h"
+#include "engine/quant_type.h"
 #include "engine/tokenizer/tokenizer_gguf.h"
 #include "kernels/common/dtype_convert.h"
 #include "kernels/cpu/ref/quant.h"
@@ -42,21 +43,6 @@ DType fallback(DType want, int64_t ne0) {
     DType f = want == DType::Q4_K ? DType::Q4_0 : (want == DType::Q6_K || want == DType::Q5_K) ? DType::Q8_0 : want;
     if (ne0 % dtype_block_elems(f) != 0) f = DType::F16;
     return f;
-}
-
-cpu::QuantType quant_type(DType t) {
-    switch (t) {
-        case DType::Q8_0:
-            return cpu::QuantType::Q8_0;
-        case DType::Q4_0:
-            return cpu::QuantType::Q4_0;
-        case DType::Q4_K:
-            return cpu::QuantType::Q4_K;
-        case DType::Q5_K:
-            return cpu::QuantType::Q5_K;
-        default:
-            return cpu::QuantType::Q6_K;
-    }
 }
 
 float load(const uint8_t* row, DType t, int64_t i) {
@@ -92,7 +78,7 @@ void store_row(const float* x, int64_t n, DType t, uint8_t* dst) {
             }
             break;
         default:
-            cpu::quantize_row(quant_type(t), x, dst, n);
+            cpu::quantize_row(quant_of(t), x, dst, n);
     }
 }
 
