@@ -36,7 +36,8 @@ std::vector<std::string> golden_texts() {
     for (const char* g : {"qwen3_golden.json", "llama3_golden.json"}) {
         std::ifstream f(fs::path(DYLLM_SOURCE_DIR) / "tests/data/tokenizers" / g);
         REQUIRE(f);
-        for (const auto& c : json::parse(f).at("cases")) t.push_back(c.at("text").get<std::string>());
+        const json doc = json::parse(f);  // named: a range-for over a temporary's member would outlive it
+        for (const auto& c : doc.at("cases")) t.push_back(c.at("text").get<std::string>());
     }
     return t;
 }
