@@ -141,7 +141,41 @@ def real_size(work):
     for line in open(os.path.join(work, "real.time.txt")):
         if "Maximum resident" in line:
             out += ["", f"Peak resident memory: {int(line.split(':')[-1]) / 2**20:.1f} GiB."]
+    types = os.path.join(work, "real_types.md")
+    if os.path.exists(types):
+        out += ["", "### At each storage type", ""] + open(types).read().rstrip("\n").split("\n")
     return out
+
+
+def quant_logits(work):
+    """Per storage type, the first step's logit error against f32 on each width bench_quant_logits measured."""
+    p = os.path.join(work, "logits.jsonl")
+    if not os.path.exists(p):
+        return []
+    rows = [json.loads(line) for line in open(p) if line.strip()]
+    widths = sorted({r["n_embd"] for r in rows})
+    types = list(dict.fromkeys(r["type"] for r in rows))
+    by = {(r["n_embd"], r["type"]): r for r in rows}
+    head = "| weights | " + " | ".join(f"width {w}: rel. rms / KL (nats) / same argmax" for w in widths) + " |"
+    out = [head, "|---|" + "--:|" * len(widths)]
+    for t in types:
+        cells = []
+        for w in widths:
+            r = by.get((w, t))
+            cells.append("-" if r is None else f"{r['rel_rms']:.2e} / {r['kl']:.1e} / {100 * r['top1']:.0f}%")
+        out.append(f"| {t} | " + " | ".join(cells) + " |")
+    return out
+
+
+def quant_logits_caption(work):
+    p = os.path.join(work, "logits.jsonl")
+    if not os.path.exists(p):
+        return "Not run (`tests/bench/bench_quant_logits` was not built)."
+    return ("One dense step (original decoding) of a random LLaDA-format checkpoint stored at f32 and re-stored in "
+            "memory at each type (`dyllm bench --type`'s path), the same 64-id prompt and 32 masked rows: the logits' "
+            "rms error relative to the f32 logits' rms, the mean KL divergence of the softmax from f32's, and the "
+            "share of rows whose argmax is f32's (`tests/bench/bench_quant_logits`). Width 256 is hidden-256 "
+            "(4 layers); width 4096 has 2 layers of the LLaDA-8B shape and a vocabulary of 8192.")
 
 
 def official(work):
@@ -210,6 +244,7 @@ def main():
            "the same shapes with plain weights, the probe on one thread (a 2-thread run whose probe is below 0.65 x 2 "
            "of it had threads sharing a core), and the cache line's trip between two threads (from 80 ns the cores sit "
            "far apart and the 2-thread figures are those of that placement).", ""] + probe_table(data) + [
+           "", "## Quantized weights: logit error against f32", "", quant_logits_caption(work), ""] + quant_logits(work) + [
            "", "## LLaDA-8B shape", ""] + real_size(work) + [
            "", "## Against the official Python code", ""] + official(work) + [""]
     doc += open(notes_path).read().rstrip("\n").split("\n") + [""]
@@ -221,7 +256,11 @@ def main():
         if BEGIN not in text or END not in text:
             sys.exit(f"performance_report.py: {readme} has no {BEGIN} ... {END} markers")
         a, b = text.index(BEGIN) + len(BEGIN), text.index(END)
-        block = ["", *table, "",
+        logits = quant_logits(work)
+        if logits:
+            logits = ["", "Logit error of each storage type against f32 (one dense step; "
+                      "[method](docs/performance.md#quantized-weights-logit-error-against-f32)):", "", *logits]
+        block = ["", *table, *logits, "",
                  f"{where}. Regenerate: `tests/bench/performance_report.sh build`; every cell and the method: "
                  "[docs/performance.md](docs/performance.md)."
                  + (" Quick mode: one repetition, not for keeping." if quick else ""), ""]

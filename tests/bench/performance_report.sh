@@ -6,7 +6,8 @@
 #   tests/bench/performance_report.sh BUILD [OUT=docs/performance.md] [--quick] [--rounds N] [--reps N]
 #       [--real-size] [--fast-dllm DIR] [--no-readme]
 #   --quick        one round of one repetition (a check that the script works; figures not for keeping)
-#   --real-size    also the LLaDA-8B shape: a 16 GB random bf16 checkpoint, needs ~17 GB of free memory
+#   --real-size    also the LLaDA-8B shape: a 16 GB random bf16 checkpoint and its Q8_0 and Q4_K_M GGUF files,
+#                  needs ~17 GB of free memory and ~30 GB of disk
 #                  (DYLLM_REAL_SIZE_LAYERS=N writes N layers of that shape instead of 32; DYLLM_REAL_SIZE_DIR keeps it)
 #   --fast-dllm D  also the official LLaDA / Fast-dLLM decoders, from the llada/ directory D of an NVlabs/Fast-dLLM
 #                  checkout (or FAST_DLLM=D), on Debian's torch (/usr/bin/python3); skipped when D/generate.py is absent
@@ -14,7 +15,7 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-usage() { sed -n '6,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '6,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 [ $# -ge 1 ] || usage
 BUILD=$1
 shift
@@ -67,14 +68,31 @@ for r in $(seq "$ROUNDS"); do
     log "round $r of $ROUNDS done"
 done
 
+# Logit error of each storage type against f32 (bench_quant_logits): hidden-256 and a 4096-wide random checkpoint
+# (2 layers of the LLaDA-8B shape, vocabulary 8192; ~2 GB of f32, removed afterwards).
+QUANT_LOGITS=$BUILD/tests/bench/bench_quant_logits
+if [ -x "$QUANT_LOGITS" ]; then
+    log "logit error per storage type"
+    W4K=$WORK/w4096
+    "$DYLLM" make-model -o "$W4K" --family llada --dtype f32 --layers 2 --embd 4096 --heads 32 --ffn 12288 \
+        --vocab 8192 >/dev/null
+    "$QUANT_LOGITS" "$H256" --threads 2 >"$WORK/logits.jsonl"
+    "$QUANT_LOGITS" "$W4K" --threads 2 >>"$WORK/logits.jsonl"
+    rm -rf "$W4K"
+else
+    log "no $QUANT_LOGITS (build the tests): the logit-error table is skipped"
+fi
+
 if [ "$REAL" = 1 ]; then
     log "LLaDA-8B shape (bench_real_size.sh; writes a bf16 checkpoint first)"
     RDIR=${DYLLM_REAL_SIZE_DIR:-$WORK/llada8b}
-    bash "$HERE/bench_real_size.sh" "$BUILD" "$RDIR" 2 "${DYLLM_REAL_SIZE_LAYERS:-}" llada >"$WORK/real.txt"
+    # bf16, then the GGUF files `dyllm quantize` writes from it (DIR.T.gguf), in one run (bench_real_types.sh).
+    bash "$HERE/bench_real_types.sh" "$BUILD" "$RDIR" 2 "q8_0 q4_k_m" "${DYLLM_REAL_SIZE_LAYERS:-}" \
+        >"$WORK/real_types.md"
     cp "$RDIR.run.json" "$WORK/real.run.json"
     cp "$RDIR.time.txt" "$WORK/real.time.txt"
     grep -o '"n_layers": *[0-9]*' "$RDIR/config.json" >"$WORK/real.layers" || true
-    [ -n "${DYLLM_REAL_SIZE_DIR:-}" ] || rm -rf "$RDIR" "$RDIR.run.json" "$RDIR.time.txt"
+    [ -n "${DYLLM_REAL_SIZE_DIR:-}" ] || rm -rf "$RDIR" "$RDIR".*
 fi
 
 if [ -n "$FAST_DLLM" ] && [ -f "$FAST_DLLM/generate.py" ]; then
