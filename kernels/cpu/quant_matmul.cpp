@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/convert.h"
+#include "kernels/cpu/quant_amx.h"
 #include "kernels/cpu/quant_decode.h"
 #include "kernels/cpu/quant_dot.h"
 
@@ -172,15 +173,26 @@ int64_t quant_dot_max_rows(QuantType t) {
     }
 }
 
+int64_t quant_amx_min_rows(QuantType t) {
+    (void)t;
+    return 4;
+}
+
 void quant_matmul(CMatF x, QuantMat w, ConstMat bias, MatF y, ThreadPool& pool, bool f32_x) {
     if (y.rows == 0 || y.cols == 0) return;
     const int64_t   k = w.cols, m = y.cols, n = y.rows;
     const QuantPath path = g_path.load();
-    DotIsa          dot_isa{};
-    const bool      dot = k > 0 && !f32_x && quant_dot_supported(w.type) && dot_isa_for(quant_isa(), &dot_isa) &&
+    // Auto leaves AMX out under a forced lower instruction set (that CPU would lack it).
+    const bool amx = k > 0 && !f32_x && quant_amx_available() &&
+                     (path == QuantPath::Amx ||
+                      (path == QuantPath::Auto && quant_isa() == QuantIsa::Avx512 && n >= quant_amx_min_rows(w.type)));
+    DotIsa     dot_isa{};
+    const bool dot = !amx && k > 0 && !f32_x && quant_dot_supported(w.type) && dot_isa_for(quant_isa(), &dot_isa) &&
                      (path == QuantPath::Dot || (path == QuantPath::Auto && n <= quant_dot_max_rows(w.type)));
     if (k == 0) {
         for (int64_t i = 0; i < n; ++i) std::fill(y.row(i), y.row(i) + m, 0.0f);
+    } else if (amx) {
+        quant_amx_matmul(x, w, y, pool);
     } else if (dot) {
         // x quantized once per product (rows in parallel), then tasks of kDotTaskRows W rows, each streaming its rows
         // once against every row of x.
