@@ -1,8 +1,9 @@
 // The AMX-BF16 quantized product (kernels/cpu/quant_amx.h). W is the A operand: a panel of 16 W rows decoded to bf16
 // is, per 32 elements of k, one 16 x 64-byte tile in W's own row-major order, so decoding needs no transpose; x is
 // the B operand, packed once per product into the pair layout TDPBF16PS reads (B row r, column c: x[c][2r],
-// x[c][2r + 1]). The 16 x 16 fp32 sums (W rows x x rows) stay in tile registers over the whole of k. Instruction
-// semantics: Intel Architecture Instruction Set Extensions Programming Reference (TDPBF16PS, VCVTNE2PS2BF16).
+// x[c][2r + 1]). The 16 x 16 fp32 sums (W rows x x rows) are accumulated by TDPBF16PS in tile registers over a chunk
+// of 256 elements of k and kept in memory between chunks. Instruction semantics: Intel Architecture Instruction Set
+// Extensions Programming Reference (TDPBF16PS, VCVTNE2PS2BF16, LDTILECFG).
 #include "kernels/cpu/quant_amx.h"
 
 #include <algorithm>
@@ -138,7 +139,8 @@ inline __m512i bf16_of(__m512 lo, __m512 hi) {
     return (__m512i)v;
 }
 // Makes the compiler read f[0 .. n) back from memory: its broadcasts then load (load ports) instead of shuffling
-// registers (port 5, which the table lookups and conversions already fill; measured ~1.3x faster decoding).
+// registers (port 5, which the table lookups and conversions already fill; the 33-row Q4_K product
+// measured ~1.1x faster).
 inline void from_memory(float* f, int n) {
     asm volatile("" : : "r"(f), "r"(n) : "memory");
 }
@@ -340,7 +342,7 @@ void chunk_sums(const uint16_t* a, const uint32_t* xg, int64_t xs, int64_t cs, f
 // kChunk outside the panels, so a chunk's x tiles (3 x 8 KiB for 33 rows) stay in L1 for all the panels, and the sums
 // go to memory between chunks: panel-major order, each panel's sums kept in tiles over all of k, read all of x from
 // L2 for every panel and ran at L2's bandwidth. Each job's A tiles are decoded during the previous job's products
-// (two buffers); decoding and then multiplying measured about 1.3x slower on the 33-row Q4_K product.
+// (two buffers); decoding and then multiplying measured about 1.1x slower on the 33-row Q4_K product.
 void panels(QuantMat w, const uint32_t* xp, int64_t x_tiles, int64_t p0, int64_t p1, MatF y) {
     static const TileConfig cfg = make_config();
     const int64_t           k = w.cols, steps = k / kStep, np = p1 - p0;

@@ -34,10 +34,11 @@ const char* quant_isa_name(QuantIsa isa);
 enum class QuantPath : uint8_t { Auto, Dot, Decode, Amx };
 void quant_force_path(QuantPath path);
 
-// The most rows of x for which Auto takes the integer path, per weight type (0: never); measured, see the definition.
+// The most rows of x for which Auto takes the integer path, per weight type (0: never); on CPUs with the AMX path only
+// below quant_amx_min_rows. Measured, see the definition.
 int64_t quant_dot_max_rows(QuantType t);
-// The fewest rows of x for which Auto takes the AMX path where the CPU has it (before the integer path's limit);
-// measured, see the definition.
+// The fewest rows of x for which Auto takes the AMX path where quant_amx_available() (and the instruction set in use
+// is Avx512); measured, see the definition.
 int64_t quant_amx_min_rows(QuantType t);
 
 // x: [n, k] fp32; w: [m, k] quantized; bias: [1, m] (any type) or bias.data == nullptr; y: [n, m] fp32, not aliasing
