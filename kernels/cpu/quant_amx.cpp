@@ -270,9 +270,8 @@ void row_q6_k(const BlockQ6_K* b, int64_t nb, uint16_t* dst) {
 // Rows r0 .. r1 of one panel's chunk: elements e0 .. e0 + len (whole blocks) of W rows o0 + r as bf16 A tiles, one
 // per 32 elements (element r * 32 + j of tile s is row o0 + r's element e0 + 32 s + j); rows past W's end are zeros.
 // Each row's next chunk is fetched ahead (it is decoded one sweep over the task's panels later).
-template <class Block>
-void decode_rows_of(QuantMat w, int64_t o0, int64_t r0, int64_t r1, int64_t e0, int64_t len,
-                    void (*row_fn)(const Block*, int64_t, uint16_t*), uint16_t* a) {
+template <class Block, void (*row_fn)(const Block*, int64_t, uint16_t*)>
+void decode_rows_of(QuantMat w, int64_t o0, int64_t r0, int64_t r1, int64_t e0, int64_t len, uint16_t* a) {
     const int64_t be = quant_block_elems(w.type), b0 = e0 / be, nb = len / be;
     const int64_t next = std::min(kChunk, w.cols - e0 - len) / be;
     for (int64_t r = r0; r < r1; ++r) {
@@ -290,15 +289,15 @@ void decode_rows_of(QuantMat w, int64_t o0, int64_t r0, int64_t r1, int64_t e0, 
 void decode_rows(QuantMat w, int64_t o0, int64_t r0, int64_t r1, int64_t e0, int64_t len, uint16_t* a) {
     switch (w.type) {
         case QuantType::Q8_0:
-            return decode_rows_of<BlockQ8_0>(w, o0, r0, r1, e0, len, row_q8_0, a);
+            return decode_rows_of<BlockQ8_0, row_q8_0>(w, o0, r0, r1, e0, len, a);
         case QuantType::Q4_0:
-            return decode_rows_of<BlockQ4_0>(w, o0, r0, r1, e0, len, row_q4_0, a);
+            return decode_rows_of<BlockQ4_0, row_q4_0>(w, o0, r0, r1, e0, len, a);
         case QuantType::Q4_K:
-            return decode_rows_of<BlockQ4_K>(w, o0, r0, r1, e0, len, row_q4_k, a);
+            return decode_rows_of<BlockQ4_K, row_q4_k>(w, o0, r0, r1, e0, len, a);
         case QuantType::Q5_K:
-            return decode_rows_of<BlockQ5_K>(w, o0, r0, r1, e0, len, row_q5_k, a);
+            return decode_rows_of<BlockQ5_K, row_q5_k>(w, o0, r0, r1, e0, len, a);
         case QuantType::Q6_K:
-            return decode_rows_of<BlockQ6_K>(w, o0, r0, r1, e0, len, row_q6_k, a);
+            return decode_rows_of<BlockQ6_K, row_q6_k>(w, o0, r0, r1, e0, len, a);
     }
 }
 
