@@ -339,9 +339,9 @@ void chunk_sums(const uint16_t* a, const uint32_t* xg, int64_t xs, int64_t cs, f
 
 // Panels p0 .. p1 (16 W rows each) against every x tile, into y's columns 16 p0 .. 16 p1. k is walked in chunks of
 // kChunk outside the panels, so a chunk's x tiles (3 x 8 KiB for 33 rows) stay in L1 for all the panels, and the sums
-// go to memory between chunks: panel-major order, each panel's sums kept in tiles over all of k, read all of x from
-// L2 for every panel and ran at L2's bandwidth. Each job's A tiles are decoded during the previous job's products
-// (two buffers); decoding and then multiplying measured about 1.1x slower on the 33-row Q4_K product.
+// go to memory between chunks (panel-major order, each panel's sums kept in tiles over all of k, re-reads all of x
+// from L2 for every panel). Each job's A tiles are decoded during the previous job's products (two buffers); decoding
+// and then multiplying measured about 1.1x slower on the 33-row Q4_K product.
 void panels(QuantMat w, const uint32_t* xp, int64_t x_tiles, int64_t p0, int64_t p1, MatF y) {
     static const TileConfig cfg = make_config();
     const int64_t           k = w.cols, steps = k / kStep, np = p1 - p0;

@@ -178,7 +178,7 @@ int64_t quant_dot_max_rows(QuantType t) {
 // path overtakes the AVX512-VNNI integer path. Q4_K 7, 8, 8-12 (4096 x 4096 at 8 rows 1.94 vs 2.57 ms, at 4 rows 1.53
 // vs 1.12); Q6_K 10, 12, 13 (12288 x 4096 at 12 rows 12.5 vs 12.9, at 8 rows 12.4 vs 8.8); Q8_0 5, 5, <= 4; Q4_0 4-5,
 // <= 4, 5. Q5_K has no integer path and AMX beats decode + sgemm from 1 row (4096 x 4096: 2.5 vs 5.4 ms). The AMX
-// path's time is nearly flat up to 48 rows (one pass of its x tiles): decoding W dominates it.
+// path's time grows slowly with the rows: decoding W, a fixed cost, is most of it.
 int64_t quant_amx_min_rows(QuantType t) {
     switch (t) {
         case QuantType::Q4_K:
