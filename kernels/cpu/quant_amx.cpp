@@ -397,7 +397,7 @@ void panels(QuantMat w, const uint32_t* xp, int64_t x_tiles, int64_t p0, int64_t
     }
     _tile_release();
     for (int64_t p = p0; p < p1; ++p) {
-        const int64_t o0 = kTile * p, rows = std::min(kTile, w.rows - o0);
+        const int64_t o0 = kTile * p, rows = std::min(kTile, y.cols - o0);
         for (int64_t t = 0; t < x_tiles; ++t) {
             const float* c = sums + ((p - p0) * x_tiles + t) * kTile * kTile;
             for (int64_t j = 0; j < kTile && kTile * t + j < y.rows; ++j) {
