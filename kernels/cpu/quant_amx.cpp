@@ -359,13 +359,15 @@ void panels(QuantMat w, const uint32_t* xp, int64_t x_tiles, int64_t p0, int64_t
     _tile_loadconfig(&cfg);
     decode_rows(w, kTile * job.p, 0, kTile, job.e0, job.len, a2);
     for (int64_t n = 0; job.e0 < k; job = next_job(job), ++n) {
-        const uint16_t* a    = a2 + size_t(n & 1) * a_len;
-        uint16_t* const an   = a2 + size_t((n + 1) & 1) * a_len;
-        const Job       nj   = next_job(job);
-        const int64_t   cs   = job.len / kStep;
-        const int64_t   per  = nj.e0 < k ? (kTile + cs - 1) / cs : 0;  // next job's rows decoded per step
-        int64_t         done = 0;
-        auto            step = [&](int64_t) {
+        const uint16_t* a  = a2 + size_t(n & 1) * a_len;
+        uint16_t* const an = a2 + size_t((n + 1) & 1) * a_len;
+        const Job       nj = next_job(job);
+        const int64_t   cs = job.len / kStep;
+        // The next job's rows decoded per step (no division for the usual full chunk).
+        constexpr int64_t full = kChunk / kStep;
+        const int64_t     per  = nj.e0 >= k ? 0 : cs == full ? (kTile + full - 1) / full : (kTile + cs - 1) / cs;
+        int64_t           done = 0;
+        auto              step = [&](int64_t) {
             const int64_t r1 = std::min(kTile, done + per);
             if (r1 > done) decode_rows(w, kTile * nj.p, done, r1, nj.e0, nj.len, an);
             done = r1;
