@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/convert.h"
+#include "kernels/cpu/quant_amx.h"
 #include "kernels/cpu/quant_decode.h"
 #include "kernels/cpu/quant_dot.h"
 
@@ -172,15 +173,42 @@ int64_t quant_dot_max_rows(QuantType t) {
     }
 }
 
+// Measured with tests/bench/bench_quant.cpp (--m/--k 4096 x 4096, 12288 x 4096, 4096 x 12288, one thread, best CPU
+// time of 3; a Xeon with AVX512-VNNI and AMX shared with other jobs, so rough figures): the row count where the AMX
+// path overtakes the AVX512-VNNI integer path. Q4_K 7, 8, 8-12 (4096 x 4096 at 8 rows 1.94 vs 2.57 ms, at 4 rows 1.53
+// vs 1.12); Q6_K 10, 12, 13 (12288 x 4096 at 12 rows 12.5 vs 12.9, at 8 rows 12.4 vs 8.8); Q8_0 5, 5, <= 4; Q4_0 4-5,
+// <= 4, 5. Q5_K has no integer path and AMX beats decode + sgemm from 1 row (4096 x 4096: 2.5 vs 5.4 ms). The AMX
+// path's time grows slowly with the rows: decoding W, a fixed cost, is most of it.
+int64_t quant_amx_min_rows(QuantType t) {
+    switch (t) {
+        case QuantType::Q4_K:
+            return 8;
+        case QuantType::Q6_K:
+            return 12;
+        case QuantType::Q8_0:
+        case QuantType::Q4_0:
+            return 5;
+        case QuantType::Q5_K:
+            return 1;
+    }
+    return 1;
+}
+
 void quant_matmul(CMatF x, QuantMat w, ConstMat bias, MatF y, ThreadPool& pool, bool f32_x) {
     if (y.rows == 0 || y.cols == 0) return;
     const int64_t   k = w.cols, m = y.cols, n = y.rows;
     const QuantPath path = g_path.load();
-    DotIsa          dot_isa{};
-    const bool      dot = k > 0 && !f32_x && quant_dot_supported(w.type) && dot_isa_for(quant_isa(), &dot_isa) &&
+    // Auto leaves AMX out under a forced lower instruction set (that CPU would lack it).
+    const bool amx = k > 0 && !f32_x && quant_amx_available() &&
+                     (path == QuantPath::Amx ||
+                      (path == QuantPath::Auto && quant_isa() == QuantIsa::Avx512 && n >= quant_amx_min_rows(w.type)));
+    DotIsa     dot_isa{};
+    const bool dot = !amx && k > 0 && !f32_x && quant_dot_supported(w.type) && dot_isa_for(quant_isa(), &dot_isa) &&
                      (path == QuantPath::Dot || (path == QuantPath::Auto && n <= quant_dot_max_rows(w.type)));
     if (k == 0) {
         for (int64_t i = 0; i < n; ++i) std::fill(y.row(i), y.row(i) + m, 0.0f);
+    } else if (amx) {
+        quant_amx_matmul(x, w, y, pool);
     } else if (dot) {
         // x quantized once per product (rows in parallel), then tasks of kDotTaskRows W rows, each streaming its rows
         // once against every row of x.

@@ -1,7 +1,8 @@
 // Optimised y = x W^T + b for block-quantized weights (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K), W kept in its stored blocks:
-// up to quant_dot_max_rows(type) rows of x, x is quantized per block to int8 and multiplied in integer block dot
-// products (kernels/cpu/quant_dot.h); otherwise fixed panels of W rows are decoded to fp32 in a per-thread buffer and
-// multiplied with sgemm (kernels/README.md "Quantized weights").
+// on CPUs with AMX, from quant_amx_min_rows(type) rows of x, panels of W decoded to bf16 and multiplied by AMX tiles
+// (kernels/cpu/quant_amx.h); else up to quant_dot_max_rows(type) rows, x is quantized per block to int8 and
+// multiplied in integer block dot products (kernels/cpu/quant_dot.h); otherwise fixed panels of W rows are decoded to
+// fp32 in a per-thread buffer and multiplied with sgemm (kernels/README.md "Quantized weights").
 #pragma once
 #include <cstdint>
 
@@ -27,18 +28,24 @@ void        quant_force_isa(QuantIsa isa);
 QuantIsa    quant_isa();  // the one in use (never Auto)
 const char* quant_isa_name(QuantIsa isa);
 
-// Which product runs: Auto picks by row count (quant_dot_max_rows); Dot and Decode force one (tests, benchmarks; Dot
-// falls back to Decode for a type or instruction set without an integer path).
-enum class QuantPath : uint8_t { Auto, Dot, Decode };
+// Which product runs: Auto picks by row count (quant_amx_min_rows, quant_dot_max_rows); Dot, Decode and Amx force one
+// (tests, benchmarks; Dot falls back to Decode for a type or instruction set without an integer path, Amx where
+// quant_amx_available() is false).
+enum class QuantPath : uint8_t { Auto, Dot, Decode, Amx };
 void quant_force_path(QuantPath path);
 
-// The most rows of x for which Auto takes the integer path, per weight type (0: never); measured, see the definition.
+// The most rows of x for which Auto takes the integer path, per weight type (0: never); on CPUs with the AMX path only
+// below quant_amx_min_rows. Measured, see the definition.
 int64_t quant_dot_max_rows(QuantType t);
+// The fewest rows of x for which Auto takes the AMX path where quant_amx_available() (and the instruction set in use
+// is Avx512); measured, see the definition.
+int64_t quant_amx_min_rows(QuantType t);
 
 // x: [n, k] fp32; w: [m, k] quantized; bias: [1, m] (any type) or bias.data == nullptr; y: [n, m] fp32, not aliasing
 // x. Either path's results are the same at any thread count: the integer path sums each output in a fixed order of its
-// own, the decode path's panels (quant_panel_rows) and sgemm calls do not depend on the thread count.
-// f32_x (--compute f32): x is never rounded, the decode path runs whatever the row count.
+// own, the decode path's panels (quant_panel_rows) and sgemm calls do not depend on the thread count, the AMX path
+// sums each output over k in a fixed order. f32_x (--compute f32): x is never rounded, the decode path runs whatever
+// the row count or forced path.
 void quant_matmul(CMatF x, QuantMat w, ConstMat bias, MatF y, ThreadPool& pool, bool f32_x = false);
 
 // Rows of a quantized table widened to fp32 (the embedding lookup): out[i, :] = table[ids[i], :].

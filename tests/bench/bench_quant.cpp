@@ -1,7 +1,9 @@
 // Quantized-product benchmark (not a test): per weight type and row count, the integer dot-product path (each
-// instruction set) against decode + sgemm, next to the packed bf16 GEMM on the same shape. One line per row count.
-//   bench_quant [--threads N] [--reps R] [--m M] [--k K]
-// Measured choice recorded in the code (with the figures): quant_dot_max_rows (kernels/cpu/quant_matmul.cpp).
+// instruction set) and the AMX path against decode + sgemm, next to the packed bf16 GEMM on the same shape. One line
+// per row count.
+//   bench_quant [--threads N] [--reps R] [--m M] [--k K] [--rows 1,33,..]
+// Measured choices recorded in the code (with the figures): quant_dot_max_rows, quant_amx_min_rows
+// (kernels/cpu/quant_matmul.cpp).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -14,6 +16,7 @@
 
 #include "kernels/common/dtype_convert.h"
 #include "kernels/cpu/packed_gemm.h"
+#include "kernels/cpu/quant_amx.h"
 #include "kernels/cpu/quant_dot.h"
 #include "kernels/cpu/quant_matmul.h"
 #include "kernels/cpu/ref/quant.h"
@@ -44,8 +47,9 @@ double best_cpu_ms(int reps, const std::function<void()>& fn) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    int     threads = 1, reps = 10;
-    int64_t m = 4096, k = 4096;
+    int                  threads = 1, reps = 10;
+    int64_t              m = 4096, k = 4096;
+    std::vector<int64_t> rows_list = {1, 2, 4, 8, 16, 33, 64, 128, 256};
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!std::strcmp(argv[i], "--threads"))
             threads = std::atoi(argv[i + 1]);
@@ -55,8 +59,17 @@ int main(int argc, char** argv) {
             m = std::atoll(argv[i + 1]);
         else if (!std::strcmp(argv[i], "--k"))
             k = std::atoll(argv[i + 1]);
-        else {
-            std::fprintf(stderr, "bench_quant: unknown flag %s (--threads, --reps, --m, --k)\n", argv[i]);
+        else if (!std::strcmp(argv[i], "--rows")) {
+            rows_list.clear();
+            for (const char* p = argv[i + 1]; *p;) {
+                char*           end = nullptr;
+                const long long v   = std::strtoll(p, &end, 10);
+                rows_list.push_back(end == p ? 0 : v);  // not a number: rejected below
+                if (end == p) break;
+                p = *end == ',' ? end + 1 : end;
+            }
+        } else {
+            std::fprintf(stderr, "bench_quant: unknown flag %s (--threads, --reps, --m, --k, --rows)\n", argv[i]);
             return 2;
         }
     }
@@ -64,12 +77,17 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "bench_quant: --k must be a multiple of 256 and --m of 256\n");
         return 2;
     }
+    for (int64_t n : rows_list)
+        if (n < 1 || n > 256) {
+            std::fprintf(stderr, "bench_quant: --rows takes row counts from 1 to 256\n");
+            return 2;
+        }
+    const size_t                          n_rows = rows_list.size();
     ThreadPool                            pool(threads);
     std::mt19937                          rng(7);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     std::vector<float>                    wf(size_t(256 * k));
     for (float& v : wf) v = u(rng);
-    const int64_t      rows_list[] = {1, 2, 4, 8, 16, 33, 64, 128, 256};
     std::vector<float> x(size_t(256 * k)), y(size_t(256 * m));
     for (float& v : x) v = u(rng);
 
@@ -81,25 +99,25 @@ int main(int argc, char** argv) {
     std::string                         err;
     std::shared_ptr<const PackedWeight> pw;
     if (PackedGemm::supports(ElemType::BF16)) pw = gemm.pack(ConstMat{wb.data(), ElemType::BF16, m, k, k}, pool, &err);
-    double bf16_ms[9] = {};
-    for (int j = 0; j < 9; ++j) {
+    std::vector<double> bf16_ms(n_rows);
+    for (size_t j = 0; j < n_rows; ++j) {
         const int64_t n = rows_list[j];
         if (pw)
             bf16_ms[j] = best_cpu_ms(reps, [&] {
                 gemm.matmul(CMatF{x.data(), n, k, k}, *pw, ConstMat{}, MatF{y.data(), n, m, m}, pool);
             });
     }
-    std::printf("W %lld x %lld, %d thread(s), best CPU ms of %d; bf16: %s\n", (long long)m, (long long)k, threads, reps,
-                pw ? PackedGemm::provider().c_str() : "none");
+    std::printf("W %lld x %lld, %d thread(s), best CPU ms of %d; bf16: %s; amx: %s\n", (long long)m, (long long)k,
+                threads, reps, pw ? PackedGemm::provider().c_str() : "none", quant_amx_available() ? "yes" : "no");
 
-    for (QuantType t : {QuantType::Q4_K, QuantType::Q6_K, QuantType::Q8_0, QuantType::Q4_0}) {
+    for (QuantType t : {QuantType::Q4_K, QuantType::Q6_K, QuantType::Q8_0, QuantType::Q4_0, QuantType::Q5_K}) {
         // 256 quantized rows repeated to m: the stream is m rows' bytes, the quantizer's search runs once.
         const size_t         rb = quant_row_bytes(t, k);
         std::vector<uint8_t> slab(rb * 256), wq(rb * size_t(m));
         for (int64_t r = 0; r < 256; ++r) quantize_row(t, wf.data() + r * k, slab.data() + size_t(r) * rb, k);
         for (int64_t r = 0; r < m; r += 256) std::memcpy(wq.data() + size_t(r) * rb, slab.data(), slab.size());
         const QuantMat w{wq.data(), t, m, k, int64_t(rb)};
-        for (int j = 0; j < 9; ++j) {
+        for (size_t j = 0; j < n_rows; ++j) {
             const int64_t n   = rows_list[j];
             auto          run = [&](QuantPath p) {
                 quant_force_path(p);
@@ -112,8 +130,12 @@ int main(int argc, char** argv) {
             const double dec = run(QuantPath::Decode);
             std::printf("%-5s n=%-3lld bf16 %7.2f ms  decode+sgemm %7.2f", quant_name(t), (long long)n, bf16_ms[j],
                         dec);
+            if (quant_amx_available()) {
+                const double amx = run(QuantPath::Amx);
+                std::printf("  amx-bf16 %7.2f (%.2fx bf16)", amx, pw ? amx / bf16_ms[j] : 0.0);
+            }
             for (QuantIsa isa : {QuantIsa::Avx512, QuantIsa::AvxVnni, QuantIsa::Avx2}) {
-                const bool ok = quant_isa_available(isa);
+                const bool ok = quant_isa_available(isa) && quant_dot_supported(t);
                 if (!ok) continue;
                 quant_force_isa(isa);
                 const double dot = run(QuantPath::Dot);
