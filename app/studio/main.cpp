@@ -89,6 +89,13 @@ int parse_options(int argc, char** argv, StudioOptions& opt) {
                    "opens the export dialog")
         ->delimiter(',')
         ->check(CLI::IsMember({"explain", "export", "compare"}));
+    cli.add_option("--preset", opt.preset,
+                   "start with a preset: paper-regime (gen 256, block 32, a 4-shot prompt; runs original, fast-dual "
+                   "and dyllm and shows the Why tab)")
+        ->check(CLI::IsMember({"paper-regime"}));
+    cli.add_option("--preset-nu", opt.preset_nu, "tokens per step of --preset paper-regime: 1, 2 or 4")
+        ->capture_default_str()
+        ->check(CLI::IsMember({1, 2, 4}));
     cli.add_option("--size", size, "window size WxH (default 1600x1000)");
     cli.add_option("-t,--threads", opt.threads, "engine CPU threads (0 = all cores but one, which the UI keeps)");
     try {

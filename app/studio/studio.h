@@ -9,6 +9,7 @@
 
 #include "app/model/compare_pick.h"
 #include "app/model/layout.h"
+#include "app/model/paper_preset.h"
 #include "app/model/run_history.h"
 #include "app/model/run_list.h"
 #include "app/model/suite_sweep_job.h"
@@ -41,7 +42,9 @@ struct StudioOptions {
     std::string              sweep_taus;  // --sweep-tau: its tau list ("" = default_suite_taus())
     std::string              tab;         // --tab: the bottom band's tab to open first (time, op-stats, tune)
     std::vector<std::string> open;        // --open: windows shown at start (explain, export, compare)
-    DiffusionParams          params;      // the diffusion flags (engine/params.h), resolved and validated
+    std::string              preset;      // --preset: "paper-regime" (app/model/paper_preset.h), "" = none
+    int                      preset_nu = kPaperRegime.n_u;  // --preset-nu: its tokens per step (1, 2 or 4)
+    DiffusionParams          params;  // the diffusion flags (engine/params.h), resolved and validated
 };
 
 // Interactive play speed when --speed is not given: slow enough to watch each step (a 64-step run takes ~18 s).
@@ -79,7 +82,11 @@ struct UiParams {
 };
 
 // The bottom band's tabs (view_time.cpp). Compare widens the band over the plot bands; the others keep its size.
-enum class BottomTab : int { Time, OpStats, Tune, Kernels, Compare, Token, Explain };
+enum class BottomTab : int { Time, OpStats, Tune, Kernels, Compare, Why, Token, Explain };
+// Compare and Why widen the band over the plot bands (two canvases; three runs' curves and their table).
+inline bool wide_tab(BottomTab t) {
+    return t == BottomTab::Compare || t == BottomTab::Why;
+}
 
 // The bottom band's tabs in tab-bar order, each with its --tab name and its label: the flag and the tab bar read this
 // one table.
@@ -93,6 +100,7 @@ inline constexpr BottomTabName kBottomTabs[] = {{BottomTab::Time, "time", "Time"
                                                 {BottomTab::Kernels, "gpu-kernels", "GPU kernels"},
                                                 {BottomTab::Tune, "tune", "Tune"},
                                                 {BottomTab::Compare, "compare", "Compare"},
+                                                {BottomTab::Why, "why", "Why"},
                                                 {BottomTab::Token, "token-history", "Token history"},
                                                 {BottomTab::Explain, "explain", "Explain"}};
 const BottomTabName&           bottom_tab_name(BottomTab t);
@@ -236,6 +244,19 @@ struct Studio {
     // (an error goes to the message bar, and each failed file's one-line reason to *failed).
     std::vector<std::string> export_all(const std::string& dir, std::vector<std::string>* failed = nullptr);
     Method                   method_ui() const;  // the Controls bar's method
+    // The Why tab's three runs: original, Fast-dLLM's dual cache and DyLLM on the current prompt with the Controls
+    // bar's other settings, one after another at full speed (the play speed comes back when the last one ends).
+    static constexpr Method kWhyMethods[3] = {Method::Original, Method::FastDual, Method::DyLLM};
+    std::string             why_labels[3];              // the newest trio's run labels ("" before it started)
+    int                     why_next          = 3;      // the next of kWhyMethods to start (3: all started)
+    bool                    why_speed_pending = false;  // a trio is under way: the play speed comes back at its end
+    bool                    why_fit_cached    = true;   // the Why plots' y axes fit fast-dual and dyllm
+    void                    start_why();
+    void                    advance_why();  // in begin_frame: starts the next once the previous one has ended
+    bool                    why_waiting();  // the trio's last started run has not ended yet
+    // The paper-regime preset (Controls bar, --preset paper-regime): its knobs, the 4-shot prompt, then the trio.
+    int  preset_nu_idx = 0;  // index into kPaperRegimeNu
+    void apply_paper_regime(int n_u);
 };
 
 // Method names in the combo's order (the engine's registry, engine/methods/method_list.def).
@@ -257,6 +278,7 @@ void            draw_tune(Studio& s);
 void            draw_scrubber(Studio& s, const Rect& r);
 void            draw_explain(Studio& s);  // the Explain tab's content
 void            draw_compare(Studio& s);
+void            draw_why(Studio& s);  // the Why tab: FLOPs and time per step kind of the trio (view_why.cpp)
 void            draw_export(Studio& s);
 void            draw_studio(Studio& s, float width, float height);  // the whole frame (view.cpp)
 constexpr float kUiScaleMin = 0.8f, kUiScaleMax = 1.8f;

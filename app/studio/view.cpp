@@ -96,8 +96,9 @@ void draw_studio(Studio& s, float width, float height) {
     panel("Canvas", L.canvas, 0, [&] { draw_canvas(s, L.canvas); });
     panel("Summary", L.summary, 0, [&] { draw_summary(s, L.summary); });
     constexpr ImGuiWindowFlags kBottomFlags = ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoScrollbar;
-    if (s.bottom_tab == BottomTab::Compare) {
-        // Compare needs two canvases and two salient maps: its tab takes the lower bands (the canvas stays above).
+    if (wide_tab(s.bottom_tab)) {
+        // Compare needs two canvases and two salient maps, Why three runs' curves: the tab takes the lower bands (the
+        // canvas stays above).
         const Rect r{L.cosine.x, L.cosine.y, L.time.right() - L.cosine.x, L.time.bottom() - L.cosine.y};
         panel("##bottom", r, kBottomFlags, [&] { draw_time(s, r); });
         panel("##scrubber", L.scrubber, ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoScrollbar,

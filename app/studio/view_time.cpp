@@ -667,7 +667,7 @@ void kernels_tab(Studio& s) {
 }  // namespace
 
 void draw_time(Studio& s, const Rect& r) {
-    help_marker(s.bottom_tab == BottomTab::Compare ? "Compare" : "Time");
+    help_marker(s.bottom_tab == BottomTab::Compare ? "Compare" : s.bottom_tab == BottomTab::Why ? "Why" : "Time");
     RunEntry*         run = s.shown_run();
     const RunHistory* h   = run && run->history.has_run() ? &run->history : nullptr;
     ImGui::SameLine();
@@ -761,6 +761,10 @@ void draw_time(Studio& s, const Rect& r) {
     }
     if (tab(BottomTab::Compare)) {
         draw_compare(s);
+        ImGui::EndTabItem();
+    }
+    if (tab(BottomTab::Why)) {
+        draw_why(s);
         ImGui::EndTabItem();
     }
     if (tab(BottomTab::Token)) {

@@ -1,0 +1,161 @@
+// The studio's cost views from synthetic event streams: FLOPs and time per step kind (the Why tab) and the
+// paper-regime preset (no window needed).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "app/model/paper_preset.h"
+#include "app/model/step_kind_costs.h"
+
+using namespace dyllm;
+using namespace dyllm::app;
+
+namespace {
+
+constexpr int kD = 16, kFf = 32;
+
+OpTiming gemm(int step, int layer, OpClass c, int rows, int n, int k, int64_t t_ns, int64_t dur_ns) {
+    OpTiming o;
+    o.step       = step;
+    o.layer      = layer;
+    o.op         = c;
+    o.rows       = rows;
+    o.flops      = 2.0 * rows * n * k;
+    o.t_begin_ns = t_ns;
+    o.dur_ns     = dur_ns;
+    return o;
+}
+
+// A 1-layer run of `kinds.size()` steps; step k (1-based) has kind kinds[k-1], `flops[k-1]` FLOPs and a wall time of
+// k ms, starts at k x 100 ms (the play pacing waits between steps) and runs one FFN (gate, up, silu_mul, down) whose
+// down projection is preempted in step 2 (20 ms of wall on 1 ms of CPU).
+std::vector<EventRecord> run_of(const char* method, const std::vector<StepKind>& kinds,
+                                const std::vector<double>& flops) {
+    std::vector<EventRecord> ev;
+    RunBegin                 rb;
+    rb.method         = method;
+    rb.n_layer        = 1;
+    rb.n_seq          = 1;
+    rb.gen_length     = int32_t(kinds.size());
+    rb.steps          = int32_t(kinds.size());
+    rb.prompt_lengths = {4};
+    rb.env            = {{"n_embd", std::to_string(kD)}};
+    ev.push_back(rb);
+    for (int k = 1; k <= int(kinds.size()); ++k) {
+        const int64_t t0 = int64_t(k) * 100'000'000;
+        StepBegin     sb;
+        sb.step = k;
+        sb.kind = kinds[size_t(k - 1)];
+        sb.t_ns = t0;
+        ev.push_back(sb);
+        ev.push_back(gemm(k, 0, OpClass::Ffn, 4, kFf, kD, t0 + 10'000, 100'000));   // gate
+        ev.push_back(gemm(k, 0, OpClass::Ffn, 4, kFf, kD, t0 + 120'000, 100'000));  // up
+        OpTiming silu = gemm(k, 0, OpClass::Ffn, 4, 0, 0, t0 + 230'000, 10'000);    // silu_mul
+        silu.flops    = 0;
+        ev.push_back(silu);
+        OpTiming down = gemm(k, 0, OpClass::Ffn, 4, kD, kFf, t0 + 250'000, k == 2 ? 20'000'000 : 300'000);
+        down.cpu_ns   = k == 2 ? 1'000'000 : 290'000;  // step 2: preempted (wall far above CPU)
+        ev.push_back(down);
+        StepEnd se;
+        se.step             = k;
+        se.wall_ns          = int64_t(k) * 1'000'000 + (k == 2 ? 20'000'000 : 0);
+        se.t_ns             = t0 + se.wall_ns;
+        se.flops            = flops[size_t(k - 1)];
+        se.dense_flops      = 1000;
+        se.tokens_committed = 1;
+        ev.push_back(se);
+    }
+    RunEnd re;
+    re.steps = int32_t(kinds.size());
+    ev.push_back(re);
+    return ev;
+}
+
+RunHistory fold(const std::vector<EventRecord>& ev) {
+    RunHistory h;
+    for (const auto& e : ev) h.apply(e);
+    return h;
+}
+
+using K = StepKind;
+
+}  // namespace
+
+TEST_CASE("step kind costs: FLOPs and time per kind and cumulative over the steps, from the step records",
+          "[app][costs]") {
+    // Fast-dLLM's shape: a refresh at each block start (steps 1 and 3), cached steps between.
+    const RunHistory fast = fold(run_of("fast-dual", {K::BlockRefresh, K::BlockCached, K::BlockRefresh, K::BlockCached},
+                                        {1000, 100, 1000, 100}));
+    const StepKindCosts c = step_kind_costs(fast);
+    CHECK(c.method == "fast-dual");
+    REQUIRE(c.steps == 4);
+    CHECK(c.by_kind[size_t(K::BlockRefresh)].steps == 2);
+    CHECK(c.by_kind[size_t(K::BlockRefresh)].flops == 2000);
+    CHECK(c.by_kind[size_t(K::BlockRefresh)].seconds == Approx(1e-3 + 3e-3));
+    CHECK(c.by_kind[size_t(K::BlockCached)].steps == 2);
+    CHECK(c.by_kind[size_t(K::BlockCached)].seconds == Approx(22e-3 + 4e-3));  // step 2's 20 ms preemption included
+    CHECK(c.by_kind[size_t(K::Full)].steps == 0);
+    CHECK(c.flops == 2200);
+    CHECK(c.dense_flops == 4000);
+    CHECK(c.cum_flops == std::vector<double>{1000, 1100, 2100, 2200});
+    CHECK(c.cum_seconds.back() == Approx(c.seconds));
+    CHECK(c.seconds == Approx(30e-3));  // the step wall times only: never the 100 ms of pacing between steps
+    CHECK(cumulative_at(c, c.cum_flops, 0) == 0);
+    CHECK(cumulative_at(c, c.cum_flops, 2) == 1100);
+    CHECK(cumulative_at(c, c.cum_flops, 99) == 2200);
+
+    // DyLLM's shape: one dense step, then sparse steps, a full-query one at step 3.
+    const RunHistory dy =
+        fold(run_of("dyllm", {K::Full, K::SparseResponse, K::SparseFullQuery, K::SparseResponse}, {1000, 50, 400, 50}));
+    const StepKindCosts d = step_kind_costs(dy);
+    CHECK(d.by_kind[size_t(K::SparseFullQuery)].flops == 400);
+    // FLOPs: equal after step 1, fast-dual above from step 2 on (1100 > 1050) and for good.
+    CHECK(overtakes_from(c, c.cum_flops, d, d.cum_flops) == 2);
+    CHECK(overtakes_from(d, d.cum_flops, c, c.cum_flops) == -1);
+
+    // A step without its StepEnd adds nothing (its cost is not known).
+    auto partial = run_of("dyllm", {K::Full, K::SparseResponse}, {1000, 50});
+    partial.erase(std::remove_if(partial.begin(), partial.end(),
+                                 [](const EventRecord& r) {
+                                     const auto* e = std::get_if<StepEnd>(&r);
+                                     return e && e->step == 2;
+                                 }),
+                  partial.end());
+    const StepKindCosts p = step_kind_costs(fold(partial));
+    CHECK(p.steps == 1);
+    CHECK(p.step == std::vector<int32_t>{1});
+    CHECK(step_kind_costs(RunHistory{}).steps == 0);
+
+    // CSV: one row per kind some run ran, then the totals.
+    const std::string csv = step_kind_costs_csv({&c, &d});
+    CHECK(csv.rfind("step_kind,fast-dual_steps,fast-dual_gflop,fast-dual_ms,dyllm_steps,dyllm_gflop,dyllm_ms\n", 0) ==
+          0);
+    CHECK(csv.find("\nblock-refresh,2,2e-06,4,0,0,0\n") != std::string::npos);
+    CHECK(csv.find("\nsparse-fullq,0,0,0,1,4e-07,3\n") != std::string::npos);
+    CHECK(csv.find("\ndkv-refresh") == std::string::npos);
+    CHECK(csv.find("\ntotal,4,2.2e-06,30,4,1.5e-06,30\n") != std::string::npos);
+}
+
+TEST_CASE("paper-regime preset: gen 256 in blocks of 32, n_u 1/2/4, a 4-shot task item", "[app][costs]") {
+    CHECK(kPaperRegime.gen_length == 256);
+    CHECK(kPaperRegime.block_length == 32);
+    CHECK(kPaperRegime.gen_length / kPaperRegime.block_length > 1);  // several blocks: Fast-dLLM refreshes each
+    CHECK(paper_regime_steps(1) == 256);
+    CHECK(paper_regime_steps(4) == 64);
+    CHECK(paper_regime_nu_ok(2));
+    CHECK_FALSE(paper_regime_nu_ok(3));
+    std::vector<TaskItem> items(4);
+    items[0] = {"Q: rev abc", "cba", "rev", 4, "rev.jsonl:5"};
+    items[1] = {"Q: add 1+2", "3", "add", 0, "add.jsonl:1"};
+    items[2] = {"Q: ...\nQ: add 4+5", "9", "add", 4, "add.jsonl:5"};
+    items[3] = {"Q: ...\nQ: add 6+7", "13", "add", 4, "add.jsonl:10"};
+    CHECK(paper_regime_item(items) == 2);          // the first 4-shot add item
+    CHECK(paper_regime_item(items, "sort") == 0);  // no sort item: the first 4-shot item of any task
+    items.resize(2);
+    items[0].shots = 1;
+    CHECK(paper_regime_item(items) == -1);
+}
