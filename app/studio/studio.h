@@ -3,12 +3,14 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <ostream>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "app/model/compare_pick.h"
 #include "app/model/layout.h"
+#include "app/model/op_stats.h"
 #include "app/model/paper_preset.h"
 #include "app/model/run_history.h"
 #include "app/model/run_list.h"
@@ -264,25 +266,32 @@ std::span<const char* const> method_combo_items();
 int                          method_combo_index(Method m);  // UiParams::method_idx of m
 
 // ---- panels (app/studio/view_*.cpp) ----
-void            draw_controls(Studio& s, const Rect& r);
-void            draw_prompt(Studio& s, const Rect& r);
-void            draw_canvas(Studio& s, const Rect& r);
-void            draw_token_history(Studio& s);  // the Token tab's content
-void            draw_summary(Studio& s, const Rect& r);
-void            draw_cosine(Studio& s, const Rect& r);
-void            draw_salient(Studio& s, const Rect& r);
-void            draw_lsal(Studio& s, const Rect& r);
-void            draw_drift(Studio& s, const Rect& r);
-void            draw_time(Studio& s, const Rect& r);  // the bottom band's tabs (BottomTab)
-void            draw_tune(Studio& s);
-void            draw_scrubber(Studio& s, const Rect& r);
-void            draw_explain(Studio& s);  // the Explain tab's content
-void            draw_compare(Studio& s);
-void            draw_why(Studio& s);  // the Why tab: FLOPs and time per step kind of the trio (view_why.cpp)
-void            draw_export(Studio& s);
-void            draw_studio(Studio& s, float width, float height);  // the whole frame (view.cpp)
-constexpr float kUiScaleMin = 0.8f, kUiScaleMax = 1.8f;
-void            set_ui_scale(Studio& s, float scale);  // text and bar sizes (Ctrl +/-/0 and the View menu)
+void draw_controls(Studio& s, const Rect& r);
+void draw_prompt(Studio& s, const Rect& r);
+void draw_canvas(Studio& s, const Rect& r);
+void draw_token_history(Studio& s);  // the Token tab's content
+void draw_summary(Studio& s, const Rect& r);
+void draw_cosine(Studio& s, const Rect& r);
+void draw_salient(Studio& s, const Rect& r);
+void draw_lsal(Studio& s, const Rect& r);
+void draw_drift(Studio& s, const Rect& r);
+void draw_time(Studio& s, const Rect& r);  // the bottom band's tabs (BottomTab)
+void draw_tune(Studio& s);
+void draw_scrubber(Studio& s, const Rect& r);
+void draw_explain(Studio& s);  // the Explain tab's content
+void draw_compare(Studio& s);
+void draw_why(Studio& s);  // the Why tab: FLOPs and time per step kind of the trio (view_why.cpp)
+void draw_export(Studio& s);
+// Export helpers (view_export.cpp): the Chrome trace as the studio writes it (op names, preempted flags, the waits
+// between steps cut), the Op stats table with the tab's settings, and one file written to the Export folder (the
+// notice or the message bar says how it went).
+void                write_trace(std::ostream& os, const RunHistory& h);
+std::vector<OpStat> shown_op_stats(const Studio& s, const RunHistory& h);
+void                write_text_export(Studio& s, const std::string& name, const std::string& text);
+std::string         export_stamp();  // the date-time tag of export file names, "20260101-120000"
+void                draw_studio(Studio& s, float width, float height);  // the whole frame (view.cpp)
+constexpr float     kUiScaleMin = 0.8f, kUiScaleMax = 1.8f;
+void                set_ui_scale(Studio& s, float scale);  // text and bar sizes (Ctrl +/-/0 and the View menu)
 
 // Drift (view_drift.cpp): whether the run measured it (measure_drift), and a layer's approximated rows below tau.
 bool    drift_measured(const RunHistory& h);

@@ -425,14 +425,17 @@ void op_stats_table(Studio& s, const RunHistory& h) {
         ImGui::SetTooltip(
             "leave out samples of ops that ran on one thread but whose wall time exceeds that thread's\n"
             "CPU time by > 1.5x + 0.2 ms (preempted, or waiting on a page fault); 'pre' counts them");
-    const int           lo = s.stats_whole_run ? 1 : s.view_step, hi = s.stats_whole_run ? h.step_count() : s.view_step;
-    std::vector<OpStat> stats = op_stats(h, lo, hi, s.stats_by_layer, s.stats_exclude_preempted, true);
+    std::vector<OpStat> stats = shown_op_stats(s, h);
     ImGui::SameLine();
     if (ImGui::SmallButton("copy CSV")) {
         ImGui::SetClipboardText(op_stats_csv(stats).c_str());
         s.show_notice("Op stats copied as CSV (" + std::to_string(stats.size()) + " rows)");
     }
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("the table as shown (range, grouping, preempted samples) as CSV");
+    ImGui::SameLine();
+    if (ImGui::SmallButton("save CSV"))
+        write_text_export(s, "op-stats-" + export_stamp() + ".csv", op_stats_csv(stats));
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("the same CSV as a file in the Export folder:\n%s", s.export_dir);
     ImGui::SameLine();
     ImGui::TextDisabled(
         "share: of the step wall time (ops + outside ops); GFLOP/s, GB/s: engine FLOPs and bytes over summed time; "

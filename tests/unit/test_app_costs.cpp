@@ -1,5 +1,6 @@
-// The studio's cost views from synthetic event streams: FLOPs and time per step kind (the Why tab) and the
-// paper-regime preset (no window needed).
+// The studio's cost views and exports from synthetic event streams: FLOPs and time per step kind (the Why tab), the
+// paper-regime preset, op names and CPU state in the exports, the trace without the waits between steps (no window
+// needed).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -8,11 +9,18 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "app/model/csv_export.h"
+#include "app/model/op_annotations.h"
 #include "app/model/paper_preset.h"
 #include "app/model/step_kind_costs.h"
+#include "instrumentation/chrome_trace.h"
+#include "instrumentation/jsonl.h"
 
 using namespace dyllm;
 using namespace dyllm::app;
+using nlohmann::json;
 
 namespace {
 
@@ -158,4 +166,84 @@ TEST_CASE("paper-regime preset: gen 256 in blocks of 32, n_u 1/2/4, a 4-shot tas
     items.resize(2);
     items[0].shots = 1;
     CHECK(paper_regime_item(items) == -1);
+}
+
+TEST_CASE("exports keep op names, CPU time and the preempted flag; the trace can cut the waits between steps",
+          "[app][costs]") {
+    const auto       ev = run_of("dyllm", {K::Full, K::SparseResponse, K::SparseResponse}, {1000, 50, 50});
+    const RunHistory h  = fold(ev);
+
+    const ExportOptions opt = export_options(h, true);
+    REQUIRE(opt.ops.size() == 12);
+    CHECK(opt.ops[0].name == "gate");
+    CHECK(opt.ops[1].name == "up");
+    CHECK(opt.ops[2].name == "silu_mul");
+    CHECK(opt.ops[3].name == "down");
+    CHECK_FALSE(opt.ops[3].preempted);
+    CHECK(opt.ops[7].preempted);  // step 2's down
+
+    std::ostringstream csv;
+    write_ops_csv(csv, h, 2);
+    const std::string t = csv.str();
+    CHECK(t.rfind("step,layer,op,device,t_begin_ns,dur_ns,flops,bytes,rows,name,cpu_ns,cpu_gap_ns,split,cpu_state\n",
+                  0) == 0);
+    CHECK(t.find(",ffn,") != std::string::npos);
+    CHECK(t.find(",gate,,,,unmeasured\n") != std::string::npos);          // a short op: no CPU time
+    CHECK(t.find(",down,1000000,0,0,preempted\n") != std::string::npos);  // 20 ms of wall on 1 ms of CPU
+
+    // Chrome trace: the op's model name as the slice name, its class beside it, the flag where a CPU time is.
+    std::ostringstream os;
+    write_chrome_trace(os, ev, {}, opt);
+    const json          j = json::parse(os.str());
+    std::vector<json>   ops;
+    const json*         run = nullptr;
+    std::vector<double> step_ts;
+    for (const auto& e : j["traceEvents"]) {
+        if (e.value("cat", "") == "op") ops.push_back(e);
+        if (e.value("cat", "") == "run" && e.value("ph", "") == "X") run = &e;
+        if (e.value("cat", "") == "step") step_ts.push_back(e["ts"].get<double>());
+    }
+    REQUIRE(ops.size() == 12);
+    CHECK(std::count_if(ops.begin(), ops.end(), [](const json& e) { return e["name"] == "gate"; }) == 3);
+    CHECK(std::count_if(ops.begin(), ops.end(), [](const json& e) { return e["name"] == "ffn"; }) == 0);
+    CHECK(std::all_of(ops.begin(), ops.end(), [](const json& e) { return e["args"]["class"] == "ffn"; }));
+    const auto pre = std::find_if(ops.begin(), ops.end(), [](const json& e) {
+        return e["args"].contains("preempted") && e["args"]["preempted"].get<bool>();
+    });
+    REQUIRE(pre != ops.end());
+    CHECK((*pre)["name"] == "down");
+    CHECK((*pre)["args"]["cpu_ns"] == 1000000);
+    // The run slice covers the work: steps of 1, 22 and 3 ms back to back, the 100 ms pacing gaps cut.
+    REQUIRE(run);
+    CHECK((*run)["dur"].get<double>() == Approx(26e3));
+    CHECK(j["metadata"]["step_gaps_closed"] == true);
+    CHECK(j["metadata"]["paused_ns"] == (100 - 1 + 100 - 22) * int64_t(1'000'000));
+    REQUIRE(step_ts.size() == 3);
+    CHECK(step_ts[1] - step_ts[0] == Approx(1e3));  // step 2 starts where step 1 ended
+    // Without the options: class names and the wall-clock timeline, as before.
+    std::ostringstream plain;
+    write_chrome_trace(plain, ev, {});
+    const json p = json::parse(plain.str());
+    for (const auto& e : p["traceEvents"])
+        if (e.value("cat", "") == "run" && e.value("ph", "") == "X") CHECK(e["dur"].get<double>() == Approx(203e3));
+    CHECK_FALSE(p["metadata"].contains("paused_ns"));
+    // A name list of another run (wrong count) is ignored rather than misnaming ops.
+    ExportOptions wrong = opt;
+    wrong.ops.pop_back();
+    std::ostringstream w;
+    write_chrome_trace(w, ev, {}, wrong);
+    CHECK(w.str().find("\"name\":\"gate\"") == std::string::npos);
+
+    // JSONL: name and preempted beside the class; read_jsonl skips them and the events come back.
+    std::ostringstream jl;
+    write_jsonl(jl, ev, export_options(h, false));
+    CHECK(jl.str().find("\"op\":\"ffn\"") != std::string::npos);
+    CHECK(jl.str().find("\"name\":\"down\"") != std::string::npos);
+    CHECK(jl.str().find("\"preempted\":true") != std::string::npos);
+    std::istringstream in(jl.str());
+    const auto         back = read_jsonl(in);
+    std::ostringstream again, orig;
+    write_jsonl(again, back);
+    write_jsonl(orig, ev);
+    CHECK(again.str() == orig.str());
 }

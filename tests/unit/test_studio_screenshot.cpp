@@ -157,11 +157,15 @@ TEST_CASE("--compare runs original then dyllm and --export-dir writes parseable 
         if (ext == ".csv") {
             ++n_csv;
             CHECK(std::count(text.begin(), text.end(), '\n') >= 2);  // header + at least one row
+            if (e.path().filename().string().rfind("op-stats-", 0) == 0) CHECK(text.rfind("op,layer,count,", 0) == 0);
         } else if (ext == ".json") {
             ++n_json;
             const auto j = nlohmann::json::parse(text);
             CHECK(j.contains("traceEvents"));
             CHECK(j["traceEvents"].size() > 16);
+            // The studio's trace: the model's op names (gate, not only "ffn") and the waits between steps cut.
+            CHECK(text.find("\"name\":\"gate\"") != std::string::npos);
+            CHECK(j["metadata"]["step_gaps_closed"] == true);
         } else if (ext == ".jsonl") {
             ++n_jsonl;
             std::istringstream in(text);
@@ -174,7 +178,7 @@ TEST_CASE("--compare runs original then dyllm and --export-dir writes parseable 
             CHECK(lines >= 17);  // environment record + one per step
         }
     }
-    CHECK(n_csv == 5);
+    CHECK(n_csv == 6);  // histograms, step timings, ops, salient counts, canvas, op stats
     CHECK(n_json == 1);
     CHECK(n_jsonl == 1);
     // The exported run is the second (dyllm) run of the comparison; the JSONL first record names its method.
