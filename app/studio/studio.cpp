@@ -102,6 +102,7 @@ Studio::Studio(const StudioOptions& o) : opts(o) {
     }
     for (const BottomTabName& t : kBottomTabs)
         if (o.tab == t.flag) select_tab(t.tab);
+    if (!o.select_op.empty()) parse_op_label(o.select_op, &stats_sel_name, &stats_sel_layer);
     worker.sink().set_wants_cosines(true);
     worker.sink().set_wants_op_timings(true);
 }

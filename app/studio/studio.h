@@ -46,7 +46,8 @@ struct StudioOptions {
     std::vector<std::string> open;        // --open: windows shown at start (explain, export, compare)
     std::string              preset;      // --preset: "paper-regime" (app/model/paper_preset.h), "" = none
     int                      preset_nu = kPaperRegime.n_u;  // --preset-nu: its tokens per step (1, 2 or 4)
-    DiffusionParams          params;  // the diffusion flags (engine/params.h), resolved and validated
+    std::string              select_op;  // --select-op: the Op stats row selected at start ("gate", "gate L3")
+    DiffusionParams          params;     // the diffusion flags (engine/params.h), resolved and validated
 };
 
 // Interactive play speed when --speed is not given: slow enough to watch each step (a 64-step run takes ~18 s).
@@ -164,7 +165,9 @@ struct Studio {
     int          stats_sort_col          = 0;  // StatColumn (app/model/op_stats.h)
     bool         stats_sort_asc          = true;
     bool         stats_exclude_preempted = false;  // Op stats: leave preempted samples out (app/model/op_preempt.h)
-    bool         show_export             = false;
+    int          stats_sel_name  = -1;  // Op stats: the OpName of the row whose duration histogram shows (-1: none)
+    int          stats_sel_layer = -2;  // and its layer (OpStat::layer: -2 every layer)
+    bool         show_export     = false;
     ComparePick  cmp_pick;  // the runs Compare shows (by label)
     ComparePair  compare_pair() const { return resolve_compare(runs, cmp_pick); }
     bool         compare_queued = false;  // second compare run waits for the first to finish
@@ -172,12 +175,13 @@ struct Studio {
     RunRequest   compare_second_request;
     std::string  compare_labels[2];        // labels of the newest comparison's (first) pair A and B
     std::string  compare_flight[2];        // labels of the pair running now (the first, then each repetition)
-    int          cmp_step     = -1;        // Compare's lock-step slider; -1 follows the newest step of the pair
-    bool         cmp_follow   = true;      // "follow newest" (moving the slider clears it)
-    bool         cmp_playing  = false;     // Compare's replay plays the pair from step 0
-    double       cmp_play_t   = 0;         // now_s() of the last replay advance
-    float        tau_drag     = NAN;       // tau while a histogram line is being dragged
-    bool         arrows_taken = false;     // a tau slider took the arrow keys this frame (the scrubber skips them)
+    int          cmp_step        = -1;     // Compare's lock-step slider; -1 follows the newest step of the pair
+    bool         cmp_follow      = true;   // "follow newest" (moving the slider clears it)
+    bool         cmp_playing     = false;  // Compare's replay plays the pair from step 0
+    double       cmp_play_t      = 0;      // now_s() of the last replay advance
+    int          cmp_op_grouping = 0;      // Compare's op times: 0 per op class, 1 per op name, 2 per op and layer
+    float        tau_drag        = NAN;    // tau while a histogram line is being dragged
+    bool         arrows_taken    = false;  // a tau slider took the arrow keys this frame (the scrubber skips them)
     TauSweep     sweep;                    // Tune panel: original + dyllm at a few taus on the current prompt
     std::string  sweep_label;              // label of the sweep run in flight ("" when none)
     int          sweep_run       = -1;     // its index in the sweep (0: the original reference)

@@ -1,6 +1,6 @@
 // The studio's cost views and exports from synthetic event streams: FLOPs and time per step kind (the Why tab), the
-// paper-regime preset, op names and CPU state in the exports, the trace without the waits between steps (no window
-// needed).
+// paper-regime preset, duration histograms, Compare per op name, op names and CPU state in the exports, the trace
+// without the waits between steps (no window needed).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -12,7 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "app/model/csv_export.h"
+#include "app/model/duration_histogram.h"
 #include "app/model/op_annotations.h"
+#include "app/model/op_name_diff.h"
 #include "app/model/paper_preset.h"
 #include "app/model/step_kind_costs.h"
 #include "instrumentation/chrome_trace.h"
@@ -246,4 +248,77 @@ TEST_CASE("exports keep op names, CPU time and the preempted flag; the trace can
     write_jsonl(again, back);
     write_jsonl(orig, ev);
     CHECK(again.str() == orig.str());
+}
+
+TEST_CASE("duration histogram: log bins from min to max, the samples of one op", "[app][costs]") {
+    const std::vector<double> s = {1e-6, 2e-6, 1.2e-5, 1e-4, 1e-4};
+    const DurationHistogram   h = duration_histogram(s, 4);  // 1 to 100 us: each bin a factor 100^(1/4) = 3.16
+    REQUIRE(h.counts.size() == 4);
+    CHECK(h.total == 5);
+    CHECK(h.lo_s == 1e-6);
+    CHECK(h.hi_s == 1e-4);
+    CHECK(h.bin_lo(0) == Approx(1e-6));
+    CHECK(h.bin_hi(3) == Approx(1e-4));
+    CHECK(h.bin_lo(2) == Approx(1e-5));
+    // 1 and 2 us in bin 0 ([1, 3.16) us), 12 us in bin 2 ([10, 31.6) us), the two 100 us maxima in the last bin.
+    CHECK(h.counts == std::vector<int>{2, 0, 1, 2});
+    CHECK(h.bin_of(1e-4) == 3);
+    CHECK(h.bin_of(1e-9) == 0);  // below the range: clamped
+    CHECK(duration_histogram(std::vector<double>{}, 8).counts.empty());
+    const DurationHistogram same = duration_histogram(std::vector<double>{5e-6, 5e-6, 5e-6}, 8);
+    CHECK(same.counts == std::vector<int>{3});  // every sample equal: one bin
+    CHECK(duration_histogram(std::vector<double>{0, 0}, 8).counts == std::vector<int>{2});
+
+    // One op's samples from a run: the down projection of every step, step 2's flagged preempted.
+    const RunHistory  r = fold(run_of("original", {K::Full, K::Full, K::Full}, {1, 1, 1}));
+    std::vector<bool> pre;
+    const auto        down = op_durations(r, 1, 3, OpName::Down, -2, false, &pre);
+    REQUIRE(down.size() == 3);
+    CHECK(down[0] == Approx(300e-6));
+    CHECK(down[1] == Approx(20e-3));
+    CHECK(down[2] == Approx(300e-6));
+    CHECK(pre == std::vector<bool>{false, true, false});
+    CHECK(op_durations(r, 1, 3, OpName::Down, -2, true).size() == 2);  // preempted left out
+    CHECK(op_durations(r, 1, 3, OpName::Gate, 0).size() == 3);
+    CHECK(op_durations(r, 1, 3, OpName::Gate, 1).empty());
+    CHECK(op_durations(r, 2, 2, OpName::Count, -2).size() == 1);  // outside ops: one per ended step
+}
+
+TEST_CASE("compare per op name and per layer: both runs' rows joined", "[app][costs]") {
+    const RunHistory a    = fold(run_of("original", {K::Full, K::Full}, {1, 1}));
+    const RunHistory b    = fold(run_of("dyllm", {K::Full}, {1}));
+    const auto       rows = op_name_diff(a, b, false);
+    auto             find = [&](const std::vector<OpNameDiff>& v, const std::string& l) -> const OpNameDiff* {
+        for (const auto& d : v)
+            if (d.label == l) return &d;
+        return nullptr;
+    };
+    const OpNameDiff* down = find(rows, "down");
+    REQUIRE(down);
+    CHECK(down->count_a == 2);
+    CHECK(down->count_b == 1);
+    CHECK(down->total_a == Approx(20.3e-3));
+    CHECK(down->total_b == Approx(0.3e-3));
+    CHECK(down->ratio == Approx(0.3 / 20.3));
+    REQUIRE(find(rows, "gate"));
+    CHECK(find(rows, "gate")->median_a == Approx(100e-6));
+    CHECK_FALSE(find(rows, "ffn"));  // op names, not the engine's class
+    const auto layers = op_name_diff(a, b, true);
+    REQUIRE(find(layers, "up L0"));
+    CHECK(find(layers, "up L0")->count_b == 1);
+}
+
+TEST_CASE("op labels parse back to their Op stats row (--select-op)", "[app][costs]") {
+    int name = -9, layer = -9;
+    CHECK(parse_op_label("gate", &name, &layer));
+    CHECK((name == int(OpName::Gate) && layer == -2));
+    CHECK(parse_op_label("down L3", &name, &layer));
+    CHECK((name == int(OpName::Down) && layer == 3));
+    CHECK(parse_op_label("outside ops", &name, &layer));
+    CHECK((name == int(OpName::Count) && layer == -1));
+    CHECK(parse_op_label("attn_exact L12", nullptr, nullptr));
+    CHECK_FALSE(parse_op_label("ffn", nullptr, nullptr));  // a class, not an op name
+    CHECK_FALSE(parse_op_label("gate L", nullptr, nullptr));
+    CHECK_FALSE(parse_op_label("gate Lx", nullptr, nullptr));
+    CHECK_FALSE(parse_op_label("", nullptr, nullptr));
 }
