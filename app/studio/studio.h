@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "app/model/compare_pick.h"
+#include "app/model/key_routing.h"
 #include "app/model/layout.h"
 #include "app/model/op_stats.h"
 #include "app/model/paper_preset.h"
@@ -181,6 +182,7 @@ struct Studio {
     double       cmp_play_t      = 0;      // now_s() of the last replay advance
     int          cmp_op_grouping = 0;      // Compare's op times: 0 per op class, 1 per op name, 2 per op and layer
     float        tau_drag        = NAN;    // tau while a histogram line is being dragged
+    bool         keyboard_nav    = false;  // keyboard navigation mode (Tab on, Escape or a click off)
     bool         arrows_taken    = false;  // a tau slider took the arrow keys this frame (the scrubber skips them)
     TauSweep     sweep;                    // Tune panel: original + dyllm at a few taus on the current prompt
     std::string  sweep_label;              // label of the sweep run in flight ("" when none)
@@ -296,6 +298,7 @@ std::string         export_stamp();  // the date-time tag of export file names, 
 void                draw_studio(Studio& s, float width, float height);  // the whole frame (view.cpp)
 constexpr float     kUiScaleMin = 0.8f, kUiScaleMax = 1.8f;
 void                set_ui_scale(Studio& s, float scale);  // text and bar sizes (Ctrl +/-/0 and the View menu)
+KeyContext          key_context(const Studio& s);  // this frame's key routing (app/model/key_routing.h; view.cpp)
 
 // Drift (view_drift.cpp): whether the run measured it (measure_drift), and a layer's approximated rows below tau.
 bool    drift_measured(const RunHistory& h);

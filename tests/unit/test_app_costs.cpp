@@ -1,6 +1,6 @@
 // The studio's cost views and exports from synthetic event streams: FLOPs and time per step kind (the Why tab), the
 // paper-regime preset, duration histograms, Compare per op name, op names and CPU state in the exports, the trace
-// without the waits between steps (no window needed).
+// without the waits between steps, the key routing and the slowed tau drag (no window needed).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -13,6 +13,8 @@
 
 #include "app/model/csv_export.h"
 #include "app/model/duration_histogram.h"
+#include "app/model/fine_drag.h"
+#include "app/model/key_routing.h"
 #include "app/model/op_annotations.h"
 #include "app/model/op_name_diff.h"
 #include "app/model/paper_preset.h"
@@ -170,6 +172,64 @@ TEST_CASE("paper-regime preset: gen 256 in blocks of 32, n_u 1/2/4, a 4-shot tas
     CHECK(paper_regime_item(items) == -1);
 }
 
+TEST_CASE("duration histogram: log bins from min to max, the samples of one op", "[app][costs]") {
+    const std::vector<double> s = {1e-6, 2e-6, 1.2e-5, 1e-4, 1e-4};
+    const DurationHistogram   h = duration_histogram(s, 4);  // 1 to 100 us: each bin a factor 100^(1/4) = 3.16
+    REQUIRE(h.counts.size() == 4);
+    CHECK(h.total == 5);
+    CHECK(h.lo_s == 1e-6);
+    CHECK(h.hi_s == 1e-4);
+    CHECK(h.bin_lo(0) == Approx(1e-6));
+    CHECK(h.bin_hi(3) == Approx(1e-4));
+    CHECK(h.bin_lo(2) == Approx(1e-5));
+    // 1 and 2 us in bin 0 ([1, 3.16) us), 12 us in bin 2 ([10, 31.6) us), the two 100 us maxima in the last bin.
+    CHECK(h.counts == std::vector<int>{2, 0, 1, 2});
+    CHECK(h.bin_of(1e-4) == 3);
+    CHECK(h.bin_of(1e-9) == 0);  // below the range: clamped
+    CHECK(duration_histogram(std::vector<double>{}, 8).counts.empty());
+    const DurationHistogram same = duration_histogram(std::vector<double>{5e-6, 5e-6, 5e-6}, 8);
+    CHECK(same.counts == std::vector<int>{3});  // every sample equal: one bin
+    CHECK(duration_histogram(std::vector<double>{0, 0}, 8).counts == std::vector<int>{2});
+
+    // One op's samples from a run: the down projection of every step, step 2's flagged preempted.
+    const RunHistory  r = fold(run_of("original", {K::Full, K::Full, K::Full}, {1, 1, 1}));
+    std::vector<bool> pre;
+    const auto        down = op_durations(r, 1, 3, OpName::Down, -2, false, &pre);
+    REQUIRE(down.size() == 3);
+    CHECK(down[0] == Approx(300e-6));
+    CHECK(down[1] == Approx(20e-3));
+    CHECK(down[2] == Approx(300e-6));
+    CHECK(pre == std::vector<bool>{false, true, false});
+    CHECK(op_durations(r, 1, 3, OpName::Down, -2, true).size() == 2);  // preempted left out
+    CHECK(op_durations(r, 1, 3, OpName::Gate, 0).size() == 3);
+    CHECK(op_durations(r, 1, 3, OpName::Gate, 1).empty());
+    CHECK(op_durations(r, 2, 2, OpName::Count, -2).size() == 1);  // outside ops: one per ended step
+}
+
+TEST_CASE("compare per op name and per layer: both runs' rows joined", "[app][costs]") {
+    const RunHistory a    = fold(run_of("original", {K::Full, K::Full}, {1, 1}));
+    const RunHistory b    = fold(run_of("dyllm", {K::Full}, {1}));
+    const auto       rows = op_name_diff(a, b, false);
+    auto             find = [&](const std::vector<OpNameDiff>& v, const std::string& l) -> const OpNameDiff* {
+        for (const auto& d : v)
+            if (d.label == l) return &d;
+        return nullptr;
+    };
+    const OpNameDiff* down = find(rows, "down");
+    REQUIRE(down);
+    CHECK(down->count_a == 2);
+    CHECK(down->count_b == 1);
+    CHECK(down->total_a == Approx(20.3e-3));
+    CHECK(down->total_b == Approx(0.3e-3));
+    CHECK(down->ratio == Approx(0.3 / 20.3));
+    REQUIRE(find(rows, "gate"));
+    CHECK(find(rows, "gate")->median_a == Approx(100e-6));
+    CHECK_FALSE(find(rows, "ffn"));  // op names, not the engine's class
+    const auto layers = op_name_diff(a, b, true);
+    REQUIRE(find(layers, "up L0"));
+    CHECK(find(layers, "up L0")->count_b == 1);
+}
+
 TEST_CASE("exports keep op names, CPU time and the preempted flag; the trace can cut the waits between steps",
           "[app][costs]") {
     const auto       ev = run_of("dyllm", {K::Full, K::SparseResponse, K::SparseResponse}, {1000, 50, 50});
@@ -250,62 +310,39 @@ TEST_CASE("exports keep op names, CPU time and the preempted flag; the trace can
     CHECK(again.str() == orig.str());
 }
 
-TEST_CASE("duration histogram: log bins from min to max, the samples of one op", "[app][costs]") {
-    const std::vector<double> s = {1e-6, 2e-6, 1.2e-5, 1e-4, 1e-4};
-    const DurationHistogram   h = duration_histogram(s, 4);  // 1 to 100 us: each bin a factor 100^(1/4) = 3.16
-    REQUIRE(h.counts.size() == 4);
-    CHECK(h.total == 5);
-    CHECK(h.lo_s == 1e-6);
-    CHECK(h.hi_s == 1e-4);
-    CHECK(h.bin_lo(0) == Approx(1e-6));
-    CHECK(h.bin_hi(3) == Approx(1e-4));
-    CHECK(h.bin_lo(2) == Approx(1e-5));
-    // 1 and 2 us in bin 0 ([1, 3.16) us), 12 us in bin 2 ([10, 31.6) us), the two 100 us maxima in the last bin.
-    CHECK(h.counts == std::vector<int>{2, 0, 1, 2});
-    CHECK(h.bin_of(1e-4) == 3);
-    CHECK(h.bin_of(1e-9) == 0);  // below the range: clamped
-    CHECK(duration_histogram(std::vector<double>{}, 8).counts.empty());
-    const DurationHistogram same = duration_histogram(std::vector<double>{5e-6, 5e-6, 5e-6}, 8);
-    CHECK(same.counts == std::vector<int>{3});  // every sample equal: one bin
-    CHECK(duration_histogram(std::vector<double>{0, 0}, 8).counts == std::vector<int>{2});
-
-    // One op's samples from a run: the down projection of every step, step 2's flagged preempted.
-    const RunHistory  r = fold(run_of("original", {K::Full, K::Full, K::Full}, {1, 1, 1}));
-    std::vector<bool> pre;
-    const auto        down = op_durations(r, 1, 3, OpName::Down, -2, false, &pre);
-    REQUIRE(down.size() == 3);
-    CHECK(down[0] == Approx(300e-6));
-    CHECK(down[1] == Approx(20e-3));
-    CHECK(down[2] == Approx(300e-6));
-    CHECK(pre == std::vector<bool>{false, true, false});
-    CHECK(op_durations(r, 1, 3, OpName::Down, -2, true).size() == 2);  // preempted left out
-    CHECK(op_durations(r, 1, 3, OpName::Gate, 0).size() == 3);
-    CHECK(op_durations(r, 1, 3, OpName::Gate, 1).empty());
-    CHECK(op_durations(r, 2, 2, OpName::Count, -2).size() == 1);  // outside ops: one per ended step
+TEST_CASE("key routing: typing and the navigation mode take the keys they need", "[app][costs]") {
+    const KeyContext idle{}, typing{true, false, false}, nav{false, true, false}, chord{false, false, true};
+    for (StudioKey k : {StudioKey::Space, StudioKey::Arrow, StudioKey::Letter}) {
+        CHECK(studio_takes(k, idle));
+        CHECK_FALSE(studio_takes(k, typing));
+        CHECK_FALSE(studio_takes(k, chord));
+    }
+    CHECK_FALSE(studio_takes(StudioKey::Space, nav));
+    CHECK_FALSE(studio_takes(StudioKey::Arrow, nav));
+    CHECK(studio_takes(StudioKey::Letter, nav));  // N, R, digits stay the studio's
+    // Tab on, Escape or a click off; inside a text field both keys belong to the field.
+    CHECK(keyboard_nav_next(false, true, false, false, false));
+    CHECK_FALSE(keyboard_nav_next(false, true, false, false, true));
+    CHECK(keyboard_nav_next(true, false, false, false, false));
+    CHECK_FALSE(keyboard_nav_next(true, false, true, false, false));
+    CHECK(keyboard_nav_next(true, false, true, false, true));
+    CHECK_FALSE(keyboard_nav_next(true, false, false, true, false));
 }
 
-TEST_CASE("compare per op name and per layer: both runs' rows joined", "[app][costs]") {
-    const RunHistory a    = fold(run_of("original", {K::Full, K::Full}, {1, 1}));
-    const RunHistory b    = fold(run_of("dyllm", {K::Full}, {1}));
-    const auto       rows = op_name_diff(a, b, false);
-    auto             find = [&](const std::vector<OpNameDiff>& v, const std::string& l) -> const OpNameDiff* {
-        for (const auto& d : v)
-            if (d.label == l) return &d;
-        return nullptr;
-    };
-    const OpNameDiff* down = find(rows, "down");
-    REQUIRE(down);
-    CHECK(down->count_a == 2);
-    CHECK(down->count_b == 1);
-    CHECK(down->total_a == Approx(20.3e-3));
-    CHECK(down->total_b == Approx(0.3e-3));
-    CHECK(down->ratio == Approx(0.3 / 20.3));
-    REQUIRE(find(rows, "gate"));
-    CHECK(find(rows, "gate")->median_a == Approx(100e-6));
-    CHECK_FALSE(find(rows, "ffn"));  // op names, not the engine's class
-    const auto layers = op_name_diff(a, b, true);
-    REQUIRE(find(layers, "up L0"));
-    CHECK(find(layers, "up L0")->count_b == 1);
+TEST_CASE("fine drag: a tenth of the pointer's motion while the modifier is held, no jump when it changes",
+          "[app][costs]") {
+    FineDrag d;
+    CHECK(d.pointer_x(100, false, false) == 100);  // not dragging: the real pointer
+    CHECK(d.pointer_x(100, false, true) == 100);   // the drag starts where the click is
+    CHECK(d.pointer_x(120, false, true) == 120);   // coarse: as the pointer
+    CHECK(d.pointer_x(120, true, true) == 120);    // Shift pressed: re-anchored, no jump
+    CHECK(d.pointer_x(170, true, true) == Approx(125));
+    CHECK(d.fine());
+    CHECK(d.pointer_x(170, false, true) == Approx(125));  // released: continues from 125
+    CHECK(d.pointer_x(180, false, true) == Approx(135));
+    CHECK(d.pointer_x(300, false, false) == 300);  // the drag ended
+    CHECK(d.pointer_x(10, true, true) == 10);      // a new drag starts at its click, fine from there
+    CHECK(d.pointer_x(0, true, true) == Approx(9));
 }
 
 TEST_CASE("op labels parse back to their Op stats row (--select-op)", "[app][costs]") {
