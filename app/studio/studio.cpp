@@ -247,7 +247,14 @@ void Studio::restart_or_explain() {
     restart(true);
 }
 
+void Studio::end_why() {
+    if (!why_speed_pending) return;
+    why_next          = 3;  // the runs already started stay in the run list
+    why_speed_pending = false;
+}
+
 void Studio::start_compare(bool original_a, float tau_b) {
+    end_why();  // one sequencer at a time drives the worker
     StartRequest a         = make_request(true);
     compare_second         = make_request(true);
     compare_second_request = make_run_request("compare-b");
@@ -353,6 +360,7 @@ void Studio::apply_paper_regime(int n_u) {
 }
 
 void Studio::start_sweep() {
+    end_why();
     message.clear();
     compare_queued      = false;
     compare_reps_active = 0;
@@ -364,6 +372,10 @@ void Studio::start_sweep() {
 
 void Studio::start_suite_sweep() {
     if (suite.running() || sweep.active()) return;
+    if (why_speed_pending) {  // the trio's runs would fight the job for the engine
+        end_why();
+        worker.set_speed(ui.speed);
+    }
     try {
         auto job  = std::make_shared<SuiteSweepJob>(suite_request(suite, make_request(false).params));
         suite.job = job;

@@ -262,6 +262,7 @@ struct Studio {
     void                    start_why();
     void                    advance_why();  // in begin_frame: starts the next once the previous one has ended
     bool                    why_waiting();  // the trio's last started run has not ended yet
+    void                    end_why();      // a comparison or a sweep takes over: no more of the trio's runs
     // The paper-regime preset (Controls bar, --preset paper-regime): its knobs, the 4-shot prompt, then the trio.
     int  preset_nu_idx = 0;  // index into kPaperRegimeNu
     void apply_paper_regime(int n_u);
