@@ -229,15 +229,19 @@ void add_steps(const Gathered& g, Track& track, Counters& counters, Span& span) 
 }
 
 // Op tracks: engine ops as X events, one track per device (CUDA ops are host-timed).
-void add_ops(const Gathered& g, Track& cpu, Track& cuda, Span& span) {
-    for (const auto* o : g.ops) {
-        TraceEvent ev;
+void add_ops(const Gathered& g, const std::vector<OpAnnotation>& names, Track& cpu, Track& cuda, Span& span) {
+    const bool annotate = !names.empty() && names.size() == g.ops.size();  // a list of another run is ignored
+    for (size_t i = 0; i < g.ops.size(); ++i) {
+        const OpTiming*   o    = g.ops[i];
+        const std::string name = annotate && !names[i].name.empty() ? names[i].name : op_class_name(o->op);
+        TraceEvent        ev;
         ev.ts_ns       = o->t_begin_ns - g.base;
         ev.dur_ns      = std::max<int64_t>(o->dur_ns, 0);
         Json args      = Json::object();
         args["step"]   = o->step;
         args["layer"]  = o->layer;
-        args["op"]     = op_class_name(o->op);
+        args["op"]     = name;
+        args["class"]  = op_class_name(o->op);
         args["method"] = g.method;
         args["rows"]   = o->rows;
         args["flops"]  = jnum(o->flops);
@@ -247,8 +251,9 @@ void add_ops(const Gathered& g, Track& cpu, Track& cuda, Span& span) {
             args["cpu_ns"]     = o->cpu_ns;
             args["cpu_gap_ns"] = o->cpu_gap_ns;  // the op's CPU time: cpu_ns to cpu_ns + cpu_gap_ns
             args["split"]      = o->split;
+            if (annotate) args["preempted"] = names[i].preempted;
         }
-        ev.json = Json{{"name", op_class_name(o->op)}, {"cat", "op"}, {"ph", "X"}, {"args", std::move(args)}};
+        ev.json = Json{{"name", name}, {"cat", "op"}, {"ph", "X"}, {"args", std::move(args)}};
         span.add(ev.ts_ns, ev.ts_ns + ev.dur_ns);
         (o->device == EventDevice::Cuda ? cuda : cpu).events.push_back(std::move(ev));
     }
@@ -277,7 +282,8 @@ void add_gpu_activity(const Gathered& g, const std::vector<KernelRecord>& kernel
 }
 
 // Run track: one X event over the whole run with the RunEnd totals, then the errors as instant events at its end.
-void add_run(const Gathered& g, Span span, Track& track) {
+// paused_ns >= 0: the step gaps were closed and this much waiting was cut (the run slice covers the work only).
+void add_run(const Gathered& g, Span span, int64_t paused_ns, Track& track) {
     if (span.first == std::numeric_limits<int64_t>::max()) span.first = span.last = 0;
     TraceEvent ev;
     ev.ts_ns  = span.first;
@@ -293,7 +299,8 @@ void add_run(const Gathered& g, Span span, Track& track) {
         args["texts"]       = g.run_end->texts;
     }
     args["errors"] = g.errors.size();
-    ev.json        = Json{{"name", "run " + g.method}, {"cat", "run"}, {"ph", "X"}, {"args", std::move(args)}};
+    if (paused_ns >= 0) args["paused_ns"] = paused_ns;
+    ev.json = Json{{"name", "run " + g.method}, {"cat", "run"}, {"ph", "X"}, {"args", std::move(args)}};
     track.events.push_back(std::move(ev));
     for (const auto* e : g.errors) {
         TraceEvent err;
@@ -372,18 +379,78 @@ void write_chrome_trace(std::ostream& os, const std::vector<EventRecord>& events
 
 void write_chrome_trace(std::ostream& os, const std::vector<EventRecord>& events,
                         const std::vector<KernelRecord>& kernels) {
-    const Gathered g = gather(events, kernels);
-    Track          run{kPidEngine, kTidRun, {}}, steps{kPidEngine, kTidSteps, {}};
-    Track          ops_cpu{kPidEngine, kTidOpsCpu, {}}, ops_cuda{kPidEngine, kTidOpsCuda, {}};
+    write_chrome_trace(os, events, kernels, ExportOptions{});
+}
+
+namespace {
+
+// The events and kernels with every wait between steps cut out: each step's records move back by the gaps before it
+// (a step's begin after the previous step's end). Returns the time cut.
+int64_t close_step_gaps(std::vector<EventRecord>& events, std::vector<KernelRecord>& kernels) {
+    std::map<int32_t, int64_t> begin_ns, end_ns;
+    for (const auto& r : events) {
+        if (auto* e = std::get_if<StepBegin>(&r)) begin_ns[e->step] = e->t_ns;
+        if (auto* e = std::get_if<StepEnd>(&r))
+            if (e->t_ns != 0) end_ns[e->step] = e->t_ns;
+    }
+    std::map<int32_t, int64_t> shift;  // step -> ns to subtract
+    int64_t                    cut = 0, prev_end = 0;
+    bool                       have_prev = false;
+    for (const auto& [step, t0] : begin_ns) {
+        if (have_prev && t0 > prev_end) cut += t0 - prev_end;
+        shift[step]  = cut;
+        const auto e = end_ns.find(step);
+        have_prev    = e != end_ns.end();
+        if (have_prev) prev_end = e->second;
+    }
+    auto of = [&](int32_t step) {
+        const auto it = shift.find(step);
+        return it == shift.end() ? int64_t(0) : it->second;
+    };
+    for (auto& r : events) {
+        if (auto* e = std::get_if<StepBegin>(&r)) e->t_ns -= of(e->step);
+        if (auto* e = std::get_if<StepEnd>(&r))
+            if (e->t_ns != 0) e->t_ns -= of(e->step);
+        if (auto* e = std::get_if<OpTiming>(&r)) e->t_begin_ns -= of(e->step);
+    }
+    for (auto& k : kernels) {
+        const int64_t d = of(k.step);
+        k.start_ns -= d;
+        k.end_ns -= d;
+    }
+    return cut;
+}
+
+}  // namespace
+
+void write_chrome_trace(std::ostream& os, const std::vector<EventRecord>& events_in,
+                        const std::vector<KernelRecord>& kernels_in, const ExportOptions& opt) {
+    std::vector<EventRecord>  closed_events;
+    std::vector<KernelRecord> closed_kernels;
+    int64_t                   paused_ns = 0;
+    if (opt.close_step_gaps) {
+        closed_events  = events_in;
+        closed_kernels = kernels_in;
+        paused_ns      = close_step_gaps(closed_events, closed_kernels);
+    }
+    const std::vector<EventRecord>&  events  = opt.close_step_gaps ? closed_events : events_in;
+    const std::vector<KernelRecord>& kernels = opt.close_step_gaps ? closed_kernels : kernels_in;
+    const Gathered                   g       = gather(events, kernels);
+    Track                            run{kPidEngine, kTidRun, {}}, steps{kPidEngine, kTidSteps, {}};
+    Track                            ops_cpu{kPidEngine, kTidOpsCpu, {}}, ops_cuda{kPidEngine, kTidOpsCuda, {}};
     Track gpu_kernel{kPidGpu, kTidKernel, {}}, gpu_memcpy{kPidGpu, kTidMemcpy, {}}, gpu_memset{kPidGpu, kTidMemset, {}};
     Counters counters;
     Span     span;
     add_steps(g, steps, counters, span);
-    add_ops(g, ops_cpu, ops_cuda, span);
+    add_ops(g, opt.ops, ops_cpu, ops_cuda, span);
     add_gpu_activity(g, kernels, gpu_kernel, gpu_memcpy, gpu_memset);
-    add_run(g, span, run);
+    add_run(g, span, opt.close_step_gaps ? paused_ns : -1, run);
 
-    const Json env = g.run_begin ? run_env_json(*g.run_begin) : Json::object();
+    Json env = g.run_begin ? run_env_json(*g.run_begin) : Json::object();
+    if (opt.close_step_gaps) {
+        env["step_gaps_closed"] = true;
+        env["paused_ns"]        = paused_ns;
+    }
     os << "{\"traceEvents\":[\n";
     Writer w(os);
     // First event: the run's environment, so it survives tools that drop the top-level "metadata" object.

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "instrumentation/event_record.h"
+#include "instrumentation/export_options.h"
 #include "instrumentation/kernel_record.h"
 
 namespace dyllm {
@@ -15,5 +16,8 @@ namespace dyllm {
 void write_chrome_trace(std::ostream& os, const std::vector<EventRecord>& events);
 void write_chrome_trace(std::ostream& os, const std::vector<EventRecord>& events,
                         const std::vector<KernelRecord>& kernels);
+// With the op names, preempted flags and gap closing of opt (instrumentation/export_options.h).
+void write_chrome_trace(std::ostream& os, const std::vector<EventRecord>& events,
+                        const std::vector<KernelRecord>& kernels, const ExportOptions& opt);
 
 }  // namespace dyllm

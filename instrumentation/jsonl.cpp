@@ -351,6 +351,25 @@ private:
 }  // namespace
 
 void write_jsonl(std::ostream& os, const std::vector<EventRecord>& events) {
+    write_jsonl(os, events, ExportOptions{});
+}
+
+void write_jsonl(std::ostream& os, const std::vector<EventRecord>& events, const ExportOptions& opt) {
+    size_t n_ops = 0;
+    for (const auto& r : events) n_ops += std::holds_alternative<OpTiming>(r);
+    const bool annotate = !opt.ops.empty() && opt.ops.size() == n_ops;  // a list of another run is ignored
+    size_t     op_i     = 0;
+    // The op's record, with the caller's name for it and its preempted flag (where it carries a CPU time).
+    auto op_record = [&](const OpTiming& o) {
+        Json j = op_json(o);
+        if (annotate) {
+            const OpAnnotation& a = opt.ops[op_i];
+            if (!a.name.empty()) j["name"] = a.name;
+            if (o.cpu_ns >= 0) j["preempted"] = a.preempted;
+        }
+        ++op_i;
+        return j;
+    };
     std::optional<OpenStep> open;
     auto                    flush = [&](const StepEnd* end) {
         if (open) write_step(os, *open, end);
@@ -377,9 +396,9 @@ void write_jsonl(std::ostream& os, const std::vector<EventRecord>& events) {
                     open->begin = e;
                 } else if constexpr (std::is_same_v<T, OpTiming>) {
                     if (in_open(e.step))
-                        open->ops.push_back(op_json(e));
+                        open->ops.push_back(op_record(e));
                     else
-                        alone("op", e.step, op_json(e));
+                        alone("op", e.step, op_record(e));
                 } else if constexpr (std::is_same_v<T, LayerSaliencyRecord>) {
                     if (in_open(e.step))
                         open->layers.push_back(layer_json(e));

@@ -11,6 +11,7 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/command.h"
+#include "app/model/op_annotations.h"
 #include "engine/engine.h"
 #include "engine/errors.h"
 #include "engine/io/atomic_file.h"
@@ -125,8 +126,12 @@ int run_trace(const TraceOptions& o) {
             break;
         }
 
-    write_chrome_trace(trace_out.stream(), events, kernels);
-    if (jsonl_out) write_jsonl(jsonl_out->stream(), events);
+    // The ops' model names (gate, up, down...) and preempted flags, as the studio's exports carry them.
+    app::RunHistory history;
+    for (const auto& e : events) history.apply(e);
+    const ExportOptions names = app::export_options(history, false);
+    write_chrome_trace(trace_out.stream(), events, kernels, names);
+    if (jsonl_out) write_jsonl(jsonl_out->stream(), events, names);
     trace_out.commit();
     if (jsonl_out) jsonl_out->commit();
 

@@ -3,6 +3,9 @@
 
 #include <cmath>
 
+#include "app/model/op_names.h"
+#include "app/model/op_preempt.h"
+#include "app/model/op_stats.h"
 #include "instrumentation/number_text.h"
 
 namespace dyllm::app {
@@ -15,6 +18,19 @@ void put_num(std::ostream& os, float v) {
 }
 void put_num(std::ostream& os, double v) {
     if (std::isfinite(v)) os << number_text(v, 9);
+}
+// One word per CPU state for the CSV cell (op_cpu_state_text is a phrase for tooltips).
+const char* cpu_state_key(OpCpuState s) {
+    switch (s) {
+        case OpCpuState::Split:
+            return "split";
+        case OpCpuState::OnCpu:
+            return "on_cpu";
+        case OpCpuState::Preempted:
+            return "preempted";
+        default:
+            return "unmeasured";
+    }
 }
 }  // namespace
 
@@ -64,16 +80,26 @@ void write_step_timings_csv(std::ostream& os, const RunHistory& h) {
 }
 
 void write_ops_csv(std::ostream& os, const RunHistory& h, int step) {
-    os << "step,layer,op,device,t_begin_ns,dur_ns,flops,bytes,rows\n";
+    os << "step,layer,op,device,t_begin_ns,dur_ns,flops,bytes,rows,name,cpu_ns,cpu_gap_ns,split,cpu_state\n";
+    const int n_embd = run_n_embd(h);
     for (int k = 1; k <= h.step_count(); ++k) {
         if (step >= 0 && k != step) continue;
-        for (const auto& o : h.step(k)->ops) {
+        const auto& ops   = h.step(k)->ops;
+        const auto  names = name_ops(ops, n_embd);  // gate, up, down... from the op order (app/model/op_names.h)
+        for (size_t i = 0; i < ops.size(); ++i) {
+            const OpTiming& o = ops[i];
             os << o.step << ',' << o.layer << ',' << op_class_name(o.op) << ','
                << (o.device == EventDevice::Cpu ? "cpu" : "cuda") << ',' << o.t_begin_ns << ',' << o.dur_ns << ',';
             put_num(os, o.flops);
             os << ',';
             put_num(os, o.bytes);
-            os << ',' << o.rows << "\n";
+            os << ',' << o.rows << ',' << op_name_text(names[i].name) << ',';
+            // The thread CPU time only where it was measured (ops of 0.2 ms or more): empty cells otherwise.
+            if (o.cpu_ns >= 0)
+                os << o.cpu_ns << ',' << o.cpu_gap_ns << ',' << (o.split ? 1 : 0);
+            else
+                os << ",,";
+            os << ',' << cpu_state_key(op_cpu_state(o)) << "\n";
         }
     }
 }

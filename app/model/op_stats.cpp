@@ -158,6 +158,27 @@ bool stat_matches(const OpStat& s, std::string_view filter) {
     return lower(s.label).find(lower(filter)) != std::string::npos;
 }
 
+bool parse_op_label(std::string_view label, int* name, int* layer) {
+    int              l    = -2;
+    std::string_view head = label;
+    if (const size_t sp = label.rfind(" L"); sp != std::string_view::npos && label != "outside ops") {
+        const std::string_view num = label.substr(sp + 2);
+        if (num.empty() || num.size() > 6 ||
+            !std::all_of(num.begin(), num.end(), [](char c) { return c >= '0' && c <= '9'; }))
+            return false;
+        l    = std::stoi(std::string(num));
+        head = label.substr(0, sp);
+    }
+    int n = -1;
+    if (head == "outside ops" && l == -2) n = int(OpName::Count);
+    for (size_t i = 0; i < kOpNames && n < 0; ++i)
+        if (head == op_name_text(OpName(i))) n = int(i);
+    if (n < 0) return false;
+    if (name) *name = n;
+    if (layer) *layer = n == int(OpName::Count) ? -1 : l;
+    return true;
+}
+
 bool op_matches(OpName name, int layer, std::string_view filter) {
     if (filter.empty()) return true;
     OpStat s;

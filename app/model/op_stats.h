@@ -65,6 +65,10 @@ bool op_matches(OpName name, int layer, std::string_view filter);
 // The table as CSV (one header line, one line per row; times in ms), for the clipboard and the exports.
 std::string op_stats_csv(const std::vector<OpStat>& v);
 
+// An Op stats label back to its row: "gate" (every layer: *layer = -2), "gate L3", "outside ops" (*name =
+// OpName::Count). False for anything else; name and layer may be null.
+bool parse_op_label(std::string_view label, int* name, int* layer);
+
 // n_embd from the run's environment (RunBegin env "n_embd"); 0 when absent.
 int run_n_embd(const RunHistory& h);
 

@@ -49,7 +49,7 @@ void Headless::start(Studio& s) {
     t_start_ = now_s();
     // Screenshot: K steps one by one (paused), then render. Bench: play at once. Compare: both runs play to the end.
     s.open(!shot_);
-    if (shot_ && !o_.compare && !o_.sweep && o_.sweep_task.empty())
+    if (shot_ && !o_.compare && !o_.sweep && o_.sweep_task.empty() && o_.preset.empty())
         for (int k = 0; k < o_.step; ++k) s.worker.step_once();
 }
 
@@ -68,6 +68,9 @@ void Headless::before_frame(Studio& s) {
         // Meanwhile 20 frames/s show the progress; the rest of the CPU goes to the runs being timed.
         else
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    } else if (!o_.preset.empty()) {
+        // Ready when the Why tab's three runs have ended (or one was refused: the trio stops).
+        if (idle && !s.why_speed_pending) ready_ = true;
     } else if (o_.sweep) {
         if (idle && !s.sweep.active()) ready_ = true;
     } else if (o_.compare) {

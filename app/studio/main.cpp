@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "app/model/frame_throttle.h"
+#include "app/model/op_stats.h"
 #include "app/model/param_options.h"
 #include "app/studio/headless.h"
 #include "app/studio/studio.h"
@@ -89,6 +90,15 @@ int parse_options(int argc, char** argv, StudioOptions& opt) {
                    "opens the export dialog")
         ->delimiter(',')
         ->check(CLI::IsMember({"explain", "export", "compare"}));
+    cli.add_option("--preset", opt.preset,
+                   "start with a preset: paper-regime (gen 256, block 32, a 4-shot prompt; runs original, fast-dual "
+                   "and dyllm and shows the Why tab)")
+        ->check(CLI::IsMember({"paper-regime"}));
+    cli.add_option("--preset-nu", opt.preset_nu, "tokens per step of --preset paper-regime: 1, 2 or 4")
+        ->capture_default_str()
+        ->check(CLI::IsMember({1, 2, 4}));
+    cli.add_option("--select-op", opt.select_op,
+                   "Op stats: select this op at start, e.g. gate or \"gate L3\" (its duration histogram)");
     cli.add_option("--size", size, "window size WxH (default 1600x1000)");
     cli.add_option("-t,--threads", opt.threads, "engine CPU threads (0 = all cores but one, which the UI keeps)");
     try {
@@ -141,6 +151,13 @@ int parse_options(int argc, char** argv, StudioOptions& opt) {
             std::fprintf(stderr, "dyllm-studio: error: --screenshot: %s\n", e.what());
             return 2;
         }
+    if (!opt.select_op.empty() && !parse_op_label(opt.select_op, nullptr, nullptr)) {
+        std::fprintf(stderr,
+                     "dyllm-studio: --select-op '%s': expected an op name (q, k, v, o, gate, up, down, ...) and "
+                     "optionally a layer, e.g. \"gate L3\"\n",
+                     opt.select_op.c_str());
+        return 2;
+    }
     if ((opt.sweep || !opt.sweep_task.empty()) && opt.tab.empty()) opt.tab = bottom_tab_name(BottomTab::Tune).flag;
     return -1;
 }

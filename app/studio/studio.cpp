@@ -102,6 +102,7 @@ Studio::Studio(const StudioOptions& o) : opts(o) {
     }
     for (const BottomTabName& t : kBottomTabs)
         if (o.tab == t.flag) select_tab(t.tab);
+    if (!o.select_op.empty()) parse_op_label(o.select_op, &stats_sel_name, &stats_sel_layer);
     worker.sink().set_wants_cosines(true);
     worker.sink().set_wants_op_timings(true);
 }
@@ -140,7 +141,9 @@ void Studio::load_selected_model() {
 void Studio::open(bool autoplay) {
     load_selected_model();
     if (ui.speed > 0) worker.set_speed(ui.speed);
-    if (opts.compare)
+    if (opts.preset == "paper-regime")
+        apply_paper_regime(opts.preset_nu);
+    else if (opts.compare)
         start_compare(true, NAN);
     else
         restart(autoplay);
@@ -206,6 +209,11 @@ void Studio::restart(bool autoplay) {
         sweep_label.clear();
         worker.set_speed(ui.speed);
     }
+    if (why_speed_pending) {  // and the Why tab's runs still to come (the ones that ran stay in the run list)
+        why_next          = 3;
+        why_speed_pending = false;
+        worker.set_speed(ui.speed);
+    }
     start_run(make_request(autoplay), make_run_request(""));
     params_dirty   = false;
     follow_live    = true;
@@ -239,7 +247,14 @@ void Studio::restart_or_explain() {
     restart(true);
 }
 
+void Studio::end_why() {
+    if (!why_speed_pending) return;
+    why_next          = 3;  // the runs already started stay in the run list
+    why_speed_pending = false;
+}
+
 void Studio::start_compare(bool original_a, float tau_b) {
+    end_why();  // one sequencer at a time drives the worker
     StartRequest a         = make_request(true);
     compare_second         = make_request(true);
     compare_second_request = make_run_request("compare-b");
@@ -273,7 +288,79 @@ void Studio::start_compare(bool original_a, float tau_b) {
     select_tab(BottomTab::Compare);
 }
 
+void Studio::start_why() {
+    message.clear();
+    compare_queued      = false;  // the trio replaces a comparison still to come
+    compare_reps_active = 0;
+    if (suite.running()) suite.job->cancel();
+    if (sweep.active()) {
+        sweep.cancel();
+        sweep_label.clear();
+    }
+    for (std::string& l : why_labels) l.clear();
+    why_next          = 0;
+    why_speed_pending = true;
+    params_dirty      = false;
+    selected_token    = -1;
+    worker.set_speed(0);  // the trio is for its costs, not for watching
+    select_tab(BottomTab::Why);
+    advance_why();
+}
+
+bool Studio::why_waiting() {
+    for (int i = 2; i >= 0; --i) {
+        if (why_labels[i].empty()) continue;
+        const RunEntry* r = runs.find(why_labels[i]);
+        // Not begun yet while the worker still holds the start; refused when the worker is idle with nothing queued.
+        if (!r) return worker.busy() || worker.sink().queued() > 0;
+        return !r->history.finished();
+    }
+    return false;
+}
+
+void Studio::advance_why() {
+    if (!why_speed_pending || why_waiting()) return;
+    // The previous run ended: a cancelled or refused one stops the trio (its error is on the message bar).
+    const RunEntry* prev = why_next > 0 ? runs.find(why_labels[why_next - 1]) : nullptr;
+    if (why_next >= 3 || (why_next > 0 && (!prev || prev->history.run_end().cancelled))) {
+        why_next          = 3;
+        why_speed_pending = false;
+        worker.set_speed(ui.speed);  // the play speed comes back once the trio is over
+        return;
+    }
+    StartRequest req     = make_request(true);
+    req.params.method    = kWhyMethods[why_next];
+    RunRequest what      = make_run_request("why");
+    what.prompt          = req.prompt;
+    req.label            = runs.expect(std::move(what));
+    why_labels[why_next] = req.label;
+    ++why_next;
+    worker.start(std::move(req));
+    follow_live   = true;
+    shown_run_idx = -1;
+}
+
+void Studio::apply_paper_regime(int n_u) {
+    if (!paper_regime_nu_ok(n_u)) n_u = kPaperRegime.n_u;
+    for (size_t i = 0; i < std::size(kPaperRegimeNu); ++i)
+        if (kPaperRegimeNu[i] == n_u) preset_nu_idx = int(i);
+    ui.gen_length    = kPaperRegime.gen_length;
+    ui.block_length  = kPaperRegime.block_length;
+    ui.steps         = paper_regime_steps(n_u);
+    ui.use_threshold = false;  // n_u tokens every step: the step kinds' counts follow from the knobs alone
+    // The tiny models end their answers early; decoding past the end of text keeps all 256 positions and 8 blocks.
+    ui.base.ignore_eos = kPaperRegime.ignore_eos;
+    ui.method_idx      = method_combo_index(Method::DyLLM);
+    if (const int i = paper_regime_item(examples.items); i >= 0) {
+        example_idx = i;
+        std::snprintf(prompt, sizeof prompt, "%s", examples.items[size_t(i)].prompt.c_str());
+    }
+    bottom_frac = std::max(bottom_frac, 0.5f);  // the Why tab's curves and table
+    start_why();                                // the last of its runs (DyLLM) is the live one afterwards
+}
+
 void Studio::start_sweep() {
+    end_why();
     message.clear();
     compare_queued      = false;
     compare_reps_active = 0;
@@ -285,6 +372,10 @@ void Studio::start_sweep() {
 
 void Studio::start_suite_sweep() {
     if (suite.running() || sweep.active()) return;
+    if (why_speed_pending) {  // the trio's runs would fight the job for the engine
+        end_why();
+        worker.set_speed(ui.speed);
+    }
     try {
         auto job  = std::make_shared<SuiteSweepJob>(suite_request(suite, make_request(false).params));
         suite.job = job;
@@ -440,6 +531,7 @@ void Studio::begin_frame() {
         cmp_play_t  = 0;
     }
     advance_sweep();
+    advance_why();
     if (RunEntry* r = shown_run()) {
         const int last  = r->history.step_count();
         int       ended = last;
@@ -458,7 +550,8 @@ void Studio::show_notice(std::string text) {
 
 bool Studio::working() {
     return status.state == WorkerState::Playing || status.state == WorkerState::Loading || compare_queued ||
-           sweep.active() || (bottom_tab == BottomTab::Compare && cmp_playing) || worker.sink().queued() > 0;
+           sweep.active() || why_speed_pending || (bottom_tab == BottomTab::Compare && cmp_playing) ||
+           worker.sink().queued() > 0;
 }
 
 void Studio::end_frame() {

@@ -3,12 +3,16 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <ostream>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "app/model/compare_pick.h"
+#include "app/model/key_routing.h"
 #include "app/model/layout.h"
+#include "app/model/op_stats.h"
+#include "app/model/paper_preset.h"
 #include "app/model/run_history.h"
 #include "app/model/run_list.h"
 #include "app/model/suite_sweep_job.h"
@@ -41,7 +45,10 @@ struct StudioOptions {
     std::string              sweep_taus;  // --sweep-tau: its tau list ("" = default_suite_taus())
     std::string              tab;         // --tab: the bottom band's tab to open first (time, op-stats, tune)
     std::vector<std::string> open;        // --open: windows shown at start (explain, export, compare)
-    DiffusionParams          params;      // the diffusion flags (engine/params.h), resolved and validated
+    std::string              preset;      // --preset: "paper-regime" (app/model/paper_preset.h), "" = none
+    int                      preset_nu = kPaperRegime.n_u;  // --preset-nu: its tokens per step (1, 2 or 4)
+    std::string              select_op;  // --select-op: the Op stats row selected at start ("gate", "gate L3")
+    DiffusionParams          params;     // the diffusion flags (engine/params.h), resolved and validated
 };
 
 // Interactive play speed when --speed is not given: slow enough to watch each step (a 64-step run takes ~18 s).
@@ -79,7 +86,11 @@ struct UiParams {
 };
 
 // The bottom band's tabs (view_time.cpp). Compare widens the band over the plot bands; the others keep its size.
-enum class BottomTab : int { Time, OpStats, Tune, Kernels, Compare, Token, Explain };
+enum class BottomTab : int { Time, OpStats, Tune, Kernels, Compare, Why, Token, Explain };
+// Compare and Why widen the band over the plot bands (two canvases; three runs' curves and their table).
+inline bool wide_tab(BottomTab t) {
+    return t == BottomTab::Compare || t == BottomTab::Why;
+}
 
 // The bottom band's tabs in tab-bar order, each with its --tab name and its label: the flag and the tab bar read this
 // one table.
@@ -93,6 +104,7 @@ inline constexpr BottomTabName kBottomTabs[] = {{BottomTab::Time, "time", "Time"
                                                 {BottomTab::Kernels, "gpu-kernels", "GPU kernels"},
                                                 {BottomTab::Tune, "tune", "Tune"},
                                                 {BottomTab::Compare, "compare", "Compare"},
+                                                {BottomTab::Why, "why", "Why"},
                                                 {BottomTab::Token, "token-history", "Token history"},
                                                 {BottomTab::Explain, "explain", "Explain"}};
 const BottomTabName&           bottom_tab_name(BottomTab t);
@@ -154,7 +166,9 @@ struct Studio {
     int          stats_sort_col          = 0;  // StatColumn (app/model/op_stats.h)
     bool         stats_sort_asc          = true;
     bool         stats_exclude_preempted = false;  // Op stats: leave preempted samples out (app/model/op_preempt.h)
-    bool         show_export             = false;
+    int          stats_sel_name  = -1;  // Op stats: the OpName of the row whose duration histogram shows (-1: none)
+    int          stats_sel_layer = -2;  // and its layer (OpStat::layer: -2 every layer)
+    bool         show_export     = false;
     ComparePick  cmp_pick;  // the runs Compare shows (by label)
     ComparePair  compare_pair() const { return resolve_compare(runs, cmp_pick); }
     bool         compare_queued = false;  // second compare run waits for the first to finish
@@ -162,12 +176,14 @@ struct Studio {
     RunRequest   compare_second_request;
     std::string  compare_labels[2];        // labels of the newest comparison's (first) pair A and B
     std::string  compare_flight[2];        // labels of the pair running now (the first, then each repetition)
-    int          cmp_step     = -1;        // Compare's lock-step slider; -1 follows the newest step of the pair
-    bool         cmp_follow   = true;      // "follow newest" (moving the slider clears it)
-    bool         cmp_playing  = false;     // Compare's replay plays the pair from step 0
-    double       cmp_play_t   = 0;         // now_s() of the last replay advance
-    float        tau_drag     = NAN;       // tau while a histogram line is being dragged
-    bool         arrows_taken = false;     // a tau slider took the arrow keys this frame (the scrubber skips them)
+    int          cmp_step        = -1;     // Compare's lock-step slider; -1 follows the newest step of the pair
+    bool         cmp_follow      = true;   // "follow newest" (moving the slider clears it)
+    bool         cmp_playing     = false;  // Compare's replay plays the pair from step 0
+    double       cmp_play_t      = 0;      // now_s() of the last replay advance
+    int          cmp_op_grouping = 0;      // Compare's op times: 0 per op class, 1 per op name, 2 per op and layer
+    float        tau_drag        = NAN;    // tau while a histogram line is being dragged
+    bool         keyboard_nav    = false;  // keyboard navigation mode (Tab on, Escape or a click off)
+    bool         arrows_taken    = false;  // a tau slider took the arrow keys this frame (the scrubber skips them)
     TauSweep     sweep;                    // Tune panel: original + dyllm at a few taus on the current prompt
     std::string  sweep_label;              // label of the sweep run in flight ("" when none)
     int          sweep_run       = -1;     // its index in the sweep (0: the original reference)
@@ -236,6 +252,20 @@ struct Studio {
     // (an error goes to the message bar, and each failed file's one-line reason to *failed).
     std::vector<std::string> export_all(const std::string& dir, std::vector<std::string>* failed = nullptr);
     Method                   method_ui() const;  // the Controls bar's method
+    // The Why tab's three runs: original, Fast-dLLM's dual cache and DyLLM on the current prompt with the Controls
+    // bar's other settings, one after another at full speed (the play speed comes back when the last one ends).
+    static constexpr Method kWhyMethods[3] = {Method::Original, Method::FastDual, Method::DyLLM};
+    std::string             why_labels[3];              // the newest trio's run labels ("" before it started)
+    int                     why_next          = 3;      // the next of kWhyMethods to start (3: all started)
+    bool                    why_speed_pending = false;  // a trio is under way: the play speed comes back at its end
+    bool                    why_fit_cached    = true;   // the Why plots' y axes fit fast-dual and dyllm
+    void                    start_why();
+    void                    advance_why();  // in begin_frame: starts the next once the previous one has ended
+    bool                    why_waiting();  // the trio's last started run has not ended yet
+    void                    end_why();      // a comparison or a sweep takes over: no more of the trio's runs
+    // The paper-regime preset (Controls bar, --preset paper-regime): its knobs, the 4-shot prompt, then the trio.
+    int  preset_nu_idx = 0;  // index into kPaperRegimeNu
+    void apply_paper_regime(int n_u);
 };
 
 // Method names in the combo's order (the engine's registry, engine/methods/method_list.def).
@@ -243,24 +273,33 @@ std::span<const char* const> method_combo_items();
 int                          method_combo_index(Method m);  // UiParams::method_idx of m
 
 // ---- panels (app/studio/view_*.cpp) ----
-void            draw_controls(Studio& s, const Rect& r);
-void            draw_prompt(Studio& s, const Rect& r);
-void            draw_canvas(Studio& s, const Rect& r);
-void            draw_token_history(Studio& s);  // the Token tab's content
-void            draw_summary(Studio& s, const Rect& r);
-void            draw_cosine(Studio& s, const Rect& r);
-void            draw_salient(Studio& s, const Rect& r);
-void            draw_lsal(Studio& s, const Rect& r);
-void            draw_drift(Studio& s, const Rect& r);
-void            draw_time(Studio& s, const Rect& r);  // the bottom band's tabs (BottomTab)
-void            draw_tune(Studio& s);
-void            draw_scrubber(Studio& s, const Rect& r);
-void            draw_explain(Studio& s);  // the Explain tab's content
-void            draw_compare(Studio& s);
-void            draw_export(Studio& s);
-void            draw_studio(Studio& s, float width, float height);  // the whole frame (view.cpp)
-constexpr float kUiScaleMin = 0.8f, kUiScaleMax = 1.8f;
-void            set_ui_scale(Studio& s, float scale);  // text and bar sizes (Ctrl +/-/0 and the View menu)
+void draw_controls(Studio& s, const Rect& r);
+void draw_prompt(Studio& s, const Rect& r);
+void draw_canvas(Studio& s, const Rect& r);
+void draw_token_history(Studio& s);  // the Token tab's content
+void draw_summary(Studio& s, const Rect& r);
+void draw_cosine(Studio& s, const Rect& r);
+void draw_salient(Studio& s, const Rect& r);
+void draw_lsal(Studio& s, const Rect& r);
+void draw_drift(Studio& s, const Rect& r);
+void draw_time(Studio& s, const Rect& r);  // the bottom band's tabs (BottomTab)
+void draw_tune(Studio& s);
+void draw_scrubber(Studio& s, const Rect& r);
+void draw_explain(Studio& s);  // the Explain tab's content
+void draw_compare(Studio& s);
+void draw_why(Studio& s);  // the Why tab: FLOPs and time per step kind of the trio (view_why.cpp)
+void draw_export(Studio& s);
+// Export helpers (view_export.cpp): the Chrome trace as the studio writes it (op names, preempted flags, the waits
+// between steps cut), the Op stats table with the tab's settings, and one file written to the Export folder (the
+// notice or the message bar says how it went).
+void                write_trace(std::ostream& os, const RunHistory& h);
+std::vector<OpStat> shown_op_stats(const Studio& s, const RunHistory& h);
+void                write_text_export(Studio& s, const std::string& name, const std::string& text);
+std::string         export_stamp();  // the date-time tag of export file names, "20260101-120000"
+void                draw_studio(Studio& s, float width, float height);  // the whole frame (view.cpp)
+constexpr float     kUiScaleMin = 0.8f, kUiScaleMax = 1.8f;
+void                set_ui_scale(Studio& s, float scale);  // text and bar sizes (Ctrl +/-/0 and the View menu)
+KeyContext          key_context(const Studio& s);  // this frame's key routing (app/model/key_routing.h; view.cpp)
 
 // Drift (view_drift.cpp): whether the run measured it (measure_drift), and a layer's approximated rows below tau.
 bool    drift_measured(const RunHistory& h);

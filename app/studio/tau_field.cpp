@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "app/model/fine_drag.h"
 #include "app/model/tau_scale.h"
 
 namespace dyllm::app {
@@ -32,7 +33,26 @@ bool tau_field(const char* id, float* tau, float input_w, float slider_w, std::s
     // The slider's own Ctrl+click input would take the typed number as its log position (0.99 became 0.90): the field
     // beside it takes typed values instead.
     float u = tau_to_slider(*tau);
-    if (ImGui::SliderFloat("##log", &u, kTauSliderMin, kTauSliderMax, "log(1-tau)", ImGuiSliderFlags_NoInput)) {
+    // Shift or Alt while dragging: the slider sees a pointer moving a tenth as far (app/model/fine_drag.h). One drag
+    // at a time, so one state serves every tau field; it belongs to the field dragged last frame.
+    static FineDrag drag;
+    static ImGuiID  dragged = 0;
+    ImGuiIO&        io      = ImGui::GetIO();
+    const ImGuiID   slider  = ImGui::GetID("##log");
+    const float     real_x  = io.MousePos.x;
+    if (dragged == slider) io.MousePos.x = drag.pointer_x(real_x, io.KeyShift || io.KeyAlt, true);
+    const bool moved =
+        ImGui::SliderFloat("##log", &u, kTauSliderMin, kTauSliderMax,
+                           drag.fine() && dragged == slider ? "fine (1/10)" : "log(1-tau)", ImGuiSliderFlags_NoInput);
+    io.MousePos.x = real_x;
+    if (ImGui::IsItemActive()) {
+        if (dragged != slider) drag.pointer_x(real_x, io.KeyShift || io.KeyAlt, true);  // anchored at the click
+        dragged = slider;
+    } else if (dragged == slider) {
+        drag.pointer_x(real_x, false, false);
+        dragged = 0;
+    }
+    if (moved) {
         *tau    = slider_to_tau(u);
         changed = true;
     }
@@ -41,10 +61,11 @@ bool tau_field(const char* id, float* tau, float input_w, float slider_w, std::s
         ImGui::SetTooltip(
             "tau on a log(1 - tau) axis: 0.9, 0.99, 0.999, 0.9999 evenly apart.\n"
             "Left/Right (or Down/Up) step exactly: 0.99 -> 0.991 ... 0.999 -> 0.9991;\n"
-            "with Shift a tenth of that (0.995 -> 0.9951).");
-    if (on_slider && !ImGui::GetIO().WantTextInput) {
-        const ImGuiIO& io  = ImGui::GetIO();
-        int            dir = 0;
+            "with Shift a tenth of that (0.995 -> 0.9951).\n"
+            "Drag with Shift or Alt held: ten times finer.");
+    // Keyboard navigation (Tab) moves the focus with the arrows: they step tau only outside it.
+    if (on_slider && !io.WantTextInput && !(io.ConfigFlags & ImGuiConfigFlags_NavEnableKeyboard)) {
+        int dir = 0;
         if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow)) ||
             ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_UpArrow)))
             dir = 1;

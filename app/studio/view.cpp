@@ -9,6 +9,7 @@
 #include <cmath>
 #include <iterator>
 
+#include "app/model/key_routing.h"
 #include "app/studio/studio.h"
 
 namespace dyllm::app {
@@ -63,6 +64,11 @@ void bottom_splitter(Studio& s, const StudioLayout& L) {
 
 }  // namespace
 
+KeyContext key_context(const Studio& s) {
+    const ImGuiIO& io = ImGui::GetIO();
+    return KeyContext{io.WantTextInput, s.keyboard_nav, io.KeyCtrl || io.KeyAlt};
+}
+
 void set_ui_scale(Studio& s, float scale) {
     s.ui_scale                     = std::clamp(scale, kUiScaleMin, kUiScaleMax);
     ImGui::GetIO().FontGlobalScale = s.ui_scale;
@@ -78,9 +84,20 @@ void draw_studio(Studio& s, float width, float height) {
             set_ui_scale(s, s.ui_scale - 0.1f);
         if (ImGui::IsKeyPressed(GLFW_KEY_0)) set_ui_scale(s, 1.f);
     }
+    // Keyboard navigation (app/model/key_routing.h): Tab turns ImGui's NavEnableKeyboard on, Escape or a click off.
+    const bool nav = keyboard_nav_next(s.keyboard_nav, ImGui::IsKeyPressed(GLFW_KEY_TAB, false) && !io.KeyCtrl,
+                                       ImGui::IsKeyPressed(GLFW_KEY_ESCAPE, false),
+                                       ImGui::IsMouseClicked(0) || ImGui::IsMouseClicked(1), io.WantTextInput);
+    if (nav && !s.keyboard_nav) ImGui::SetWindowFocus("##controls");  // the focus starts in the Controls bar
+    s.keyboard_nav = nav;
+    ImGuiIO& mio   = ImGui::GetIO();  // takes effect from the next frame's NewFrame
+    if (nav)
+        mio.ConfigFlags |= ImGuiConfigFlags_NavEnableKeyboard;
+    else
+        mio.ConfigFlags &= ~ImGuiConfigFlags_NavEnableKeyboard;
     // Keys while no text field has focus (Space plays and pauses, Left/Right scrub: view_scrubber.cpp): N one step,
-    // R restart, 1..7 the bottom band's tabs in tab-bar order.
-    if (!io.WantTextInput && !io.KeyCtrl && !io.KeyAlt) {
+    // R restart, 1..8 the bottom band's tabs in tab-bar order.
+    if (studio_takes(StudioKey::Letter, key_context(s))) {
         if (ImGui::IsKeyPressed(GLFW_KEY_N, false)) s.step();
         if (ImGui::IsKeyPressed(GLFW_KEY_R, false)) s.restart_or_explain();
         for (int i = 0; i < int(std::size(kBottomTabs)) && i < 9; ++i)
@@ -96,8 +113,9 @@ void draw_studio(Studio& s, float width, float height) {
     panel("Canvas", L.canvas, 0, [&] { draw_canvas(s, L.canvas); });
     panel("Summary", L.summary, 0, [&] { draw_summary(s, L.summary); });
     constexpr ImGuiWindowFlags kBottomFlags = ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoScrollbar;
-    if (s.bottom_tab == BottomTab::Compare) {
-        // Compare needs two canvases and two salient maps: its tab takes the lower bands (the canvas stays above).
+    if (wide_tab(s.bottom_tab)) {
+        // Compare needs two canvases and two salient maps, Why three runs' curves: the tab takes the lower bands (the
+        // canvas stays above).
         const Rect r{L.cosine.x, L.cosine.y, L.time.right() - L.cosine.x, L.time.bottom() - L.cosine.y};
         panel("##bottom", r, kBottomFlags, [&] { draw_time(s, r); });
         panel("##scrubber", L.scrubber, ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoScrollbar,

@@ -4,12 +4,14 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <tuple>
 #include <cmath>
 #include <cstdio>
 
 #include "app/model/canvas_chips.h"
 #include "app/model/compare_reps.h"
 #include "app/model/op_diff.h"
+#include "app/model/op_name_diff.h"
 #include "app/model/run_compare.h"
 #include "app/studio/plot.h"
 #include "app/studio/studio.h"
@@ -113,7 +115,66 @@ std::string spread_text(const Spread& sp) {
     return buf;
 }
 
-void op_times_tab(const RunHistory& A, const RunHistory& B) {
+// Per op name (q, gate, up, down...) or per op name and layer: each run's total, samples and median, and B/A.
+void op_names_table(const RunHistory& A, const RunHistory& B, bool by_layer) {
+    const auto rows = op_name_diff(A, B, by_layer);
+    if (rows.empty()) {
+        ImGui::TextDisabled("no op timings recorded in either run yet");
+        return;
+    }
+    const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollY |
+                                  ImGuiTableFlags_SizingStretchProp;
+    if (!ImGui::BeginTable("##opnamediff", 8, flags, ImVec2(0, ImGui::GetContentRegionAvail().y))) return;
+    ImGui::TableSetupScrollFreeze(0, 1);
+    ImGui::TableSetupColumn(by_layer ? "op and layer" : "op", 0, 1.0f);
+    ImGui::TableSetupColumn("A n", 0, 0.5f);
+    ImGui::TableSetupColumn("A total", 0, 0.9f);
+    ImGui::TableSetupColumn("A median", 0, 0.9f);
+    ImGui::TableSetupColumn("B n", 0, 0.5f);
+    ImGui::TableSetupColumn("B total", 0, 0.9f);
+    ImGui::TableSetupColumn("B median", 0, 0.9f);
+    ImGui::TableSetupColumn("B/A", 0, 0.6f);
+    ImGui::TableHeadersRow();
+    ImGuiListClipper clip;  // a layer table of an 8-layer model has ~150 rows: draw the visible ones
+    clip.Begin(int(rows.size()));
+    while (clip.Step())
+        for (int i = clip.DisplayStart; i < clip.DisplayEnd; ++i) {
+            const OpNameDiff& d = rows[size_t(i)];
+            ImGui::TableNextRow();
+            ImGui::TableNextColumn();
+            ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(op_class_color(int(op_name_class(d.name)))), "%s",
+                               d.label.c_str());
+            for (const auto& [n, total, median] :
+                 {std::tuple{d.count_a, d.total_a, d.median_a}, std::tuple{d.count_b, d.total_b, d.median_b}}) {
+                ImGui::TableNextColumn();
+                ImGui::Text("%d", n);
+                ImGui::TableNextColumn();
+                ImGui::TextUnformatted(n > 0 ? fmt_ms(total).c_str() : "-");
+                ImGui::TableNextColumn();
+                ImGui::TextUnformatted(n > 0 ? fmt_ms(median).c_str() : "-");
+            }
+            ImGui::TableNextColumn();
+            if (d.ratio > 0)
+                ImGui::Text("%.2fx", d.ratio);
+            else
+                ImGui::TextDisabled(d.total_b > 0 ? "B only" : "-");
+        }
+    ImGui::EndTable();
+}
+
+void op_times_tab(Studio& s, const RunHistory& A, const RunHistory& B) {
+    const char* groupings[] = {"per op class", "per op name", "per op and layer"};
+    ImGui::SetNextItemWidth(ImGui::CalcTextSize("per op and layer").x + ImGui::GetFrameHeight() * 1.5f);
+    ImGui::Combo("##cmpgroup", &s.cmp_op_grouping, groupings, IM_ARRAYSIZE(groupings));
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("op class: the engine's classes with per-step spreads; op name: q, k, v, gate, up, down...");
+    ImGui::SameLine();
+    if (s.cmp_op_grouping > 0) {
+        ImGui::TextDisabled("each run's op time per %s: samples, total, median per sample; B/A below 1: B is faster",
+                            s.cmp_op_grouping == 2 ? "op and layer" : "op name");
+        op_names_table(A, B, s.cmp_op_grouping == 2);
+        return;
+    }
     const auto rows = op_class_diff(A, B);
     if (rows.empty()) {
         ImGui::TextDisabled("no op timings recorded in either run yet");
@@ -424,7 +485,7 @@ void draw_compare(Studio& s) {
             ImGui::EndTabItem();
         }
         if (ImGui::BeginTabItem("Op times")) {
-            op_times_tab(A.history, B.history);
+            op_times_tab(s, A.history, B.history);
             ImGui::EndTabItem();
         }
         if (ImGui::BeginTabItem("Summary")) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <string_view>
 #include <variant>
 
@@ -223,6 +224,29 @@ void draw_controls(Studio& s, const Rect& r) {
         ImGui::SetTooltip(
             "play speed limit (steps per second); far left = max, as fast as the engine goes.\n"
             "Timings are per step and do not include the wait between steps.");
+    ImGui::SameLine(0, 16);
+    ImGui::BeginDisabled(busy_loading);
+    if (ImGui::Button("paper regime")) {
+        if (!s.explain_no_model()) s.apply_paper_regime(kPaperRegimeNu[size_t(s.preset_nu_idx)]);
+    }
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip(
+            "DyLLM's case where it is true: gen %d over blocks of %d (Fast-dLLM refreshes its cache at\n"
+            "every block start), a %d-shot prompt from the task suites, n_u from the box beside,\n"
+            "decoding past the end of text (--ignore-eos) so every block runs.\n"
+            "Runs original, fast-dual and dyllm one after another and opens the Why tab: FLOPs and\n"
+            "time per step kind, from the engine's own step accounting (--preset paper-regime).\n"
+            "The built-in models were trained on short answers: their long answers here are poor.\n"
+            "The accuracy is not the point of this view; the cost is.",
+            kPaperRegime.gen_length, kPaperRegime.block_length, kPaperRegime.shots);
+    ImGui::SameLine(0, 4);
+    ImGui::SetNextItemWidth(ImGui::CalcTextSize("n_u 4").x + ImGui::GetFrameHeight() * 1.4f);
+    const char* nu_items[] = {"n_u 1", "n_u 2", "n_u 4"};
+    static_assert(std::size(nu_items) == std::size(kPaperRegimeNu));
+    ImGui::Combo("##preset_nu", &s.preset_nu_idx, nu_items, IM_ARRAYSIZE(nu_items));
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("the preset's tokens per step (steps = %d / n_u)", kPaperRegime.gen_length);
+    ImGui::EndDisabled();
     ImGui::SameLine(0, 16);
     ImGui::Checkbox("chat template", &s.ui.chat);
     ImGui::SameLine();

@@ -68,6 +68,14 @@ constexpr Entry kEntries[] = {
      "step slider shows both canvases and both salient maps at the same step, the differing tokens outlined in red. "
      "Op times: each op class's time in A and B, the ratio B/A, and per step the median and p10-p90, so one preempted "
      "step cannot pass for a speed-up. Summary: forward passes, tokens/s, rows recomputed and FLOPs."},
+    {"Why",
+     "Where each method's work goes, by step kind, over the steps of three runs of the same prompt: original (every "
+     "step dense), Fast-dLLM's dual cache (a dense block refresh at every block start, cached steps in between) and "
+     "DyLLM (T_full dense steps, then sparse steps, a full-query sparse step every fullq_every steps). The curves are "
+     "cumulative FLOPs and wall time after each step; the table sums each step kind. Every number is the engine's own "
+     "accounting (each step's FLOP counter, wall time and kind). With short answers Fast-dLLM has one or two blocks "
+     "to refresh and wins; over a long response of many blocks its refreshes add up past DyLLM's dense and full-query "
+     "steps. The 'paper regime' preset sets that case up."},
     {"tau",
      "tau is the cosine threshold. A token is salient when cos(C_new, C_old) < tau. tau -> 1 recomputes almost "
      "everything (exact but slow); smaller tau skips more work. The paper uses 0.99-0.995 for LLaDA and 0.995-0.9975 "

@@ -11,6 +11,8 @@
 #include <sstream>
 
 #include "app/model/csv_export.h"
+#include "app/model/op_annotations.h"
+#include "app/model/op_stats.h"
 #include "app/studio/studio.h"
 #include "engine/io/atomic_file.h"
 #include "instrumentation/chrome_trace.h"
@@ -61,6 +63,24 @@ void write_file(Studio& s, const std::string& name, F&& body) {
 
 }  // namespace
 
+void write_text_export(Studio& s, const std::string& name, const std::string& text) {
+    write_file(s, name, [&](std::ostream& o) { o << text; });
+}
+
+std::string export_stamp() {
+    return stamp();
+}
+
+void write_trace(std::ostream& os, const RunHistory& h) {
+    // The studio plays at a watchable pace: the waits between its steps are cut, so the run slice is the work.
+    write_chrome_trace(os, h.events(), {}, export_options(h, true));
+}
+
+std::vector<OpStat> shown_op_stats(const Studio& s, const RunHistory& h) {
+    const int lo = s.stats_whole_run ? 1 : s.view_step, hi = s.stats_whole_run ? h.step_count() : s.view_step;
+    return op_stats(h, lo, hi, s.stats_by_layer, s.stats_exclude_preempted, true);
+}
+
 std::vector<std::string> Studio::export_all(const std::string& dir, std::vector<std::string>* failed) {
     std::vector<std::string> written;
     RunEntry*                run = shown_run();
@@ -92,8 +112,9 @@ std::vector<std::string> Studio::export_all(const std::string& dir, std::vector<
     put("ops-" + tag + ".csv", [&](std::ostream& o) { write_ops_csv(o, h, -1); });
     put("salient-counts-" + tag + ".csv", [&](std::ostream& o) { write_salient_counts_csv(o, h); });
     put("canvas-" + tag + ".csv", [&](std::ostream& o) { write_canvas_csv(o, h, seq); });
-    put("trace-" + tag + ".json", [&](std::ostream& o) { write_chrome_trace(o, h.events()); });
-    put("steps-" + tag + ".jsonl", [&](std::ostream& o) { write_jsonl(o, h.events()); });
+    put("op-stats-" + tag + ".csv", [&](std::ostream& o) { o << op_stats_csv(shown_op_stats(*this, h)); });
+    put("trace-" + tag + ".json", [&](std::ostream& o) { write_trace(o, h); });
+    put("steps-" + tag + ".jsonl", [&](std::ostream& o) { write_jsonl(o, h.events(), export_options(h, false)); });
     return written;
 }
 
@@ -140,14 +161,18 @@ void draw_export(Studio& s) {
                        [&](std::ostream& o) { write_ops_csv(o, h, s.view_step); });
         if (ImGui::Button("L_sal per layer and step", ImVec2(-1, 0)))
             write_file(s, "salient-counts-" + tag + ".csv", [&](std::ostream& o) { write_salient_counts_csv(o, h); });
+        if (ImGui::Button("Op stats table (as the tab shows it)", ImVec2(-1, 0)))
+            write_file(s, "op-stats-" + tag + ".csv",
+                       [&](std::ostream& o) { o << op_stats_csv(shown_op_stats(s, h)); });
         if (ImGui::Button("canvas tokens", ImVec2(-1, 0)))
             write_file(s, "canvas-" + tag + ".csv", [&](std::ostream& o) { write_canvas_csv(o, h, s.seq); });
         ImGui::Separator();
         ImGui::TextDisabled("traces of the whole run (with environment metadata)");
         if (ImGui::Button("Chrome trace JSON (Perfetto, chrome://tracing)", ImVec2(-1, 0)))
-            write_file(s, "trace-" + tag + ".json", [&](std::ostream& o) { write_chrome_trace(o, h.events()); });
+            write_file(s, "trace-" + tag + ".json", [&](std::ostream& o) { write_trace(o, h); });
         if (ImGui::Button("JSONL, one record per step", ImVec2(-1, 0)))
-            write_file(s, "steps-" + tag + ".jsonl", [&](std::ostream& o) { write_jsonl(o, h.events()); });
+            write_file(s, "steps-" + tag + ".jsonl",
+                       [&](std::ostream& o) { write_jsonl(o, h.events(), export_options(h, false)); });
     }
     ImGui::EndDisabled();
     ImGui::End();

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "app/model/run_compare.h"
+#include "app/model/key_routing.h"
 #include "app/studio/studio.h"
 
 namespace dyllm::app {
@@ -44,16 +45,20 @@ void draw_scrubber(Studio& s, const Rect& r) {
     }
     // Keyboard: left/right scrub (unless a tau slider under the mouse took them), space play/pause (when no text field
     // has focus).
-    if (!ImGui::GetIO().WantTextInput) {
-        if (!s.arrows_taken && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow)) && s.view_step > 0) {
-            s.follow_live = false;
-            --s.view_step;
+    // Keyboard navigation (Tab) takes Space and the arrows while it is on (app/model/key_routing.h).
+    {
+        if (studio_takes(StudioKey::Arrow, key_context(s)) && !s.arrows_taken) {
+            if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow)) && s.view_step > 0) {
+                s.follow_live = false;
+                --s.view_step;
+            }
+            if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow)) && s.view_step < n) {
+                s.follow_live = false;
+                ++s.view_step;
+            }
         }
-        if (!s.arrows_taken && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow)) && s.view_step < n) {
-            s.follow_live = false;
-            ++s.view_step;
-        }
-        if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Space), false)) {
+        if (studio_takes(StudioKey::Space, key_context(s)) &&
+            ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Space), false)) {
             if (s.status.state == WorkerState::Playing)
                 s.worker.pause();
             else
@@ -118,8 +123,15 @@ void draw_scrubber(Studio& s, const Rect& r) {
             ++cut;
         ImGui::TextColored(ImVec4(0.5f, 0.9f, 0.5f, 1), "%s%s", cut > 0 ? "..." : "", t.c_str() + cut);
         if (cut > 0 && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", t.c_str());
-    } else
+    } else if (s.keyboard_nav) {
+        ImGui::TextColored(ImVec4(0.95f, 0.8f, 0.45f, 1), "nav: Esc ends");  // the frame time's width
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("keyboard navigation: arrows move the focus, Space activates, Escape or a click ends it");
+    } else {
         ImGui::TextDisabled("%.1f ms/frame", double(s.frame_ms_avg));
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("Tab: keyboard navigation (arrows move the focus, Space activates)");
+    }
 }
 
 }  // namespace dyllm::app

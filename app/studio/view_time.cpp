@@ -18,6 +18,7 @@
 #include "app/model/kernel_join.h"
 #include "app/model/op_names.h"
 #include "app/model/op_preempt.h"
+#include "app/model/duration_histogram.h"
 #include "app/model/op_stats.h"
 #include "app/model/step_gaps.h"
 #include "app/model/step_rates.h"
@@ -410,6 +411,57 @@ void timeline(Studio& s, const RunHistory& h, float w, float hgt) {
     }
 }
 
+// The selected Op stats row's durations on log bins (app/model/duration_histogram.h), preempted samples in red.
+void op_histogram(Studio& s, const RunHistory& h, float w, float hgt) {
+    const int         lo = s.stats_whole_run ? 1 : s.view_step, hi = s.stats_whole_run ? h.step_count() : s.view_step;
+    const OpName      name = OpName(s.stats_sel_name);
+    std::vector<bool> pre;
+    const auto        samples     = op_durations(h, lo, hi, name, s.stats_sel_layer, s.stats_exclude_preempted, &pre);
+    const DurationHistogram hist  = duration_histogram(samples, 24);
+    std::string             label = name == OpName::Count ? "outside ops" : op_name_text(name);
+    if (s.stats_sel_layer >= 0) label += " L" + std::to_string(s.stats_sel_layer);
+    ImGui::Text("%s: %d samples", label.c_str(), hist.total);
+    ImGui::SameLine();
+    if (ImGui::SmallButton("x##closehist")) s.stats_sel_name = -1;
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("close the histogram");
+    const float lh = ImGui::GetTextLineHeight();
+    PlotArea    a  = plot_area("##ophist", w, hgt - 3 * lh - 12);
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    if (hist.counts.empty()) {
+        empty_note(a, "no samples in the range");
+        return;
+    }
+    std::vector<int> pre_counts(hist.counts.size(), 0);
+    for (size_t i = 0; i < samples.size(); ++i)
+        if (pre[i]) pre_counts[size_t(hist.bin_of(samples[i]))]++;
+    const int   top = std::max(1, *std::max_element(hist.counts.begin(), hist.counts.end()));
+    const int   n   = int(hist.counts.size());
+    const float bw  = a.w() / float(n);
+    dl->AddRect(a.p0, a.p1, kColAxis);
+    int hovered = -1;
+    for (int b = 0; b < n; ++b) {
+        const float x0 = a.p0.x + bw * float(b), x1 = x0 + bw - 1;
+        const float y_all = a.p1.y - a.h() * float(hist.counts[size_t(b)]) / float(top);
+        const float y_pre = a.p1.y - a.h() * float(pre_counts[size_t(b)]) / float(top);
+        dl->AddRectFilled(ImVec2(x0, y_all), ImVec2(x1, a.p1.y), op_class_color(int(op_name_class(name))));
+        if (pre_counts[size_t(b)] > 0)
+            dl->AddRectFilled(ImVec2(x0, y_pre), ImVec2(x1, a.p1.y), IM_COL32(235, 80, 70, 255));
+        if (a.hovered && a.mouse.x >= x0 && a.mouse.x < x0 + bw) hovered = b;
+    }
+    const ImU32       txt = IM_COL32(170, 170, 170, 255);
+    const std::string l0 = fmt_ms(hist.lo_s), l1 = fmt_ms(hist.hi_s);
+    dl->AddText(ImVec2(a.p0.x, a.p1.y + 1), txt, l0.c_str());
+    dl->AddText(ImVec2(a.p1.x - ImGui::CalcTextSize(l1.c_str()).x, a.p1.y + 1), txt, l1.c_str());
+    ImGui::Dummy(ImVec2(w, lh));
+    ImGui::TextDisabled(n > 1 ? "log bins, min to max; red: preempted" : "every sample equal");
+    if (hovered >= 0)
+        ImGui::SetTooltip("%s to %s: %d samples%s", fmt_ms(hist.bin_lo(hovered)).c_str(),
+                          fmt_ms(hist.bin_hi(hovered)).c_str(), hist.counts[size_t(hovered)],
+                          pre_counts[size_t(hovered)] > 0
+                              ? (" (" + std::to_string(pre_counts[size_t(hovered)]) + " preempted)").c_str()
+                              : "");
+}
+
 // Per-op table over this step or the whole run: sortable by any column (click a header), filtered by the find box.
 void op_stats_table(Studio& s, const RunHistory& h) {
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 10);
@@ -425,8 +477,7 @@ void op_stats_table(Studio& s, const RunHistory& h) {
         ImGui::SetTooltip(
             "leave out samples of ops that ran on one thread but whose wall time exceeds that thread's\n"
             "CPU time by > 1.5x + 0.2 ms (preempted, or waiting on a page fault); 'pre' counts them");
-    const int           lo = s.stats_whole_run ? 1 : s.view_step, hi = s.stats_whole_run ? h.step_count() : s.view_step;
-    std::vector<OpStat> stats = op_stats(h, lo, hi, s.stats_by_layer, s.stats_exclude_preempted, true);
+    std::vector<OpStat> stats = shown_op_stats(s, h);
     ImGui::SameLine();
     if (ImGui::SmallButton("copy CSV")) {
         ImGui::SetClipboardText(op_stats_csv(stats).c_str());
@@ -434,13 +485,27 @@ void op_stats_table(Studio& s, const RunHistory& h) {
     }
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("the table as shown (range, grouping, preempted samples) as CSV");
     ImGui::SameLine();
+    if (ImGui::SmallButton("save CSV"))
+        write_text_export(s, "op-stats-" + export_stamp() + ".csv", op_stats_csv(stats));
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("the same CSV as a file in the Export folder:\n%s", s.export_dir);
+    ImGui::SameLine();
     ImGui::TextDisabled(
         "share: of the step wall time (ops + outside ops); GFLOP/s, GB/s: engine FLOPs and bytes over summed time; "
-        "click a row: its slowest step");
+        "click a row: its duration histogram, double-click: its slowest step");
     constexpr ImGuiTableFlags kFlags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollY |
                                        ImGuiTableFlags_Sortable | ImGuiTableFlags_SizingStretchProp |
                                        ImGuiTableFlags_Resizable;
-    if (!ImGui::BeginTable("##opstats", 15, kFlags, ImVec2(0, ImGui::GetContentRegionAvail().y))) return;
+    // The selected row's duration histogram takes the right of the tab; the table the rest.
+    const bool  show_hist = s.stats_sel_name >= 0;
+    const float hist_w  = show_hist ? std::min(ImGui::GetContentRegionAvail().x * 0.3f, ImGui::GetFontSize() * 28) : 0;
+    const float table_w = show_hist ? ImGui::GetContentRegionAvail().x - hist_w - 8 : 0;
+    if (show_hist) {
+        ImGui::BeginGroup();
+    }
+    if (!ImGui::BeginTable("##opstats", 15, kFlags, ImVec2(table_w, ImGui::GetContentRegionAvail().y))) {
+        if (show_hist) ImGui::EndGroup();
+        return;
+    }
     ImGui::TableSetupScrollFreeze(0, 1);
     ImGui::TableSetupColumn("op", ImGuiTableColumnFlags_DefaultSort, 1.3f, int(StatColumn::Label));
     ImGui::TableSetupColumn("M x N x K", ImGuiTableColumnFlags_NoSort, 1.6f, 100);
@@ -473,18 +538,27 @@ void op_stats_table(Studio& s, const RunHistory& h) {
             ImGui::ColorConvertU32ToFloat4(outside ? kColOutsideOps : op_class_color(int(op_name_class(st.name)))),
             ImGuiColorEditFlags_NoTooltip, ImVec2(10, 10));
         ImGui::SameLine();
-        // A click jumps to the step of the slowest sample (Time tab, the op highlighted in the timeline).
+        // A click selects the row (its duration histogram beside the table); a double-click jumps to the step of the
+        // slowest sample (Time tab, the op highlighted in the timeline).
         ImGui::PushID(st.label.c_str());
-        if (ImGui::Selectable(st.label.c_str(), false, ImGuiSelectableFlags_SpanAllColumns) && st.max_step > 0) {
-            s.follow_live = false;
-            s.view_step   = st.max_step;
-            std::snprintf(s.op_filter, sizeof s.op_filter, "%s", outside ? "" : st.label.c_str());
-            s.select_tab(BottomTab::Time);
+        const bool selected = s.stats_sel_name == int(st.name) && s.stats_sel_layer == st.layer;
+        if (ImGui::Selectable(st.label.c_str(), selected,
+                              ImGuiSelectableFlags_SpanAllColumns | ImGuiSelectableFlags_AllowDoubleClick)) {
+            s.stats_sel_name  = int(st.name);
+            s.stats_sel_layer = st.layer;
+            if (ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left) && st.max_step > 0) {
+                s.follow_live = false;
+                s.view_step   = st.max_step;
+                std::snprintf(s.op_filter, sizeof s.op_filter, "%s", outside ? "" : st.label.c_str());
+                s.select_tab(BottomTab::Time);
+            }
         }
         ImGui::PopID();
         if (ImGui::IsItemHovered() && st.max_step > 0)
-            ImGui::SetTooltip("click: show step %d, the slowest %s (%s), highlighted in the timeline", st.max_step,
-                              st.label.c_str(), fmt_ms(st.max_s).c_str());
+            ImGui::SetTooltip(
+                "click: its duration histogram; double-click: show step %d, the slowest %s (%s), highlighted in "
+                "the timeline",
+                st.max_step, st.label.c_str(), fmt_ms(st.max_s).c_str());
         ImGui::TableNextColumn();
         if (st.m > 0) ImGui::Text("%lldx%lldx%lld", (long long)st.m, (long long)st.n, (long long)st.k);
         ImGui::TableNextColumn();
@@ -516,6 +590,12 @@ void op_stats_table(Studio& s, const RunHistory& h) {
         if (st.bytes > 0) ImGui::Text("%.2f", st.gbytes_per_s());
     }
     ImGui::EndTable();
+    if (!show_hist) return;
+    ImGui::EndGroup();
+    ImGui::SameLine(0, 8);
+    ImGui::BeginGroup();
+    op_histogram(s, h, hist_w, ImGui::GetContentRegionAvail().y);
+    ImGui::EndGroup();
 }
 
 void top_ops(Studio& s, const RunHistory& h) {
@@ -667,7 +747,7 @@ void kernels_tab(Studio& s) {
 }  // namespace
 
 void draw_time(Studio& s, const Rect& r) {
-    help_marker(s.bottom_tab == BottomTab::Compare ? "Compare" : "Time");
+    help_marker(s.bottom_tab == BottomTab::Compare ? "Compare" : s.bottom_tab == BottomTab::Why ? "Why" : "Time");
     RunEntry*         run = s.shown_run();
     const RunHistory* h   = run && run->history.has_run() ? &run->history : nullptr;
     ImGui::SameLine();
@@ -761,6 +841,10 @@ void draw_time(Studio& s, const Rect& r) {
     }
     if (tab(BottomTab::Compare)) {
         draw_compare(s);
+        ImGui::EndTabItem();
+    }
+    if (tab(BottomTab::Why)) {
+        draw_why(s);
         ImGui::EndTabItem();
     }
     if (tab(BottomTab::Token)) {

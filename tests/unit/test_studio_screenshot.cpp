@@ -157,11 +157,15 @@ TEST_CASE("--compare runs original then dyllm and --export-dir writes parseable 
         if (ext == ".csv") {
             ++n_csv;
             CHECK(std::count(text.begin(), text.end(), '\n') >= 2);  // header + at least one row
+            if (e.path().filename().string().rfind("op-stats-", 0) == 0) CHECK(text.rfind("op,layer,count,", 0) == 0);
         } else if (ext == ".json") {
             ++n_json;
             const auto j = nlohmann::json::parse(text);
             CHECK(j.contains("traceEvents"));
             CHECK(j["traceEvents"].size() > 16);
+            // The studio's trace: the model's op names (gate, not only "ffn") and the waits between steps cut.
+            CHECK(text.find("\"name\":\"gate\"") != std::string::npos);
+            CHECK(j["metadata"]["step_gaps_closed"] == true);
         } else if (ext == ".jsonl") {
             ++n_jsonl;
             std::istringstream in(text);
@@ -174,11 +178,44 @@ TEST_CASE("--compare runs original then dyllm and --export-dir writes parseable 
             CHECK(lines >= 17);  // environment record + one per step
         }
     }
-    CHECK(n_csv == 5);
+    CHECK(n_csv == 6);  // histograms, step timings, ops, salient counts, canvas, op stats
     CHECK(n_json == 1);
     CHECK(n_jsonl == 1);
     // The exported run is the second (dyllm) run of the comparison; the JSONL first record names its method.
     CHECK(slurp(log).find("wrote " + png) != std::string::npos);
+}
+
+TEST_CASE("--preset paper-regime runs original, fast-dual and dyllm over 256 tokens and shows the Why tab",
+          "[studio][gui]") {
+    const std::string studio = studio_or_fail();
+    const auto        model  = test::make_tiny_checkpoint(Family::LLaDA);
+    const std::string png = "studio_why.png", log = "studio_why.log", dir = "studio_why_exports";
+    std::filesystem::remove_all(dir);
+    const int rc = run_studio(studio,
+                              "--preset paper-regime --preset-nu 4 --screenshot " + png + " --frames 3 --export-dir " +
+                                  dir + " -m '" + model.string() + "'",
+                              log);
+    INFO("log:\n" << slurp(log));
+    REQUIRE(rc == 0);
+    CHECK(slurp(log).find("at step 64") != std::string::npos);  // 256 tokens at n_u 4, past the end of text
+    // The shown (exported) run is the trio's last, dyllm, with the preset's knobs.
+    int traces = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+        if (e.path().extension() != ".json") continue;
+        ++traces;
+        const auto j = nlohmann::json::parse(slurp(e.path().string()));
+        CHECK(j["metadata"]["method"] == "dyllm");
+        CHECK(j["metadata"]["gen_length"] == 256);
+        CHECK(j["metadata"]["steps"] == 64);
+    }
+    CHECK(traces == 1);
+    Image im;
+    REQUIRE(im.load(png));
+    // The Why tab's step-kind strip: fast-dual's cached steps in the block-cached colour (120, 190, 235).
+    CHECK(count_colour(im, {0, 0, 1600, 1000}, 120, 190, 235) > 1000);
+    // n_u 1, 2 or 4 only: refused in one line naming the option, before any window.
+    CHECK(run_studio(studio, "--preset paper-regime --preset-nu 3", log) != 0);
+    CHECK(slurp(log).find("--preset-nu") != std::string::npos);
 }
 
 TEST_CASE("dyllm-studio --screenshot renders every panel after 3 engine steps", "[studio][gui]") {
