@@ -255,6 +255,12 @@ void draw_controls(Studio& s, const Rect& r) {
         ImGui::SetTooltip(
             "for methods without saliency (original, Fast-dLLM, dLLM-Cache): also measure the\n"
             "attention-context cosines so the histograms show what DyLLM would decide");
+    ImGui::SameLine();
+    if (ImGui::Checkbox("past EOS", &s.ui.base.ignore_eos)) s.params_dirty = true;
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip(
+            "keep decoding after the end-of-text token (--ignore-eos): every position and block\n"
+            "is decoded; the paper-regime preset turns it on");
 
     // Right side: state, backend, tok/s.
     char            right[256];
