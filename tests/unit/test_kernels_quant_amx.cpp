@@ -139,8 +139,7 @@ TEST_CASE("the AMX path decodes blocks of any bytes exactly", "[quant][amx]") {
         for (int64_t r = 0; r < m; ++r)
             cpu::dequantize_row(t, bytes.data() + size_t(r) * rb, w.decoded.data() + r * k, k);
         w.mat = cpu::QuantMat{bytes.data(), t, m, k, int64_t(rb)};
-        // x = the identity, as above: y[i, o] = bf16(w[o, i]), compared as values (a zero's sign may differ, which
-        // no product can tell: see quant_amx.cpp's decoders).
+        // x = the identity, as above: y[i, o] = bf16(w[o, i]).
         std::vector<float> x(size_t(k * k), 0.0f);
         for (int64_t i = 0; i < k; ++i) x[size_t(i * k + i)] = 1.0f;
         const auto y  = run(x, k, w, nullptr, 2);
