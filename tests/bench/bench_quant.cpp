@@ -1,7 +1,8 @@
 // Quantized-product benchmark (not a test): per weight type and row count, the integer dot-product path (each
 // instruction set) and the AMX path against decode + sgemm, next to the packed bf16 GEMM on the same shape. One line
 // per row count.
-//   bench_quant [--threads N] [--reps R] [--m M] [--k K] [--rows 1,33,..]
+//   bench_quant [--threads N] [--reps R] [--m M] [--k K] [--rows 1,33,..] [--amx-only]
+// --amx-only times the bf16 GEMM and the AMX path alone (quicker A/B runs of the AMX decoders).
 // Measured choices recorded in the code (with the figures): quant_dot_max_rows, quant_amx_min_rows
 // (kernels/cpu/quant_matmul.cpp).
 #include <algorithm>
@@ -48,9 +49,19 @@ double best_cpu_ms(int reps, const std::function<void()>& fn) {
 
 int main(int argc, char** argv) {
     int                  threads = 1, reps = 10;
+    bool                 amx_only = false;
     int64_t              m = 4096, k = 4096;
     std::vector<int64_t> rows_list = {1, 2, 4, 8, 16, 33, 64, 128, 256};
-    for (int i = 1; i + 1 < argc; i += 2) {
+    for (int i = 1; i < argc; i += 2) {
+        if (!std::strcmp(argv[i], "--amx-only")) {
+            amx_only = true;
+            --i;
+            continue;
+        }
+        if (i + 1 >= argc) {
+            std::fprintf(stderr, "bench_quant: %s takes a value\n", argv[i]);
+            return 2;
+        }
         if (!std::strcmp(argv[i], "--threads"))
             threads = std::atoi(argv[i + 1]);
         else if (!std::strcmp(argv[i], "--reps"))
@@ -69,7 +80,8 @@ int main(int argc, char** argv) {
                 p = *end == ',' ? end + 1 : end;
             }
         } else {
-            std::fprintf(stderr, "bench_quant: unknown flag %s (--threads, --reps, --m, --k, --rows)\n", argv[i]);
+            std::fprintf(stderr, "bench_quant: unknown flag %s (--threads, --reps, --m, --k, --rows, --amx-only)\n",
+                         argv[i]);
             return 2;
         }
     }
@@ -127,15 +139,14 @@ int main(int argc, char** argv) {
                 quant_force_path(QuantPath::Auto);
                 return ms;
             };
-            const double dec = run(QuantPath::Decode);
-            std::printf("%-5s n=%-3lld bf16 %7.2f ms  decode+sgemm %7.2f", quant_name(t), (long long)n, bf16_ms[j],
-                        dec);
+            std::printf("%-5s n=%-3lld bf16 %7.2f ms", quant_name(t), (long long)n, bf16_ms[j]);
+            if (!amx_only) std::printf("  decode+sgemm %7.2f", run(QuantPath::Decode));
             if (quant_amx_available()) {
                 const double amx = run(QuantPath::Amx);
                 std::printf("  amx-bf16 %7.2f (%.2fx bf16)", amx, pw ? amx / bf16_ms[j] : 0.0);
             }
             for (QuantIsa isa : {QuantIsa::Avx512, QuantIsa::AvxVnni, QuantIsa::Avx2}) {
-                const bool ok = quant_isa_available(isa) && quant_dot_supported(t);
+                const bool ok = !amx_only && quant_isa_available(isa) && quant_dot_supported(t);
                 if (!ok) continue;
                 quant_force_isa(isa);
                 const double dot = run(QuantPath::Dot);

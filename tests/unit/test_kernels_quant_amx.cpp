@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <vector>
 
 #include "kernels/common/dtype_convert.h"
@@ -74,6 +75,71 @@ TEST_CASE("the AMX path multiplies by dequantize_row's values rounded once to bf
         const int64_t k = cpu::quant_block_elems(t) == 32 ? 96 : 512, m = 33;
         INFO(cpu::quant_name(t) << " k " << k);
         const QuantWeights w = make_weights(t, m, k, 3);
+        std::vector<float> x(size_t(k * k), 0.0f);
+        for (int64_t i = 0; i < k; ++i) x[size_t(i * k + i)] = 1.0f;
+        const auto y  = run(x, k, w, nullptr, 2);
+        bool       ok = true;
+        for (int64_t i = 0; i < k && ok; ++i)
+            for (int64_t o = 0; o < m; ++o) {
+                const float want = round_to_bf16(w.decoded[size_t(o * k + i)]);
+                if (y[size_t(i * m + o)] != want) {
+                    UNSCOPED_INFO("element " << i << " of row " << o << ": " << y[size_t(i * m + o)] << ", want "
+                                             << want);
+                    ok = false;
+                    break;
+                }
+            }
+        CHECK(ok);
+    }
+}
+
+TEST_CASE("the AMX path decodes blocks of any bytes exactly", "[quant][amx]") {
+    if (!amx_or_warn()) return;
+    ForcePath    force(cpu::QuantPath::Amx);
+    std::mt19937 rng(11);
+    // Any finite fp16 scale, of either sign, subnormals and zeros included: random bits with the exponent below 31.
+    auto finite_f16 = [&] {
+        uint16_t h;
+        do h = uint16_t(rng());
+        while (((h >> 10) & 31) == 31);
+        return h;
+    };
+    for (QuantType t : kAllQuant) {
+        // Random bytes reach every level, every scale (Q6_K's -128 too) and every high bit, unlike quantized data.
+        const int64_t k = cpu::quant_block_elems(t) == 32 ? 96 : 512, m = 33, be = cpu::quant_block_elems(t);
+        INFO(cpu::quant_name(t) << " k " << k);
+        const size_t         rb = cpu::quant_row_bytes(t, k);
+        std::vector<uint8_t> bytes(rb * size_t(m));
+        for (uint8_t& v : bytes) v = uint8_t(rng());
+        for (int64_t r = 0; r < m; ++r)
+            for (int64_t i = 0; i < k / be; ++i) {
+                uint8_t* blk = bytes.data() + size_t(r) * rb + size_t(i) * (rb / size_t(k / be));
+                switch (t) {
+                    case QuantType::Q8_0:
+                        reinterpret_cast<cpu::BlockQ8_0*>(blk)->d = finite_f16();
+                        break;
+                    case QuantType::Q4_0:
+                        reinterpret_cast<cpu::BlockQ4_0*>(blk)->d = finite_f16();
+                        break;
+                    case QuantType::Q4_K:
+                        reinterpret_cast<cpu::BlockQ4_K*>(blk)->d    = finite_f16();
+                        reinterpret_cast<cpu::BlockQ4_K*>(blk)->dmin = finite_f16();
+                        break;
+                    case QuantType::Q5_K:
+                        reinterpret_cast<cpu::BlockQ5_K*>(blk)->d    = finite_f16();
+                        reinterpret_cast<cpu::BlockQ5_K*>(blk)->dmin = finite_f16();
+                        break;
+                    case QuantType::Q6_K:
+                        reinterpret_cast<cpu::BlockQ6_K*>(blk)->d = finite_f16();
+                        break;
+                }
+            }
+        QuantWeights w;
+        w.decoded.resize(size_t(m * k));
+        for (int64_t r = 0; r < m; ++r)
+            cpu::dequantize_row(t, bytes.data() + size_t(r) * rb, w.decoded.data() + r * k, k);
+        w.mat = cpu::QuantMat{bytes.data(), t, m, k, int64_t(rb)};
+        // x = the identity, as above: y[i, o] = bf16(w[o, i]).
         std::vector<float> x(size_t(k * k), 0.0f);
         for (int64_t i = 0; i < k; ++i) x[size_t(i * k + i)] = 1.0f;
         const auto y  = run(x, k, w, nullptr, 2);
