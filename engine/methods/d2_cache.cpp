@@ -138,6 +138,7 @@ private:
             return score_[size_t(a)] != score_[size_t(c)] ? score_[size_t(a)] > score_[size_t(c)] : a < c;
         });
         order_.resize(n_sel);
+        if (p_.d2_queried_only) keep_a_candidate(s, masked_);
 
         want_.assign(size_t(T), 0);
         bool first_selected = false;
@@ -152,8 +153,23 @@ private:
         rollout_pick(st.importance, want_);
         if (dream && P > 0) want_[size_t(P - 1)] = first_selected;  // the authors assign it, after the rollout's pick
         inflate(want_);
+        if (p_.d2_rollout_p >= 1) std::fill(want_.begin(), want_.end(), uint8_t(1));  // every row: the original decode
         for (int32_t t = 0; t < T; ++t)
             if (want_[size_t(t)]) q.push(cu + t, b, t);
+    }
+
+    // d2_queried_only: when no chosen masked position is a candidate of the next step (its block), the best-scored
+    // masked position of that block joins them, so that every step has one (the engine's guard: the authors' code
+    // would score the block's positions from zero logits instead).
+    void keep_a_candidate(const SeqProgress& s, const std::vector<uint8_t>& masked) const {
+        const int32_t R = s.gen_length, Bk = p_.block_length, lo = std::min(s.unmasked, R - 1) / Bk * Bk;
+        const int32_t hi = std::min(R, lo + Bk);
+        for (int32_t r : order_)
+            if (r >= lo && r < hi) return;
+        int32_t best = -1;
+        for (int32_t r = lo; r < hi; ++r)
+            if (masked[size_t(r)] && (best < 0 || score_[size_t(r)] > score_[size_t(best)])) best = r;
+        if (best >= 0) order_.push_back(best);
     }
 
     // The authors' nucleus_select over the rows not yet chosen: by importance (normalised over those rows), highest
@@ -283,7 +299,9 @@ private:
         const int32_t banned[1] = {cfg_.mask_id};
         tok_.resize(idx_.size());
         conf_.resize(idx_.size());
-        fwd.backend().score_logits(logits, dream ? ScoreKind::NegEntropy : ScoreKind::Confidence, banned, tok_, conf_);
+        // Confidence for both families, as the authors' scripts decode (maskgit_plus): a negative-entropy prior would
+        // make the block's bias (+ the largest score) no bias at all.
+        fwd.backend().score_logits(logits, ScoreKind::Confidence, banned, tok_, conf_);
         for (size_t i = 0; i < idx_.size(); ++i) state(where_[i].first).prior[size_t(where_[i].second)] = conf_[i];
     }
 

@@ -116,7 +116,7 @@ TEST_CASE("d2cache queries the block's best masked positions, the last step's de
         method->run_layers(fwd, in, kind, q, caches, [](int, const SaliencyOutcome&) {});
         return kind;
     };
-    std::vector<int32_t> all(size_t(R));
+    std::vector<int32_t> all(static_cast<size_t>(R));
     std::iota(all.begin(), all.end(), 0);
     CHECK(step(1, 0, {}, all) == StepKind::D2Full);
     CHECK(q.size() == size_t(N));
