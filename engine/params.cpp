@@ -75,6 +75,10 @@ const ParamSpec kTable[] = {
     {"d2_queried_only", "--d2-queried-only", "d2Cache: only recomputed masked positions can be unmasked, as the paper "
      "describes (default: the authors' code, where the others stay candidates scored from all-zero logits because its "
      "filter writes into a copy)", &P::d2_queried_only},
+    {"d2_block_window", "--d2-block-window", "d2Cache: the masked positions' search window ends at a block boundary, as "
+     "the paper describes (default: the authors' code, which rounds it to a multiple of the number of the block's "
+     "positions masked at the previous step's start, its block mask having been narrowed in place)",
+     &P::d2_block_window},
     {"measure_cosine", "--measure-cosine", "cosine histograms for methods without saliency (an extra cosine per layer)",
      &P::measure_cosine},
     {"measure_drift", "--measure-drift", "dyllm: also compute exact attention for the rows the approximation serves "

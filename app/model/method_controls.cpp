@@ -27,6 +27,7 @@ constexpr KnobControl kControls[] = {
     {"d2_inflate", "inflate gap", false},
     {"d2_update_prior", "update prior (paper)", false},
     {"d2_queried_only", "queried rows only (paper)", false},
+    {"d2_block_window", "block-aligned window (paper)", false},
 };
 // clang-format on
 

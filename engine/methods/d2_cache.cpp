@@ -15,8 +15,8 @@ namespace {
 // The selection for step s + 1, from what step s left (engine/README.md "§h d2Cache"):
 //  - masked rows: the d2_k masked positions with the highest certainty prior x certainty density (a Gaussian of width
 //    d2_sigma over the decoded positions, the prompt counting as decoded), searched from step s's block to the end of
-//    the block holding the d2_k-th masked position, step s's block first; for Dream the row before each (its shifted
-//    logits);
+//    the block holding the d2_k-th masked position (in the authors' code: to a multiple of the block's masked count,
+//    see select()), step s's block first; for Dream the row before each (its shifted logits);
 //  - the positions step s decoded (their tokens changed);
 //  - of the remaining rows, the most important by step s's attention rollout (per layer, the head-mean attention of
 //    the queried rows plus the residual, rows normalised, composed over the layers; a row's importance is its column
@@ -110,8 +110,11 @@ private:
         masked_.assign(size_t(R), 0);
         for (int32_t r : s.masked) masked_[size_t(r)] = 1;
 
-        // The block the previous step decoded in, and the search window: from its start to the end of the block that
-        // holds the k-th masked position (the last block when there are fewer).
+        // The block the previous step decoded in, and the search window: from its start to the k-th masked position
+        // (the last position when there are fewer) rounded up to a multiple of the window's unit. With
+        // d2_block_window the unit is the block length; in the authors' code it is the number of the block's
+        // positions that were masked when the previous step began (their block mask, narrowed in place to those by
+        // the step's check_can_generate).
         const int32_t before = s.unmasked - int32_t(s.last_unmasked.size());
         const int32_t start  = std::min(before, R - 1) / Bk * Bk;
         int32_t       kth = R - 1, n = 0;
@@ -120,7 +123,14 @@ private:
                 kth = r;
                 break;
             }
-        const int32_t end = std::min(R - 1, (kth / Bk + 1) * Bk - 1);
+        int32_t unit = Bk;
+        if (!p_.d2_block_window) {
+            unit = 0;
+            for (int32_t r = start; r < std::min(R, start + Bk); ++r) unit += masked_[size_t(r)];
+            for (int32_t r : s.last_unmasked) unit += r >= start && r < start + Bk;
+            unit = std::max(unit, 1);
+        }
+        const int32_t end = std::min(R - 1, (kth / unit + 1) * unit - 1);
 
         decoded_.resize(size_t(R));
         for (int32_t r = 0; r < R; ++r) decoded_[size_t(r)] = !masked_[size_t(r)];

@@ -34,10 +34,13 @@ Usage (1 thread; Debian's torch imports only with /usr/bin/python3):
   dyllm generate -m assets/models/tiny-llada --prompt-ids "1,2,3" -n 64 --method d2cache --json > engine.json
   /usr/bin/python3 tests/bench/official_d2cache.py --d2cache D2CACHE_GIT_OR_CHECKOUT --model assets/models/tiny-llada \
       --prompt-ids "1,2,3" --gen 64 --block 32 --expect engine.json [--k 32 --sigma 10 --rollout-p 0.1 --inflate 0]
+With --no-cache their decoder runs without a cache, to be set against `--method original`: where the two decodes part
+there too, the parting is the sampler's, not d2Cache's.
+
 Prints one JSON line: the authors' token ids, unmask steps and query rows per step and, with --expect, whether they
 match the engine's, the first step where the decodes part, and the authors' confidences there of the positions each
 decoder unmasked (a gap at fp32 rounding is a tie the two summation orders may break either way). The query row counts
-are observed by wrapping d2Cache.on_step_end (it runs unchanged).
+and the confidences are observed by wrapping d2Cache.on_step_end and vanilla.generate_step (both run unchanged).
 """
 import argparse
 import importlib.util
@@ -277,6 +280,8 @@ def main():
     ap.add_argument("--sigma", type=float, default=10.0, help="the authors' cache sigma (--d2-sigma)")
     ap.add_argument("--rollout-p", type=float, default=0.1, help="the authors' rollout_p (--d2-rollout-p)")
     ap.add_argument("--inflate", type=int, default=0, help="the authors' inflate_w (--d2-inflate; their scripts: 0)")
+    ap.add_argument("--no-cache", action="store_true",
+                    help="their vanilla_generate without a cache (to set against `dyllm generate --method original`)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--expect", help="a `dyllm generate --json --method d2cache` output to compare with")
     args = ap.parse_args()
@@ -321,14 +326,23 @@ def main():
     on_step_end = d2Cache.on_step_end
 
     def observe(self, block_mask, frame, delta):
-        confidences.append(delta.confidence[0].tolist())
         on_step_end(self, block_mask, frame, delta)
         queried.append(int(self._full_q_mask[0].sum()))
 
+    vanilla = sys.modules["src.generation.vanilla"]
+    generate_step = vanilla.generate_step
+
+    def observe_step(*args, **kwargs):
+        delta = generate_step(*args, **kwargs)
+        if delta is not None:
+            confidences.append(delta.confidence[0].tolist())
+        return delta
+
     d2Cache.on_step_end = observe
+    vanilla.generate_step = observe_step
     record = vanilla_generate(model, torch.tensor([ids], dtype=torch.long), block_length=args.block,
                               gen_length=args.gen, num_transfer_tokens=1, temperature=0.0,
-                              mask_token_id=config.mask_token_id, cache_cls=cache_cls)
+                              mask_token_id=config.mask_token_id, cache_cls=None if args.no_cache else cache_cls)
     # Each delta is one step (1-based in the engine's unmask_step); its transfer_index the positions it unmasked.
     tokens = [config.mask_token_id] * args.gen
     steps = [0] * args.gen
@@ -338,7 +352,9 @@ def main():
             tokens[p] = int(delta.decoded_tokens[0, p])
             steps[p] = step
     rows = [len(ids) + args.gen] + queried[:-1]  # step 1 is dense; step s + 1 queries what step s chose
-    out = {"method": "d2cache", "torch": torch.__version__, "steps": len(record.deltas), "token_ids": tokens,
+    if args.no_cache:
+        rows = [len(ids) + args.gen] * len(record.deltas)
+    out = {"method": "original" if args.no_cache else "d2cache", "torch": torch.__version__, "steps": len(record.deltas), "token_ids": tokens,
            "unmask_step": steps, "query_rows": rows}
     if args.expect:
         with open(args.expect) as f:
