@@ -1,8 +1,13 @@
 #!/usr/bin/python3
 """Runs the d2Cache authors' decoder (Kamichanw/d2Cache: src/cache/d2cache.py with src/generation/vanilla.py and
-src/models/llada/modeling_llada.py) on torch CPU, on a LLaDA-format checkpoint this engine also runs, and compares it
-step by step with a `dyllm generate --json --method d2cache` output: the tokens and the step that unmasked each
-position.
+src/models/llada/modeling_llada.py or src/models/dream/modeling_dream.py) on torch CPU, on a LLaDA- or Dream-format
+checkpoint this engine also runs, and compares it step by step with a `dyllm generate --json --method d2cache
+--ignore-eos` output (their decoder does not stop at EOS): the tokens and the step that unmasked each position.
+
+Dream: their scripts rank candidates by confidence (maskgit_plus), this engine's Dream sampler by negative entropy
+(their alg="entropy", --alg entropy; with it `--no-cache` reproduces `--method original`). d2Cache's certainty prior is
+the confidence in both, so with the default --alg a Dream d2cache decode matches until the two rankings part, and with
+--alg entropy their prior is the negative entropy instead.
 
 The authors' code is not part of this repository: point --d2cache at the root of a checkout of Kamichanw/d2Cache or at
 a bare git directory of it (its HEAD is then extracted into a temporary directory). Their files run unmodified; the
@@ -12,14 +17,17 @@ PyPI packages they import that Debian 12 lacks get minimal stand-ins here, each 
   pydantic       BaseModel (annotated fields with defaults, Field(default / default_factory), nested models from
                  dicts, model_dump / model_validate, model_validator(mode="after")), Field, model_validator
   transformers   PreTrainedModel (an nn.Module holding its config, post_init() a no-op), PretrainedConfig (keyword
-                 arguments as attributes), ModelOutput (a plain base), AutoConfig / AutoModel (register() only),
-                 utils.logging.get_logger (the standard logging module's)
+                 arguments as attributes), ModelOutput (keyword fields; integer indexing over those not None; also
+                 BaseModelOutput and MaskedLMOutput), AutoConfig / AutoModel (register() only),
+                 utils.logging.get_logger (the standard logging module's); for Dream also ACT2FN (silu), Cache and
+                 DynamicCache (empty classes), ROPE_INIT_FUNCTIONS["default"] (inv_freq = theta^(-2i / head_dim),
+                 scaling 1), rope_config_validation (no-op), GenerationConfig (an empty class: only subclassed),
+                 is_torchdynamo_compiling (False), __version__
   src, src.utils, src.generation, src.models, src.models.llada
                  the authors' packages are registered by path so that their __init__ files, which import hydra,
                  omegaconf, loguru, accelerate, every decoding strategy and their evaluation harness, do not run: src.utils gets the names of
                  src/utils/common.py (run unmodified) and is_adapted_from_ar, which reads the config's model_type as
-                 theirs in src/utils/models.py does; src.models gets LLaDAModelLM and an empty DreamModel class (only
-                 isinstance checks read it)
+                 theirs in src/utils/models.py does; src.models gets LLaDAModelLM and DreamModel
   src.generation.utils.get_token_freq
                  returns None: every step builds the PC sampler's token frequency table, whose ids are the real LLaDA
                  vocabulary's (past a built-in model's); only debias=True, never set here, reads it
@@ -31,7 +39,8 @@ through from_pretrained). Their vanilla_generate runs with sigma None (no certai
 engine's sampler is confidence order) and the cache's own defaults unless given.
 
 Usage (1 thread; Debian's torch imports only with /usr/bin/python3):
-  dyllm generate -m assets/models/tiny-llada --prompt-ids "1,2,3" -n 64 --method d2cache --json > engine.json
+  dyllm generate -m assets/models/tiny-llada --prompt-ids "1,2,3" -n 64 --method d2cache --ignore-eos --json \
+      > engine.json
   /usr/bin/python3 tests/bench/official_d2cache.py --d2cache D2CACHE_GIT_OR_CHECKOUT --model assets/models/tiny-llada \
       --prompt-ids "1,2,3" --gen 64 --block 32 --expect engine.json [--k 32 --sigma 10 --rollout-p 0.1 --inflate 0]
 With --no-cache their decoder runs without a cache, to be set against `--method original`: where the two decodes part
@@ -180,6 +189,8 @@ class PretrainedConfig:
 
     def __init__(self, **kwargs):
         kwargs.setdefault("return_dict", True)
+        kwargs.setdefault("output_attentions", False)
+        kwargs.setdefault("output_hidden_states", False)
         for key, value in kwargs.items():
             setattr(self, key, value)
 
@@ -206,7 +217,22 @@ class PreTrainedModel(torch.nn.Module):
 
 
 class ModelOutput:
-    pass
+    """Keyword fields as attributes; integer indexing over the fields that are not None, in order (as theirs)."""
+
+    def __init__(self, **kwargs):
+        self._order = list(kwargs)
+        for key, value in kwargs.items():
+            setattr(self, key, value)
+
+    def __getitem__(self, i):
+        return [getattr(self, k) for k in self._order if getattr(self, k) is not None][i]
+
+
+def default_rope(config, device=None, **kwargs):
+    """transformers' "default" RoPE init: inv_freq = theta^(-2i / head_dim), no attention scaling."""
+    dim = config.hidden_size // config.num_attention_heads
+    inv_freq = 1.0 / (config.rope_theta ** (torch.arange(0, dim, 2, dtype=torch.int64).float().to(device) / dim))
+    return inv_freq, 1.0
 
 
 class AutoRegistry:
@@ -225,6 +251,16 @@ def install_stand_ins(root):
     module("transformers.utils.generic", {"ModelOutput": ModelOutput})
     module("transformers.models")
     module("transformers.models.auto", {"AutoModel": AutoRegistry})
+    # Dream's modeling and generation files (their Dream path only).
+    sys.modules["transformers"].__version__ = "4.46.0"
+    module("transformers.activations", {"ACT2FN": {"silu": torch.nn.SiLU()}})
+    module("transformers.cache_utils", {"Cache": type("Cache", (), {}), "DynamicCache": type("DynamicCache", (), {})})
+    module("transformers.modeling_outputs", {"BaseModelOutput": ModelOutput, "MaskedLMOutput": ModelOutput})
+    module("transformers.modeling_rope_utils", {"ROPE_INIT_FUNCTIONS": {"default": default_rope},
+                                                "rope_config_validation": lambda config: None})
+    module("transformers.generation")
+    module("transformers.generation.configuration_utils", {"GenerationConfig": type("GenerationConfig", (), {})})
+    module("transformers.utils.import_utils", {"is_torchdynamo_compiling": lambda: False})
 
     for name in ("enable_flash_sdp", "enable_mem_efficient_sdp", "enable_math_sdp"):  # torch < 2.0 lacks them
         if not hasattr(torch.backends.cuda, name):
@@ -248,14 +284,7 @@ def install_stand_ins(root):
     models = module("src.models", path=src / "models")
     module("src.models.llada", path=src / "models" / "llada")
 
-    class DreamModel:  # only isinstance checks read it on the LLaDA path
-        pass
-
-    models.DreamModel = DreamModel
-    # src/generation/utils.py imports Dream's top-k / top-p helpers, which import transformers' generation code;
-    # those helpers are only called with top_k / top_p set, which this script never does.
     module("src.models.dream", path=src / "models" / "dream")
-    module("src.models.dream.generation_utils", {"top_k_logits": None, "top_p_logits": None})
 
 
 def checkout(path):
@@ -282,6 +311,9 @@ def main():
     ap.add_argument("--inflate", type=int, default=0, help="the authors' inflate_w (--d2-inflate; their scripts: 0)")
     ap.add_argument("--no-cache", action="store_true",
                     help="their vanilla_generate without a cache (to set against `dyllm generate --method original`)")
+    ap.add_argument("--alg", default="maskgit_plus", choices=["maskgit_plus", "entropy"],
+                    help="their sampler's score (their scripts: maskgit_plus, the confidence; entropy is this engine's "
+                         "Dream sampler's)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--expect", help="a `dyllm generate --json --method d2cache` output to compare with")
     args = ap.parse_args()
@@ -291,7 +323,10 @@ def main():
     install_stand_ins(root)
     from src.models.llada.configuration_llada import LLaDAConfig  # noqa: E402  (the authors' code from here on)
     from src.models.llada.modeling_llada import LLaDAModelLM  # noqa: E402
+    from src.models.dream.configuration_dream import DreamConfig  # noqa: E402
+    from src.models.dream.modeling_dream import DreamModel  # noqa: E402
     sys.modules["src.models"].LLaDAModelLM = LLaDAModelLM
+    sys.modules["src.models"].DreamModel = DreamModel
     from src.cache import d2Cache  # noqa: E402
     from src.generation.vanilla import vanilla_generate  # noqa: E402
     # The PC-sampler's token frequency table (debias=True only) is indexed by the real LLaDA vocabulary, past a built-in
@@ -300,9 +335,11 @@ def main():
     train_model = load(Path(__file__).resolve().parents[2] / "assets" / "train" / "model.py", "dyllm_train_model")
 
     with open(os.path.join(args.model, "config.json")) as f:
-        config = LLaDAConfig(**json.load(f))
+        raw = json.load(f)
+    dream = raw.get("model_type", "").lower() == "dream"
+    config = (DreamConfig if dream else LLaDAConfig)(**raw)
     config._attn_implementation = "eager"
-    model = LLaDAModelLM(config)
+    model = (DreamModel if dream else LLaDAModelLM)(config)
     state = {}
     for name in sorted(os.listdir(args.model)):
         if name.endswith(".safetensors"):
@@ -341,7 +378,7 @@ def main():
     d2Cache.on_step_end = observe
     vanilla.generate_step = observe_step
     record = vanilla_generate(model, torch.tensor([ids], dtype=torch.long), block_length=args.block,
-                              gen_length=args.gen, num_transfer_tokens=1, temperature=0.0,
+                              gen_length=args.gen, num_transfer_tokens=1, temperature=0.0, alg=args.alg,
                               mask_token_id=config.mask_token_id, cache_cls=None if args.no_cache else cache_cls)
     # Each delta is one step (1-based in the engine's unmask_step); its transfer_index the positions it unmasked.
     tokens = [config.mask_token_id] * args.gen
