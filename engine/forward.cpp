@@ -247,8 +247,15 @@ void Forward::attention_probs(int l, const TensorView& q, const RowSet& rows, co
             double m = -INFINITY;
             for (int64_t j = 0; j < len; ++j) {
                 const float* kj = k_host_.data() + (k0 + j) * kvd + int64_t(h / group) * D;
-                double       d  = 0;
-                for (int e = 0; e < D; ++e) d += double(qh[e]) * double(kj[e]);
+                // Eight independent fp32 partial sums (one vector register's worth), added in fp64: the rounding
+                // of an fp32 matmul's dot product, as the authors' eager attention computes these scores.
+                float acc[8] = {};
+                int   e      = 0;
+                for (; e + 8 <= D; e += 8)
+                    for (int u = 0; u < 8; ++u) acc[u] += qh[e + u] * kj[e + u];
+                double d = 0;
+                for (float a : acc) d += double(a);
+                for (; e < D; ++e) d += double(qh[e]) * double(kj[e]);
                 w_host_[size_t(j)] = d * scale;
                 m                  = std::max(m, d * scale);
             }

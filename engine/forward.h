@@ -170,8 +170,8 @@ public:
                         std::vector<int32_t>& fallback, const TensorView& k_old = {}, const TensorView& v_old = {});
     void cosine(int l, const TensorView& a, const TensorView& b, std::vector<float>& out);
     // The head-mean softmax probabilities of query rows (q: [rows.size(), q_dim]) over every key of their sequences
-    // in c.k, as attention() weighs them, computed on the host in fp64 and written into `out` row after row (row i:
-    // lay.seq_len(rows.seq[i]) values). Counted as 2 q_dim + n_head FLOPs per (row, key).
+    // in c.k, as attention() weighs them, computed on the host (fp32 products, fp64 softmax) and written into `out`
+    // row after row (row i: lay.seq_len(rows.seq[i]) values). Counted as 2 q_dim + n_head FLOPs per (row, key).
     void attention_probs(int l, const TensorView& q, const RowSet& rows, const LayerCache& c, const BatchLayout& lay,
                          std::vector<float>& out);
     // A method's own host arithmetic (d2Cache's rollout), timed and counted like the ops above.
