@@ -171,7 +171,7 @@ TEST_CASE("attention_probs: head-mean softmax rows sum to 1 and do not depend on
         o += size_t(len);
     }
     // Rows 2 and 15 alone, with the caches the dense pass filled: their probabilities come from their own query and
-    // the same keys, computed on the host in fp64; only their Q differs by GEMM summation order over fewer rows
+    // the same keys, computed on the host (fp64 softmax); only their Q differs by GEMM summation order over fewer rows
     // (fp32, ~1e-6 relative), so 1e-5 bounds it.
     RowSet two;
     two.push(2, 0, 2);
