@@ -69,6 +69,16 @@ struct DiffusionParams {
     // dKV-Cache: every row's K/V refreshed at every N-th step of a block (the authors' cache_reloading_step).
     int dkv_refresh = 4;
     int dkv_window  = 0;  // dKV-Cache Greedy: masked neighbours of each position to unmask recomputed with it
+    // d2Cache (engine/methods/d2_cache.cpp): masked rows queried per step, the certainty-density width, the share of
+    // attention-rollout importance whose rows are also queried, the gap filled between queried rows; and the three
+    // places its authors' code and its paper differ (false: the authors' code).
+    int   d2_k            = 32;
+    float d2_sigma        = 10.f;
+    float d2_rollout_p    = 0.1f;
+    int   d2_inflate      = 0;
+    bool  d2_update_prior = false;
+    bool  d2_queried_only = false;
+    bool  d2_block_window = false;
     // Unmask each block in a random order drawn from the seed instead of by confidence (dKV-Cache Greedy always does).
     bool random_order = false;
 

@@ -214,6 +214,59 @@ void Forward::attention(int l, const TensorView& q, const RowSet& rows, const La
     acc_[size_t(l)].flops += fl;
 }
 
+void Forward::attention_probs(int l, const TensorView& q, const RowSet& rows, const LayerCache& c,
+                              const BatchLayout& lay, std::vector<float>& out) {
+    out.clear();
+    if (rows.empty()) return;
+    const int     H = cfg_.n_head, D = cfg_.head_dim, group = cfg_.n_head / cfg_.n_kv_head;
+    const int64_t qd = cfg_.q_dim(), kvd = cfg_.kv_dim(), n_keys = c.k.view().rows();
+    double        n_pairs = 0;
+    for (int32_t s : rows.seq) n_pairs += double(lay.seq_len(s));
+    out.reserve(size_t(n_pairs));
+    const double fl = n_pairs * (2.0 * double(qd) + double(H));
+    ScopedOp     scope(sink_, step_, l, OpClass::Other, fl, 0, int32_t(rows.size()));
+    q_host_.resize(size_t(int64_t(rows.size()) * qd));
+    k_host_.resize(size_t(n_keys * kvd));
+    be_.download(q, q_host_.data());
+    if (c.k.view().dtype == DType::F32 && c.k.view().contiguous()) {
+        be_.download(c.k, k_host_.data());
+    } else {
+        Tensor k32 = alloc(n_keys, kvd);
+        be_.copy(c.k, k32);
+        be_.download(k32, k_host_.data());
+    }
+    const double scale = 1.0 / std::sqrt(double(D));
+    for (size_t i = 0; i < rows.size(); ++i) {
+        const int     b  = rows.seq[i];
+        const int64_t k0 = lay.cu[size_t(b)], len = lay.seq_len(b);
+        const size_t  o = out.size();
+        out.resize(o + size_t(len), 0.f);
+        for (int h = 0; h < H; ++h) {
+            const float* qh = q_host_.data() + int64_t(i) * qd + int64_t(h) * D;
+            w_host_.assign(size_t(len), 0.0);
+            double m = -INFINITY;
+            for (int64_t j = 0; j < len; ++j) {
+                const float* kj = k_host_.data() + (k0 + j) * kvd + int64_t(h / group) * D;
+                // Eight independent fp32 partial sums (one vector register's worth), added in fp64: the rounding
+                // of an fp32 matmul's dot product, as the authors' eager attention computes these scores.
+                float acc[8] = {};
+                int   e      = 0;
+                for (; e + 8 <= D; e += 8)
+                    for (int u = 0; u < 8; ++u) acc[u] += qh[e + u] * kj[e + u];
+                double d = 0;
+                for (float a : acc) d += double(a);
+                for (; e < D; ++e) d += double(qh[e]) * double(kj[e]);
+                w_host_[size_t(j)] = d * scale;
+                m                  = std::max(m, d * scale);
+            }
+            double z = 0;
+            for (double& w : w_host_) z += (w = std::exp(w - m));
+            for (int64_t j = 0; j < len; ++j) out[o + size_t(j)] += float(w_host_[size_t(j)] / z / H);
+        }
+    }
+    acc_[size_t(l)].flops += fl;
+}
+
 void Forward::attention_cols(int l, const TensorView& q, const RowSet& rows, LayerCache& c, const TensorView& dv,
                              const RowSet& salient, const BatchLayout& lay, const TensorView& c_old,
                              const TensorView& c_new, std::vector<int32_t>& fallback, const TensorView& k_old,
@@ -305,6 +358,7 @@ void Forward::layer_dense(int l, Tensor& h, const BatchLayout& lay, const RowSet
     A.kv_rows += int32_t(n);
     A.attn_exact_rows += int32_t(n);
     A.ffn_rows += int32_t(n);
+    if (store.attn_probs) store.attn_probs->clear();
     if (n == 0) return;
 
     Tensor x = alloc(n, cfg_.n_embd);
@@ -324,6 +378,7 @@ void Forward::layer_dense(int l, Tensor& h, const BatchLayout& lay, const RowSet
     const TensorView ctx_to = store_ctx && !measure ? rows_in_place(c.ctx, q) : TensorView{};
     Tensor           ctx    = !ctx_to.empty() ? Tensor::borrowed(ctx_to) : alloc(n, cfg_.q_dim());
     attention(l, Q, q, c, lay, ctx, &c);
+    if (store.attn_probs) attention_probs(l, Q, q, c, lay, *store.attn_probs);
 
     if (measure) {
         Tensor old = alloc(n, cfg_.q_dim());

@@ -10,6 +10,7 @@
 #include "engine/io/checkpoint.h"
 #include "engine/io/config.h"
 #include "engine/engine.h"
+#include "engine/op_scope.h"
 #include "engine/workspace.h"
 #include "instrumentation/events.h"
 
@@ -65,6 +66,9 @@ RowSet               response_rows(const BatchLayout& lay, bool with_last_prompt
 struct StoreOutputs {
     bool ctx = false;  // the attention context before o_proj, into c.ctx
     bool ffn = false;  // the FFN output before the residual add, into c.ffn
+    // When set: each query row's attention probabilities over its sequence's keys, averaged over the heads, on the
+    // host (attention_probs; d2Cache's attention rollout).
+    std::vector<float>* attn_probs = nullptr;
 };
 
 // Per-layer caches; a method allocates only what it uses (empty Tensors otherwise). All [N, width] in cache dtype.
@@ -165,6 +169,20 @@ public:
                         const RowSet& salient, const BatchLayout& lay, const TensorView& c_old, const TensorView& c_new,
                         std::vector<int32_t>& fallback, const TensorView& k_old = {}, const TensorView& v_old = {});
     void cosine(int l, const TensorView& a, const TensorView& b, std::vector<float>& out);
+    // The head-mean softmax probabilities of query rows (q: [rows.size(), q_dim]) over every key of their sequences
+    // in c.k, as attention() weighs them, computed on the host (fp32 products, fp64 softmax) and written into `out`
+    // row after row (row i: lay.seq_len(rows.seq[i]) values). Counted as 2 q_dim + n_head FLOPs per (row, key).
+    void attention_probs(int l, const TensorView& q, const RowSet& rows, const LayerCache& c, const BatchLayout& lay,
+                         std::vector<float>& out);
+    // A method's own host arithmetic (d2Cache's rollout), timed and counted like the ops above.
+    template <class Fn>
+    void host_op(int l, OpClass op, double flops, int32_t rows, Fn&& fn) {
+        {
+            ScopedOp s(sink_, step_, l, op, flops, 0, rows);
+            fn();
+        }
+        if (l >= 0) acc_[size_t(l)].flops += flops;
+    }
 
     // Composite steps the cached methods share (engine/methods/), made of the ops above and accounted through them.
     // h's rows `rows` (indices into h), gathered and normed with w: [rows.size(), n_embd].
@@ -192,8 +210,10 @@ private:
     std::vector<LayerAccount> acc_;
     double                    head_flops_ = 0;
     Workspace*                ws_         = nullptr;
-    std::vector<int32_t>      ids_, cu_sal_;  // per-call index scratch, kept between steps
-    std::vector<float>        lse_host_;      // attention_cols' incremental form: the updated log-sum-exp, read back
+    std::vector<int32_t>      ids_, cu_sal_;     // per-call index scratch, kept between steps
+    std::vector<float>        lse_host_;         // attention_cols' incremental form: the updated log-sum-exp, read back
+    std::vector<float>        q_host_, k_host_;  // attention_probs: the query rows and the keys, read back
+    std::vector<double>       w_host_;           // attention_probs: one head's weights
 };
 
 }  // namespace dyllm

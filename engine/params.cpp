@@ -61,6 +61,24 @@ const ParamSpec kTable[] = {
      "to unmask that are recomputed with it (the authors' window_size)", &P::dkv_window, 0, kIntMax},
     {"dkv_refresh", "--dkv-refresh", "dKV-Cache: every row's K/V is refreshed at every N-th step of a block (1: every "
      "step, the original decode)", &P::dkv_refresh, 1, kIntMax},
+    {"d2_k", "--d2-k", "d2Cache: masked positions recomputed per step, the highest certainty prior x density from the "
+     "current block on (the authors' current_k)", &P::d2_k, 1, kIntMax},
+    {"d2_sigma", "--d2-sigma", "d2Cache: width of the Gaussian certainty-density kernel over decoded positions (the "
+     "authors' sigma)", &P::d2_sigma, 1e-3, kInf},
+    {"d2_rollout_p", "--d2-rollout-p", "d2Cache: the other rows recomputed are the most important by attention rollout, "
+     "up to this share of its importance (at least one; 1: every row, the original decode)", &P::d2_rollout_p, 0, 1},
+    {"d2_inflate", "--d2-inflate", "d2Cache: rows between two recomputed rows at most N apart are recomputed too (the "
+     "authors' inflate_w; 0: off, as their scripts)", &P::d2_inflate, 0, kIntMax},
+    {"d2_update_prior", "--d2-update-prior", "d2Cache: each step's confidences of the recomputed masked positions "
+     "refresh the certainty prior, as the paper describes (default: the authors' code, whose prior stays at step 1's "
+     "confidences because its update writes into a copy)", &P::d2_update_prior},
+    {"d2_queried_only", "--d2-queried-only", "d2Cache: only recomputed masked positions can be unmasked, as the paper "
+     "describes (default: the authors' code, where the others stay candidates scored from all-zero logits because its "
+     "filter writes into a copy)", &P::d2_queried_only},
+    {"d2_block_window", "--d2-block-window", "d2Cache: the masked positions' search window ends at a block boundary, as "
+     "the paper describes (default: the authors' code, which rounds it to a multiple of the number of the block's "
+     "positions masked at the previous step's start, its block mask having been narrowed in place)",
+     &P::d2_block_window},
     {"measure_cosine", "--measure-cosine", "cosine histograms for methods without saliency (an extra cosine per layer)",
      &P::measure_cosine},
     {"measure_drift", "--measure-drift", "dyllm: also compute exact attention for the rows the approximation serves "

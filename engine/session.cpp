@@ -64,6 +64,8 @@ struct Session::Impl {
     std::vector<std::vector<int32_t>>      masked_pos;  // per live sequence: its masked response positions
     RowSet                                 q;
     std::vector<int32_t>                   first_query, row_to_q, logits_rows, keep_rows, new_live;
+    std::vector<int32_t>                   computed_idx, computed_at;  // logits_with_zero_rows' scratch
+    std::vector<float>                     zero_logits;
     Sampler::Plan                          plan;
     std::vector<Sampler::Unmasked>         unmasked;
     std::vector<std::vector<LayerAccount>> spare_layers;  // StepRecord::layers, allocated by start()
@@ -215,6 +217,38 @@ struct Session::Impl {
         });
     }
 
+    // UnqueriedCandidates::Dropped: the plan keeps only the candidates whose logits row the step computed.
+    void drop_unqueried_candidates() {
+        size_t in = 0, kept = 0;
+        for (std::vector<int32_t>& cand : plan.cand) {
+            size_t n = 0;
+            for (int32_t c : cand) {
+                const int32_t r = plan.rows[in++];
+                if (row_to_q[size_t(r)] < 0) continue;
+                cand[n++]         = c;
+                plan.rows[kept++] = r;
+            }
+            cand.resize(n);
+        }
+        plan.rows.resize(kept);
+    }
+
+    // UnqueriedCandidates::ZeroLogits: the candidates' logits with an all-zero row where idx is -1 (a row the step did
+    // not compute, as the d2Cache authors' code scatters its logits into zeros).
+    Tensor logits_with_zero_rows(Forward& fwd, const Tensor& h, const std::vector<int32_t>& idx) {
+        computed_idx.clear();
+        computed_at.clear();
+        for (size_t j = 0; j < idx.size(); ++j)
+            if (idx[j] >= 0) computed_idx.push_back(idx[j]), computed_at.push_back(int32_t(j));
+        const Tensor  part = fwd.logits(h, computed_idx);
+        const int64_t V    = fwd.config().n_vocab;
+        Tensor        full = fwd.alloc(int64_t(idx.size()), V);
+        zero_logits.assign(size_t(int64_t(idx.size()) * V), 0.f);
+        be().upload(full, zero_logits.data());
+        if (!computed_at.empty()) be().scatter_rows(part, computed_at, full);
+        return full;
+    }
+
     void emit_step_begin(StepKind kind) {
         if (!sink) return;
         sink->on_step_begin(StepBegin{
@@ -347,13 +381,19 @@ struct Session::Impl {
         sampler->plan(live_seqs, lay.cu, first_query, plan);
         row_to_q.assign(size_t(lay.n_rows()), -1);
         for (size_t i = 0; i < q.size(); ++i) row_to_q[size_t(q.rows[i])] = int32_t(i);
+        const UnqueriedCandidates unqueried = method->unqueried_candidates();
+        if (unqueried == UnqueriedCandidates::Dropped) drop_unqueried_candidates();
         std::vector<int32_t>& idx = logits_rows;
         idx.clear();
+        bool zero_rows = false;
         for (int32_t r : plan.rows) {
-            DYLLM_ASSERT(row_to_q[size_t(r)] >= 0, "candidate logits row was not computed in this step");
-            idx.push_back(row_to_q[size_t(r)]);
+            const int32_t i = row_to_q[size_t(r)];
+            DYLLM_ASSERT(i >= 0 || unqueried == UnqueriedCandidates::ZeroLogits,
+                         "candidate logits row was not computed in this step");
+            zero_rows = zero_rows || i < 0;
+            idx.push_back(i);
         }
-        Tensor logits = fwd.logits(h, idx);
+        Tensor logits = zero_rows ? logits_with_zero_rows(fwd, h, idx) : fwd.logits(h, idx);
         if (logits_observer) {
             std::vector<std::pair<int, int>> where;
             for (size_t b = 0; b < plan.cand.size(); ++b)
@@ -428,6 +468,13 @@ void Session::start(const std::vector<std::vector<int32_t>>& prompts, const Diff
     I.cancelled.store(false);
     I.method  = make_method(params.method, cfg, params);
     I.sampler = std::make_unique<Sampler>(cfg, params, params.random_order || I.method->random_order());
+    if (I.method->unqueried_candidates() == UnqueriedCandidates::ZeroLogits) {
+        // Sized for a whole block of every sequence: the first step with an uncomputed candidate allocates nothing.
+        const size_t most = prompts.size() * size_t(std::min(params.block_length, params.gen_length));
+        I.computed_idx.reserve(most);
+        I.computed_at.reserve(most);
+        I.zero_logits.reserve(most * size_t(cfg.n_vocab));
+    }
     I.fwd_.reset();
     I.ws   = std::make_unique<Workspace>(I.be());
     I.fwd_ = std::make_unique<Forward>(cfg, I.model.weights(), I.be(), I.sink, I.ws.get());

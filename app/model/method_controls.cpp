@@ -21,6 +21,13 @@ constexpr KnobControl kControls[] = {
     {"rho", "rho", false},
     {"dkv_refresh", "refresh every", false},
     {"dkv_window", "window", false},
+    {"d2_k", "masked rows (k)", false},
+    {"d2_sigma", "density sigma", false},
+    {"d2_rollout_p", "rollout share", false},
+    {"d2_inflate", "inflate gap", false},
+    {"d2_update_prior", "update prior (paper)", false},
+    {"d2_queried_only", "queried rows only (paper)", false},
+    {"d2_block_window", "block-aligned window (paper)", false},
 };
 // clang-format on
 

@@ -34,6 +34,13 @@ struct StepInput {
     bool                         observed = false;  // a sink listens (DyLLM then reports FULL-step cosines too)
 };
 
+// What the sampler does with a candidate (a masked position of the block) whose logits row a step did not compute.
+enum class UnqueriedCandidates : uint8_t {
+    Forbidden,   // cannot happen: query_rows() includes every candidate's row (the session asserts it)
+    ZeroLogits,  // it stays a candidate, scored from an all-zero logits row (d2Cache as its authors' code runs)
+    Dropped,     // it is no candidate this step
+};
+
 // Which optional per-layer caches a method uses (k and v are always allocated).
 struct CacheNeeds {
     bool ctx = false, ffn = false, attn_out = false;
@@ -61,13 +68,15 @@ public:
     // Whether the method decodes in the random unmasking order (engine/sampler.h random_order_next) whatever
     // --random-order says, because its query rows are the positions that order unmasks next (dKV-Cache Greedy).
     virtual bool random_order() const { return false; }
+    // Whether query_rows() may leave out candidates' logits rows, and what the sampler then does with them.
+    virtual UnqueriedCandidates unqueried_candidates() const { return UnqueriedCandidates::Forbidden; }
 
 protected:
     // Cosines of dense steps against the previous step's context, when the user asked for them (measure_cosine).
     bool measuring(const StepInput& in) const { return p_.measure_cosine && in.step > 1; }
     // What a dense step over q writes besides K/V, and whether it measures cosines (when the context cache exists).
     struct DenseOptions {
-        StoreOutputs store;
+        StoreOutputs store   = {};
         bool         measure = false;
     };
     // A dense step over q (every layer Forward::layer_dense).
