@@ -33,6 +33,8 @@ ImU32 step_kind_color(StepKind k) {
         IM_COL32(230, 160, 200, 255),  // cache-partial
         IM_COL32(160, 60, 60, 255),    // dkv-refresh
         IM_COL32(200, 140, 120, 255),  // dkv-cached
+        IM_COL32(150, 40, 90, 255),    // d2-full
+        IM_COL32(150, 210, 200, 255),  // d2-cached
     };
     static_assert(sizeof(kCols) / sizeof(kCols[0]) == kStepKinds, "one colour per step kind");
     return size_t(k) < kStepKinds ? kCols[size_t(k)] : IM_COL32(128, 128, 128, 255);
