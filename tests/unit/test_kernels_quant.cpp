@@ -16,9 +16,12 @@
 #include "kernels/cpu/quant_matmul.h"
 #include "kernels/cpu/ref/quant.h"
 #include "test_kernels_util.h"
+#include "test_quant_weights.h"
 
 using namespace dyllm;
 using cpu::QuantType;
+using test::make_quant_weights;
+using test::QuantWeights;
 
 namespace {
 
@@ -170,25 +173,6 @@ TEST_CASE("quantize then dequantize stays within each type's step", "[quant]") {
 
 namespace {
 
-struct QuantWeights {
-    std::vector<uint8_t> bytes;
-    std::vector<float>   decoded;
-    cpu::QuantMat        mat;
-};
-QuantWeights make_weights(QuantType t, int64_t m, int64_t k, uint32_t seed) {
-    QuantWeights w;
-    const auto   v  = test::random_floats(size_t(m * k), seed);
-    const size_t rb = cpu::quant_row_bytes(t, k);
-    w.bytes.resize(std::max<size_t>(1, rb * size_t(m)));
-    w.decoded.resize(size_t(m * k));
-    for (int64_t r = 0; r < m; ++r) {
-        cpu::quantize_row(t, v.data() + r * k, w.bytes.data() + size_t(r) * rb, k);
-        cpu::dequantize_row(t, w.bytes.data() + size_t(r) * rb, w.decoded.data() + r * k, k);
-    }
-    w.mat = cpu::QuantMat{w.bytes.data(), t, m, k, int64_t(rb)};
-    return w;
-}
-
 bool isa_available(cpu::QuantIsa isa) {
     return cpu::quant_isa_available(isa);
 }
@@ -206,7 +190,7 @@ TEST_CASE("quant_matmul matches the fp64 reference on every type and shape", "[q
         for (const auto& sh : shapes) {
             const int64_t n = sh[0], m = sh[1], k = sh[2];
             INFO(cpu::quant_name(t) << " n " << n << " m " << m << " k " << k);
-            const QuantWeights  w = make_weights(t, m, k, uint32_t(n * 7 + m));
+            const QuantWeights  w = make_quant_weights(t, m, k, uint32_t(n * 7 + m));
             const auto          x = test::random_floats(size_t(n * k), 5);
             const auto          b = test::random_floats(size_t(m), 6);
             std::vector<float>  got(size_t(n * m)), ref(got.size());
@@ -241,7 +225,7 @@ TEST_CASE("quant_matmul gives the same bits at any thread count and instruction 
             const bool dot = path == cpu::QuantPath::Dot && cpu::quant_dot_supported(t);
             INFO(cpu::quant_name(t) << (dot ? " integer path" : " decode path"));
             cpu::quant_force_path(path);
-            const QuantWeights w   = make_weights(t, m, k, 21);
+            const QuantWeights w   = make_quant_weights(t, m, k, 21);
             const auto         x   = test::random_floats(size_t(n * k), 22);
             auto               run = [&](int threads) {
                 cpu::ThreadPool    pool(threads);
@@ -442,7 +426,7 @@ TEST_CASE("the integer path matches the fp64 reference within its activation rou
                 const int64_t n = sh[0], m = sh[1], k = sh[2], be = cpu::quant_block_elems(t), nb = k / be;
                 INFO(cpu::quant_name(t) << " n " << n << " m " << m << " k " << k << " threads " << threads << " "
                                         << cpu::quant_isa_name(cpu::quant_isa()));
-                const QuantWeights  w = make_weights(t, m, k, uint32_t(n * 7 + m));
+                const QuantWeights  w = make_quant_weights(t, m, k, uint32_t(n * 7 + m));
                 const auto          x = test::random_floats(size_t(n * k), 5);
                 const auto          b = test::random_floats(size_t(m), 6);
                 std::vector<float>  got(size_t(n * m)), ref(got.size());

@@ -13,33 +13,16 @@
 #include "kernels/cpu/quant_matmul.h"
 #include "kernels/cpu/ref/quant.h"
 #include "test_kernels_util.h"
+#include "test_quant_weights.h"
 
 using namespace dyllm;
 using cpu::QuantType;
+using test::make_quant_weights;
+using test::QuantWeights;
 
 namespace {
 
 const QuantType kAllQuant[] = {QuantType::Q8_0, QuantType::Q4_0, QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K};
-
-struct QuantWeights {
-    std::vector<uint8_t> bytes;
-    std::vector<float>   decoded;
-    cpu::QuantMat        mat;
-};
-
-QuantWeights make_weights(QuantType t, int64_t m, int64_t k, uint32_t seed) {
-    QuantWeights w;
-    const auto   v  = test::random_floats(size_t(m * k), seed);
-    const size_t rb = cpu::quant_row_bytes(t, k);
-    w.bytes.resize(rb * size_t(m));
-    w.decoded.resize(size_t(m * k));
-    for (int64_t r = 0; r < m; ++r) {
-        cpu::quantize_row(t, v.data() + r * k, w.bytes.data() + size_t(r) * rb, k);
-        cpu::dequantize_row(t, w.bytes.data() + size_t(r) * rb, w.decoded.data() + r * k, k);
-    }
-    w.mat = cpu::QuantMat{w.bytes.data(), t, m, k, int64_t(rb)};
-    return w;
-}
 
 std::vector<float> run(const std::vector<float>& x, int64_t n, const QuantWeights& w, const float* bias, int threads,
                        bool f32_x = false) {
@@ -74,7 +57,7 @@ TEST_CASE("the AMX path multiplies by dequantize_row's values rounded once to bf
         // the 32-element types; m = 33 leaves a panel 1 row deep.
         const int64_t k = cpu::quant_block_elems(t) == 32 ? 96 : 512, m = 33;
         INFO(cpu::quant_name(t) << " k " << k);
-        const QuantWeights w = make_weights(t, m, k, 3);
+        const QuantWeights w = make_quant_weights(t, m, k, 3);
         std::vector<float> x(size_t(k * k), 0.0f);
         for (int64_t i = 0; i < k; ++i) x[size_t(i * k + i)] = 1.0f;
         const auto y  = run(x, k, w, nullptr, 2);
@@ -171,7 +154,7 @@ TEST_CASE("the AMX path matches the fp64 reference within bf16 rounding", "[quan
                 const int64_t n = sh[0], m = sh[1], k = sh[2];
                 if (k % cpu::quant_block_elems(t) != 0) continue;
                 INFO(cpu::quant_name(t) << " n " << n << " m " << m << " k " << k << (with_bias ? " bias" : ""));
-                const QuantWeights  w   = make_weights(t, m, k, uint32_t(n * 7 + m));
+                const QuantWeights  w   = make_quant_weights(t, m, k, uint32_t(n * 7 + m));
                 const auto          x   = test::random_floats(size_t(n * k), 5);
                 const auto          b   = test::random_floats(size_t(m), 6);
                 const auto          got = run(x, n, w, with_bias ? b.data() : nullptr, 2);
@@ -211,7 +194,7 @@ TEST_CASE("the AMX path gives the same bits at any thread count and row count", 
     const int64_t n = 50, m = 100, k = 1024;
     for (QuantType t : kAllQuant) {
         INFO(cpu::quant_name(t));
-        const QuantWeights w   = make_weights(t, m, k, 21);
+        const QuantWeights w   = make_quant_weights(t, m, k, 21);
         const auto         x   = test::random_floats(size_t(n * k), 22);
         const auto         one = run(x, n, w, nullptr, 1);
         CHECK(run(x, n, w, nullptr, 2) == one);
@@ -229,7 +212,7 @@ TEST_CASE("quant_matmul takes the AMX path from its row threshold, never under f
         const int64_t n = std::max<int64_t>(cpu::quant_amx_min_rows(t), 1);
         if (n > 256) continue;  // never chosen for this type
         INFO(cpu::quant_name(t) << " n " << n);
-        const QuantWeights w = make_weights(t, m, k, 31);
+        const QuantWeights w = make_quant_weights(t, m, k, 31);
         const auto         x = test::random_floats(size_t(n * k), 32);
         std::vector<float> amx, decode;
         {
