@@ -12,6 +12,7 @@
 #include "engine/forward.h"
 #include "engine/methods/method.h"
 #include "support/tiny_models.h"
+#include "test_method_steps.h"
 
 using namespace dyllm;
 using dyllm::test::make_tiny_checkpoint;
@@ -86,35 +87,17 @@ TEST_CASE("d2cache queries the block's best masked positions, the last step's de
     const Family       fam = GENERATE(Family::LLaDA, Family::Dream);
     auto               m   = Model::load(make_tiny_checkpoint(fam).string(), BackendKind::Cpu, 1);
     const ModelConfig& cfg = m->config();
-    Backend&           be  = m->backend();
     const int32_t      P = 8, R = 16, N = P + R;
     DiffusionParams    p = d2_params();
     p.gen_length         = R;
     p.steps              = R;
     p.d2_k               = 3;
     p.d2_rollout_p       = 0.f;  // the rollout adds its single most important row
-    auto        method   = make_method(Method::D2Cache, cfg, p);
-    BatchLayout lay;
-    lay.cu         = {0, N};
-    lay.prompt_len = {P};
-    lay.tokens     = random_prompt(cfg, P, 3);
-    lay.tokens.resize(size_t(N), cfg.mask_id);
-    std::vector<LayerCache> caches(size_t(cfg.n_layer));
-    for (LayerCache& c : caches) {
-        c.k = be.alloc(be.cache_dtype(), N, cfg.kv_dim());
-        c.v = be.alloc(be.cache_dtype(), N, cfg.kv_dim());
-    }
-    Forward fwd(cfg, m->weights(), be, nullptr);
-    RowSet  q;
-    auto    step = [&](int t, int32_t unmasked, std::vector<int32_t> last, std::vector<int32_t> masked) {
-        const SeqProgress sp{
-               .id = 0, .prompt_len = P, .gen_length = R, .unmasked = unmasked, .last_unmasked = last, .masked = masked};
-        const StepInput in{.step = t, .tau = 0.99f, .lay = &lay, .seqs = std::span(&sp, 1)};
-        const StepKind  kind = method->step_kind(in);
-        fwd.begin_step(lay);
-        method->query_rows(in, kind, q);
-        method->run_layers(fwd, in, kind, q, caches, [](int, const SaliencyOutcome&) {});
-        return kind;
+    test::MethodSteps s(*m, make_method(Method::D2Cache, cfg, p), P, R);
+    BatchLayout&      lay  = s.lay;
+    const RowSet&     q    = s.q;
+    const auto        step = [&](int t, int32_t unmasked, std::vector<int32_t> last, std::vector<int32_t> masked) {
+        return s.step(t, unmasked, std::move(last), std::move(masked));
     };
     std::vector<int32_t> all(static_cast<size_t>(R));
     std::iota(all.begin(), all.end(), 0);

@@ -12,6 +12,7 @@
 #include "engine/methods/method.h"
 #include "engine/sampler.h"
 #include "support/tiny_models.h"
+#include "test_method_steps.h"
 
 using namespace dyllm;
 using dyllm::test::make_tiny_checkpoint;
@@ -98,29 +99,13 @@ TEST_CASE("dkv-decode's delayed cache equals a dense recompute at layer 0 and ke
     DiffusionParams    p = dkv_params(4);
     p.gen_length         = R;
     p.steps              = R;
-    auto        method   = make_method(Method::DkvDecode, cfg, p);
-    BatchLayout lay;
-    lay.cu         = {0, N};
-    lay.prompt_len = {P};
-    lay.tokens     = random_prompt(cfg, P, 3);
-    lay.tokens.resize(size_t(N), cfg.mask_id);
-    std::vector<LayerCache> caches(size_t(cfg.n_layer));
-    for (LayerCache& c : caches) {
-        c.k = be.alloc(be.cache_dtype(), N, cfg.kv_dim());
-        c.v = be.alloc(be.cache_dtype(), N, cfg.kv_dim());
-    }
-    Forward fwd(cfg, m->weights(), be, nullptr);
-    RowSet  q;
-    // One step as the session runs it: the method's kind, query rows and layers.
-    auto step = [&](int t, int32_t unmasked, std::vector<int32_t> last, std::vector<int32_t> masked) {
-        const SeqProgress sp{
-            .id = 0, .prompt_len = P, .gen_length = R, .unmasked = unmasked, .last_unmasked = last, .masked = masked};
-        const StepInput in{.step = t, .tau = 0.99f, .lay = &lay, .seqs = std::span(&sp, 1)};
-        const StepKind  kind = method->step_kind(in);
-        fwd.begin_step(lay);
-        method->query_rows(in, kind, q);
-        method->run_layers(fwd, in, kind, q, caches, [](int, const SaliencyOutcome&) {});
-        return kind;
+    test::MethodSteps        s(*m, make_method(Method::DkvDecode, cfg, p), P, R);
+    BatchLayout&             lay    = s.lay;
+    std::vector<LayerCache>& caches = s.caches;
+    const RowSet&            q      = s.q;
+    Forward&                 fwd    = s.fwd;
+    const auto step = [&](int t, int32_t unmasked, std::vector<int32_t> last, std::vector<int32_t> masked) {
+        return s.step(t, unmasked, std::move(last), std::move(masked));
     };
     const auto decode = [&](int32_t r) { lay.tokens[size_t(P + r)] = 5 + r; };
     CHECK(step(1, 0, {}, {0, 1, 2, 3, 4, 5, 6, 7}) == StepKind::DkvRefresh);
