@@ -16,7 +16,6 @@
 #include "kernels/cpu/quant_dot.h"
 
 #if defined(__GNUC__) && defined(__x86_64__) && defined(__linux__)
-#include <cpuid.h>
 #include <immintrin.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -36,12 +35,6 @@ constexpr int     kGroup = 3;                  // x tiles per pass over a panel:
 // Elements of k per pass over the panels: one K-quant block, eight 32-element ones. 512 measured ~1.1x slower on the
 // 33-row Q4_K product (3 x tiles' chunk, 48 KiB, no longer fits L1).
 constexpr int64_t kChunk = 256;
-
-bool cpuid_bit(unsigned leaf, unsigned sub, int reg, int bit) {
-    unsigned r[4] = {};
-    if (!__get_cpuid_count(leaf, sub, &r[0], &r[1], &r[2], &r[3])) return false;
-    return (r[reg] >> bit) & 1u;
-}
 
 // Linux (5.16+) hands out the 8 KiB tile data state only on request: ARCH_REQ_XCOMP_PERM (0x1023) for
 // XFEATURE_XTILEDATA (18), process-wide (Documentation/arch/x86/xstate.rst). Without it a tile instruction faults.

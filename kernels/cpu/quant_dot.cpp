@@ -289,16 +289,19 @@ inline __m256i dot4s(__m256i u, __m256i s, __m256i sv) {
 
 #endif
 
-#ifdef DYLLM_QUANT_DOT_X86
-namespace {
-// CPUID bits the builtin does not name: F16C (leaf 1 ECX bit 29), AVX-VNNI (leaf 7 sub-leaf 1 EAX bit 4).
 bool cpuid_bit(unsigned leaf, unsigned sub, int reg, int bit) {
+#ifdef DYLLM_QUANT_DOT_X86
     unsigned r[4] = {};
     if (!__get_cpuid_count(leaf, sub, &r[0], &r[1], &r[2], &r[3])) return false;
     return (r[reg] >> bit) & 1u;
-}
-}  // namespace
+#else
+    (void)leaf;
+    (void)sub;
+    (void)reg;
+    (void)bit;
+    return false;
 #endif
+}
 
 bool cpu_has_x86_64_v3() {
 #ifdef DYLLM_QUANT_DOT_X86

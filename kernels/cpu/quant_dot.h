@@ -37,6 +37,9 @@ void quantize_act_row(QuantType t, const float* x, void* dst, int64_t k);
 // F/BW/DQ/VL), spelled as features clang's __builtin_cpu_supports also knows (it lacks the level names and avxvnni).
 bool cpu_has_x86_64_v3();
 bool cpu_has_x86_64_v4();
+// One CPUID bit the builtins do not name (F16C: leaf 1 ECX bit 29; AVX-VNNI: leaf 7 sub-leaf 1 EAX bit 4; AMX):
+// register 0-3 = EAX, EBX, ECX, EDX of (leaf, sub-leaf); false for a leaf the CPU lacks or off x86.
+bool cpuid_bit(unsigned leaf, unsigned sub, int reg, int bit);
 
 // The instruction set of the integer dot products.
 enum class DotIsa : uint8_t { Vnni512, AvxVnni, Avx2 };
