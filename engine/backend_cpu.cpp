@@ -8,12 +8,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
-#include <sys/mman.h>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "engine/errors.h"
+#include "engine/io/mapped_file.h"
 #include "engine/quant_type.h"
 #include "kernels/cpu/add_rows.h"
 #include "kernels/cpu/attention.h"
@@ -206,7 +206,9 @@ public:
             throw BackendError("cpu backend: cannot pack weight " + name + " " + shp(host_weight) + ": " + err);
         packed_[host_weight.data] =
             Packed{host_weight.dtype, host_weight.rows(), host_weight.cols(), ld(host_weight), std::move(packed)};
-        release_pages(host_weight);
+        // Once packed, the stored copy is only read again by embed (a few rows): the resident set holds the packed copy
+        // alone (kernels/README.md "GEMM provider": memory ~1x the checkpoint).
+        release_pages(host_weight.data, host_weight.bytes());
         return host_weight;
     }
 
@@ -369,21 +371,6 @@ private:
         const Packed& p = it->second;
         return p.dtype == w.dtype && p.rows == w.rows() && p.cols == w.cols() && p.ld == ld(w) ? p.w.get() : nullptr;
     }
-    // Once packed, the stored copy is only read again by embed (a few rows): hand its pages back to the page cache so
-    // the resident set holds the packed copy alone (kernels/README.md "GEMM provider": memory ~1x the checkpoint).
-    // MADV_PAGEOUT only reclaims (file pages re-read on a later touch, anonymous ones kept without swap): it never
-    // changes the contents, whatever memory the view is in.
-    static void release_pages(const TensorView& v) {
-#ifdef MADV_PAGEOUT
-        const uintptr_t page = 4096, a = reinterpret_cast<uintptr_t>(v.data), b = a + v.bytes();
-        const uintptr_t lo = (a + page - 1) / page * page, hi = b / page * page;
-        if (hi > lo + 64 * page)
-            ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_PAGEOUT);  // a hint: errors ignored
-#else
-        (void)v;
-#endif
-    }
-
     void binary(const TensorView& a, const TensorView& b, const TensorView& y, bool subtract) {
         if (a.dtype == DType::F32 && b.dtype == DType::F32 && y.dtype == DType::F32) {
             subtract ? cpu::sub(cmat(a), cmat(b), mat(y), pool_) : cpu::add(cmat(a), cmat(b), mat(y), pool_);

@@ -6,6 +6,7 @@
 
 #include "engine/errors.h"
 #include "engine/io/gguf_model.h"
+#include "engine/io/mapped_file.h"
 #include "engine/io/json_file.h"
 
 namespace dyllm {
@@ -286,6 +287,7 @@ std::unique_ptr<Checkpoint> open_gguf_checkpoint(const fs::path& path) {
             const auto*   src  = static_cast<const uint8_t*>(v.data);
             for (int64_t r = 0; r < rows; ++r)
                 std::memcpy(buf.get() + size_t(r) * rb, src + size_t(gguf_llada_qk_file_row(r, cfg.head_dim)) * rb, rb);
+            release_pages(src, size_t(rows) * rb);  // the reordered copy is the only one read from here on
             v.data = buf.get();
             ck->owned_.push_back(std::move(buf));
         }

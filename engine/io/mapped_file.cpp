@@ -87,4 +87,14 @@ MappedFile::~MappedFile() {
     if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
+void release_pages(const void* data, size_t bytes) {
+#ifdef MADV_PAGEOUT
+    const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE)), a = reinterpret_cast<uintptr_t>(data), b = a + bytes;
+    const uintptr_t lo = (a + page - 1) / page * page, hi = b / page * page;
+    if (hi > lo + 64 * page) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_PAGEOUT);
+#else
+    (void)data, (void)bytes;
+#endif
+}
+
 }  // namespace dyllm

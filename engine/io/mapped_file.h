@@ -34,4 +34,10 @@ private:
     int                   slot_ = -1;  // engine/interrupt.h: a SIGBUS inside the mapping names path_
 };
 
+// Hands the whole pages inside [data, data + bytes) back to the kernel (MADV_PAGEOUT) once a weight has been copied
+// elsewhere (packed, re-stored, rows reordered) and the original is no longer read, so the resident set holds the copy
+// alone. It only reclaims: file-backed pages are re-read and anonymous ones kept (no swap) on a later touch, so the
+// contents never change, whatever memory the range is in. A hint: ranges under 64 pages and errors are ignored.
+void release_pages(const void* data, size_t bytes);
+
 }  // namespace dyllm

@@ -2,11 +2,11 @@
 #include "engine/io/restored_checkpoint.h"
 
 #include <algorithm>
-#include <sys/mman.h>
 #include <thread>
 #include <vector>
 
 #include "engine/errors.h"
+#include "engine/io/mapped_file.h"
 #include "engine/quant_type.h"
 #include "kernels/cpu/convert.h"
 #include "kernels/cpu/ref/quant.h"
@@ -79,19 +79,8 @@ private:
         work(0);
         for (auto& th : pool) th.join();
         bytes_ += rb * size_t(rows);
-        release(v);
+        release_pages(v.data, v.bytes());  // only the re-stored copy is read from here on
         return TensorView::matrix(out.data(), dt, Device::Cpu, rows, cols);
-    }
-    // The base's pages of a weight done with, handed back to the page cache (only the re-stored copy is used from
-    // here on). MADV_PAGEOUT only reclaims: it never changes the contents, whatever memory the view is in.
-    static void release(const TensorView& v) {
-#ifdef MADV_PAGEOUT
-        const uintptr_t page = 4096, a = reinterpret_cast<uintptr_t>(v.data), b = a + v.bytes();
-        const uintptr_t lo = (a + page - 1) / page * page, hi = b / page * page;
-        if (hi > lo + 64 * page) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_PAGEOUT);  // a hint
-#else
-        (void)v;
-#endif
     }
 
     std::unique_ptr<Checkpoint>       base_;
