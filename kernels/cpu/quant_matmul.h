@@ -1,5 +1,7 @@
 // Optimised y = x W^T + b for block-quantized weights (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K), W kept in its stored blocks:
-// on CPUs with AMX, from quant_amx_min_rows(type) rows of x, panels of W decoded to bf16 and multiplied by AMX tiles
+// on CPUs with AMX-INT8, for a few rows of x (quant_amx_int8_min_rows .. max_rows), x quantized per block to int8 and
+// multiplied with W's levels by AMX-INT8 tiles (kernels/cpu/quant_amx_int8.h); on CPUs with AMX, from
+// quant_amx_min_rows(type) rows of x, panels of W decoded to bf16 and multiplied by AMX tiles
 // (kernels/cpu/quant_amx.h); else up to quant_dot_max_rows(type) rows, x is quantized per block to int8 and
 // multiplied in integer block dot products (kernels/cpu/quant_dot.h); otherwise fixed panels of W rows are decoded to
 // fp32 in a per-thread buffer and multiplied with sgemm (kernels/README.md "Quantized weights").
@@ -28,15 +30,21 @@ void        quant_force_isa(QuantIsa isa);
 QuantIsa    quant_isa();  // the one in use (never Auto)
 const char* quant_isa_name(QuantIsa isa);
 
-// Which product runs: Auto picks by row count (quant_amx_min_rows, quant_dot_max_rows); Dot, Decode and Amx force one
-// (tests, benchmarks; Dot falls back to Decode for a type or instruction set without an integer path, Amx where
-// quant_amx_available() is false).
-enum class QuantPath : uint8_t { Auto, Dot, Decode, Amx };
+// Which product runs: Auto picks by row count (quant_amx_min_rows, quant_amx_int8_max_rows, quant_dot_max_rows); Dot,
+// Decode, Amx and AmxInt8 force one (tests, benchmarks; Dot falls back to Decode for a type or instruction set without
+// an integer path, Amx where quant_amx_available() is false, AmxInt8 to Decode where quant_amx_int8_available() is
+// false, the type has no kernel or x has more than kQuantAmxInt8MaxRows rows).
+enum class QuantPath : uint8_t { Auto, Dot, Decode, Amx, AmxInt8 };
 void quant_force_path(QuantPath path);
 
 // The most rows of x for which Auto takes the integer path, per weight type (0: never); on CPUs with the AMX path only
 // below quant_amx_min_rows. Measured, see the definition.
 int64_t quant_dot_max_rows(QuantType t);
+// The rows of x for which Auto takes the AMX-INT8 path (kernels/cpu/quant_amx_int8.h), from min to max (0: never),
+// where quant_amx_int8_available() and the instruction set in use is Avx512; before the AMX path. Measured, see the
+// definition.
+int64_t quant_amx_int8_min_rows(QuantType t);
+int64_t quant_amx_int8_max_rows(QuantType t);
 // The fewest rows of x for which Auto takes the AMX path where quant_amx_available() (and the instruction set in use
 // is Avx512); measured, see the definition.
 int64_t quant_amx_min_rows(QuantType t);

@@ -18,6 +18,7 @@
 #include "kernels/common/dtype_convert.h"
 #include "kernels/cpu/packed_gemm.h"
 #include "kernels/cpu/quant_amx.h"
+#include "kernels/cpu/quant_amx_int8.h"
 #include "kernels/cpu/quant_dot.h"
 #include "kernels/cpu/quant_matmul.h"
 #include "kernels/cpu/ref/quant.h"
@@ -144,6 +145,10 @@ int main(int argc, char** argv) {
             if (quant_amx_available()) {
                 const double amx = run(QuantPath::Amx);
                 std::printf("  amx-bf16 %7.2f (%.2fx bf16)", amx, pw ? amx / bf16_ms[j] : 0.0);
+            }
+            if (quant_amx_int8_available() && quant_amx_int8_supported(t) && n <= kQuantAmxInt8MaxRows) {
+                const double amx8 = run(QuantPath::AmxInt8);
+                std::printf("  amx-int8 %7.2f (%.2fx bf16)", amx8, pw ? amx8 / bf16_ms[j] : 0.0);
             }
             for (QuantIsa isa : {QuantIsa::Avx512, QuantIsa::AvxVnni, QuantIsa::Avx2}) {
                 const bool ok = !amx_only && quant_isa_available(isa) && quant_dot_supported(t);

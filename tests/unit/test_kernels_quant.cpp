@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/common/dtype_convert.h"
+#include "kernels/cpu/quant_amx_int8.h"
 #include "kernels/cpu/quant_dot.h"
 #include "kernels/cpu/quant_matmul.h"
 #include "kernels/cpu/ref/quant.h"
@@ -409,23 +410,45 @@ TEST_CASE("activations quantize per block to int8 within half a step", "[quant]"
     }
 }
 
-TEST_CASE("the integer path matches the fp64 reference within its activation rounding", "[quant]") {
-    const int64_t shapes[][3] = {{1, 1, 256}, {1, 7, 768}, {3, 33, 512}, {17, 130, 256}, {40, 19, 1280}, {5, 60, 4096}};
-    // Every instruction set with an integer path, the default one at 1, 2 and 3 threads.
-    const std::pair<cpu::QuantIsa, int> configs[] = {{cpu::QuantIsa::Auto, 1},    {cpu::QuantIsa::Auto, 2},
-                                                     {cpu::QuantIsa::Auto, 3},    {cpu::QuantIsa::Avx512, 2},
-                                                     {cpu::QuantIsa::AvxVnni, 2}, {cpu::QuantIsa::Avx2, 2}};
-    for (const auto& [isa, threads] : configs) {
+TEST_CASE("the integer paths match the fp64 reference within their activation rounding", "[quant]") {
+    const int64_t shapes[][3] = {{1, 1, 256},    {1, 7, 768},   {3, 33, 512}, {17, 130, 256},
+                                 {40, 19, 1280}, {5, 60, 4096}, {16, 70, 512}};
+    // Every instruction set with an integer path, the default one at 1, 2 and 3 threads; the AMX-INT8 path (where
+    // the CPU has it) at 1 and 3 threads.
+    struct Config {
+        cpu::QuantIsa  isa;
+        int            threads;
+        cpu::QuantPath path = cpu::QuantPath::Dot;
+    };
+    const Config configs[]    = {{cpu::QuantIsa::Auto, 1},
+                                 {cpu::QuantIsa::Auto, 2},
+                                 {cpu::QuantIsa::Auto, 3},
+                                 {cpu::QuantIsa::Avx512, 2},
+                                 {cpu::QuantIsa::AvxVnni, 2},
+                                 {cpu::QuantIsa::Avx2, 2},
+                                 {cpu::QuantIsa::Avx512, 1, cpu::QuantPath::AmxInt8},
+                                 {cpu::QuantIsa::Avx512, 3, cpu::QuantPath::AmxInt8}};
+    bool         amx_int8_ran = false;
+    for (const auto& [isa, threads, path] : configs) {
         if (isa == cpu::QuantIsa::Auto ? !isa_available(cpu::QuantIsa::Avx2) : !isa_available(isa)) continue;
+        const bool amx_int8 = path == cpu::QuantPath::AmxInt8;
+        if (amx_int8 && !cpu::quant_amx_int8_available()) continue;
         cpu::quant_force_isa(isa);
         cpu::ThreadPool pool(threads);
-        cpu::quant_force_path(cpu::QuantPath::Dot);
+        cpu::quant_force_path(path);
         for (QuantType t : kAllQuant) {
-            if (!cpu::quant_dot_supported(t)) continue;
+            if (!cpu::quant_dot_supported(t) || (amx_int8 && !cpu::quant_amx_int8_supported(t))) continue;
             for (const auto& sh : shapes) {
                 const int64_t n = sh[0], m = sh[1], k = sh[2], be = cpu::quant_block_elems(t), nb = k / be;
+                if (amx_int8 && n > cpu::kQuantAmxInt8MaxRows) continue;
+                amx_int8_ran |= amx_int8;
+                // The fp32 roundings after the exact integer sums: the 8-lane kernels' (see below), or AMX-INT8's
+                // per block 8 scaled sub-block sums and 8 min terms added to one value, its scaling by d_x and its
+                // addition to the output (18 per block, each at most u_32 of that block's share of the absolute
+                // sum), then the bias add and the output's rounding.
+                const int64_t rounds = amx_int8 ? nb + 20 : nb + 10;
                 INFO(cpu::quant_name(t) << " n " << n << " m " << m << " k " << k << " threads " << threads << " "
-                                        << cpu::quant_isa_name(cpu::quant_isa()));
+                                        << cpu::quant_isa_name(cpu::quant_isa()) << (amx_int8 ? " amx-int8" : ""));
                 const QuantWeights  w = make_quant_weights(t, m, k, uint32_t(n * 7 + m));
                 const auto          x = test::random_floats(size_t(n * k), 5);
                 const auto          b = test::random_floats(size_t(m), 6);
@@ -459,7 +482,7 @@ TEST_CASE("the integer path matches the fp64 reference within its activation rou
                             for (int64_t j = 0; j < be; ++j)
                                 mag += (std::fabs(double(xr[bl * be + j])) + dx) * a[size_t(bl * be + j)];
                         }
-                        const double tol = act + double(nb + 10) * test::kU32 * mag;
+                        const double tol = act + double(rounds) * test::kU32 * mag;
                         const double err = std::fabs(double(got[size_t(i * m + o)]) - double(ref[size_t(i * m + o)]));
                         if (!(err <= tol)) {
                             UNSCOPED_INFO("row " << i << " output " << o << " got " << got[size_t(i * m + o)] << " ref "
@@ -472,7 +495,7 @@ TEST_CASE("the integer path matches the fp64 reference within its activation rou
                 CHECK(ok);
                 // The same products against the scalar reimplementation of the integer arithmetic: the same
                 // activations (quantize_act_row) and exact integer block sums, so only the fp32 combination differs:
-                // within (nb + 10) u_32 of the absolute sum (the roundings counted above).
+                // within `rounds` u_32 of the absolute sum (the roundings counted above).
                 ok = true;
                 for (int64_t i = 0; i < n && ok; ++i) {
                     cpu::quantize_act_row(t, x.data() + i * k, xq.data(), k);
@@ -483,7 +506,7 @@ TEST_CASE("the integer path matches the fp64 reference within its activation rou
                             double(b[size_t(o)]);
                         mag += std::fabs(double(b[size_t(o)]));
                         const double err = std::fabs(double(got[size_t(i * m + o)]) - v);
-                        if (!(err <= double(nb + 10) * test::kU32 * mag)) {
+                        if (!(err <= double(rounds) * test::kU32 * mag)) {
                             UNSCOPED_INFO("row " << i << " output " << o << " got " << got[size_t(i * m + o)]
                                                  << " integer ref " << v);
                             ok = false;
@@ -497,4 +520,6 @@ TEST_CASE("the integer path matches the fp64 reference within its activation rou
     }
     cpu::quant_force_isa(cpu::QuantIsa::Auto);
     cpu::quant_force_path(cpu::QuantPath::Auto);
+    if (!cpu::quant_amx_int8_available()) WARN("no AMX-INT8 on this CPU: its path was not checked here");
+    CHECK((amx_int8_ran || !cpu::quant_amx_int8_available()));
 }

@@ -10,6 +10,7 @@
 
 #include "kernels/common/dtype_convert.h"
 #include "kernels/cpu/quant_amx.h"
+#include "kernels/cpu/quant_amx_int8.h"
 #include "kernels/cpu/quant_matmul.h"
 #include "kernels/cpu/ref/quant.h"
 #include "test_kernels_util.h"
@@ -209,7 +210,9 @@ TEST_CASE("quant_matmul takes the AMX path from its row threshold, never under f
     if (!amx_or_warn()) return;
     const int64_t m = 40, k = 512;
     for (QuantType t : kAllQuant) {
-        const int64_t n = std::max<int64_t>(cpu::quant_amx_min_rows(t), 1);
+        // Below the AMX-INT8 path's limit that path runs instead (the next case).
+        const int64_t int8_rows = cpu::quant_amx_int8_available() ? cpu::quant_amx_int8_max_rows(t) : 0;
+        const int64_t n         = std::max<int64_t>({cpu::quant_amx_min_rows(t), int8_rows + 1, 1});
         if (n > 256) continue;  // never chosen for this type
         INFO(cpu::quant_name(t) << " n " << n);
         const QuantWeights w = make_quant_weights(t, m, k, 31);
@@ -225,5 +228,37 @@ TEST_CASE("quant_matmul takes the AMX path from its row threshold, never under f
             CHECK(f32 == decode);
         }
         CHECK(run(x, n, w, nullptr, 2) == amx);
+    }
+}
+
+TEST_CASE("quant_matmul takes the AMX-INT8 path within its row limits, never under f32 compute", "[quant][amx]") {
+    if (!cpu::quant_amx_int8_available()) {
+        WARN("no AMX-INT8 on this CPU (or the OS refused the tile state): this case checks nothing");
+        return;
+    }
+    const int64_t m = 70, k = 512;
+    for (QuantType t : kAllQuant) {
+        const int64_t top = cpu::quant_amx_int8_max_rows(t);
+        if (top == 0) continue;
+        for (int64_t n : {cpu::quant_amx_int8_min_rows(t), top}) {
+            INFO(cpu::quant_name(t) << " n " << n);
+            const QuantWeights w = make_quant_weights(t, m, k, 41);
+            const auto         x = test::random_floats(size_t(n * k), 42);
+            std::vector<float> int8, dot;
+            {
+                ForcePath force(cpu::QuantPath::AmxInt8);
+                int8           = run(x, n, w, nullptr, 2);
+                // Each output is one task's panel summed over k in a fixed order: the same bits at any thread count.
+                CHECK(run(x, n, w, nullptr, 1) == int8);
+                CHECK(run(x, n, w, nullptr, 3) == int8);
+                const auto f32 = run(x, n, w, nullptr, 2, true);
+                ForcePath  dec(cpu::QuantPath::Decode);
+                CHECK(f32 == run(x, n, w, nullptr, 2));
+                ForcePath force_dot(cpu::QuantPath::Dot);
+                dot = run(x, n, w, nullptr, 2);
+            }
+            CHECK(run(x, n, w, nullptr, 2) == int8);
+            CHECK(int8 != dot);  // a path of its own: the sums are combined in another order
+        }
     }
 }

@@ -1,0 +1,292 @@
+// The AMX-INT8 few-row quantized product (kernels/cpu/quant_amx_int8.h), Q4_K. Per panel of 16 W rows and Q4_K block
+// (256 elements, 8 sub-blocks of 32 with their own 6-bit scale and min):
+//   - the 16 rows' packed levels are transposed, 4 bytes at a time, into the B layout TDPBSUD reads (B row kk, bytes
+//     4 c .. 4 c + 3: W row c's levels 4 kk .. 4 kk + 3 of the sub-block), low nibbles one sub-block, high the next;
+//   - x's int8 values of the sub-block are the A tile as they lie in its quantized rows (no packing);
+//   - C[i][c] = sum of x row i's 32 int8 values times W row c's levels, exact in int32, one tile per sub-block;
+//   - the block's contribution d_x,i (sum_j d_c sc_cj C_j[i][c] - dmin_c m_cj bsum_ij) is added in fp32, 16 W rows a
+//     vector, so the scale factors are per lane and the x factors broadcast.
+// Instruction semantics: Intel Architecture Instruction Set Extensions Programming Reference (TDPBSUD, LDTILECFG).
+#include "kernels/cpu/quant_amx_int8.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/quant_amx.h"
+#include "kernels/cpu/quant_dot.h"
+#include "kernels/cpu/ref/quant.h"
+
+#if defined(__GNUC__) && defined(__x86_64__) && defined(__linux__)
+#include <immintrin.h>
+#define DYLLM_QUANT_AMX_INT8 1
+#endif
+
+namespace dyllm::cpu {
+
+#ifdef DYLLM_QUANT_AMX_INT8
+
+namespace {
+
+constexpr int kPanel = 16;  // W rows per panel: the 16 int32 columns of a C tile
+constexpr int kSub   = 32;  // elements per Q4_K sub-block: one TDPBSUD's k
+constexpr int kAhead = 4;   // blocks fetched ahead per W row
+
+struct alignas(64) TileConfig {
+    uint8_t  palette   = 1;
+    uint8_t  start_row = 0;
+    uint8_t  reserved[14]{};
+    uint16_t colsb[16]{};
+    uint8_t  rows[16]{};
+};
+
+// tmm0-3: C (n rows of 16 int32), tmm4-5: A (n rows of 32 int8 of x), tmm6-7: B (8 rows of 16 W rows x 4 levels).
+TileConfig make_config(int n) {
+    TileConfig cfg;
+    for (int t = 0; t < 4; ++t) cfg.rows[t] = uint8_t(n), cfg.colsb[t] = 64;
+    for (int t = 4; t < 6; ++t) cfg.rows[t] = uint8_t(n), cfg.colsb[t] = uint16_t(kSub);
+    for (int t = 6; t < 8; ++t) cfg.rows[t] = uint8_t(kSub / 4), cfg.colsb[t] = 64;
+    return cfg;
+}
+
+template <int Tag, class T>
+T* aligned_scratch(size_t n) {
+    thread_local std::vector<T> buf;
+    const size_t                pad = 64 / sizeof(T);
+    if (buf.size() < n + pad) buf.resize(n + pad);
+    const uintptr_t p = reinterpret_cast<uintptr_t>(buf.data());
+    return reinterpret_cast<T*>((p + 63) & ~uintptr_t(63));
+}
+
+}  // namespace
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,bmi2,f16c,avx512f,avx512bw,avx512dq,avx512vl," \
+                                                   "amx-tile,amx-int8"))),                                  \
+                             apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("arch=x86-64-v4,amx-tile,amx-int8")
+#endif
+namespace amx8 {
+
+// The 16 x 8 matrix of 32-bit words in[c][kk] (c: W row, in[c] = 8 words at rows[c]) as out[kk][c]: two 8 x 8
+// transposes side by side in the two 256-bit halves (rows 0-7 low, 8-15 high).
+inline void transpose_words(const uint8_t* const* rows, __m512i* out) {
+    __m512i a[8], t[8], u[8];
+    for (int p = 0; p < 8; ++p)
+        a[p] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[p]))),
+                                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[p + 8])), 1);
+    for (int p = 0; p < 8; p += 2) {
+        t[p]     = _mm512_unpacklo_epi32(a[p], a[p + 1]);  // words 0, 1 | 4, 5 of rows p, p + 1 interleaved
+        t[p + 1] = _mm512_unpackhi_epi32(a[p], a[p + 1]);  // words 2, 3 | 6, 7
+    }
+    for (int q = 0; q < 2; ++q) {  // rows 4 q .. 4 q + 3
+        const int b = 4 * q;
+        u[b]        = _mm512_unpacklo_epi64(t[b], t[b + 2]);      // word 0 | 4 of the four rows
+        u[b + 1]    = _mm512_unpackhi_epi64(t[b], t[b + 2]);      // word 1 | 5
+        u[b + 2]    = _mm512_unpacklo_epi64(t[b + 1], t[b + 3]);  // word 2 | 6
+        u[b + 3]    = _mm512_unpackhi_epi64(t[b + 1], t[b + 3]);  // word 3 | 7
+    }
+    // Each 128-bit lane of u holds four rows' word: join rows 0-3 (u[w]) with rows 4-7 (u[4 + w]) per half.
+    const __m512i lo = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13), hi = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+    for (int w = 0; w < 4; ++w) {
+        out[w]     = _mm512_permutex2var_epi64(u[w], lo, u[4 + w]);
+        out[w + 4] = _mm512_permutex2var_epi64(u[w], hi, u[4 + w]);
+    }
+}
+
+// x's per-block factors for the epilogue: xf[(i * nb + b) * 9]: d_x, then the 8 sub-blocks' sums of x's int8 values.
+void x_factors(const uint8_t* xq, size_t xs, int64_t n, int64_t nb, float* xf) {
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t b = 0; b < nb; ++b) {
+            const ActBlock256* xb = reinterpret_cast<const ActBlock256*>(xq + size_t(i) * xs) + b;
+            float* const       f  = xf + (i * nb + b) * 9;
+            f[0]                  = xb->d;
+            for (int j = 0; j < 8; ++j) f[1 + j] = float(int(xb->bsums[2 * j]) + int(xb->bsums[2 * j + 1]));
+        }
+}
+
+// Block b of a panel (rows wr[0..15]) into slot's buffers: its levels as 8 B tiles (bt) and d sc_j, dmin m_j per row
+// (f: 8 vectors of 16 sc factors, then 8 of min factors), as dequantize_row computes them.
+inline void decode_block(const uint8_t* const* wr, __m512i offs, int64_t b, uint8_t* bt, float* f) {
+    const uint8_t* blk0 = wr[0] + b * int64_t(sizeof(BlockQ4_K));
+    // d, dmin and the 12 scale bytes of the 16 rows, one 32-bit word per row per gather.
+    const __m512i dd = _mm512_i32gather_epi32(offs, blk0, 1);
+    const __m512i u0 = _mm512_i32gather_epi32(offs, blk0 + 4, 1);
+    const __m512i u1 = _mm512_i32gather_epi32(offs, blk0 + 8, 1);
+    const __m512i u2 = _mm512_i32gather_epi32(offs, blk0 + 12, 1);
+    const __m512  d  = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dd));
+    const __m512  dm = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
+    // quant_k_scale_min's 6-bit values, four sub-blocks per word (bytes 0-3).
+    const __m512i m3f = _mm512_set1_epi32(0x3f3f3f3f), m0f = _mm512_set1_epi32(0x0f0f0f0f),
+                  m03 = _mm512_set1_epi32(0x03030303), byte = _mm512_set1_epi32(0xff);
+    const __m512i s_lo = _mm512_and_si512(u0, m3f), m_lo = _mm512_and_si512(u1, m3f);
+    const __m512i s_hi   = _mm512_or_si512(_mm512_and_si512(u2, m0f),
+                                           _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u0, 6), m03), 4));
+    const __m512i m_hi   = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(u2, 4), m0f),
+                                           _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u1, 6), m03), 4));
+    auto          factor = [&](__m512 scale, __m512i packed, int j) {
+        return _mm512_mul_ps(scale, _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(packed, 8 * j), byte)));
+    };
+    for (int j = 0; j < 4; ++j) {
+        _mm512_store_ps(f + 16 * j, factor(d, s_lo, j));
+        _mm512_store_ps(f + 16 * (j + 4), factor(d, s_hi, j));
+        _mm512_store_ps(f + 16 * (j + 8), factor(dm, m_lo, j));
+        _mm512_store_ps(f + 16 * (j + 12), factor(dm, m_hi, j));
+    }
+    // The levels as B tiles: group g's 32 bytes hold sub-block 2 g (low nibbles) and 2 g + 1 (high).
+    const __m512i low4 = _mm512_set1_epi8(15);
+    for (int g = 0; g < 4; ++g) {
+        const uint8_t* q[kPanel];
+        for (int c = 0; c < kPanel; ++c) q[c] = wr[c] + b * int64_t(sizeof(BlockQ4_K)) + 16 + 32 * g;
+        __m512i t[8];
+        transpose_words(q, t);
+        uint8_t* const lo = bt + (2 * g) * 512;
+        uint8_t* const hi = lo + 512;
+        for (int kk = 0; kk < 8; ++kk) {
+            _mm512_store_si512(lo + 64 * kk, _mm512_and_si512(t[kk], low4));
+            _mm512_store_si512(hi + 64 * kk, _mm512_and_si512(_mm512_srli_epi16(t[kk], 4), low4));
+        }
+    }
+}
+
+// The 8 sub-blocks' integer sums of block b (x's A tiles at xa, stride xs; W's B tiles at bt) into ct: tile j's n
+// rows of 16 int32 at ct + j * n * 16. Four C tiles at a time, A and B loads alternating between two registers.
+inline void block_sums(const uint8_t* xa, size_t xs, const uint8_t* bt, int32_t* ct, int n) {
+    for (int h = 0; h < 2; ++h) {
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+        _tile_loadd(4, xa + kSub * (4 * h + 0), long(xs));
+        _tile_loadd(6, bt + 512 * (4 * h + 0), 64);
+        _tile_dpbsud(0, 4, 6);
+        _tile_loadd(5, xa + kSub * (4 * h + 1), long(xs));
+        _tile_loadd(7, bt + 512 * (4 * h + 1), 64);
+        _tile_dpbsud(1, 5, 7);
+        _tile_loadd(4, xa + kSub * (4 * h + 2), long(xs));
+        _tile_loadd(6, bt + 512 * (4 * h + 2), 64);
+        _tile_dpbsud(2, 4, 6);
+        _tile_loadd(5, xa + kSub * (4 * h + 3), long(xs));
+        _tile_loadd(7, bt + 512 * (4 * h + 3), 64);
+        _tile_dpbsud(3, 5, 7);
+        int32_t* const c = ct + (4 * h) * n * 16;
+        _tile_stored(0, c, 64);
+        _tile_stored(1, c + n * 16, 64);
+        _tile_stored(2, c + 2 * n * 16, 64);
+        _tile_stored(3, c + 3 * n * 16, 64);
+    }
+}
+
+// acc[i] += d_x,i (sum_j sc_j C_j[i] - sum_j mn_j bsum_ij) for block b, 16 W rows a vector.
+inline void block_epilogue(const int32_t* ct, const float* f, const float* xf, int64_t nb, int64_t b, int n,
+                           float* acc) {
+    for (int i = 0; i < n; ++i) {
+        const float* x = xf + (i * nb + b) * 9;
+        __m512       s = _mm512_mul_ps(_mm512_load_ps(f), _mm512_cvtepi32_ps(_mm512_load_si512(ct + i * 16)));
+        for (int j = 1; j < 8; ++j)
+            s = _mm512_fmadd_ps(_mm512_load_ps(f + 16 * j),
+                                _mm512_cvtepi32_ps(_mm512_load_si512(ct + (j * n + i) * 16)), s);
+        for (int j = 0; j < 8; ++j) s = _mm512_fnmadd_ps(_mm512_load_ps(f + 16 * (8 + j)), _mm512_set1_ps(x[1 + j]), s);
+        float* const a = acc + i * 16;
+        _mm512_store_ps(a, _mm512_fmadd_ps(_mm512_set1_ps(x[0]), s, _mm512_load_ps(a)));
+    }
+}
+
+void rows_q4_k(const uint8_t* xq, size_t xs, int n, QuantMat w, int64_t o0, int64_t o1, MatF y) {
+    const int64_t nb = w.cols / kQuantBlockK;
+    float* const  xf = aligned_scratch<0, float>(size_t(n * nb * 9));
+    x_factors(xq, xs, n, nb, xf);
+    // Two slots of each per-block buffer: block b's tiles run while block b - 1's sums are scaled and block b + 1 is
+    // decoded, so no load waits on the store just before it (AMX stores and vector loads do not forward).
+    uint8_t* const   bt  = aligned_scratch<1, uint8_t>(2 * 8 * 512);             // 8 B tiles per block
+    int32_t* const   ct  = aligned_scratch<2, int32_t>(size_t(2 * 8 * n * 16));  // 8 C tiles per block
+    float* const     fs  = aligned_scratch<3, float>(2 * 16 * 16);               // sc and min factors per block
+    float* const     acc = aligned_scratch<4, float>(size_t(n * 16));
+    const TileConfig cfg = make_config(n);
+    _tile_loadconfig(&cfg);
+    const size_t         ct_slot = size_t(8 * n * 16);
+    const uint8_t* const xa0     = xq + offsetof(ActBlock256, qs);
+    for (int64_t p = o0; p < o1; p += kPanel) {
+        const int rows = int(std::min<int64_t>(kPanel, o1 - p));
+        // Rows past o1 repeat the last one (their outputs are dropped).
+        const uint8_t* wr[kPanel];
+        int32_t        off[kPanel];
+        for (int c = 0; c < kPanel; ++c) {
+            wr[c]  = static_cast<const uint8_t*>(w.row_ptr(p + std::min(c, rows - 1)));
+            off[c] = int32_t(wr[c] - wr[0]);
+        }
+        const __m512i offs = _mm512_loadu_si512(off);
+        std::fill(acc, acc + n * 16, 0.0f);
+        decode_block(wr, offs, 0, bt, fs);
+        for (int64_t b = 0; b < nb; ++b) {
+            const int64_t s = b & 1, t = s ^ 1;
+            asm volatile("" ::
+                             : "memory");  // the tile loads read bt, the tile stores write ct (GCC's tile
+                                           // intrinsics do not say so)
+            block_sums(xa0 + b * int64_t(sizeof(ActBlock256)), xs, bt + s * 4096, ct + s * ct_slot, n);
+            if (b > 0) block_epilogue(ct + t * ct_slot, fs + t * 256, xf, nb, b - 1, n, acc);
+            if (b + 1 < nb) decode_block(wr, offs, b + 1, bt + t * 4096, fs + t * 256);
+            // W's rows are 16 interleaved streams the hardware prefetchers follow poorly (1.24x slower without this
+            // on a 12288 x 4096 product, 8 rows): each row's block kAhead blocks on, in the next panel past the end.
+            const int64_t ahead = b + kAhead;
+            if (ahead < nb || p + kPanel < o1)
+                for (int c = 0; c < kPanel; ++c) {
+                    const int64_t r = ahead < nb ? p + std::min(c, rows - 1) : std::min(p + kPanel + c, o1 - 1);
+                    const char*   a = static_cast<const char*>(w.row_ptr(r)) +
+                                    (ahead < nb ? ahead : ahead - nb) * int64_t(sizeof(BlockQ4_K));
+                    _mm_prefetch(a, _MM_HINT_T0);
+                    _mm_prefetch(a + 64, _MM_HINT_T0);
+                    _mm_prefetch(a + 128, _MM_HINT_T0);
+                }
+            asm volatile("" ::: "memory");
+        }
+        block_epilogue(ct + ((nb - 1) & 1) * ct_slot, fs + ((nb - 1) & 1) * 256, xf, nb, nb - 1, n, acc);
+        for (int i = 0; i < n; ++i) std::memcpy(y.row(i) + (p - o0), acc + i * 16, size_t(rows) * sizeof(float));
+    }
+    _tile_release();
+}
+
+}  // namespace amx8
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+#pragma GCC diagnostic pop
+
+bool quant_amx_int8_available() {
+    // CPUID leaf 7 EDX bit 25: AMX-INT8 (the tile state itself is granted by quant_amx_available()).
+    static const bool ok = quant_amx_available() && cpuid_bit(7, 0, 3, 25);
+    return ok;
+}
+
+bool quant_amx_int8_supported(QuantType t) {
+    return t == QuantType::Q4_K;
+}
+
+void quant_amx_int8_rows(const void* xq, size_t xs, int64_t n, QuantMat w, int64_t o0, int64_t o1, MatF y) {
+    if (n <= 0 || o1 <= o0) return;
+    amx8::rows_q4_k(static_cast<const uint8_t*>(xq), xs, int(n), w, o0, o1, y);
+}
+
+#else
+
+bool quant_amx_int8_available() {
+    return false;
+}
+bool quant_amx_int8_supported(QuantType) {
+    return false;
+}
+void quant_amx_int8_rows(const void*, size_t, int64_t, QuantMat, int64_t, int64_t, MatF) {}
+
+#endif
+
+}  // namespace dyllm::cpu
