@@ -1,4 +1,4 @@
-// The AMX-INT8 few-row quantized product (kernels/cpu/quant_amx_int8.h), Q4_K. Per panel of 16 W rows and Q4_K block
+// The AMX-INT8 few-row quantized product (kernels/cpu/quant_amx_int8.h), Q4_K (Q8_0 the same way, below). Per panel of 16 W rows and Q4_K block
 // (256 elements, 8 sub-blocks of 32 with their own 6-bit scale and min):
 //   - the 16 rows' packed levels are transposed, 4 bytes at a time, into the B layout TDPBSUD reads (B row kk, bytes
 //     4 c .. 4 c + 3: W row c's levels 4 kk .. 4 kk + 3 of the sub-block), low nibbles one sub-block, high the next;
@@ -157,33 +157,48 @@ inline void decode_block(const uint8_t* const* wr, __m512i offs, int64_t b, uint
     }
 }
 
-// The 8 sub-blocks' integer sums of block b (x's A tiles at xa, stride xs; W's B tiles at bt) into ct: tile j's n
-// rows of 16 int32 at ct + j * n * 16. Four C tiles at a time, A and B loads alternating between two registers.
-inline void block_sums(const uint8_t* xa, size_t xs, const uint8_t* bt, int32_t* ct, int n) {
-    for (int h = 0; h < 2; ++h) {
+// The integer sums of up to 8 units of 32 elements (Q4_K: a block's sub-blocks; Q8_0: 8 blocks) into ct: unit j's x
+// A tile at xa[j] (stride xs), W's B tile at bt + 512 j, its n rows of 16 int32 to ct + j * n * 16. Four C tiles at a
+// time, A and B loads alternating between two registers. Signed: W's levels are int8 (TDPBSSD), else uint8 (TDPBSUD).
+// Unit J into C tile c through A tile a and B tile b (literal tile numbers: GCC's tile intrinsics paste them into
+// the instruction).
+#define DYLLM_UNIT_PRODUCT(J, a, b, c)      \
+    do {                                    \
+        _tile_loadd(a, xa[J], long(xs));    \
+        _tile_loadd(b, bt + 512 * (J), 64); \
+        if constexpr (Signed)               \
+            _tile_dpbssd(c, a, b);          \
+        else                                \
+            _tile_dpbsud(c, a, b);          \
+    } while (0)
+
+template <bool Signed>
+inline void unit_sums(const uint8_t* const* xa, size_t xs, const uint8_t* bt, int32_t* ct, int n, int units) {
+    for (int h = 0; h < 2 && 4 * h < units; ++h) {
+        const int u = units - 4 * h;
         _tile_zero(0);
         _tile_zero(1);
         _tile_zero(2);
         _tile_zero(3);
-        _tile_loadd(4, xa + kSub * (4 * h + 0), long(xs));
-        _tile_loadd(6, bt + 512 * (4 * h + 0), 64);
-        _tile_dpbsud(0, 4, 6);
-        _tile_loadd(5, xa + kSub * (4 * h + 1), long(xs));
-        _tile_loadd(7, bt + 512 * (4 * h + 1), 64);
-        _tile_dpbsud(1, 5, 7);
-        _tile_loadd(4, xa + kSub * (4 * h + 2), long(xs));
-        _tile_loadd(6, bt + 512 * (4 * h + 2), 64);
-        _tile_dpbsud(2, 4, 6);
-        _tile_loadd(5, xa + kSub * (4 * h + 3), long(xs));
-        _tile_loadd(7, bt + 512 * (4 * h + 3), 64);
-        _tile_dpbsud(3, 5, 7);
+        if (h == 0) {
+            DYLLM_UNIT_PRODUCT(0, 4, 6, 0);
+            if (u > 1) DYLLM_UNIT_PRODUCT(1, 5, 7, 1);
+            if (u > 2) DYLLM_UNIT_PRODUCT(2, 4, 6, 2);
+            if (u > 3) DYLLM_UNIT_PRODUCT(3, 5, 7, 3);
+        } else {
+            DYLLM_UNIT_PRODUCT(4, 4, 6, 0);
+            if (u > 1) DYLLM_UNIT_PRODUCT(5, 5, 7, 1);
+            if (u > 2) DYLLM_UNIT_PRODUCT(6, 4, 6, 2);
+            if (u > 3) DYLLM_UNIT_PRODUCT(7, 5, 7, 3);
+        }
         int32_t* const c = ct + (4 * h) * n * 16;
         _tile_stored(0, c, 64);
-        _tile_stored(1, c + n * 16, 64);
-        _tile_stored(2, c + 2 * n * 16, 64);
-        _tile_stored(3, c + 3 * n * 16, 64);
+        if (u > 1) _tile_stored(1, c + n * 16, 64);
+        if (u > 2) _tile_stored(2, c + 2 * n * 16, 64);
+        if (u > 3) _tile_stored(3, c + 3 * n * 16, 64);
     }
 }
+#undef DYLLM_UNIT_PRODUCT
 
 // acc[i] += d_x,i (sum_j sc_j C_j[i] - sum_j mn_j bsum_ij) for block b, 16 W rows a vector.
 inline void block_epilogue(const int32_t* ct, const float* f, const float* xf, int64_t nb, int64_t b, int n,
@@ -231,7 +246,9 @@ void rows_q4_k(const uint8_t* xq, size_t xs, int n, QuantMat w, int64_t o0, int6
             asm volatile("" ::
                              : "memory");  // the tile loads read bt, the tile stores write ct (GCC's tile
                                            // intrinsics do not say so)
-            block_sums(xa0 + b * int64_t(sizeof(ActBlock256)), xs, bt + s * 4096, ct + s * ct_slot, n);
+            const uint8_t* xa[8];
+            for (int u = 0; u < 8; ++u) xa[u] = xa0 + b * int64_t(sizeof(ActBlock256)) + kSub * u;
+            unit_sums<false>(xa, xs, bt + s * 4096, ct + s * ct_slot, n, 8);
             if (b > 0) block_epilogue(ct + t * ct_slot, fs + t * 256, xf, nb, b - 1, n, acc);
             if (b + 1 < nb) decode_block(wr, offs, b + 1, bt + t * 4096, fs + t * 256);
             // W's rows are 16 interleaved streams the hardware prefetchers follow poorly (1.24x slower without this
@@ -254,6 +271,86 @@ void rows_q4_k(const uint8_t* xq, size_t xs, int n, QuantMat w, int64_t o0, int6
     _tile_release();
 }
 
+// Q8_0 in units of 8 blocks (256 elements; the last unit may hold fewer): unit u's blocks b0 .. b0 + units as B tiles
+// (the int8 levels transposed, no unpacking) and their scales per row (f: one vector of 16 per block).
+inline void decode_unit_q8_0(const uint8_t* const* wr, __m512i offs, int64_t b0, int units, uint8_t* bt, float* f) {
+    for (int j = 0; j < units; ++j) {
+        const int64_t at = (b0 + j) * int64_t(sizeof(BlockQ8_0));
+        // d and the first two levels of each row's block: the scale is the low half of each word.
+        const __m512i dd = _mm512_i32gather_epi32(offs, wr[0] + at, 1);
+        _mm512_store_ps(f + 16 * j, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dd)));
+        const uint8_t* q[kPanel];
+        for (int c = 0; c < kPanel; ++c) q[c] = wr[c] + at + offsetof(BlockQ8_0, qs);
+        __m512i t[8];
+        transpose_words(q, t);
+        for (int kk = 0; kk < 8; ++kk) _mm512_store_si512(bt + 512 * j + 64 * kk, t[kk]);
+    }
+}
+
+// acc[i] += sum_j d_x,ij (d_j C_j[i]) over the unit's blocks.
+inline void unit_epilogue_q8_0(const int32_t* ct, const float* f, const uint8_t* xq, size_t xs, int64_t b0, int units,
+                               int n, float* acc) {
+    for (int i = 0; i < n; ++i) {
+        const ActBlock32* xb = reinterpret_cast<const ActBlock32*>(xq + size_t(i) * xs) + b0;
+        float* const      a  = acc + i * 16;
+        __m512            v  = _mm512_load_ps(a);
+        for (int j = 0; j < units; ++j)
+            v = _mm512_fmadd_ps(
+                _mm512_set1_ps(xb[j].d),
+                _mm512_mul_ps(_mm512_load_ps(f + 16 * j), _mm512_cvtepi32_ps(_mm512_load_si512(ct + (j * n + i) * 16))),
+                v);
+        _mm512_store_ps(a, v);
+    }
+}
+
+void rows_q8_0(const uint8_t* xq, size_t xs, int n, QuantMat w, int64_t o0, int64_t o1, MatF y) {
+    const int64_t    nb = w.cols / kQuantBlock32, nu = (nb + 7) / 8;
+    uint8_t* const   bt  = aligned_scratch<1, uint8_t>(2 * 8 * 512);
+    int32_t* const   ct  = aligned_scratch<2, int32_t>(size_t(2 * 8 * n * 16));
+    float* const     fs  = aligned_scratch<3, float>(2 * 8 * 16);
+    float* const     acc = aligned_scratch<4, float>(size_t(n * 16));
+    const TileConfig cfg = make_config(n);
+    _tile_loadconfig(&cfg);
+    const size_t ct_slot = size_t(8 * n * 16);
+    auto         units   = [&](int64_t u) { return int(std::min<int64_t>(8, nb - 8 * u)); };
+    for (int64_t p = o0; p < o1; p += kPanel) {
+        const int      rows = int(std::min<int64_t>(kPanel, o1 - p));
+        const uint8_t* wr[kPanel];
+        int32_t        off[kPanel];
+        for (int c = 0; c < kPanel; ++c) {
+            wr[c]  = static_cast<const uint8_t*>(w.row_ptr(p + std::min(c, rows - 1)));
+            off[c] = int32_t(wr[c] - wr[0]);
+        }
+        const __m512i offs = _mm512_loadu_si512(off);
+        std::fill(acc, acc + n * 16, 0.0f);
+        decode_unit_q8_0(wr, offs, 0, units(0), bt, fs);
+        for (int64_t u = 0; u < nu; ++u) {
+            const int64_t s = u & 1, t = s ^ 1;
+            asm volatile("" ::: "memory");
+            const uint8_t* xa[8];
+            for (int j = 0; j < 8; ++j)
+                xa[j] = xq + (8 * u + j) * int64_t(sizeof(ActBlock32)) + offsetof(ActBlock32, qs);
+            unit_sums<true>(xa, xs, bt + s * 4096, ct + s * ct_slot, n, units(u));
+            if (u > 0) unit_epilogue_q8_0(ct + t * ct_slot, fs + t * 128, xq, xs, 8 * (u - 1), units(u - 1), n, acc);
+            if (u + 1 < nu) decode_unit_q8_0(wr, offs, 8 * (u + 1), units(u + 1), bt + t * 4096, fs + t * 128);
+            // Each W row's unit two ahead (see rows_q4_k), in the next panel past the end.
+            const int64_t ahead = u + 2;
+            if (ahead < nu || p + kPanel < o1)
+                for (int c = 0; c < kPanel; ++c) {
+                    const int64_t r = ahead < nu ? p + std::min(c, rows - 1) : std::min(p + kPanel + c, o1 - 1);
+                    const char*   a = static_cast<const char*>(w.row_ptr(r)) +
+                                    8 * (ahead < nu ? ahead : ahead - nu) * int64_t(sizeof(BlockQ8_0));
+                    for (int l = 0; l < 5; ++l) _mm_prefetch(a + 64 * l, _MM_HINT_T0);
+                }
+            asm volatile("" ::: "memory");
+        }
+        const int64_t last = nu - 1;
+        unit_epilogue_q8_0(ct + (last & 1) * ct_slot, fs + (last & 1) * 128, xq, xs, 8 * last, units(last), n, acc);
+        for (int i = 0; i < n; ++i) std::memcpy(y.row(i) + (p - o0), acc + i * 16, size_t(rows) * sizeof(float));
+    }
+    _tile_release();
+}
+
 }  // namespace amx8
 #if defined(__clang__)
 #pragma clang attribute pop
@@ -269,12 +366,15 @@ bool quant_amx_int8_available() {
 }
 
 bool quant_amx_int8_supported(QuantType t) {
-    return t == QuantType::Q4_K;
+    return t == QuantType::Q4_K || t == QuantType::Q8_0;
 }
 
 void quant_amx_int8_rows(const void* xq, size_t xs, int64_t n, QuantMat w, int64_t o0, int64_t o1, MatF y) {
     if (n <= 0 || o1 <= o0) return;
-    amx8::rows_q4_k(static_cast<const uint8_t*>(xq), xs, int(n), w, o0, o1, y);
+    if (w.type == QuantType::Q8_0)
+        amx8::rows_q8_0(static_cast<const uint8_t*>(xq), xs, int(n), w, o0, o1, y);
+    else if (w.type == QuantType::Q4_K)
+        amx8::rows_q4_k(static_cast<const uint8_t*>(xq), xs, int(n), w, o0, o1, y);
 }
 
 #else

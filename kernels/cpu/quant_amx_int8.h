@@ -1,6 +1,7 @@
 // The AMX-INT8 path of the quantized product (kernels/cpu/quant_matmul.h) for few rows of x, DyLLM's sparse steps:
 // x quantized per block to int8 as for the integer path (kernels/cpu/quant_dot.h), W's levels multiplied with it by
-// TDPBSUD one sub-block at a time (exact int32 sums), each sum scaled by its sub-block's factor in fp32. It does the
+// TDPBSUD (Q4_K) or TDPBSSD (Q8_0) one 32-element sub-block or block at a time (exact int32 sums), each sum scaled by
+// its factors in fp32. It does the
 // work of the AVX512-VNNI kernels' 8-16 dot instructions per W block and x row in tile instructions, leaving the vector
 // units the unpacking of the levels and the scaling.
 #pragma once

@@ -199,16 +199,18 @@ int64_t quant_amx_min_rows(QuantType t) {
 }
 
 // Measured with tests/bench/bench_quant.cpp (12288 x 4096 and 4096 x 4096, one thread, best CPU time of 5; the Xeon
-// with AMX above, shared with other jobs): Q4_K's AMX-INT8 path against the AVX512-VNNI integer path and the AMX-BF16
-// path. 1 row: 2.81 / 2.01 / 7.41 ms and 0.94 / 0.60 / 1.83; 2 rows 2.89 / 2.97 / 7.13 and 0.96 / 0.78 / 1.86; 3 rows
-// 2.95 / 3.24 and 1.02 / 1.01; 8 rows 5.29 / 8.21 and 1.32 / 2.16; 12 rows 4.47 vs AMX-BF16 6.59 and 1.43 vs 1.68; 16
-// rows 5.04 vs 5.65 and 1.71 vs 1.73. Its cost grows with the rows (each sub-block's tile of sums goes through memory
-// for its scale), the AMX-BF16 path's hardly.
+// with AMX above, shared with other jobs, so rough figures; ratios within one run): the AMX-INT8 path against the
+// AVX512-VNNI integer path and the AMX-BF16 path. Q4_K, 12288 x 4096: 1 row 2.83 / 2.19 / 7.57 ms, 2 rows 3.50 /
+// 4.92 / 7.36, 8 rows 5.29 / 8.21 / 16.6, 16 rows 6.38 / 14.8 / 8.55; 4096 x 4096 8 rows 1.32 / 2.16 / 1.85. Q8_0,
+// 12288 x 4096: 1 row 5.80 / 9.09 / 14.4, 2 rows 5.49 / 9.33 / 13.7, 8 rows 6.94 / 19.3 / 16.9, 16 rows 7.92 / 27.8
+// / 15.5; 4096 x 4096 2 rows 1.03 / 1.66 / 4.10, 16 rows 1.90 / 9.46 / 3.97. Its cost grows with the rows (each unit's
+// tile of sums goes through memory to be scaled), the AMX-BF16 path's hardly: beyond 16 rows (one tile of x) that
+// path takes over.
 int64_t quant_amx_int8_min_rows(QuantType t) {
-    return t == QuantType::Q4_K ? 3 : 0;
+    return t == QuantType::Q4_K ? 2 : t == QuantType::Q8_0 ? 1 : 0;
 }
 int64_t quant_amx_int8_max_rows(QuantType t) {
-    return t == QuantType::Q4_K ? 14 : 0;
+    return quant_amx_int8_min_rows(t) > 0 ? kQuantAmxInt8MaxRows : 0;
 }
 
 void quant_matmul(CMatF x, QuantMat w, ConstMat bias, MatF y, ThreadPool& pool, bool f32_x) {
@@ -219,8 +221,8 @@ void quant_matmul(CMatF x, QuantMat w, ConstMat bias, MatF y, ThreadPool& pool, 
     const bool auto512  = path == QuantPath::Auto && quant_isa() == QuantIsa::Avx512;
     const bool amx_int8 = k > 0 && !f32_x && quant_amx_int8_available() && quant_amx_int8_supported(w.type) &&
                           n <= kQuantAmxInt8MaxRows &&
-                          (path == QuantPath::AmxInt8 || (auto512 && n >= quant_amx_int8_min_rows(w.type) &&
-                                                           n <= quant_amx_int8_max_rows(w.type)));
+                          (path == QuantPath::AmxInt8 ||
+                           (auto512 && n >= quant_amx_int8_min_rows(w.type) && n <= quant_amx_int8_max_rows(w.type)));
     const bool amx = !amx_int8 && k > 0 && !f32_x && quant_amx_available() &&
                      (path == QuantPath::Amx || (auto512 && n >= quant_amx_min_rows(w.type)));
     DotIsa     dot_isa{};

@@ -411,8 +411,9 @@ TEST_CASE("activations quantize per block to int8 within half a step", "[quant]"
 }
 
 TEST_CASE("the integer paths match the fp64 reference within their activation rounding", "[quant]") {
-    const int64_t shapes[][3] = {{1, 1, 256},    {1, 7, 768},   {3, 33, 512}, {17, 130, 256},
-                                 {40, 19, 1280}, {5, 60, 4096}, {16, 70, 512}};
+    // k = 800: 25 blocks of the 32-element types (the AMX-INT8 path's units of 8 blocks end short; not a K-quant k).
+    const int64_t shapes[][3] = {{1, 1, 256},    {1, 7, 768},   {3, 33, 512},  {17, 130, 256},
+                                 {40, 19, 1280}, {5, 60, 4096}, {16, 70, 512}, {6, 45, 800}};
     // Every instruction set with an integer path, the default one at 1, 2 and 3 threads; the AMX-INT8 path (where
     // the CPU has it) at 1 and 3 threads.
     struct Config {
@@ -440,7 +441,7 @@ TEST_CASE("the integer paths match the fp64 reference within their activation ro
             if (!cpu::quant_dot_supported(t) || (amx_int8 && !cpu::quant_amx_int8_supported(t))) continue;
             for (const auto& sh : shapes) {
                 const int64_t n = sh[0], m = sh[1], k = sh[2], be = cpu::quant_block_elems(t), nb = k / be;
-                if (amx_int8 && n > cpu::kQuantAmxInt8MaxRows) continue;
+                if ((amx_int8 && n > cpu::kQuantAmxInt8MaxRows) || k % be != 0) continue;
                 amx_int8_ran |= amx_int8;
                 // The fp32 roundings after the exact integer sums: the 8-lane kernels' (see below), or AMX-INT8's
                 // per block 8 scaled sub-block sums and 8 min terms added to one value, its scaling by d_x and its
