@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/errors.h"
 #include "engine/methods/method.h"
 
 namespace dyllm {
@@ -139,8 +140,11 @@ private:
             k.rows.clear();
             k.cu.assign(1, 0);
             for (int b = 0; b < lay.n_seq(); ++b) {
-                const SeqProgress&          s    = in.seqs[size_t(b)];
-                const std::vector<int32_t>& kept = state(s.id).kept[size_t(l)];
+                const SeqProgress& s  = in.seqs[size_t(b)];
+                const SeqState&    st = state(s.id);
+                DYLLM_ASSERT(st.kept.size() == size_t(cfg_.n_layer),
+                             "sparse-dllm: a cached step before its block's ranking");
+                const std::vector<int32_t>& kept = st.kept[size_t(l)];
                 const auto [first, end]          = block_queries(s);
                 const int32_t cu                 = lay.cu[size_t(b)];
                 size_t        j                  = 0;
