@@ -133,9 +133,10 @@ def main():
         result = forward(input_ids, *a, **k)
         probs = torch.softmax(result.logits[0], dim=-1)
         conf = probs.gather(-1, probs.argmax(-1, keepdim=True))[:, 0].tolist()
-        offset = P if rows[-1] == P + args.gen else P + ((len(rows) - 1) // (steps_total * args.block // args.gen)) * \
-            args.block  # a cached step computes its block only
-        confidences.append({pos - P: conf[pos - offset] for pos in range(offset, offset + rows[-1]) if pos >= P})
+        # A dense step's input is the whole canvas; a cached step's, its block.
+        start = 0 if rows[-1] == P + args.gen else P + ((len(rows) - 1) // (steps_total * args.block // args.gen)) * \
+            args.block
+        confidences.append({pos - P: conf[pos - start] for pos in range(max(P, start), start + rows[-1])})
         return result
 
     model.forward = observe
