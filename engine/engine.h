@@ -79,6 +79,10 @@ struct DiffusionParams {
     bool  d2_update_prior = false;
     bool  d2_queried_only = false;
     bool  d2_block_window = false;
+    // Sparse-dLLM (engine/methods/sparse_dllm.cpp): the share of the cached keys outside the block each layer retains
+    // and the max-pooling window over their importance (the authors' keep_ratio and kernel_size).
+    float sparse_keep_ratio  = 0.5f;
+    int   sparse_kernel_size = 3;
     // Unmask each block in a random order drawn from the seed instead of by confidence (dKV-Cache Greedy always does).
     bool random_order = false;
 

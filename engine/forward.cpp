@@ -214,6 +214,22 @@ void Forward::attention(int l, const TensorView& q, const RowSet& rows, const La
     acc_[size_t(l)].flops += fl;
 }
 
+void Forward::attention_keys(int l, const TensorView& q, const RowSet& rows, const LayerCache& c, const KeySubset& keys,
+                             const TensorView& out) {
+    if (rows.empty()) return;
+    double fl = 0;
+    for (int32_t s : rows.seq) fl += 4.0 * double(keys.cu[size_t(s) + 1] - keys.cu[size_t(s)]) * double(cfg_.q_dim());
+    const int64_t nk = int64_t(keys.rows.size());
+    Tensor        k = alloc_cache(nk, cfg_.kv_dim()), v = alloc_cache(nk, cfg_.kv_dim());
+    gather(l, c.k, keys.rows, k);
+    gather(l, c.v, keys.rows, v);
+    {
+        ScopedOp s(sink_, step_, l, OpClass::AttnExact, fl, 0, int32_t(rows.size()));
+        be_.attention(q, rows.seq, k, v, keys.cu, AttentionShape{cfg_.n_head, cfg_.n_kv_head, cfg_.head_dim}, out);
+    }
+    acc_[size_t(l)].flops += fl;
+}
+
 void Forward::attention_probs(int l, const TensorView& q, const RowSet& rows, const LayerCache& c,
                               const BatchLayout& lay, std::vector<float>& out) {
     out.clear();
@@ -377,7 +393,12 @@ void Forward::layer_dense(int l, Tensor& h, const BatchLayout& lay, const RowSet
     // The context goes straight to the cache unless the saliency test must first read the old one.
     const TensorView ctx_to = store_ctx && !measure ? rows_in_place(c.ctx, q) : TensorView{};
     Tensor           ctx    = !ctx_to.empty() ? Tensor::borrowed(ctx_to) : alloc(n, cfg_.q_dim());
-    attention(l, Q, q, c, lay, ctx, &c);
+    DYLLM_ASSERT(!store.keys || !store.attn_probs, "layer_dense: attention probabilities over a key subset");
+    if (store.keys)
+        attention_keys(l, Q, q, c, *store.keys, ctx);
+    else
+        attention(l, Q, q, c, lay, ctx, &c);
+    if (store.queries) *store.queries = Q;
     if (store.attn_probs) attention_probs(l, Q, q, c, lay, *store.attn_probs);
 
     if (measure) {

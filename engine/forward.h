@@ -62,6 +62,12 @@ std::vector<int32_t> index_within(const RowSet& outer, const RowSet& inner);
 void                 response_rows(const BatchLayout& lay, bool with_last_prompt_row, RowSet& out);
 RowSet               response_rows(const BatchLayout& lay, bool with_last_prompt_row);
 
+// Some of each sequence's keys: packed rows, ascending within each sequence, sequence b's at [cu[b], cu[b+1]) of rows.
+struct KeySubset {
+    std::vector<int32_t> rows;
+    std::vector<int32_t> cu;  // [B+1]
+};
+
 // Which of a dense layer's outputs are also written into their layer caches (K and V always are).
 struct StoreOutputs {
     bool ctx = false;  // the attention context before o_proj, into c.ctx
@@ -69,6 +75,12 @@ struct StoreOutputs {
     // When set: each query row's attention probabilities over its sequence's keys, averaged over the heads, on the
     // host (attention_probs; d2Cache's attention rollout).
     std::vector<float>* attn_probs = nullptr;
+    // When set: receives the query projection (after RoPE) of the rows, [q.size(), q_dim] (Sparse-dLLM ranks the
+    // cached keys by its current block's queries).
+    Tensor* queries = nullptr;
+    // When set: attention reads only these keys of each sequence instead of all of them (attention_keys; Sparse-dLLM's
+    // retained cache plus its current block).
+    const KeySubset* keys = nullptr;
 };
 
 // Per-layer caches; a method allocates only what it uses (empty Tensors otherwise). All [N, width] in cache dtype.
@@ -174,6 +186,10 @@ public:
     // row after row (row i: lay.seq_len(rows.seq[i]) values). Counted as 2 q_dim + n_head FLOPs per (row, key).
     void attention_probs(int l, const TensorView& q, const RowSet& rows, const LayerCache& c, const BatchLayout& lay,
                          std::vector<float>& out);
+    // Exact attention of query rows against only the keys `keys` names of their sequences (their K/V rows gathered
+    // from c.k / c.v, then attention() over the gathered rows). Counted as 4 q_dim FLOPs per (row, key read).
+    void attention_keys(int l, const TensorView& q, const RowSet& rows, const LayerCache& c, const KeySubset& keys,
+                        const TensorView& out);
     // A method's own host arithmetic (d2Cache's rollout), timed and counted like the ops above.
     template <class Fn>
     void host_op(int l, OpClass op, double flops, int32_t rows, Fn&& fn) {

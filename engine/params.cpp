@@ -79,6 +79,12 @@ const ParamSpec kTable[] = {
      "the paper describes (default: the authors' code, which rounds it to a multiple of the number of the block's "
      "positions masked at the previous step's start, its block mask having been narrowed in place)",
      &P::d2_block_window},
+    {"sparse_keep_ratio", "--sparse-keep-ratio", "Sparse-dLLM: share of the keys outside the current block each layer "
+     "keeps for the block's cached steps, the most attended by the block's mean query (the authors' keep_ratio)",
+     &P::sparse_keep_ratio, 0, 1},
+    {"sparse_kernel_size", "--sparse-kernel-size", "Sparse-dLLM: window of the max-pooling over the keys' importance "
+     "before the top share is kept (the authors' kernel_size; 1: no pooling)", &P::sparse_kernel_size, 1, kIntMax,
+     "odd"},
     {"measure_cosine", "--measure-cosine", "cosine histograms for methods without saliency (an extra cosine per layer)",
      &P::measure_cosine},
     {"measure_drift", "--measure-drift", "dyllm: also compute exact attention for the rows the approximation serves "
@@ -212,6 +218,9 @@ void validate_params(const DiffusionParams& p) {
     if (p.gen_length % p.steps != 0)
         bad("--steps", steps + " does not divide --gen-length " + gen + " (n_u = gen_length / steps must be whole)");
     if (p.gen_length % p.block_length != 0) bad("--block-length", block + " does not divide --gen-length " + gen);
+    if (p.sparse_kernel_size % 2 == 0)
+        bad("--sparse-kernel-size", std::to_string(p.sparse_kernel_size) +
+                                        " is even (the max-pooling window is centred on each key: it must be odd)");
     // Each block takes block_length / n_u steps; a fractional count would leave masks behind.
     const int n_u = p.gen_length / p.steps;
     if (std::isnan(p.conf_threshold) && p.block_length % n_u != 0)

@@ -28,6 +28,8 @@ constexpr KnobControl kControls[] = {
     {"d2_update_prior", "update prior (paper)", false},
     {"d2_queried_only", "queried rows only (paper)", false},
     {"d2_block_window", "block-aligned window (paper)", false},
+    {"sparse_keep_ratio", "keep ratio", false},
+    {"sparse_kernel_size", "pooling window", false},
 };
 // clang-format on
 
