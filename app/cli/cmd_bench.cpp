@@ -35,15 +35,20 @@ std::vector<Config> expand_configs(const Model& model, const BenchOptions& o) {
     std::vector<Method> methods;
     bool                want_original = false;
     for (const auto& name : split_list("--methods", o.methods)) {
-        const auto m = parse_method(name);
-        if (!m)
-            throw InputError("--methods: unknown method '" + name +
-                             "' (expected original, dyllm, fast-prefix, fast-dual or dllm-cache)");
-        if (*m == Method::Original) {
-            want_original = true;
-            continue;
+        std::vector<Method> named;
+        if (name == "all") {
+            named.assign(all_methods().begin(), all_methods().end());
+        } else if (const auto m = parse_method(name)) {
+            named.push_back(*m);
+        } else {
+            throw InputError("--methods: unknown method '" + name + "' (expected all or " + method_names() + ")");
         }
-        if (std::find(methods.begin(), methods.end(), *m) == methods.end()) methods.push_back(*m);
+        for (Method m : named) {
+            if (m == Method::Original)
+                want_original = true;
+            else if (std::find(methods.begin(), methods.end(), m) == methods.end())
+                methods.push_back(m);
+        }
     }
     std::vector<double> taus;
     if (!o.taus.empty())
@@ -169,8 +174,9 @@ const CommandRegistrar kRegistrar{Command{
                        "stored");
         add_diffusion_options(app, o->fixed, DiffusionFlags::FixedOnly);
         auto* methods = app.add_option("--methods", o->methods,
-                                       "comma-separated methods; original always runs first per group (for speed-ups) "
-                                       "but is printed only when listed. With --task: the methods of the sweep, dyllm "
+                                       "comma-separated methods, or all (every method); original always runs first per "
+                                       "group (for speed-ups) but is printed only when listed. With --task: the "
+                                       "methods of the sweep, dyllm "
                                        "with an optional stable-row update (dyllm:incremental, dyllm:columns, "
                                        "dyllm:exact); not given: original and fast-dual as references, then dyllm")
                             ->capture_default_str();

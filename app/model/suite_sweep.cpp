@@ -83,8 +83,13 @@ SweepMethod parse_sweep_method(const std::string& flag, const std::string& text)
 
 std::vector<SweepMethod> parse_sweep_methods(const std::string& flag, const std::string& list) {
     std::vector<SweepMethod> out;
-    for (const auto& item : split_items(flag, list, "dyllm,dyllm:incremental"))
+    for (const auto& item : split_items(flag, list, "dyllm,dyllm:incremental")) {
+        if (item == "all") {  // every registered method at its defaults
+            for (Method m : all_methods()) out.push_back({m, ""});
+            continue;
+        }
         out.push_back(parse_sweep_method(flag, item));
+    }
     return out;
 }
 

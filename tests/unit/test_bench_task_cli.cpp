@@ -12,6 +12,7 @@
 
 #include "tests/support/cli_run.h"
 #include "tests/support/tiny_models.h"
+#include "engine/engine.h"
 
 namespace fs = std::filesystem;
 using namespace dyllm;
@@ -118,4 +119,26 @@ int main(int argc, char** argv) {
                                                             " does not exist (dyllm not built)";
                                                  return std::string();
                                              }}});
+}
+
+TEST_CASE("dyllm bench --methods all runs every registered method once", "[bench][cli]") {
+    const fs::path root = test::make_temp_dir("bench-all");
+    const fs::path csv  = root / "all.csv";
+    const CliRun   r    = run_cli(root, {"bench", "-m", "tiny-llada", "--backend", "cpu", "-t", "1", "-n", "8",
+                                         "--block-length", "8", "-r", "1", "--methods", "all", "-o", csv.string()});
+    INFO("stdout: " << r.out << "\nstderr: " << r.err);
+    REQUIRE(r.status == 0);
+    const auto rows = read_csv(csv);
+    REQUIRE(!rows.empty());
+    const size_t col = size_t(std::find(rows[0].begin(), rows[0].end(), "method") - rows[0].begin());
+    REQUIRE(col < rows[0].size());
+    std::vector<std::string> seen;
+    for (size_t i = 1; i < rows.size(); ++i) {  // the CSV quotes its strings
+        std::string v = rows[i][col];
+        v.erase(std::remove(v.begin(), v.end(), '"'), v.end());
+        seen.push_back(v);
+    }
+    std::vector<std::string> want;
+    for (Method m : all_methods()) want.emplace_back(method_name(m));
+    CHECK(seen == want);
 }

@@ -148,6 +148,13 @@ TEST_CASE("suite sweep: tau and method lists refuse bad items with one message n
     CHECK(ms[1].stable_rows == "incremental");
     CHECK(ms[2].method == Method::FastDual);
     CHECK(message([] { parse_sweep_methods("--methods", "warp"); }).find("--methods: unknown method 'warp'") == 0);
+    // all: every registered method at its defaults, in registry order.
+    const auto every = parse_sweep_methods("--methods", "all");
+    REQUIRE(every.size() == all_methods().size());
+    for (size_t i = 0; i < every.size(); ++i) {
+        CHECK(every[i].method == all_methods()[i]);
+        CHECK(every[i].stable_rows.empty());
+    }
     CHECK(message([] {
               parse_sweep_methods("--methods", "dyllm:fast");
           }).find("--methods: unknown stable-row update 'fast'") == 0);
