@@ -1,5 +1,5 @@
-// The AMX-INT8 few-row quantized product (kernels/cpu/quant_amx_int8.h), Q4_K (Q8_0 the same way, below). Per panel of 16 W rows and Q4_K block
-// (256 elements, 8 sub-blocks of 32 with their own 6-bit scale and min):
+// The AMX-INT8 few-row quantized product (kernels/cpu/quant_amx_int8.h), Q4_K (Q8_0 the same way, below). Per panel of
+// 16 W rows and Q4_K block (256 elements, 8 sub-blocks of 32 with their own 6-bit scale and min):
 //   - the 16 rows' packed levels are transposed, 4 bytes at a time, into the B layout TDPBSUD reads (B row kk, bytes
 //     4 c .. 4 c + 3: W row c's levels 4 kk .. 4 kk + 3 of the sub-block), low nibbles one sub-block, high the next;
 //   - x's int8 values of the sub-block are the A tile as they lie in its quantized rows (no packing);
@@ -41,11 +41,12 @@ struct alignas(64) TileConfig {
 };
 
 // tmm0-3: C (n rows of 16 int32), tmm4-5: A (n rows of 32 int8 of x), tmm6-7: B (8 rows of 16 W rows x 4 levels).
-TileConfig make_config(int n) {
+// Units of `unit` elements of k (32; Q6_K's 16-element sub-blocks 16).
+TileConfig make_config(int n, int unit = kSub) {
     TileConfig cfg;
     for (int t = 0; t < 4; ++t) cfg.rows[t] = uint8_t(n), cfg.colsb[t] = 64;
-    for (int t = 4; t < 6; ++t) cfg.rows[t] = uint8_t(n), cfg.colsb[t] = uint16_t(kSub);
-    for (int t = 6; t < 8; ++t) cfg.rows[t] = uint8_t(kSub / 4), cfg.colsb[t] = 64;
+    for (int t = 4; t < 6; ++t) cfg.rows[t] = uint8_t(n), cfg.colsb[t] = uint16_t(unit);
+    for (int t = 6; t < 8; ++t) cfg.rows[t] = uint8_t(unit / 4), cfg.colsb[t] = 64;
     return cfg;
 }
 
@@ -157,22 +158,23 @@ inline void decode_block(const uint8_t* const* wr, __m512i offs, int64_t b, uint
     }
 }
 
-// The integer sums of up to 8 units of 32 elements (Q4_K: a block's sub-blocks; Q8_0: 8 blocks) into ct: unit j's x
-// A tile at xa[j] (stride xs), W's B tile at bt + 512 j, its n rows of 16 int32 to ct + j * n * 16. Four C tiles at a
-// time, A and B loads alternating between two registers. Signed: W's levels are int8 (TDPBSSD), else uint8 (TDPBSUD).
+// The integer sums of up to 8 units of 32 elements (Q4_K: a block's sub-blocks; Q8_0: 8 blocks) or 16 (Q6_K's
+// sub-blocks) into ct: unit j's x A tile at xa[j] (stride xs), W's B tile at bt + Bytes j (512 or 256), its n rows of
+// 16 int32 to ct + j * n * 16. Four C tiles at a time, A and B loads alternating between two registers. Signed: W's
+// levels are int8 (TDPBSSD), else uint8 (TDPBSUD).
 // Unit J into C tile c through A tile a and B tile b (literal tile numbers: GCC's tile intrinsics paste them into
 // the instruction).
-#define DYLLM_UNIT_PRODUCT(J, a, b, c)      \
-    do {                                    \
-        _tile_loadd(a, xa[J], long(xs));    \
-        _tile_loadd(b, bt + 512 * (J), 64); \
-        if constexpr (Signed)               \
-            _tile_dpbssd(c, a, b);          \
-        else                                \
-            _tile_dpbsud(c, a, b);          \
+#define DYLLM_UNIT_PRODUCT(J, a, b, c)        \
+    do {                                      \
+        _tile_loadd(a, xa[J], long(xs));      \
+        _tile_loadd(b, bt + Bytes * (J), 64); \
+        if constexpr (Signed)                 \
+            _tile_dpbssd(c, a, b);            \
+        else                                  \
+            _tile_dpbsud(c, a, b);            \
     } while (0)
 
-template <bool Signed>
+template <bool Signed, int Bytes = 512>
 inline void unit_sums(const uint8_t* const* xa, size_t xs, const uint8_t* bt, int32_t* ct, int n, int units) {
     for (int h = 0; h < 2 && 4 * h < units; ++h) {
         const int u = units - 4 * h;
@@ -351,6 +353,120 @@ void rows_q8_0(const uint8_t* xq, size_t xs, int n, QuantMat w, int64_t o0, int6
     _tile_release();
 }
 
+// Q6_K, block b of a panel: its 16 sub-blocks of 16 levels (0-63) as B tiles of 4 rows (bt + 256 j) and d scales_j
+// per row (f: 16 vectors of 16), as dequantize_row computes them. Quarter p of half h (elements 128 h + 32 p ..): low
+// bits from ql[64 h + 32 (p & 1)] nibble p >> 1, high bits from qh[32 h] >> 2 p; words 0-3 of the quarter are
+// sub-block 8 h + 2 p, words 4-7 the next.
+inline void decode_block_q6_k(const uint8_t* const* wr, __m512i offs, int64_t b, uint8_t* bt, float* f) {
+    const int64_t  at   = b * int64_t(sizeof(BlockQ6_K));
+    const uint8_t* blk0 = wr[0] + at;
+    // The 16 int8 scales of each row, four per word, and d (the high half of the word at 206: scales 14-15 and d,
+    // inside the block).
+    const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(
+        _mm512_srli_epi32(_mm512_i32gather_epi32(offs, blk0 + offsetof(BlockQ6_K, d) - 2, 1), 16)));
+    for (int w = 0; w < 4; ++w) {
+        const __m512i u = _mm512_i32gather_epi32(offs, blk0 + offsetof(BlockQ6_K, scales) + 4 * w, 1);
+        for (int e = 0; e < 4; ++e) {
+            const __m512i sc = _mm512_srai_epi32(_mm512_slli_epi32(u, 24 - 8 * e), 24);  // sign-extended byte e
+            _mm512_store_ps(f + 16 * (4 * w + e), _mm512_mul_ps(d, _mm512_cvtepi32_ps(sc)));
+        }
+    }
+    const __m512i m4 = _mm512_set1_epi8(15), m2 = _mm512_set1_epi8(3);
+    for (int h = 0; h < 2; ++h) {
+        const uint8_t* q[kPanel];
+        __m512i        la[8], lb[8], hb[8];
+        for (int c = 0; c < kPanel; ++c) q[c] = wr[c] + at + offsetof(BlockQ6_K, ql) + 64 * h;
+        transpose_words(q, la);
+        for (int c = 0; c < kPanel; ++c) q[c] += 32;
+        transpose_words(q, lb);
+        for (int c = 0; c < kPanel; ++c) q[c] = wr[c] + at + offsetof(BlockQ6_K, qh) + 32 * h;
+        transpose_words(q, hb);
+        for (int kk = 0; kk < 8; ++kk) {
+            const __m512i lv[4] = {_mm512_and_si512(la[kk], m4), _mm512_and_si512(lb[kk], m4),
+                                   _mm512_and_si512(_mm512_srli_epi16(la[kk], 4), m4),
+                                   _mm512_and_si512(_mm512_srli_epi16(lb[kk], 4), m4)};
+            for (int p = 0; p < 4; ++p) {
+                const __m512i hi =
+                    _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(hb[kk], 2 * p), m2), 4);  // bits 4-5
+                const int j = 8 * h + 2 * p + (kk >> 2);
+                _mm512_store_si512(bt + 256 * j + 64 * (kk & 3), _mm512_or_si512(lv[p], hi));
+            }
+        }
+    }
+}
+
+// acc[i] += d_x,i sum_j f_j (C_j[i] - 32 bsum_ij) for Q6_K block b (xb: 32 bsum per x row, block and sub-block).
+inline void block_epilogue_q6_k(const int32_t* ct, const float* f, const int32_t* xb, const float* xd, int64_t nb,
+                                int64_t b, int n, float* acc) {
+    for (int i = 0; i < n; ++i) {
+        const int32_t* o = xb + (i * nb + b) * 16;
+        __m512         s = _mm512_setzero_ps();
+        for (int j = 0; j < 16; ++j) {
+            const __m512i c = _mm512_sub_epi32(_mm512_load_si512(ct + (j * n + i) * 16), _mm512_set1_epi32(o[j]));
+            s               = _mm512_fmadd_ps(_mm512_load_ps(f + 16 * j), _mm512_cvtepi32_ps(c), s);
+        }
+        float* const a = acc + i * 16;
+        _mm512_store_ps(a, _mm512_fmadd_ps(_mm512_set1_ps(xd[i * nb + b]), s, _mm512_load_ps(a)));
+    }
+}
+
+void rows_q6_k(const uint8_t* xq, size_t xs, int n, QuantMat w, int64_t o0, int64_t o1, MatF y) {
+    const int64_t nb = w.cols / kQuantBlockK;
+    // x's factors: d_x per block, 32 times each 16-element sum (the levels' offset of 32, taken out of the integer
+    // sums).
+    float* const   xd = aligned_scratch<0, float>(size_t(n * nb));
+    int32_t* const xb = aligned_scratch<5, int32_t>(size_t(n * nb * 16));
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t b = 0; b < nb; ++b) {
+            const ActBlock256* a = reinterpret_cast<const ActBlock256*>(xq + size_t(i) * xs) + b;
+            xd[i * nb + b]       = a->d;
+            for (int j = 0; j < 16; ++j) xb[(i * nb + b) * 16 + j] = 32 * int32_t(a->bsums[j]);
+        }
+    uint8_t* const   bt  = aligned_scratch<1, uint8_t>(2 * 16 * 256);
+    int32_t* const   ct  = aligned_scratch<2, int32_t>(size_t(2 * 16 * n * 16));
+    float* const     fs  = aligned_scratch<3, float>(2 * 16 * 16);
+    float* const     acc = aligned_scratch<4, float>(size_t(n * 16));
+    const TileConfig cfg = make_config(n, 16);
+    _tile_loadconfig(&cfg);
+    const size_t ct_slot = size_t(16 * n * 16);
+    for (int64_t p = o0; p < o1; p += kPanel) {
+        const int      rows = int(std::min<int64_t>(kPanel, o1 - p));
+        const uint8_t* wr[kPanel];
+        int32_t        off[kPanel];
+        for (int c = 0; c < kPanel; ++c) {
+            wr[c]  = static_cast<const uint8_t*>(w.row_ptr(p + std::min(c, rows - 1)));
+            off[c] = int32_t(wr[c] - wr[0]);
+        }
+        const __m512i offs = _mm512_loadu_si512(off);
+        std::fill(acc, acc + n * 16, 0.0f);
+        decode_block_q6_k(wr, offs, 0, bt, fs);
+        for (int64_t b = 0; b < nb; ++b) {
+            const int64_t s = b & 1, t = s ^ 1;
+            asm volatile("" ::: "memory");
+            const uint8_t* xa[16];
+            for (int j = 0; j < 16; ++j)
+                xa[j] = xq + b * int64_t(sizeof(ActBlock256)) + offsetof(ActBlock256, qs) + 16 * j;
+            unit_sums<false, 256>(xa, xs, bt + s * 4096, ct + s * ct_slot, n, 8);
+            unit_sums<false, 256>(xa + 8, xs, bt + s * 4096 + 8 * 256, ct + s * ct_slot + 8 * n * 16, n, 8);
+            if (b > 0) block_epilogue_q6_k(ct + t * ct_slot, fs + t * 256, xb, xd, nb, b - 1, n, acc);
+            if (b + 1 < nb) decode_block_q6_k(wr, offs, b + 1, bt + t * 4096, fs + t * 256);
+            // Each W row's block kAhead on (see rows_q4_k), in the next panel past the end.
+            const int64_t ahead = b + kAhead;
+            if (ahead < nb || p + kPanel < o1)
+                for (int c = 0; c < kPanel; ++c) {
+                    const int64_t r = ahead < nb ? p + std::min(c, rows - 1) : std::min(p + kPanel + c, o1 - 1);
+                    const char*   a = static_cast<const char*>(w.row_ptr(r)) +
+                                    (ahead < nb ? ahead : ahead - nb) * int64_t(sizeof(BlockQ6_K));
+                    for (int l = 0; l < 4; ++l) _mm_prefetch(a + 64 * l, _MM_HINT_T0);
+                }
+            asm volatile("" ::: "memory");
+        }
+        block_epilogue_q6_k(ct + ((nb - 1) & 1) * ct_slot, fs + ((nb - 1) & 1) * 256, xb, xd, nb, nb - 1, n, acc);
+        for (int i = 0; i < n; ++i) std::memcpy(y.row(i) + (p - o0), acc + i * 16, size_t(rows) * sizeof(float));
+    }
+    _tile_release();
+}
+
 }  // namespace amx8
 #if defined(__clang__)
 #pragma clang attribute pop
@@ -366,7 +482,7 @@ bool quant_amx_int8_available() {
 }
 
 bool quant_amx_int8_supported(QuantType t) {
-    return t == QuantType::Q4_K || t == QuantType::Q8_0;
+    return t == QuantType::Q4_K || t == QuantType::Q8_0 || t == QuantType::Q6_K;
 }
 
 void quant_amx_int8_rows(const void* xq, size_t xs, int64_t n, QuantMat w, int64_t o0, int64_t o1, MatF y) {
@@ -375,6 +491,8 @@ void quant_amx_int8_rows(const void* xq, size_t xs, int64_t n, QuantMat w, int64
         amx8::rows_q8_0(static_cast<const uint8_t*>(xq), xs, int(n), w, o0, o1, y);
     else if (w.type == QuantType::Q4_K)
         amx8::rows_q4_k(static_cast<const uint8_t*>(xq), xs, int(n), w, o0, o1, y);
+    else if (w.type == QuantType::Q6_K)
+        amx8::rows_q6_k(static_cast<const uint8_t*>(xq), xs, int(n), w, o0, o1, y);
 }
 
 #else

@@ -1,6 +1,6 @@
 // The AMX-INT8 path of the quantized product (kernels/cpu/quant_matmul.h) for few rows of x, DyLLM's sparse steps:
 // x quantized per block to int8 as for the integer path (kernels/cpu/quant_dot.h), W's levels multiplied with it by
-// TDPBSUD (Q4_K) or TDPBSSD (Q8_0) one 32-element sub-block or block at a time (exact int32 sums), each sum scaled by
+// TDPBSUD (Q4_K, Q6_K) or TDPBSSD (Q8_0) one sub-block or block at a time (exact int32 sums), each sum scaled by
 // its factors in fp32. It does the
 // work of the AVX512-VNNI kernels' 8-16 dot instructions per W block and x row in tile instructions, leaving the vector
 // units the unpacking of the levels and the scaling.

@@ -203,11 +203,14 @@ int64_t quant_amx_min_rows(QuantType t) {
 // AVX512-VNNI integer path and the AMX-BF16 path. Q4_K, 12288 x 4096: 1 row 2.83 / 2.19 / 7.57 ms, 2 rows 3.50 /
 // 4.92 / 7.36, 8 rows 5.29 / 8.21 / 16.6, 16 rows 6.38 / 14.8 / 8.55; 4096 x 4096 8 rows 1.32 / 2.16 / 1.85. Q8_0,
 // 12288 x 4096: 1 row 5.80 / 9.09 / 14.4, 2 rows 5.49 / 9.33 / 13.7, 8 rows 6.94 / 19.3 / 16.9, 16 rows 7.92 / 27.8
-// / 15.5; 4096 x 4096 2 rows 1.03 / 1.66 / 4.10, 16 rows 1.90 / 9.46 / 3.97. Its cost grows with the rows (each unit's
+// / 15.5; 4096 x 4096 2 rows 1.03 / 1.66 / 4.10, 16 rows 1.90 / 9.46 / 3.97. Q6_K against the integer path, 4096 x
+// 12288: 2 rows 5.34 / 7.52, 8 rows 6.79 / 9.82; 32768 x 4096: 2 rows 16.5 / 18.1, 8 rows 20.3 / 24.8; 12288 x 4096
+// 1 row 5.84 / 5.86 (at 4096 x 4096, which stays in the L3 cache between repetitions, the integer path is faster up
+// to 4 rows: 1.74 / 1.24; a model's weights stream from memory). Its cost grows with the rows (each unit's
 // tile of sums goes through memory to be scaled), the AMX-BF16 path's hardly: beyond 16 rows (one tile of x) that
 // path takes over.
 int64_t quant_amx_int8_min_rows(QuantType t) {
-    return t == QuantType::Q4_K ? 2 : t == QuantType::Q8_0 ? 1 : 0;
+    return t == QuantType::Q4_K ? 2 : t == QuantType::Q8_0 ? 1 : t == QuantType::Q6_K ? 2 : 0;
 }
 int64_t quant_amx_int8_max_rows(QuantType t) {
     return quant_amx_int8_min_rows(t) > 0 ? kQuantAmxInt8MaxRows : 0;
