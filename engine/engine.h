@@ -79,6 +79,13 @@ struct DiffusionParams {
     bool  d2_update_prior = false;
     bool  d2_queried_only = false;
     bool  d2_block_window = false;
+    // Elastic-Cache (engine/methods/elastic_cache.cpp): the drift threshold on the tracked tokens' attention (above 1:
+    // every step dense), the sliding window of masked positions decoded from (0: the --block-length blocks), the
+    // most-attended tokens tracked per layer, and whether masked positions past the window are left out of the queries.
+    float elastic_gamma         = 0.9f;
+    int   elastic_window        = 16;
+    int   elastic_track         = 1;
+    bool  elastic_block_caching = true;
     // Unmask each block in a random order drawn from the seed instead of by confidence (dKV-Cache Greedy always does).
     bool random_order = false;
 

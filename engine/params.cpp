@@ -79,6 +79,15 @@ const ParamSpec kTable[] = {
      "the paper describes (default: the authors' code, which rounds it to a multiple of the number of the block's "
      "positions masked at the previous step's start, its block mask having been narrowed in place)",
      &P::d2_block_window},
+    {"elastic_gamma", "--elastic-gamma", "Elastic-Cache: a step recomputes every row from the layer after the first whose "
+     "tracked tokens' attention has a mean cosine to the last step's below this (the authors' gamma; above 1: every "
+     "step dense)", &P::elastic_gamma, 0, kInf},
+    {"elastic_window", "--elastic-window", "Elastic-Cache: the sliding window, the first N masked positions, decoded "
+     "from and queried (the authors' window_length; 0: the --block-length blocks)", &P::elastic_window, 0, kIntMax},
+    {"elastic_track", "--elastic-track", "Elastic-Cache: the most-attended decoded tokens tracked per layer for the "
+     "drift test (the authors' track_num)", &P::elastic_track, 1, kIntMax},
+    {"elastic_block_caching", "--elastic-block-caching", "Elastic-Cache: masked positions past the window are read "
+     "from the cache (the authors' block_caching; off: every masked position is queried)", &P::elastic_block_caching},
     {"measure_cosine", "--measure-cosine", "cosine histograms for methods without saliency (an extra cosine per layer)",
      &P::measure_cosine},
     {"measure_drift", "--measure-drift", "dyllm: also compute exact attention for the rows the approximation serves "

@@ -28,6 +28,10 @@ constexpr KnobControl kControls[] = {
     {"d2_update_prior", "update prior (paper)", false},
     {"d2_queried_only", "queried rows only (paper)", false},
     {"d2_block_window", "block-aligned window (paper)", false},
+    {"elastic_gamma", "drift gamma", false},
+    {"elastic_window", "sliding window", false},
+    {"elastic_track", "tracked tokens", false},
+    {"elastic_block_caching", "cache masks past window", false},
 };
 // clang-format on
 

@@ -35,6 +35,8 @@ ImU32 step_kind_color(StepKind k) {
         IM_COL32(200, 140, 120, 255),  // dkv-cached
         IM_COL32(150, 40, 90, 255),    // d2-full
         IM_COL32(150, 210, 200, 255),  // d2-cached
+        IM_COL32(120, 70, 30, 255),    // elastic-full
+        IM_COL32(210, 200, 120, 255),  // elastic-cached
     };
     static_assert(sizeof(kCols) / sizeof(kCols[0]) == kStepKinds, "one colour per step kind");
     return size_t(k) < kStepKinds ? kCols[size_t(k)] : IM_COL32(128, 128, 128, 255);
