@@ -221,8 +221,9 @@ private:
     }
 
     // Per sequence, the mean over (tracked token, key) of the cosine over heads between the attention probabilities
-    // before (past_) and after (now_) this layer's update, as torch's cosine_similarity along the head axis
-    // (w12 / sqrt(max(w1 w2, eps^2)), eps 1e-8); below elastic_gamma, every row is recomputed from layer l + 1 on.
+    // before (past_) and after (now_) this layer's update, as torch's cosine_similarity along the head axis (each
+    // norm clamped at eps 1e-8 on its own: a key every head ignores, its probabilities ~1e-5, still has cosine ~1);
+    // below elastic_gamma, every row is recomputed from layer l + 1 on.
     void drift_test(Forward& fwd, int l, const BatchLayout& lay) {
         const int H  = cfg_.n_head;
         double    fl = 0;
@@ -241,7 +242,7 @@ private:
                             const double x = past_[o + size_t(hh * T + j)], y = now_[o + size_t(hh * T + j)];
                             w12 += x * y, w1 += x * x, w2 += y * y;
                         }
-                        sum += w12 / std::sqrt(std::max(w1 * w2, 1e-16));
+                        sum += w12 / (std::max(std::sqrt(w1), 1e-8) * std::max(std::sqrt(w2), 1e-8));
                         ++cnt;
                     }
                 if (sum / double(cnt) < double(p_.elastic_gamma)) reset_[size_t(b)] = l + 1;

@@ -217,7 +217,7 @@ TEST_CASE("elastic-cache refreshes from the layer after the one whose tracked at
                 w1 += a[size_t(h)][size_t(j)] * a[size_t(h)][size_t(j)];
                 w2 += b[size_t(h)][size_t(j)] * b[size_t(h)][size_t(j)];
             }
-            sum += w12 / std::sqrt(w1 * w2);
+            sum += w12 / (std::max(std::sqrt(w1), 1e-8) * std::max(std::sqrt(w2), 1e-8));  // torch's, per norm
         }
     }
     const double sim = sum / double(tracked.size() * size_t(T));
