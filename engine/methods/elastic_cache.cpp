@@ -21,7 +21,7 @@
 // can refresh from layer 1 at the earliest, so never reproduces the original decode); elastic_window 0 takes the
 // engine's blocks instead of a sliding window; EOS ends a sequence by the engine's rule (theirs stops decoding past the
 // first EOS and ends when every position before it is decoded); and the sampler is this engine's (Dream candidates by
-// negative entropy, theirs by confidence).
+// negative entropy, theirs by confidence; [MASK] never predicted, theirs may be).
 #include <algorithm>
 #include <cmath>
 #include <vector>
