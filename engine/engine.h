@@ -83,6 +83,13 @@ struct DiffusionParams {
     // and the max-pooling window over their importance (the authors' keep_ratio and kernel_size).
     float sparse_keep_ratio  = 0.5f;
     int   sparse_kernel_size = 3;
+    // Elastic-Cache (engine/methods/elastic_cache.cpp): the drift threshold on the tracked tokens' attention (above 1:
+    // every step dense), the sliding window of masked positions decoded from (0: the --block-length blocks), the
+    // most-attended tokens tracked per layer, and whether masked positions past the window are left out of the queries.
+    float elastic_gamma         = 0.9f;
+    int   elastic_window        = 16;
+    int   elastic_track         = 1;
+    bool  elastic_block_caching = true;
     // Unmask each block in a random order drawn from the seed instead of by confidence (dKV-Cache Greedy always does).
     bool random_order = false;
 

@@ -231,14 +231,14 @@ void Forward::attention_keys(int l, const TensorView& q, const RowSet& rows, con
 }
 
 void Forward::attention_probs(int l, const TensorView& q, const RowSet& rows, const LayerCache& c,
-                              const BatchLayout& lay, std::vector<float>& out) {
+                              const BatchLayout& lay, std::vector<float>& out, bool per_head) {
     out.clear();
     if (rows.empty()) return;
     const int     H = cfg_.n_head, D = cfg_.head_dim, group = cfg_.n_head / cfg_.n_kv_head;
     const int64_t qd = cfg_.q_dim(), kvd = cfg_.kv_dim(), n_keys = c.k.view().rows();
     double        n_pairs = 0;
     for (int32_t s : rows.seq) n_pairs += double(lay.seq_len(s));
-    out.reserve(size_t(n_pairs));
+    out.reserve(size_t(n_pairs) * (per_head ? size_t(H) : 1));
     const double fl = n_pairs * (2.0 * double(qd) + double(H));
     ScopedOp     scope(sink_, step_, l, OpClass::Other, fl, 0, int32_t(rows.size()));
     q_host_.resize(size_t(int64_t(rows.size()) * qd));
@@ -256,7 +256,7 @@ void Forward::attention_probs(int l, const TensorView& q, const RowSet& rows, co
         const int     b  = rows.seq[i];
         const int64_t k0 = lay.cu[size_t(b)], len = lay.seq_len(b);
         const size_t  o = out.size();
-        out.resize(o + size_t(len), 0.f);
+        out.resize(o + size_t(len) * (per_head ? size_t(H) : 1), 0.f);
         for (int h = 0; h < H; ++h) {
             const float* qh = q_host_.data() + int64_t(i) * qd + int64_t(h) * D;
             w_host_.assign(size_t(len), 0.0);
@@ -277,6 +277,11 @@ void Forward::attention_probs(int l, const TensorView& q, const RowSet& rows, co
             }
             double z = 0;
             for (double& w : w_host_) z += (w = std::exp(w - m));
+            if (per_head) {
+                for (int64_t j = 0; j < len; ++j)
+                    out[o + size_t(h) * size_t(len) + size_t(j)] = float(w_host_[size_t(j)] / z);
+                continue;
+            }
             for (int64_t j = 0; j < len; ++j) out[o + size_t(j)] += float(w_host_[size_t(j)] / z / H);
         }
     }

@@ -91,10 +91,12 @@ struct LayerCache {
     Tensor ffn;       // [N, n_embd] FFN output before the residual add (DyLLM, dLLM-Cache)
     Tensor attn_out;  // [N, n_embd] attention output after o_proj (dLLM-Cache)
     Tensor lse;       // [N, n_head] F32 log-sum-exp of each row's scores at its last exact attention (DyLLM columns)
+    Tensor q;         // [N, q_dim] queries after RoPE, as each row was last computed (Elastic-Cache's drift test)
+    Tensor hidden;    // [N, n_embd] the layer's input hidden states, as each row was last computed (Elastic-Cache)
 
     // Every cache tensor (empty ones included), for whole-cache operations (sizes, compaction).
-    std::array<Tensor*, 6>       tensors() { return {&k, &v, &ctx, &ffn, &attn_out, &lse}; }
-    std::array<const Tensor*, 6> tensors() const { return {&k, &v, &ctx, &ffn, &attn_out, &lse}; }
+    std::array<Tensor*, 8>       tensors() { return {&k, &v, &ctx, &ffn, &attn_out, &lse, &q, &hidden}; }
+    std::array<const Tensor*, 8> tensors() const { return {&k, &v, &ctx, &ffn, &attn_out, &lse, &q, &hidden}; }
 };
 
 size_t cache_bytes(const std::vector<LayerCache>& caches);
@@ -184,8 +186,10 @@ public:
     // The head-mean softmax probabilities of query rows (q: [rows.size(), q_dim]) over every key of their sequences
     // in c.k, as attention() weighs them, computed on the host (fp32 products, fp64 softmax) and written into `out`
     // row after row (row i: lay.seq_len(rows.seq[i]) values). Counted as 2 q_dim + n_head FLOPs per (row, key).
+    // per_head: each head's probabilities instead of their mean (row i: n_head runs of lay.seq_len(rows.seq[i])
+    // values, head after head; Elastic-Cache's drift test).
     void attention_probs(int l, const TensorView& q, const RowSet& rows, const LayerCache& c, const BatchLayout& lay,
-                         std::vector<float>& out);
+                         std::vector<float>& out, bool per_head = false);
     // Exact attention of query rows against only the keys `keys` names of their sequences (their K/V rows gathered
     // from c.k / c.v, then attention() over the gathered rows). Counted as 4 q_dim FLOPs per (row, key read).
     void attention_keys(int l, const TensorView& q, const RowSet& rows, const LayerCache& c, const KeySubset& keys,

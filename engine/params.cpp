@@ -85,6 +85,15 @@ const ParamSpec kTable[] = {
     {"sparse_kernel_size", "--sparse-kernel-size", "Sparse-dLLM: window of the max-pooling over the keys' importance "
      "before the top share is kept (the authors' kernel_size; 1: no pooling)", &P::sparse_kernel_size, 1, kIntMax,
      "odd"},
+    {"elastic_gamma", "--elastic-gamma", "Elastic-Cache: a step recomputes every row from the layer after the first whose "
+     "tracked tokens' attention has a mean cosine to the last step's below this (the authors' gamma; above 1: every "
+     "step dense)", &P::elastic_gamma, 0, kInf},
+    {"elastic_window", "--elastic-window", "Elastic-Cache: the sliding window, the first N masked positions, decoded "
+     "from and queried (the authors' window_length; 0: the --block-length blocks)", &P::elastic_window, 0, kIntMax},
+    {"elastic_track", "--elastic-track", "Elastic-Cache: the most-attended decoded tokens tracked per layer for the "
+     "drift test (the authors' track_num)", &P::elastic_track, 1, kIntMax},
+    {"elastic_block_caching", "--elastic-block-caching", "Elastic-Cache: masked positions past the window are read "
+     "from the cache (the authors' block_caching; off: every masked position is queried)", &P::elastic_block_caching},
     {"measure_cosine", "--measure-cosine", "cosine histograms for methods without saliency (an extra cosine per layer)",
      &P::measure_cosine},
     {"measure_drift", "--measure-drift", "dyllm: also compute exact attention for the rows the approximation serves "

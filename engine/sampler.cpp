@@ -101,8 +101,8 @@ void random_order_next(uint64_t seed, int32_t seq_id, int32_t gen_length, int bl
     std::sort(out.begin(), out.end());
 }
 
-Sampler::Sampler(const ModelConfig& cfg, const DiffusionParams& p, bool random_order)
-    : cfg_(cfg), p_(p), rng_(p.seed), random_order_(random_order) {}
+Sampler::Sampler(const ModelConfig& cfg, const DiffusionParams& p, bool random_order, int32_t sliding_window)
+    : cfg_(cfg), p_(p), rng_(p.seed), random_order_(random_order), sliding_window_(sliding_window) {}
 
 void Sampler::plan(std::span<SequenceState* const> live, std::span<const int32_t> cu,
                    std::span<const int32_t> first_query, Plan& pl) const {
@@ -110,7 +110,13 @@ void Sampler::plan(std::span<SequenceState* const> live, std::span<const int32_t
     pl.rows.clear();
     for (size_t b = 0; b < live.size(); ++b) {
         const SequenceState& s = *live[b];
-        block_candidates(s.response(), cfg_.mask_id, p_.block_length, pl.cand[b]);
+        if (sliding_window_ > 0) {
+            pl.cand[b].clear();
+            for (int32_t r = 0; r < s.R && int32_t(pl.cand[b].size()) < sliding_window_; ++r)
+                if (s.tokens[size_t(s.P + r)] == cfg_.mask_id) pl.cand[b].push_back(r);
+        } else {
+            block_candidates(s.response(), cfg_.mask_id, p_.block_length, pl.cand[b]);
+        }
         if (random_order_) {
             const int n = !std::isnan(p_.conf_threshold) ? 1 : p_.gen_length / p_.steps;
             random_order_next(p_.seed, s.id, s.R, p_.block_length, s.unmasked(), pl.cand[b], n, order_, next_);

@@ -67,8 +67,9 @@ bool finished_by_eos(std::span<const int32_t> response, std::span<const int32_t>
 class Sampler {
 public:
     // random_order: the candidates of a step are the next positions of the random unmasking order (random_order_next)
-    // instead of every masked position of the block.
-    Sampler(const ModelConfig& cfg, const DiffusionParams& p, bool random_order = false);
+    // instead of every masked position of the block. sliding_window W > 0: the candidates are the first W masked
+    // positions of the response instead (DecodingMethod::candidate_window).
+    Sampler(const ModelConfig& cfg, const DiffusionParams& p, bool random_order = false, int32_t sliding_window = 0);
 
     // The candidates of each live sequence (response positions) and, for each, the packed row whose logits score it:
     // row P + c (LLaDA) or P + c - 1 (Dream's one-position shift), never before the sequence's first query row
@@ -102,7 +103,8 @@ private:
     const ModelConfig&           cfg_;
     const DiffusionParams        p_;
     std::mt19937_64              rng_;
-    bool                         random_order_ = false;
+    bool                         random_order_   = false;
+    int32_t                      sliding_window_ = 0;
     mutable std::vector<int32_t> order_, next_;  // plan()'s random-order scratch, kept between steps
     std::vector<int32_t>         tok_;           // per candidate: the chosen token and its score (kept between steps)
     std::vector<float>           score_;

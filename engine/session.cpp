@@ -124,6 +124,8 @@ struct Session::Impl {
             if (need.ffn) c.ffn = be().alloc(dt, N, cfg.n_embd);
             if (need.attn_out) c.attn_out = be().alloc(dt, N, cfg.n_embd);
             if (need.lse) c.lse = be().alloc(DType::F32, N, cfg.n_head);  // fp32: it sits in an exponent
+            if (need.q) c.q = be().alloc(dt, N, cfg.q_dim());
+            if (need.hidden) c.hidden = be().alloc(dt, N, cfg.n_embd);
         }
         peak_cache_bytes = std::max(peak_cache_bytes, cache_bytes(caches));
     }
@@ -467,7 +469,8 @@ void Session::start(const std::vector<std::vector<int32_t>>& prompts, const Diff
     I.tau.store(std::isnan(params.tau) ? default_tau(cfg.family) : params.tau);
     I.cancelled.store(false);
     I.method  = make_method(params.method, cfg, params);
-    I.sampler = std::make_unique<Sampler>(cfg, params, params.random_order || I.method->random_order());
+    I.sampler = std::make_unique<Sampler>(cfg, params, params.random_order || I.method->random_order(),
+                                          I.method->candidate_window());
     if (I.method->unqueried_candidates() == UnqueriedCandidates::ZeroLogits) {
         // Sized for a whole block of every sequence: the first step with an uncomputed candidate allocates nothing.
         const size_t most = prompts.size() * size_t(std::min(params.block_length, params.gen_length));

@@ -30,6 +30,10 @@ constexpr KnobControl kControls[] = {
     {"d2_block_window", "block-aligned window (paper)", false},
     {"sparse_keep_ratio", "keep ratio", false},
     {"sparse_kernel_size", "pooling window", false},
+    {"elastic_gamma", "drift gamma", false},
+    {"elastic_window", "sliding window", false},
+    {"elastic_track", "tracked tokens", false},
+    {"elastic_block_caching", "cache masks past window", false},
 };
 // clang-format on
 

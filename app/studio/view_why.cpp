@@ -38,6 +38,8 @@ ImU32 step_kind_color(StepKind k) {
         IM_COL32(185, 95, 40, 255),    // sdllm-full
         IM_COL32(120, 70, 150, 255),   // sdllm-evict
         IM_COL32(215, 215, 140, 255),  // sdllm-cached
+        IM_COL32(120, 70, 30, 255),    // elastic-full
+        IM_COL32(210, 200, 120, 255),  // elastic-cached
     };
     static_assert(sizeof(kCols) / sizeof(kCols[0]) == kStepKinds, "one colour per step kind");
     return size_t(k) < kStepKinds ? kCols[size_t(k)] : IM_COL32(128, 128, 128, 255);

@@ -45,6 +45,7 @@ enum class UnqueriedCandidates : uint8_t {
 struct CacheNeeds {
     bool ctx = false, ffn = false, attn_out = false;
     bool lse = false;  // softmax log-sum-exp per (row, head) at its last exact attention (DyLLM column-sparse)
+    bool q = false, hidden = false;  // each row's last queries and layer inputs (Elastic-Cache)
 };
 
 // Called once per layer with that layer's saliency outcome (tested rows, cosines, salient set).
@@ -70,6 +71,9 @@ public:
     virtual bool random_order() const { return false; }
     // Whether query_rows() may leave out candidates' logits rows, and what the sampler then does with them.
     virtual UnqueriedCandidates unqueried_candidates() const { return UnqueriedCandidates::Forbidden; }
+    // The candidates of a step: 0, the masked positions of the current block (engine/README.md §a.9); W > 0, the first
+    // W masked positions of the response, a window sliding on as they are decoded (Elastic-Cache).
+    virtual int32_t candidate_window() const { return 0; }
 
 protected:
     // Cosines of dense steps against the previous step's context, when the user asked for them (measure_cosine).

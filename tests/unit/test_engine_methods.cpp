@@ -447,8 +447,9 @@ TEST_CASE("baselines match original where they must", "[baselines][exact]") {
     // (a method added to the registry fails here until its case is written): Fast-dLLM with one step per block
     // refreshes its cache at every step; dLLM-Cache with K_P = K_R = 1 refreshes everything at every step; dKV-Cache
     // with refresh interval 1 recomputes every row at every step (Greedy: compared with original in the same random
-    // order); d2Cache with rollout share 1 queries every row; DyLLM with T_full = gen length runs only FULL steps;
-    // Sparse-dLLM with two steps per block runs only its two dense steps.
+    // order); d2Cache with rollout share 1 queries every row; Elastic-Cache with gamma 2 and window 0 runs dense steps
+    // over the blocks; DyLLM with T_full = gen length runs only FULL steps; Sparse-dLLM with two steps per block
+    // runs only its two dense steps.
     for (Method meth : all_methods()) {
         DiffusionParams p = base_params(meth);
         switch (meth) {
@@ -476,6 +477,10 @@ TEST_CASE("baselines match original where they must", "[baselines][exact]") {
                 break;
             case Method::SparseDllm:  // two steps per block: both dense (the first plain, the second evicting)
                 p.block_length = 2;
+                break;
+            case Method::ElasticCache:  // gamma above 1: every step dense; window 0: the blocks' candidates
+                p.elastic_gamma  = 2.f;
+                p.elastic_window = 0;
                 break;
             default:
                 FAIL("no dense-decoding settings for " << method_name(meth));

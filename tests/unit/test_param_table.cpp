@@ -125,6 +125,7 @@ TEST_CASE("add_diffusion_options declares exactly the table's flags", "[params][
         for (const auto& n : names_of(s.flags)) expected.insert(n);
     expected.insert("--no-approx");  // the negations of the boolean settings that default to true
     expected.insert("--no-dream-prompt-row");
+    expected.insert("--no-elastic-block-caching");
     CHECK(declared == expected);
 
     // The sweep commands leave the swept ones out.
