@@ -117,6 +117,9 @@ SuiteSweepRequest suite_request(const SuiteTune& t, const DiffusionParams& base)
     for (int i = 0; i < 4; ++i)
         if (t.stable_rows[i]) q.methods.push_back({Method::DyLLM, kStableRowNames[i]});
     if (q.methods.empty()) q.methods.push_back({Method::DyLLM, ""});
+    if (t.every_method)
+        for (Method m : all_methods())
+            if (m != Method::DyLLM) q.methods.push_back({m, ""});
     return q;
 }
 

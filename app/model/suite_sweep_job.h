@@ -64,6 +64,7 @@ struct SuiteTune {
     int                  repetitions    = 3;   // runs per configuration: a point's tokens/s is their median, with range
     char                 taus[128]      = {};  // the tau list as typed; "" = default_suite_taus()
     bool                 stable_rows[4] = {};  // dyllm updates to sweep (kStableRowNames order); none: the base's
+    bool                 every_method   = false;  // also every other registered method, once each at its defaults
     std::shared_ptr<SuiteSweepJob> job;
     SuiteSweepState                shown;  // the job's state, copied once per frame
 
@@ -76,7 +77,8 @@ struct SuiteTune {
 inline constexpr const char* kSuiteTasks[] = {"add", "sort", "word", "rev", "all"};
 
 // The request of a sweep with these settings: references original and fast-dual, then dyllm at each tau with each
-// chosen stable-row update (base's when none is chosen); the other settings from base. Throws InputError for a bad
+// chosen stable-row update (base's when none is chosen), then (every_method) each other method once; the other
+// settings from base. Throws InputError for a bad
 // tau list or limit.
 SuiteSweepRequest suite_request(const SuiteTune& t, const DiffusionParams& base);
 

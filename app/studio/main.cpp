@@ -77,6 +77,8 @@ int parse_options(int argc, char** argv, StudioOptions& opt) {
     cli.add_option("--sweep-limit", opt.sweep_limit, "items per task of --sweep-task")
         ->capture_default_str()
         ->check(count_from(1));
+    cli.add_flag("--sweep-all-methods", opt.sweep_every_method,
+                 "--sweep-task also runs every other method once at its defaults (one marker each)");
     cli.add_option("--sweep-tau", opt.sweep_taus,
                    "tau list of --sweep-task, e.g. 0.9,0.99 (default 0.9,0.98,0.99,"
                    "0.995,0.999)");

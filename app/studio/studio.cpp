@@ -151,7 +151,8 @@ void Studio::open(bool autoplay) {
     if (!opts.sweep_task.empty()) {  // --sweep-task/--sweep-limit/--sweep-tau: the Tune panel's suite settings
         for (size_t i = 0; i < std::size(kSuiteTasks); ++i)
             if (opts.sweep_task == kSuiteTasks[i]) suite.task_idx = int(i);
-        suite.limit = opts.sweep_limit;
+        suite.limit        = opts.sweep_limit;
+        suite.every_method = opts.sweep_every_method;
         std::snprintf(suite.taus, sizeof suite.taus, "%s", opts.sweep_taus.c_str());
         tune_suite_mode = true;
         bottom_frac     = std::max(bottom_frac, 0.5f);  // the Tune band tall enough for the plot and its table

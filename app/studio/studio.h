@@ -42,10 +42,11 @@ struct StudioOptions {
     bool                     sweep    = false;  // --sweep: run the Tune tab's tau sweep at start (and open the tab)
     std::string              sweep_task;        // --sweep-task: run the Tune tab's task-suite sweep at start instead
     int                      sweep_limit = SuiteTune::kDefaultLimit;  // --sweep-limit: its items per task
-    std::string              sweep_taus;  // --sweep-tau: its tau list ("" = default_suite_taus())
-    std::string              tab;         // --tab: the bottom band's tab to open first (time, op-stats, tune)
-    std::vector<std::string> open;        // --open: windows shown at start (explain, export, compare)
-    std::string              preset;      // --preset: "paper-regime" (app/model/paper_preset.h), "" = none
+    std::string              sweep_taus;                  // --sweep-tau: its tau list ("" = default_suite_taus())
+    bool                     sweep_every_method = false;  // --sweep-all-methods: every method in it, once each
+    std::string              tab;     // --tab: the bottom band's tab to open first (time, op-stats, tune)
+    std::vector<std::string> open;    // --open: windows shown at start (explain, export, compare)
+    std::string              preset;  // --preset: "paper-regime" (app/model/paper_preset.h), "" = none
     int                      preset_nu = kPaperRegime.n_u;  // --preset-nu: its tokens per step (1, 2 or 4)
     std::string              select_op;  // --select-op: the Op stats row selected at start ("gate", "gate L3")
     DiffusionParams          params;     // the diffusion flags (engine/params.h), resolved and validated

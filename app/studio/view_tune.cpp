@@ -143,10 +143,19 @@ constexpr ImU32 kColFastDual = IM_COL32(225, 105, 205, 255);  // fast-dual: diam
 constexpr ImU32 kColUpdate[] = {IM_COL32(95, 160, 240, 255), IM_COL32(110, 200, 120, 255), IM_COL32(185, 140, 235, 255),
                                 IM_COL32(230, 210, 90, 255)};
 
+// The other methods (triangles) by registry index, so a method keeps its colour from sweep to sweep.
+constexpr ImU32 kColOther[] = {IM_COL32(240, 150, 60, 255),  IM_COL32(80, 200, 200, 255),  IM_COL32(200, 90, 90, 255),
+                               IM_COL32(150, 200, 60, 255),  IM_COL32(240, 120, 160, 255), IM_COL32(120, 130, 240, 255),
+                               IM_COL32(200, 170, 120, 255), IM_COL32(160, 160, 160, 255)};
+
 ImU32 point_col(const SuitePoint& p) {
     if (p.run.method == Method::Original) return kColOrig;
     if (p.run.method == Method::FastDual) return kColFastDual;
-    if (p.run.method != Method::DyLLM) return IM_COL32(160, 160, 160, 255);
+    if (p.run.method != Method::DyLLM) {
+        const auto   ms = all_methods();
+        const size_t i  = size_t(std::find(ms.begin(), ms.end(), p.run.method) - ms.begin());
+        return kColOther[i % std::size(kColOther)];
+    }
     return kColUpdate[size_t(stable_update_of(p.run.params))];
 }
 
@@ -328,8 +337,10 @@ void suite_plot(Studio& s, const SuiteSweepState& st, float w, float h) {
         } else if (p.run.method == Method::FastDual) {
             dl->AddQuadFilled(ImVec2(c.x, c.y - 7), ImVec2(c.x + 7, c.y), ImVec2(c.x, c.y + 7), ImVec2(c.x - 7, c.y),
                               col);
-        } else {
+        } else if (p.run.method == Method::DyLLM) {
             dl->AddCircleFilled(c, 5, col);
+        } else {
+            dl->AddTriangleFilled(ImVec2(c.x, c.y - 6), ImVec2(c.x + 6, c.y + 5), ImVec2(c.x - 6, c.y + 5), col);
         }
         if (p.pareto) dl->AddCircle(c, 9, kColFront, 0, 1.5f);
         if (is_live(s, p)) dl->AddCircle(c, 12, kColTau, 0, 2.f);
@@ -424,12 +435,17 @@ void draw_suite_sweep(Studio& s) {
         ImGui::PopStyleColor();
     }
     ImGui::SameLine();
+    ImGui::Checkbox("all methods", &t.every_method);
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+        ImGui::SetTooltip("also every other method once at its defaults (a triangle each): the front across methods");
+    ImGui::SameLine();
     if (ImGui::Button("Sweep suite")) s.start_suite_sweep();
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
         ImGui::SetTooltip(
             "runs the task's first items with original and fast-dual (references), then dyllm at each\n"
-            "tau, scored as `dyllm eval` scores them, in the background (the live run pauses); the\n"
-            "other settings as in the Controls bar. Same sweep: dyllm bench --task T --tau LIST -o f.csv");
+            "tau (and with \"all methods\" every other method once), scored as `dyllm eval` scores them, in\n"
+            "the background (the live run pauses); the other settings as in the Controls bar. Same sweep:\n"
+            "dyllm bench --task T --tau LIST [--methods all] -o f.csv");
     if (busy || s.sweep.active()) ImGui::EndDisabled();
 
     if (busy) {

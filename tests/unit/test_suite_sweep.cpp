@@ -321,7 +321,17 @@ TEST_CASE("suite sweep job: every run becomes a point; cancel and a missing mode
     REQUIRE(r.methods.size() == 2);
     CHECK(r.methods[0].stable_rows == "incremental");
     CHECK(r.methods[1].stable_rows == "exact");
-    t.limit = 0;
+    // Every method: the dyllm entries, then each other registered method once at its defaults.
+    t.every_method              = true;
+    const SuiteSweepRequest all = suite_request(t, tiny_params());
+    REQUIRE(all.methods.size() == 2 + all_methods().size() - 1);
+    for (size_t i = 2, j = 0; j < all_methods().size(); ++j) {
+        if (all_methods()[j] == Method::DyLLM) continue;
+        CHECK(all.methods[i].method == all_methods()[j]);
+        CHECK(all.methods[i++].stable_rows.empty());
+    }
+    t.every_method = false;
+    t.limit        = 0;
     CHECK_THROWS_AS(suite_request(t, tiny_params()), InputError);
 }
 
