@@ -13,7 +13,8 @@ import re
 import statistics
 import sys
 
-METHODS = ["original", "dyllm", "fast-dual", "fast-prefix", "dllm-cache", "dkv-decode", "dkv-greedy", "d2cache"]
+METHODS = ["original", "dyllm", "fast-dual", "fast-prefix", "dllm-cache", "dkv-decode", "dkv-greedy", "d2cache",
+           "sparse-dllm", "elastic-cache"]
 CELLS = ["tiny-llada", "tiny-dream", "hidden-256"]
 FAR_CORES_NS = 80.0  # app/model/core_latency.h kFarCoresNs
 BEGIN, END = "<!-- performance-table:begin -->", "<!-- performance-table:end -->"

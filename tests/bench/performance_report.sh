@@ -50,7 +50,7 @@ H256=$WORK/h256
 "$DYLLM" make-model -o "$H256" --family llada --dtype f32 --layers 4 --embd 256 --heads 4 --ffn 688 >/dev/null
 PROMPT_256=$(printf 'a%.0s' $(seq 256))
 H256_ARGS=(--no-chat --ignore-eos -n 64 --steps 64 --block-length 32 --prompt "$PROMPT_256")
-METHODS=original,dyllm,fast-dual,fast-prefix,dllm-cache,dkv-decode,dkv-greedy,d2cache
+METHODS=original,dyllm,fast-dual,fast-prefix,dllm-cache,dkv-decode,dkv-greedy,d2cache,sparse-dllm,elastic-cache
 
 # cell NAME THREADS ROUND ARGS...: one `dyllm bench` run (DyLLM at its family's default tau), JSON and stderr kept.
 cell() {
