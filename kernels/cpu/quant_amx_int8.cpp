@@ -103,6 +103,39 @@ inline void transpose_words(const uint8_t* const* rows, __m512i* out) {
     }
 }
 
+// The 16 W rows of the panel at p (rows past o1 repeat the last one; their outputs are dropped) and their byte offsets
+// from the first, the gathers' indices.
+struct PanelRows {
+    const uint8_t* wr[kPanel];
+    __m512i        offs;
+    int            rows;  // real rows: min(kPanel, o1 - p)
+};
+
+inline PanelRows panel_rows(QuantMat w, int64_t p, int64_t o1) {
+    PanelRows pr;
+    pr.rows = int(std::min<int64_t>(kPanel, o1 - p));
+    int32_t off[kPanel];
+    for (int c = 0; c < kPanel; ++c) {
+        pr.wr[c] = static_cast<const uint8_t*>(w.row_ptr(p + std::min(c, pr.rows - 1)));
+        off[c]   = int32_t(pr.wr[c] - pr.wr[0]);
+    }
+    pr.offs = _mm512_loadu_si512(off);
+    return pr;
+}
+
+// W's rows are 16 interleaved streams the hardware prefetchers follow poorly (Q4_K 1.24x slower without this on a
+// 12288 x 4096 product, 8 rows): `lines` cache lines of each row's unit `ahead` (units of unit_bytes, `units` per row),
+// in the next panel's rows once `ahead` runs past the end of this one.
+inline void prefetch_ahead(QuantMat w, const PanelRows& pr, int64_t p, int64_t o1, int64_t ahead, int64_t units,
+                           int64_t unit_bytes, int lines) {
+    if (ahead >= units && p + kPanel >= o1) return;
+    for (int c = 0; c < kPanel; ++c) {
+        const int64_t r = ahead < units ? p + std::min(c, pr.rows - 1) : std::min(p + kPanel + c, o1 - 1);
+        const char*   a = static_cast<const char*>(w.row_ptr(r)) + (ahead < units ? ahead : ahead - units) * unit_bytes;
+        for (int l = 0; l < lines; ++l) _mm_prefetch(a + 64 * l, _MM_HINT_T0);
+    }
+}
+
 // x's per-block factors for the epilogue: xf[(i * nb + b) * 9]: d_x, then the 8 sub-blocks' sums of x's int8 values.
 void x_factors(const uint8_t* xq, size_t xs, int64_t n, int64_t nb, float* xf) {
     for (int64_t i = 0; i < n; ++i)
@@ -232,15 +265,10 @@ void rows_q4_k(const uint8_t* xq, size_t xs, int n, QuantMat w, int64_t o0, int6
     const size_t         ct_slot = size_t(8 * n * 16);
     const uint8_t* const xa0     = xq + offsetof(ActBlock256, qs);
     for (int64_t p = o0; p < o1; p += kPanel) {
-        const int rows = int(std::min<int64_t>(kPanel, o1 - p));
-        // Rows past o1 repeat the last one (their outputs are dropped).
-        const uint8_t* wr[kPanel];
-        int32_t        off[kPanel];
-        for (int c = 0; c < kPanel; ++c) {
-            wr[c]  = static_cast<const uint8_t*>(w.row_ptr(p + std::min(c, rows - 1)));
-            off[c] = int32_t(wr[c] - wr[0]);
-        }
-        const __m512i offs = _mm512_loadu_si512(off);
+        const PanelRows       pr   = panel_rows(w, p, o1);
+        const int             rows = pr.rows;
+        const uint8_t* const* wr   = pr.wr;
+        const __m512i         offs = pr.offs;
         std::fill(acc, acc + n * 16, 0.0f);
         decode_block(wr, offs, 0, bt, fs);
         for (int64_t b = 0; b < nb; ++b) {
@@ -253,18 +281,7 @@ void rows_q4_k(const uint8_t* xq, size_t xs, int n, QuantMat w, int64_t o0, int6
             unit_sums<false>(xa, xs, bt + s * 4096, ct + s * ct_slot, n, 8);
             if (b > 0) block_epilogue(ct + t * ct_slot, fs + t * 256, xf, nb, b - 1, n, acc);
             if (b + 1 < nb) decode_block(wr, offs, b + 1, bt + t * 4096, fs + t * 256);
-            // W's rows are 16 interleaved streams the hardware prefetchers follow poorly (1.24x slower without this
-            // on a 12288 x 4096 product, 8 rows): each row's block kAhead blocks on, in the next panel past the end.
-            const int64_t ahead = b + kAhead;
-            if (ahead < nb || p + kPanel < o1)
-                for (int c = 0; c < kPanel; ++c) {
-                    const int64_t r = ahead < nb ? p + std::min(c, rows - 1) : std::min(p + kPanel + c, o1 - 1);
-                    const char*   a = static_cast<const char*>(w.row_ptr(r)) +
-                                    (ahead < nb ? ahead : ahead - nb) * int64_t(sizeof(BlockQ4_K));
-                    _mm_prefetch(a, _MM_HINT_T0);
-                    _mm_prefetch(a + 64, _MM_HINT_T0);
-                    _mm_prefetch(a + 128, _MM_HINT_T0);
-                }
+            prefetch_ahead(w, pr, p, o1, b + kAhead, nb, int64_t(sizeof(BlockQ4_K)), 3);
             asm volatile("" ::: "memory");
         }
         block_epilogue(ct + ((nb - 1) & 1) * ct_slot, fs + ((nb - 1) & 1) * 256, xf, nb, nb - 1, n, acc);
@@ -316,14 +333,10 @@ void rows_q8_0(const uint8_t* xq, size_t xs, int n, QuantMat w, int64_t o0, int6
     const size_t ct_slot = size_t(8 * n * 16);
     auto         units   = [&](int64_t u) { return int(std::min<int64_t>(8, nb - 8 * u)); };
     for (int64_t p = o0; p < o1; p += kPanel) {
-        const int      rows = int(std::min<int64_t>(kPanel, o1 - p));
-        const uint8_t* wr[kPanel];
-        int32_t        off[kPanel];
-        for (int c = 0; c < kPanel; ++c) {
-            wr[c]  = static_cast<const uint8_t*>(w.row_ptr(p + std::min(c, rows - 1)));
-            off[c] = int32_t(wr[c] - wr[0]);
-        }
-        const __m512i offs = _mm512_loadu_si512(off);
+        const PanelRows       pr   = panel_rows(w, p, o1);
+        const int             rows = pr.rows;
+        const uint8_t* const* wr   = pr.wr;
+        const __m512i         offs = pr.offs;
         std::fill(acc, acc + n * 16, 0.0f);
         decode_unit_q8_0(wr, offs, 0, units(0), bt, fs);
         for (int64_t u = 0; u < nu; ++u) {
@@ -335,15 +348,7 @@ void rows_q8_0(const uint8_t* xq, size_t xs, int n, QuantMat w, int64_t o0, int6
             unit_sums<true>(xa, xs, bt + s * 4096, ct + s * ct_slot, n, units(u));
             if (u > 0) unit_epilogue_q8_0(ct + t * ct_slot, fs + t * 128, xq, xs, 8 * (u - 1), units(u - 1), n, acc);
             if (u + 1 < nu) decode_unit_q8_0(wr, offs, 8 * (u + 1), units(u + 1), bt + t * 4096, fs + t * 128);
-            // Each W row's unit two ahead (see rows_q4_k), in the next panel past the end.
-            const int64_t ahead = u + 2;
-            if (ahead < nu || p + kPanel < o1)
-                for (int c = 0; c < kPanel; ++c) {
-                    const int64_t r = ahead < nu ? p + std::min(c, rows - 1) : std::min(p + kPanel + c, o1 - 1);
-                    const char*   a = static_cast<const char*>(w.row_ptr(r)) +
-                                    8 * (ahead < nu ? ahead : ahead - nu) * int64_t(sizeof(BlockQ8_0));
-                    for (int l = 0; l < 5; ++l) _mm_prefetch(a + 64 * l, _MM_HINT_T0);
-                }
+            prefetch_ahead(w, pr, p, o1, u + 2, nu, 8 * int64_t(sizeof(BlockQ8_0)), 5);  // units of 8 blocks
             asm volatile("" ::: "memory");
         }
         const int64_t last = nu - 1;
@@ -430,14 +435,10 @@ void rows_q6_k(const uint8_t* xq, size_t xs, int n, QuantMat w, int64_t o0, int6
     _tile_loadconfig(&cfg);
     const size_t ct_slot = size_t(16 * n * 16);
     for (int64_t p = o0; p < o1; p += kPanel) {
-        const int      rows = int(std::min<int64_t>(kPanel, o1 - p));
-        const uint8_t* wr[kPanel];
-        int32_t        off[kPanel];
-        for (int c = 0; c < kPanel; ++c) {
-            wr[c]  = static_cast<const uint8_t*>(w.row_ptr(p + std::min(c, rows - 1)));
-            off[c] = int32_t(wr[c] - wr[0]);
-        }
-        const __m512i offs = _mm512_loadu_si512(off);
+        const PanelRows       pr   = panel_rows(w, p, o1);
+        const int             rows = pr.rows;
+        const uint8_t* const* wr   = pr.wr;
+        const __m512i         offs = pr.offs;
         std::fill(acc, acc + n * 16, 0.0f);
         decode_block_q6_k(wr, offs, 0, bt, fs);
         for (int64_t b = 0; b < nb; ++b) {
@@ -450,15 +451,7 @@ void rows_q6_k(const uint8_t* xq, size_t xs, int n, QuantMat w, int64_t o0, int6
             unit_sums<false, 256>(xa + 8, xs, bt + s * 4096 + 8 * 256, ct + s * ct_slot + 8 * n * 16, n, 8);
             if (b > 0) block_epilogue_q6_k(ct + t * ct_slot, fs + t * 256, xb, xd, nb, b - 1, n, acc);
             if (b + 1 < nb) decode_block_q6_k(wr, offs, b + 1, bt + t * 4096, fs + t * 256);
-            // Each W row's block kAhead on (see rows_q4_k), in the next panel past the end.
-            const int64_t ahead = b + kAhead;
-            if (ahead < nb || p + kPanel < o1)
-                for (int c = 0; c < kPanel; ++c) {
-                    const int64_t r = ahead < nb ? p + std::min(c, rows - 1) : std::min(p + kPanel + c, o1 - 1);
-                    const char*   a = static_cast<const char*>(w.row_ptr(r)) +
-                                    (ahead < nb ? ahead : ahead - nb) * int64_t(sizeof(BlockQ6_K));
-                    for (int l = 0; l < 4; ++l) _mm_prefetch(a + 64 * l, _MM_HINT_T0);
-                }
+            prefetch_ahead(w, pr, p, o1, b + kAhead, nb, int64_t(sizeof(BlockQ6_K)), 4);
             asm volatile("" ::: "memory");
         }
         block_epilogue_q6_k(ct + ((nb - 1) & 1) * ct_slot, fs + ((nb - 1) & 1) * 256, xb, xd, nb, nb - 1, n, acc);
