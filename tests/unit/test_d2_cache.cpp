@@ -17,6 +17,7 @@
 using namespace dyllm;
 using dyllm::test::make_tiny_checkpoint;
 using dyllm::test::random_prompt;
+using dyllm::test::run_one;
 
 namespace {
 
@@ -31,13 +32,6 @@ DiffusionParams d2_params() {
     return p;
 }
 
-GenerationResult run(Model& m, const std::vector<int32_t>& prompt, const DiffusionParams& p) {
-    Session s(m);
-    s.start({prompt}, p);
-    s.run();
-    return s.result();
-}
-
 }  // namespace
 
 TEST_CASE("d2cache: step 1 dense, then fewer rows; deterministic; every response position decoded", "[d2][schedule]") {
@@ -48,7 +42,7 @@ TEST_CASE("d2cache: step 1 dense, then fewer rows; deterministic; every response
         DiffusionParams p        = d2_params();
         p.d2_update_prior        = paper;
         p.d2_queried_only        = paper;
-        const GenerationResult a = run(*m, prompt, p), b = run(*m, prompt, p);
+        const GenerationResult a = run_one(*m, prompt, p), b = run_one(*m, prompt, p);
         INFO((paper ? "paper" : "authors'"));
         REQUIRE(a.steps.size() == 16);
         CHECK(a.steps[0].kind == StepKind::D2Full);
@@ -73,7 +67,7 @@ TEST_CASE("d2cache with rollout share 1 is the original decode", "[d2][exact]") 
     p.d2_rollout_p           = 1.f;  // every row not otherwise chosen is taken by the rollout: each step is dense
     DiffusionParams po       = d2_params();
     po.method                = Method::Original;
-    const GenerationResult d = run(*m, prompt, p), o = run(*m, prompt, po);
+    const GenerationResult d = run_one(*m, prompt, p), o = run_one(*m, prompt, po);
     // The same dense layers over the same rows in the same order: the same logits bit for bit, hence the same decode.
     CHECK(d.sequences[0].token_ids == o.sequences[0].token_ids);
     CHECK(d.sequences[0].unmask_step == o.sequences[0].unmask_step);

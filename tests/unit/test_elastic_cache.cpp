@@ -17,6 +17,7 @@ using namespace dyllm;
 using dyllm::test::make_tiny_checkpoint;
 using dyllm::test::MethodSteps;
 using dyllm::test::random_prompt;
+using dyllm::test::run_one;
 
 namespace {
 
@@ -29,13 +30,6 @@ DiffusionParams elastic_params() {
     p.ignore_eos     = true;
     p.elastic_window = 4;
     return p;
-}
-
-GenerationResult run(Model& m, const std::vector<int32_t>& prompt, const DiffusionParams& p) {
-    Session s(m);
-    s.start({prompt}, p);
-    s.run();
-    return s.result();
 }
 
 std::vector<float> host(Backend& be, const Tensor& t) {
@@ -75,7 +69,7 @@ TEST_CASE("elastic-cache: step 1 full, then the window's rows; deterministic; ev
     for (const float gamma : {0.f, 0.9f}) {
         DiffusionParams p        = elastic_params();
         p.elastic_gamma          = gamma;
-        const GenerationResult a = run(*m, prompt, p), b = run(*m, prompt, p);
+        const GenerationResult a = run_one(*m, prompt, p), b = run_one(*m, prompt, p);
         INFO("gamma " << gamma);
         REQUIRE(a.steps.size() == 16);
         CHECK(a.steps[0].kind == StepKind::ElasticFull);
@@ -116,7 +110,7 @@ TEST_CASE("elastic-cache with gamma above 1 is the original decode", "[elastic][
     p.elastic_window         = 0;    // the blocks' candidates, as original's
     DiffusionParams po       = elastic_params();
     po.method                = Method::Original;
-    const GenerationResult e = run(*m, prompt, p), o = run(*m, prompt, po);
+    const GenerationResult e = run_one(*m, prompt, p), o = run_one(*m, prompt, po);
     // The same dense layers over the same rows: the same logits bit for bit, hence the same decode.
     CHECK(e.sequences[0].token_ids == o.sequences[0].token_ids);
     CHECK(e.sequences[0].unmask_step == o.sequences[0].unmask_step);

@@ -14,6 +14,14 @@
 
 namespace dyllm::test {
 
+// One prompt decoded with `p` to the end, as `dyllm generate` runs it.
+inline GenerationResult run_one(Model& m, const std::vector<int32_t>& prompt, const DiffusionParams& p) {
+    Session s(m);
+    s.start({prompt}, p);
+    s.run();
+    return s.result();
+}
+
 class MethodSteps {
 public:
     MethodSteps(const Model& m, std::unique_ptr<DecodingMethod> method, int32_t prompt_len, int32_t gen_length)
