@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/common/dtype_convert.h"
+#include "kernels/cpu/amx_tiles.h"
 #include "kernels/cpu/ref/quant.h"
 #include "kernels/cpu/quant_dot.h"
 
@@ -27,6 +28,10 @@ namespace dyllm::cpu {
 #ifdef DYLLM_QUANT_AMX
 
 namespace {
+
+using amx_tiles::aligned_scratch;
+using amx_tiles::memory_barrier;
+using amx_tiles::TileConfig;
 
 constexpr int64_t kTile  = 16;                 // W rows per panel, x rows per x tile
 constexpr int64_t kStep  = 32;                 // elements of k per tile step (16 bf16 pairs, 64 bytes a tile row)
@@ -47,29 +52,6 @@ bool detect() {
     return cpu_has_x86_64_v4() && cpuid_bit(7, 0, 3, 22) && cpuid_bit(7, 0, 3, 24) && cpuid_bit(7, 1, 0, 5) &&
            request_tile_data();
 }
-
-// A growable 64-byte-aligned buffer per OS thread and purpose (Tag), kept between calls.
-template <int Tag, class T>
-T* aligned_scratch(size_t n) {
-    thread_local std::vector<T> buf;
-    const size_t                pad = 64 / sizeof(T);
-    if (buf.size() < n + pad) buf.resize(n + pad);
-    const uintptr_t p = reinterpret_cast<uintptr_t>(buf.data());
-    return reinterpret_cast<T*>((p + 63) & ~uintptr_t(63));
-}
-
-// A compiler barrier: GCC's tile intrinsics are asm statements that do not tell it which memory they read or write.
-inline void memory_barrier() {
-    asm volatile("" ::: "memory");
-}
-
-struct alignas(64) TileConfig {
-    uint8_t  palette   = 1;
-    uint8_t  start_row = 0;
-    uint8_t  reserved[14]{};
-    uint16_t colsb[16]{};
-    uint8_t  rows[16]{};
-};
 
 TileConfig make_config() {
     TileConfig cfg;

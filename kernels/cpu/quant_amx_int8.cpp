@@ -13,6 +13,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/amx_tiles.h"
 #include "kernels/cpu/quant_amx.h"
 #include "kernels/cpu/quant_dot.h"
 #include "kernels/cpu/ref/quant.h"
@@ -28,17 +29,13 @@ namespace dyllm::cpu {
 
 namespace {
 
+using amx_tiles::aligned_scratch;
+using amx_tiles::memory_barrier;
+using amx_tiles::TileConfig;
+
 constexpr int kPanel = 16;  // W rows per panel: the 16 int32 columns of a C tile
 constexpr int kSub   = 32;  // elements per Q4_K sub-block: one TDPBSUD's k
 constexpr int kAhead = 4;   // blocks fetched ahead per W row
-
-struct alignas(64) TileConfig {
-    uint8_t  palette   = 1;
-    uint8_t  start_row = 0;
-    uint8_t  reserved[14]{};
-    uint16_t colsb[16]{};
-    uint8_t  rows[16]{};
-};
 
 // tmm0-3: C (n rows of 16 int32), tmm4-5: A (n rows of 32 int8 of x), tmm6-7: B (8 rows of 16 W rows x 4 levels).
 // Units of `unit` elements of k (32; Q6_K's 16-element sub-blocks 16).
@@ -48,15 +45,6 @@ TileConfig make_config(int n, int unit = kSub) {
     for (int t = 4; t < 6; ++t) cfg.rows[t] = uint8_t(n), cfg.colsb[t] = uint16_t(unit);
     for (int t = 6; t < 8; ++t) cfg.rows[t] = uint8_t(unit / 4), cfg.colsb[t] = 64;
     return cfg;
-}
-
-template <int Tag, class T>
-T* aligned_scratch(size_t n) {
-    thread_local std::vector<T> buf;
-    const size_t                pad = 64 / sizeof(T);
-    if (buf.size() < n + pad) buf.resize(n + pad);
-    const uintptr_t p = reinterpret_cast<uintptr_t>(buf.data());
-    return reinterpret_cast<T*>((p + 63) & ~uintptr_t(63));
 }
 
 }  // namespace
@@ -252,14 +240,14 @@ inline void block_epilogue(const int32_t* ct, const float* f, const float* xf, i
 
 void rows_q4_k(const uint8_t* xq, size_t xs, int n, QuantMat w, int64_t o0, int64_t o1, MatF y) {
     const int64_t nb = w.cols / kQuantBlockK;
-    float* const  xf = aligned_scratch<0, float>(size_t(n * nb * 9));
+    float* const  xf = aligned_scratch<10, float>(size_t(n * nb * 9));
     x_factors(xq, xs, n, nb, xf);
     // Two slots of each per-block buffer: block b's tiles run while block b - 1's sums are scaled and block b + 1 is
     // decoded, so no load waits on the store just before it (AMX stores and vector loads do not forward).
-    uint8_t* const   bt  = aligned_scratch<1, uint8_t>(2 * 8 * 512);             // 8 B tiles per block
-    int32_t* const   ct  = aligned_scratch<2, int32_t>(size_t(2 * 8 * n * 16));  // 8 C tiles per block
-    float* const     fs  = aligned_scratch<3, float>(2 * 16 * 16);               // sc and min factors per block
-    float* const     acc = aligned_scratch<4, float>(size_t(n * 16));
+    uint8_t* const   bt  = aligned_scratch<11, uint8_t>(2 * 8 * 512);             // 8 B tiles per block
+    int32_t* const   ct  = aligned_scratch<12, int32_t>(size_t(2 * 8 * n * 16));  // 8 C tiles per block
+    float* const     fs  = aligned_scratch<13, float>(2 * 16 * 16);               // sc and min factors per block
+    float* const     acc = aligned_scratch<14, float>(size_t(n * 16));
     const TileConfig cfg = make_config(n);
     _tile_loadconfig(&cfg);
     const size_t         ct_slot = size_t(8 * n * 16);
@@ -273,16 +261,14 @@ void rows_q4_k(const uint8_t* xq, size_t xs, int n, QuantMat w, int64_t o0, int6
         decode_block(wr, offs, 0, bt, fs);
         for (int64_t b = 0; b < nb; ++b) {
             const int64_t s = b & 1, t = s ^ 1;
-            asm volatile("" ::
-                             : "memory");  // the tile loads read bt, the tile stores write ct (GCC's tile
-                                           // intrinsics do not say so)
+            memory_barrier();  // the tile loads read bt, the tile stores write ct
             const uint8_t* xa[8];
             for (int u = 0; u < 8; ++u) xa[u] = xa0 + b * int64_t(sizeof(ActBlock256)) + kSub * u;
             unit_sums<false>(xa, xs, bt + s * 4096, ct + s * ct_slot, n, 8);
             if (b > 0) block_epilogue(ct + t * ct_slot, fs + t * 256, xf, nb, b - 1, n, acc);
             if (b + 1 < nb) decode_block(wr, offs, b + 1, bt + t * 4096, fs + t * 256);
             prefetch_ahead(w, pr, p, o1, b + kAhead, nb, int64_t(sizeof(BlockQ4_K)), 3);
-            asm volatile("" ::: "memory");
+            memory_barrier();
         }
         block_epilogue(ct + ((nb - 1) & 1) * ct_slot, fs + ((nb - 1) & 1) * 256, xf, nb, nb - 1, n, acc);
         for (int i = 0; i < n; ++i) std::memcpy(y.row(i) + (p - o0), acc + i * 16, size_t(rows) * sizeof(float));
@@ -324,10 +310,10 @@ inline void unit_epilogue_q8_0(const int32_t* ct, const float* f, const uint8_t*
 
 void rows_q8_0(const uint8_t* xq, size_t xs, int n, QuantMat w, int64_t o0, int64_t o1, MatF y) {
     const int64_t    nb = w.cols / kQuantBlock32, nu = (nb + 7) / 8;
-    uint8_t* const   bt  = aligned_scratch<1, uint8_t>(2 * 8 * 512);
-    int32_t* const   ct  = aligned_scratch<2, int32_t>(size_t(2 * 8 * n * 16));
-    float* const     fs  = aligned_scratch<3, float>(2 * 8 * 16);
-    float* const     acc = aligned_scratch<4, float>(size_t(n * 16));
+    uint8_t* const   bt  = aligned_scratch<11, uint8_t>(2 * 8 * 512);
+    int32_t* const   ct  = aligned_scratch<12, int32_t>(size_t(2 * 8 * n * 16));
+    float* const     fs  = aligned_scratch<13, float>(2 * 8 * 16);
+    float* const     acc = aligned_scratch<14, float>(size_t(n * 16));
     const TileConfig cfg = make_config(n);
     _tile_loadconfig(&cfg);
     const size_t ct_slot = size_t(8 * n * 16);
@@ -341,7 +327,7 @@ void rows_q8_0(const uint8_t* xq, size_t xs, int n, QuantMat w, int64_t o0, int6
         decode_unit_q8_0(wr, offs, 0, units(0), bt, fs);
         for (int64_t u = 0; u < nu; ++u) {
             const int64_t s = u & 1, t = s ^ 1;
-            asm volatile("" ::: "memory");
+            memory_barrier();
             const uint8_t* xa[8];
             for (int j = 0; j < 8; ++j)
                 xa[j] = xq + (8 * u + j) * int64_t(sizeof(ActBlock32)) + offsetof(ActBlock32, qs);
@@ -349,7 +335,7 @@ void rows_q8_0(const uint8_t* xq, size_t xs, int n, QuantMat w, int64_t o0, int6
             if (u > 0) unit_epilogue_q8_0(ct + t * ct_slot, fs + t * 128, xq, xs, 8 * (u - 1), units(u - 1), n, acc);
             if (u + 1 < nu) decode_unit_q8_0(wr, offs, 8 * (u + 1), units(u + 1), bt + t * 4096, fs + t * 128);
             prefetch_ahead(w, pr, p, o1, u + 2, nu, 8 * int64_t(sizeof(BlockQ8_0)), 5);  // units of 8 blocks
-            asm volatile("" ::: "memory");
+            memory_barrier();
         }
         const int64_t last = nu - 1;
         unit_epilogue_q8_0(ct + (last & 1) * ct_slot, fs + (last & 1) * 128, xq, xs, 8 * last, units(last), n, acc);
@@ -419,18 +405,18 @@ void rows_q6_k(const uint8_t* xq, size_t xs, int n, QuantMat w, int64_t o0, int6
     const int64_t nb = w.cols / kQuantBlockK;
     // x's factors: d_x per block, 32 times each 16-element sum (the levels' offset of 32, taken out of the integer
     // sums).
-    float* const   xd = aligned_scratch<0, float>(size_t(n * nb));
-    int32_t* const xb = aligned_scratch<5, int32_t>(size_t(n * nb * 16));
+    float* const   xd = aligned_scratch<10, float>(size_t(n * nb));
+    int32_t* const xb = aligned_scratch<15, int32_t>(size_t(n * nb * 16));
     for (int64_t i = 0; i < n; ++i)
         for (int64_t b = 0; b < nb; ++b) {
             const ActBlock256* a = reinterpret_cast<const ActBlock256*>(xq + size_t(i) * xs) + b;
             xd[i * nb + b]       = a->d;
             for (int j = 0; j < 16; ++j) xb[(i * nb + b) * 16 + j] = 32 * int32_t(a->bsums[j]);
         }
-    uint8_t* const   bt  = aligned_scratch<1, uint8_t>(2 * 16 * 256);
-    int32_t* const   ct  = aligned_scratch<2, int32_t>(size_t(2 * 16 * n * 16));
-    float* const     fs  = aligned_scratch<3, float>(2 * 16 * 16);
-    float* const     acc = aligned_scratch<4, float>(size_t(n * 16));
+    uint8_t* const   bt  = aligned_scratch<11, uint8_t>(2 * 16 * 256);
+    int32_t* const   ct  = aligned_scratch<12, int32_t>(size_t(2 * 16 * n * 16));
+    float* const     fs  = aligned_scratch<13, float>(2 * 16 * 16);
+    float* const     acc = aligned_scratch<14, float>(size_t(n * 16));
     const TileConfig cfg = make_config(n, 16);
     _tile_loadconfig(&cfg);
     const size_t ct_slot = size_t(16 * n * 16);
@@ -443,7 +429,7 @@ void rows_q6_k(const uint8_t* xq, size_t xs, int n, QuantMat w, int64_t o0, int6
         decode_block_q6_k(wr, offs, 0, bt, fs);
         for (int64_t b = 0; b < nb; ++b) {
             const int64_t s = b & 1, t = s ^ 1;
-            asm volatile("" ::: "memory");
+            memory_barrier();
             const uint8_t* xa[16];
             for (int j = 0; j < 16; ++j)
                 xa[j] = xq + b * int64_t(sizeof(ActBlock256)) + offsetof(ActBlock256, qs) + 16 * j;
@@ -452,7 +438,7 @@ void rows_q6_k(const uint8_t* xq, size_t xs, int n, QuantMat w, int64_t o0, int6
             if (b > 0) block_epilogue_q6_k(ct + t * ct_slot, fs + t * 256, xb, xd, nb, b - 1, n, acc);
             if (b + 1 < nb) decode_block_q6_k(wr, offs, b + 1, bt + t * 4096, fs + t * 256);
             prefetch_ahead(w, pr, p, o1, b + kAhead, nb, int64_t(sizeof(BlockQ6_K)), 4);
-            asm volatile("" ::: "memory");
+            memory_barrier();
         }
         block_epilogue_q6_k(ct + ((nb - 1) & 1) * ct_slot, fs + ((nb - 1) & 1) * 256, xb, xd, nb, nb - 1, n, acc);
         for (int i = 0; i < n; ++i) std::memcpy(y.row(i) + (p - o0), acc + i * 16, size_t(rows) * sizeof(float));
