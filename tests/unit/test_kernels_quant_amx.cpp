@@ -247,7 +247,7 @@ TEST_CASE("quant_matmul takes the AMX-INT8 path within its row limits, never und
             std::vector<float> int8, dot;
             {
                 ForcePath force(cpu::QuantPath::AmxInt8);
-                int8           = run(x, n, w, nullptr, 2);
+                int8 = run(x, n, w, nullptr, 2);
                 // Each output is one task's panel summed over k in a fixed order: the same bits at any thread count.
                 CHECK(run(x, n, w, nullptr, 1) == int8);
                 CHECK(run(x, n, w, nullptr, 3) == int8);
