@@ -164,9 +164,11 @@ private:
         const int     H = cfg_.n_head, D = cfg_.head_dim, group = cfg_.n_head / cfg_.n_kv_head;
         const int64_t qd = cfg_.q_dim(), kvd = cfg_.kv_dim();
         const int32_t T = lay.seq_len(b), cu = lay.cu[size_t(b)];
-        const auto [start, len] = block(s);
-        const int32_t n         = T - len;
-        const double  fl        = double(len) * double(qd) + double(n) * (2.0 * double(qd) + double(H));
+        // Plain locals, not a structured binding: the lambda below captures them (clang 14 cannot capture bindings).
+        const std::pair<int32_t, int32_t> range = block(s);
+        const int32_t                     start = range.first, len = range.second;
+        const int32_t                     n  = T - len;
+        const double                      fl = double(len) * double(qd) + double(n) * (2.0 * double(qd) + double(H));
         fwd.host_op(l, OpClass::Other, fl, len, [&] {
             Backend&         be = fwd.backend();
             const TensorView qv = Q.view(), kc = c.k.view();
