@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -27,6 +28,7 @@
 #include "kernels/cpu/huge_page_buffer.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/packed_gemm.h"
+#include "kernels/cpu/quant_amx.h"
 #include "kernels/cpu/quant_matmul.h"
 #include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu/rope.h"
@@ -146,7 +148,8 @@ public:
     const char* name() const override { return "cpu"; }
     Device      device() const override { return Device::Cpu; }
     std::string description() const override {
-        return "cpu (" + std::to_string(n_threads_) + (n_threads_ == 1 ? " thread, " : " threads, ") + blas_name_ + ")";
+        return "cpu (" + std::to_string(n_threads_) + (n_threads_ == 1 ? " thread, " : " threads, ") + blas_name_ +
+               ", quantized " + cpu_quant_isa_name() + ")";
     }
     DType cache_dtype() const override { return DType::F32; }
     int   host_threads() const override { return n_threads_; }
@@ -396,6 +399,31 @@ private:
 std::unique_ptr<Backend> make_cpu_backend(int n_threads) {
     if (n_threads <= 0) n_threads = int(std::max(1u, std::thread::hardware_concurrency()));
     return std::make_unique<CpuBackend>(n_threads);
+}
+
+void set_cpu_quant_isa(std::string_view name) {
+    using cpu::QuantIsa;
+    const QuantIsa all[] = {QuantIsa::Auto, QuantIsa::Avx512, QuantIsa::AvxVnni, QuantIsa::Avx2, QuantIsa::Baseline};
+    for (const QuantIsa isa : all) {
+        if (name != cpu::quant_isa_name(isa)) continue;
+        if (!cpu::quant_isa_available(isa)) {
+            std::string runs;
+            for (const QuantIsa o : all)
+                if (o != QuantIsa::Auto && cpu::quant_isa_available(o))
+                    runs += std::string(runs.empty() ? "" : ", ") + cpu::quant_isa_name(o);
+            throw InputError("--quant-isa " + std::string(name) + ": this CPU does not run it (it runs " + runs + ")");
+        }
+        cpu::quant_force_isa(isa);
+        return;
+    }
+    throw InputError("--quant-isa must be auto, avx512, avx-vnni, avx2 or baseline (got '" + std::string(name) + "')");
+}
+
+std::string cpu_quant_isa_name() {
+    const cpu::QuantIsa isa = cpu::quant_isa();
+    // The AMX paths run only beside the AVX-512 decoders (kernels/cpu/quant_matmul.h).
+    const bool amx = isa == cpu::QuantIsa::Avx512 && cpu::quant_amx_available();
+    return std::string(cpu::quant_isa_name(isa)) + (amx ? "+amx" : "");
 }
 
 }  // namespace dyllm

@@ -94,6 +94,7 @@ nlohmann::ordered_json row_json(const Row& r, const Model& model, const app::Thr
     j["cache_bytes"]               = r.cache_bytes;
     j["model"]                     = model.name();
     j["backend"]                   = model.backend().name();
+    j["kernels"]                   = model.backend().description();
     nlohmann::ordered_json samples = nlohmann::ordered_json::array();
     for (const Row::Sample& x : r.samples) {
         nlohmann::ordered_json e;

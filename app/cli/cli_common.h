@@ -21,12 +21,13 @@ class App;
 
 namespace dyllm::cli {
 
-// -m/--model, --backend, -t/--threads.
+// -m/--model, --backend, -t/--threads, --quant-isa.
 struct ModelOptions {
-    std::string model;             // checkpoint directory or built-in name; "" = default built-in (tiny-llada)
-    std::string backend = "auto";  // cpu | cuda | auto
-    int         threads = 0;       // 0 = all cores
-    std::string type;              // --type (dyllm bench): weights re-stored in memory at load; "" = as stored
+    std::string model;               // checkpoint directory or built-in name; "" = default built-in (tiny-llada)
+    std::string backend = "auto";    // cpu | cuda | auto
+    int         threads = 0;         // 0 = all cores
+    std::string type;                // --type (dyllm bench): weights re-stored in memory at load; "" = as stored
+    std::string quant_isa = "auto";  // --quant-isa: instruction set of the quantized products (set_cpu_quant_isa)
 };
 
 // -p/--prompt (repeatable), -f/--file, --prompt-ids (repeatable), --no-chat.

@@ -82,6 +82,7 @@ nlohmann::ordered_json result_to_json(const Model& model, const DiffusionParams&
     j["model_dir"]              = model.dir().string();  // where a built-in name resolved to (install checks read it)
     j["family"]                 = family_name(model.config().family);
     j["backend"]                = model.backend().name();
+    j["kernels"]                = model.backend().description();  // goes with every figure of the run
     j["method"]                 = method_name(p.method);
     j["params"]                 = params_to_json(p, model.config().family);
     j["params"]["chat"]         = chat;

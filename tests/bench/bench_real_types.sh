@@ -50,7 +50,7 @@ def load(t):
             "sparse": statistics.median(s["seconds"] for s in sparse) if sparse else float("nan"),
             "dense_gflop": statistics.median(s["flops"] for s in dense) / 1e9 if dense else float("nan"),
             "rss_gib": rss / 2**20, "gb": int(open(os.path.join(out, f"{t}.bytes")).read()) / 1e9,
-            "backend": d["backend"]}
+            "backend": d.get("kernels", d["backend"])}
 r = {t: load(t) for t in types}
 b = r["bf16"]
 print(f"LLaDA-8B shape, random weights, {threads} threads, 25 prompt + 8 response rows (DyLLM); memory read "

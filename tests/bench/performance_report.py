@@ -134,7 +134,7 @@ def real_size(work):
         if os.path.exists(os.path.join(work, "real.layers")) else "32"
     out = [f"LLaDA-8B shape (d 4096, 32 heads, FFN 12288, vocabulary 126464; {layers} layers), random bf16 weights, "
            "25 prompt + 8 response rows, DyLLM, 2 threads (`tests/bench/bench_real_size.sh`); "
-           f"backend {d['backend']}, load {d['load_s']:.1f} s.", "",
+           f"backend {d.get('kernels', d['backend'])}, load {d['load_s']:.1f} s.", "",
            "| step | kind | seconds | GFLOP | GFLOP/s | layer-0 query rows |", "|--:|---|--:|--:|--:|--:|"]
     for s in d["accounting"]["steps"]:
         out.append(f"| {s['step']} | {s['kind']} | {s['seconds']:.3f} | {s['flops'] / 1e9:.1f} | "

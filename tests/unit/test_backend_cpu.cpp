@@ -16,6 +16,7 @@
 #include "engine/backend_cpu.h"
 #include "engine/backend_cuda.h"
 #include "engine/errors.h"
+#include "kernels/cpu/quant_matmul.h"
 #include "kernels/cpu/ref/matmul.h"
 #include "unit/test_kernels_util.h"
 
@@ -176,6 +177,26 @@ TEST_CASE("make_backend: cpu, cuda without CUDA, auto fallback reason", "[backen
               .find(std::to_string(std::max(1u, std::thread::hardware_concurrency())) + " thread") !=
           std::string::npos);
     CHECK(make_backend(BackendKind::Cpu, 0)->host_threads() == int(std::max(1u, std::thread::hardware_concurrency())));
+}
+
+TEST_CASE("set_cpu_quant_isa forces what the CPU runs and refuses the rest by name", "[backend]") {
+    using cpu::QuantIsa;
+    for (const QuantIsa isa : {QuantIsa::Avx512, QuantIsa::AvxVnni, QuantIsa::Avx2, QuantIsa::Baseline}) {
+        const std::string name = cpu::quant_isa_name(isa);
+        INFO(name);
+        if (cpu::quant_isa_available(isa)) {
+            set_cpu_quant_isa(name);
+            CHECK(cpu::quant_isa() == isa);
+            CHECK(cpu_quant_isa_name().rfind(name, 0) == 0);
+            CHECK(make_backend(BackendKind::Cpu, 1)->description().find("quantized " + name) != std::string::npos);
+        } else {
+            CHECK_THROWS_WITH(set_cpu_quant_isa(name), Catch::Contains("this CPU does not run it"));
+        }
+    }
+    CHECK_THROWS_AS(set_cpu_quant_isa("avx1024"), InputError);
+    set_cpu_quant_isa("auto");
+    CHECK(cpu_quant_isa_name().rfind(cpu::quant_isa_name(cpu::quant_isa()), 0) == 0);
+    CHECK(cpu::quant_isa() != QuantIsa::Auto);
 }
 
 TEST_CASE("op and backend kind names are distinct", "[backend]") {

@@ -204,6 +204,18 @@ TEST_CASE("--threads and --seed out of range", "[loader][cli]") {
     CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1);
 }
 
+TEST_CASE("--quant-isa: one line naming the allowed values, and the kernels in use named with the run",
+          "[loader][cli]") {
+    const fs::path d = tiny();
+    require_one_line_error(run_cli(gen(d, " --quant-isa sse9")), 2,
+                           {"--quant-isa must be auto, avx512, avx-vnni, avx2 or baseline", "sse9"});
+    // baseline (the block decoders alone) runs on every CPU; the backend line that goes with a run's figures says so.
+    const Run r = run_cli(gen(d, " --quant-isa baseline --json"));
+    INFO(r.out);
+    CHECK(r.rc == 0);
+    CHECK(r.out.find("quantized baseline)") != std::string::npos);
+}
+
 TEST_CASE("make-model --force replaces a model by rename", "[loader][cli]") {
     const fs::path d = test::make_temp_dir("mm") / "m";
     REQUIRE(run_cli("make-model -o " + sh_quote(d.string())).rc == 0);
