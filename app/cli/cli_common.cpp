@@ -43,7 +43,8 @@ void add_model_options(CLI::App& app, ModelOptions& opts) {
     scalar(app, "--backend", opts.backend, "cpu | cuda | auto (auto: CUDA when a device is present)");
     scalar(app, "-t,--threads", opts.threads, "CPU threads (0 = all cores)");
     scalar(app, "--quant-isa", opts.quant_isa,
-           "instruction set of the CPU's quantized-weight products: auto, avx512, avx-vnni, avx2 or baseline (a "
+           "instruction set of the CPU's quantized-weight products: auto, amx, avx512 (no AMX), avx-vnni, avx2 or "
+           "baseline (a "
            "smaller one measures what a CPU without the wider one runs)");
 }
 

@@ -47,6 +47,7 @@ QuantIsa detect_isa() {
 
 std::atomic<QuantIsa>  g_isa{QuantIsa::Auto};
 std::atomic<QuantPath> g_path{QuantPath::Auto};
+std::atomic<bool>      g_allow_amx{true};
 
 // The integer dot products of an instruction set, false for none.
 bool dot_isa_for(QuantIsa isa, DotIsa* out) {
@@ -159,6 +160,14 @@ void quant_force_path(QuantPath path) {
     g_path.store(path);
 }
 
+void quant_allow_amx(bool allow) {
+    g_allow_amx.store(allow);
+}
+
+bool quant_amx_allowed() {
+    return g_allow_amx.load();
+}
+
 // Measured with tests/bench/bench_quant.cpp (W 4096 x 4096, one thread, best CPU time; an AVX-512 Xeon with
 // AVX512-VNNI shared with other jobs, so rough figures, ratios from one run): the integer path beats decode + sgemm at
 // every row count up to 256 for the K-quants (Q4_K 1 row 0.57 vs 3.5 ms, 33 rows 9.3 vs 22.5, 256 rows 74 vs 99;
@@ -220,8 +229,8 @@ void quant_matmul(CMatF x, QuantMat w, ConstMat bias, MatF y, ThreadPool& pool, 
     if (y.rows == 0 || y.cols == 0) return;
     const int64_t   k = w.cols, m = y.cols, n = y.rows;
     const QuantPath path = g_path.load();
-    // Auto leaves AMX out under a forced lower instruction set (that CPU would lack it).
-    const bool auto512  = path == QuantPath::Auto && quant_isa() == QuantIsa::Avx512;
+    // Auto leaves AMX out under a forced lower instruction set (that CPU would lack it) or when AMX is disallowed.
+    const bool auto512  = path == QuantPath::Auto && quant_isa() == QuantIsa::Avx512 && quant_amx_allowed();
     const bool amx_int8 = k > 0 && !f32_x && quant_amx_int8_available() && quant_amx_int8_supported(w.type) &&
                           n <= kQuantAmxInt8MaxRows &&
                           (path == QuantPath::AmxInt8 ||

@@ -36,6 +36,10 @@ const char* quant_isa_name(QuantIsa isa);
 // false, the type has no kernel or x has more than kQuantAmxInt8MaxRows rows).
 enum class QuantPath : uint8_t { Auto, Dot, Decode, Amx, AmxInt8 };
 void quant_force_path(QuantPath path);
+// Whether Auto may take the AMX paths where the CPU has them (default true; false: what an AVX-512 CPU without AMX
+// runs). A forced Amx or AmxInt8 path ignores it.
+void quant_allow_amx(bool allow);
+bool quant_amx_allowed();
 
 // The most rows of x for which Auto takes the integer path, per weight type (0: never); on CPUs with the AMX path only
 // below quant_amx_min_rows. Measured, see the definition.

@@ -22,7 +22,7 @@ while [ $# -gt 0 ] && [ "${1#--}" != "$1" ]; do
             shift 2
             ;;
         --quant-isa)
-            [ $# -ge 2 ] || { echo "bench_real_size.sh: --quant-isa needs a value (auto, avx512, avx-vnni, avx2, baseline)" >&2; exit 2; }
+            [ $# -ge 2 ] || { echo "bench_real_size.sh: --quant-isa needs a value (auto, amx, avx512, avx-vnni, avx2, baseline)" >&2; exit 2; }
             ISA=$2
             shift 2
             ;;

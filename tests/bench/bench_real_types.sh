@@ -4,15 +4,20 @@
 # kept), one `dyllm generate` per type (25 prompt + 8 response rows, DyLLM: 4 dense steps of 33 rows, then sparse
 # steps; for a GGUF file the second of two runs, its pages then in memory) with peak RSS, and the memory read
 # bandwidth measured in the same run; prints a Markdown table of each type's dense and sparse step beside the bf16
-# checkpoint's and their streaming floors (weight bytes / GB/s).
+# checkpoint's and their streaming floors (weight bytes / GB/s). A type written T@ISA runs T's file with
+# `--quant-isa ISA` (what a CPU without the wider instruction set runs); the default list adds q4_k_m@avx512 where the
+# CPU has AMX and q4_k_m@avx2 where it has AVX-512.
 # Needs ~17 GB of free memory and ~30 GB of disk.
-#   tests/bench/bench_real_types.sh [BUILD_DIR=build] [DIR=/tmp/llada8b] [THREADS=2] [TYPES="q8_0 q4_k_m"] [LAYERS]
+#   tests/bench/bench_real_types.sh [BUILD_DIR=build] [DIR=/tmp/llada8b] [THREADS=2] [TYPES="q8_0 q4_k_m ..."] [LAYERS]
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 BUILD=${1:-build}
 DIR=${2:-/tmp/llada8b}
 THREADS=${3:-2}
-TYPES=${4:-q8_0 q4_k_m}
+DEFAULT_TYPES="q8_0 q4_k_m"
+grep -qw amx_int8 /proc/cpuinfo && DEFAULT_TYPES+=" q4_k_m@avx512"
+grep -qw avx512f /proc/cpuinfo && DEFAULT_TYPES+=" q4_k_m@avx2"
+TYPES=${4:-$DEFAULT_TYPES}
 LAYERS=${5:-}
 STREAM=$BUILD/tests/bench/bench_stream_read
 [ -x "$STREAM" ] || { echo "bench_real_types.sh: no $STREAM (build the tests)" >&2; exit 2; }
@@ -23,15 +28,23 @@ trap 'rm -rf "$OUT"' EXIT
 bash "$HERE/bench_real_size.sh" "$BUILD" "$DIR" "$THREADS" "$LAYERS" llada >"$OUT/bf16.txt"
 cp "$DIR.run.json" "$OUT/bf16.run.json"
 cp "$DIR.time.txt" "$OUT/bf16.time.txt"
-for t in $TYPES; do
+paged=" "
+for spec in $TYPES; do
+    t=${spec%@*}
+    isa=auto
+    [ "$t" = "$spec" ] || isa=${spec#*@}
     # A GGUF file's weights are read from its mapping at every step: a first run pages the file in (after the bf16
     # checkpoint's 16 GB, a Q8_0 file's dense steps measured 1.2-2.3 s while it was still being read, 1.02-1.05 s on
     # the run after), so the second run is the one kept.
-    bash "$HERE/bench_real_size.sh" --type "$t" "$BUILD" "$DIR" "$THREADS" "$LAYERS" llada >/dev/null
-    bash "$HERE/bench_real_size.sh" --type "$t" "$BUILD" "$DIR" "$THREADS" "$LAYERS" llada >"$OUT/$t.txt"
-    cp "$DIR.$t.gguf.run.json" "$OUT/$t.run.json"
-    cp "$DIR.$t.gguf.time.txt" "$OUT/$t.time.txt"
-    stat -c %s "$DIR.$t.gguf" >"$OUT/$t.bytes"
+    if [ "${paged#* $t }" = "$paged" ]; then
+        bash "$HERE/bench_real_size.sh" --type "$t" "$BUILD" "$DIR" "$THREADS" "$LAYERS" llada >/dev/null
+        paged+="$t "
+    fi
+    bash "$HERE/bench_real_size.sh" --type "$t" --quant-isa "$isa" "$BUILD" "$DIR" "$THREADS" "$LAYERS" llada \
+        >"$OUT/$spec.txt"
+    cp "$DIR.$t.gguf.run.json" "$OUT/$spec.run.json"
+    cp "$DIR.$t.gguf.time.txt" "$OUT/$spec.time.txt"
+    stat -c %s "$DIR.$t.gguf" >"$OUT/$spec.bytes"
 done
 du -sb --apparent-size "$DIR" | cut -f1 >"$OUT/bf16.bytes"
 "$STREAM" --gb 4 --threads "$THREADS" >"$OUT/stream.json"
@@ -55,13 +68,16 @@ r = {t: load(t) for t in types}
 b = r["bf16"]
 print(f"LLaDA-8B shape, random weights, {threads} threads, 25 prompt + 8 response rows (DyLLM); memory read "
       f"bandwidth {gbs:.1f} GB/s ({threads} threads, same run); backend {b['backend']}.\n")
-print("| weights | file GB | peak RSS GiB | dense step s (x bf16) | dense GFLOP/s | sparse step s (x bf16) | "
-      "sparse streaming floor s | sparse / floor |")
-print("|---|--:|--:|--:|--:|--:|--:|--:|")
+print("| weights | quantized products | file GB | peak RSS GiB | dense step s (x bf16) | dense GFLOP/s | "
+      "sparse step s (x bf16) | sparse streaming floor s | sparse / floor |")
+print("|---|---|--:|--:|--:|--:|--:|--:|--:|")
 for t in types:
     x = r[t]
     floor = x["gb"] / gbs
-    print(f"| {t} | {x['gb']:.2f} | {x['rss_gib']:.2f} | {x['dense']:.3f} ({x['dense'] / b['dense']:.2f}x) | "
-          f"{x['dense_gflop'] / x['dense']:.0f} | {x['sparse']:.3f} ({x['sparse'] / b['sparse']:.2f}x) | "
-          f"{floor:.3f} | {x['sparse'] / floor:.2f} |")
+    # The backend line ends "..., quantized avx512+amx)": the instruction set the quantized products ran on.
+    isa = x["backend"].rsplit("quantized ", 1)[-1].rstrip(")") if "quantized " in x["backend"] else "?"
+    name = t.split("@")[0]
+    print(f"| {name} | {isa if name != 'bf16' else '-'} | {x['gb']:.2f} | {x['rss_gib']:.2f} | "
+          f"{x['dense']:.3f} ({x['dense'] / b['dense']:.2f}x) | {x['dense_gflop'] / x['dense']:.0f} | "
+          f"{x['sparse']:.3f} ({x['sparse'] / b['sparse']:.2f}x) | {floor:.3f} | {x['sparse'] / floor:.2f} |")
 PY

@@ -87,7 +87,7 @@ if [ "$REAL" = 1 ]; then
     log "LLaDA-8B shape (bench_real_size.sh; writes a bf16 checkpoint first)"
     RDIR=${DYLLM_REAL_SIZE_DIR:-$WORK/llada8b}
     # bf16, then the GGUF files `dyllm quantize` writes from it (DIR.T.gguf), in one run (bench_real_types.sh).
-    bash "$HERE/bench_real_types.sh" "$BUILD" "$RDIR" 2 "q8_0 q4_k_m" "${DYLLM_REAL_SIZE_LAYERS:-}" \
+    bash "$HERE/bench_real_types.sh" "$BUILD" "$RDIR" 2 "" "${DYLLM_REAL_SIZE_LAYERS:-}" \
         >"$WORK/real_types.md"
     cp "$RDIR.run.json" "$WORK/real.run.json"
     cp "$RDIR.time.txt" "$WORK/real.time.txt"

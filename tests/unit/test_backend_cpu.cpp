@@ -16,6 +16,7 @@
 #include "engine/backend_cpu.h"
 #include "engine/backend_cuda.h"
 #include "engine/errors.h"
+#include "kernels/cpu/quant_amx.h"
 #include "kernels/cpu/quant_matmul.h"
 #include "kernels/cpu/ref/matmul.h"
 #include "unit/test_kernels_util.h"
@@ -187,16 +188,27 @@ TEST_CASE("set_cpu_quant_isa forces what the CPU runs and refuses the rest by na
         if (cpu::quant_isa_available(isa)) {
             set_cpu_quant_isa(name);
             CHECK(cpu::quant_isa() == isa);
-            CHECK(cpu_quant_isa_name().rfind(name, 0) == 0);
-            CHECK(make_backend(BackendKind::Cpu, 1)->description().find("quantized " + name) != std::string::npos);
+            CHECK_FALSE(cpu::quant_amx_allowed());  // a named instruction set below "amx" runs without it
+            CHECK(cpu_quant_isa_name() == name);
+            CHECK(make_backend(BackendKind::Cpu, 1)->description().find("quantized " + name + ")") !=
+                  std::string::npos);
         } else {
             CHECK_THROWS_WITH(set_cpu_quant_isa(name), Catch::Contains("this CPU does not run it"));
         }
     }
+    if (cpu::quant_amx_available()) {
+        set_cpu_quant_isa("amx");
+        CHECK(cpu::quant_isa() == QuantIsa::Avx512);
+        CHECK(cpu::quant_amx_allowed());
+        CHECK(cpu_quant_isa_name() == "avx512+amx");
+    } else {
+        CHECK_THROWS_WITH(set_cpu_quant_isa("amx"), Catch::Contains("this CPU does not run it"));
+    }
     CHECK_THROWS_AS(set_cpu_quant_isa("avx1024"), InputError);
     set_cpu_quant_isa("auto");
-    CHECK(cpu_quant_isa_name().rfind(cpu::quant_isa_name(cpu::quant_isa()), 0) == 0);
+    CHECK(cpu::quant_amx_allowed());
     CHECK(cpu::quant_isa() != QuantIsa::Auto);
+    CHECK(cpu_quant_isa_name().rfind(cpu::quant_isa_name(cpu::quant_isa()), 0) == 0);
 }
 
 TEST_CASE("op and backend kind names are distinct", "[backend]") {

@@ -208,7 +208,7 @@ TEST_CASE("--quant-isa: one line naming the allowed values, and the kernels in u
           "[loader][cli]") {
     const fs::path d = tiny();
     require_one_line_error(run_cli(gen(d, " --quant-isa sse9")), 2,
-                           {"--quant-isa must be auto, avx512, avx-vnni, avx2 or baseline", "sse9"});
+                           {"--quant-isa must be auto, amx, avx512, avx-vnni, avx2 or baseline", "sse9"});
     // baseline (the block decoders alone) runs on every CPU; the backend line that goes with a run's figures says so.
     const Run r = run_cli(gen(d, " --quant-isa baseline --json"));
     INFO(r.out);
