@@ -386,6 +386,7 @@ TEST_CASE("bench: rows carry the documented keys; original is the speed-up basel
                                               "cache_bytes",
                                               "model",
                                               "backend",
+                                              "kernels",
                                               "flops_per_token",
                                               "flops_vs_dense",
                                               "gflops",
