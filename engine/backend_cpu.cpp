@@ -404,21 +404,19 @@ std::unique_ptr<Backend> make_cpu_backend(int n_threads) {
 
 void set_cpu_quant_isa(std::string_view name) {
     using cpu::QuantIsa;
+    constexpr QuantIsa kForced[] = {QuantIsa::Avx512, QuantIsa::AvxVnni, QuantIsa::Avx2, QuantIsa::Baseline};
     // "amx" is AVX-512 with the AMX paths; "avx512" the same without them (an AVX-512 CPU without AMX).
-    const bool amx = name == "amx";
-    const auto isa = [&]() -> std::optional<QuantIsa> {
-        if (amx) return QuantIsa::Avx512;
-        for (const QuantIsa i :
-             {QuantIsa::Auto, QuantIsa::Avx512, QuantIsa::AvxVnni, QuantIsa::Avx2, QuantIsa::Baseline})
-            if (name == cpu::quant_isa_name(i)) return i;
-        return std::nullopt;
-    }();
+    const bool              amx = name == "amx";
+    std::optional<QuantIsa> isa;
+    if (amx || name == "auto") isa = amx ? QuantIsa::Avx512 : QuantIsa::Auto;
+    for (const QuantIsa i : kForced)
+        if (name == cpu::quant_isa_name(i)) isa = i;
     if (!isa)
         throw InputError("--quant-isa must be auto, amx, avx512, avx-vnni, avx2 or baseline (got '" +
                          std::string(name) + "')");
     if (!cpu::quant_isa_available(*isa) || (amx && !cpu::quant_amx_available())) {
         std::string runs = cpu::quant_amx_available() ? "amx" : "";
-        for (const QuantIsa o : {QuantIsa::Avx512, QuantIsa::AvxVnni, QuantIsa::Avx2, QuantIsa::Baseline})
+        for (const QuantIsa o : kForced)
             if (cpu::quant_isa_available(o)) runs += std::string(runs.empty() ? "" : ", ") + cpu::quant_isa_name(o);
         throw InputError("--quant-isa " + std::string(name) + ": this CPU does not run it (it runs " + runs + ")");
     }
@@ -427,10 +425,8 @@ void set_cpu_quant_isa(std::string_view name) {
 }
 
 std::string cpu_quant_isa_name() {
-    const cpu::QuantIsa isa = cpu::quant_isa();
-    // The AMX paths run only beside the AVX-512 decoders (kernels/cpu/quant_matmul.h).
-    const bool amx = isa == cpu::QuantIsa::Avx512 && cpu::quant_amx_available() && cpu::quant_amx_allowed();
-    return std::string(cpu::quant_isa_name(isa)) + (amx ? "+amx" : "");
+    const bool amx = cpu::quant_auto_may_use_amx() && cpu::quant_amx_available();
+    return std::string(cpu::quant_isa_name(cpu::quant_isa())) + (amx ? "+amx" : "");
 }
 
 }  // namespace dyllm

@@ -44,8 +44,7 @@ void add_model_options(CLI::App& app, ModelOptions& opts) {
     scalar(app, "-t,--threads", opts.threads, "CPU threads (0 = all cores)");
     scalar(app, "--quant-isa", opts.quant_isa,
            "instruction set of the CPU's quantized-weight products: auto, amx, avx512 (no AMX), avx-vnni, avx2 or "
-           "baseline (a "
-           "smaller one measures what a CPU without the wider one runs)");
+           "baseline (a smaller one measures what a CPU without the wider one runs)");
 }
 
 void add_prompt_options(CLI::App& app, PromptOptions& o) {

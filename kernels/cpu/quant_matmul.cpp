@@ -168,6 +168,11 @@ bool quant_amx_allowed() {
     return g_allow_amx.load();
 }
 
+bool quant_auto_may_use_amx() {
+    // A forced instruction set below Avx512 leaves AMX out: that CPU would lack it.
+    return quant_isa() == QuantIsa::Avx512 && quant_amx_allowed();
+}
+
 // Measured with tests/bench/bench_quant.cpp (W 4096 x 4096, one thread, best CPU time; an AVX-512 Xeon with
 // AVX512-VNNI shared with other jobs, so rough figures, ratios from one run): the integer path beats decode + sgemm at
 // every row count up to 256 for the K-quants (Q4_K 1 row 0.57 vs 3.5 ms, 33 rows 9.3 vs 22.5, 256 rows 74 vs 99;
@@ -228,10 +233,9 @@ int64_t quant_amx_int8_max_rows(QuantType t) {
 void quant_matmul(CMatF x, QuantMat w, ConstMat bias, MatF y, ThreadPool& pool, bool f32_x) {
     if (y.rows == 0 || y.cols == 0) return;
     const int64_t   k = w.cols, m = y.cols, n = y.rows;
-    const QuantPath path = g_path.load();
-    // Auto leaves AMX out under a forced lower instruction set (that CPU would lack it) or when AMX is disallowed.
-    const bool auto512  = path == QuantPath::Auto && quant_isa() == QuantIsa::Avx512 && quant_amx_allowed();
-    const bool amx_int8 = k > 0 && !f32_x && quant_amx_int8_available() && quant_amx_int8_supported(w.type) &&
+    const QuantPath path     = g_path.load();
+    const bool      auto512  = path == QuantPath::Auto && quant_auto_may_use_amx();
+    const bool      amx_int8 = k > 0 && !f32_x && quant_amx_int8_available() && quant_amx_int8_supported(w.type) &&
                           n <= kQuantAmxInt8MaxRows &&
                           (path == QuantPath::AmxInt8 ||
                            (auto512 && n >= quant_amx_int8_min_rows(w.type) && n <= quant_amx_int8_max_rows(w.type)));

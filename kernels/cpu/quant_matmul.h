@@ -40,6 +40,9 @@ void quant_force_path(QuantPath path);
 // runs). A forced Amx or AmxInt8 path ignores it.
 void quant_allow_amx(bool allow);
 bool quant_amx_allowed();
+// Whether Auto may take the AMX paths at all: the instruction set in use is Avx512 and AMX is allowed (the paths then
+// run where quant_amx_available() / quant_amx_int8_available()).
+bool quant_auto_may_use_amx();
 
 // The most rows of x for which Auto takes the integer path, per weight type (0: never); on CPUs with the AMX path only
 // below quant_amx_min_rows. Measured, see the definition.
